@@ -1,0 +1,20 @@
+"""sphgpu: GPU computing on the sphere, for notebooks.
+
+Importing sphgpu touches no GPU and prints nothing; the backend ("cuda", "cpu", "reference") is
+chosen at the first call (see :mod:`sphgpu.backends`).
+"""
+
+from .alm import AlmLayout
+from .backends import BackendUnavailableError, cuda_available, use_backend
+from .geometry import RingGeometry
+from .sht import (alm2cl, alm2map, almxfl, anafast, gauss_beam, map2alm, smoothing, synalm,
+                  synfast)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "RingGeometry", "AlmLayout",
+    "alm2map", "map2alm", "synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam",
+    "smoothing",
+    "use_backend", "cuda_available", "BackendUnavailableError",
+]

@@ -1,0 +1,256 @@
+"""Ring grids on the sphere: one description for HEALPix, Gauss-Legendre and equiangular maps.
+
+Every grid sphgpu transforms on is a stack of iso-latitude rings. Ring ``i`` sits at colatitude
+``theta[i]`` (radians, 0 at the north pole), holds ``nphi[i]`` equally spaced pixels starting at
+longitude ``phi0[i]`` (radians), and its first pixel is element ``ringstart[i]`` of the flat map.
+``weight[i]`` is the quadrature weight of one pixel of that ring (steradians): the weights of all
+pixels add up to 4 pi, and ``sum(weight * f)`` over the map integrates a band-limited ``f`` exactly
+on Gauss-Legendre and equiangular grids (approximately on HEALPix, where map2alm iterates).
+
+The same five arrays are what ducc0 (``theta, nphi, phi0, ringstart``) and the paper's GPU
+kernels consume, so a geometry is built once and handed to any backend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import ducc0
+import numpy as np
+
+from ._validate import check_int
+
+__all__ = ["RingGeometry"]
+
+_KINDS = ("healpix", "gauss-legendre", "clenshaw-curtis", "fejer1", "custom")
+
+
+def _freeze(a, dtype):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class RingGeometry:
+    """An iso-latitude ring grid.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (nrings,), float64
+        Colatitude of each ring in radians, in [0, pi].
+    phi0 : ndarray, shape (nrings,), float64
+        Longitude of the first pixel of each ring, radians.
+    nphi : ndarray, shape (nrings,), int64
+        Number of pixels in each ring (>= 1).
+    ringstart : ndarray, shape (nrings,), int64
+        Index of each ring's first pixel in the flat map (relative to ``pixel_offset``).
+    weight : ndarray, shape (nrings,), float64
+        Quadrature weight of one pixel of each ring, steradians.
+    kind : str
+        ``"healpix"``, ``"gauss-legendre"``, ``"clenshaw-curtis"``, ``"fejer1"`` or ``"custom"``.
+    nside : int or None
+        HEALPix resolution parameter (HEALPix only).
+    pixel_offset : int
+        Where this geometry's pixels start in a parent map; 0 unless made by :meth:`rings`.
+    """
+
+    theta: np.ndarray
+    phi0: np.ndarray
+    nphi: np.ndarray
+    ringstart: np.ndarray
+    weight: np.ndarray
+    kind: str = "custom"
+    nside: int | None = None
+    pixel_offset: int = 0
+    _npix: int = field(init=False, repr=False)
+
+    def __post_init__(self):
+        theta = _freeze(self.theta, np.float64)
+        n = theta.shape[0] if theta.ndim == 1 else -1
+        if theta.ndim != 1 or n == 0:
+            raise ValueError(f"theta must be a non-empty 1-D array, got shape {theta.shape}")
+        arrays = {"theta": theta}
+        for name, dtype in (("phi0", np.float64), ("nphi", np.int64),
+                            ("ringstart", np.int64), ("weight", np.float64)):
+            a = _freeze(getattr(self, name), dtype)
+            if a.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},) like theta, got {a.shape}")
+            arrays[name] = a
+        if not np.all(np.isfinite(theta)) or theta.min() < 0 or theta.max() > math.pi:
+            raise ValueError("theta must lie in [0, pi] radians")
+        if not np.all(np.isfinite(arrays["phi0"])) or not np.all(np.isfinite(arrays["weight"])):
+            raise ValueError("phi0 and weight must be finite")
+        if arrays["nphi"].min() < 1:
+            raise ValueError("nphi must be >= 1 in every ring")
+        if arrays["ringstart"].min() < 0:
+            raise ValueError("ringstart must be >= 0")
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        for name, a in arrays.items():
+            object.__setattr__(self, name, a)
+        object.__setattr__(self, "_npix", int((arrays["ringstart"] + arrays["nphi"]).max()))
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def healpix(cls, nside: int) -> "RingGeometry":
+        """HEALPix in RING order for any ``nside >= 1`` (powers of two not required).
+
+        There are ``4*nside - 1`` rings and ``12*nside**2`` pixels; each pixel's weight is its area
+        ``4*pi / npix``.
+        """
+        nside = check_int("nside", nside, minimum=1)
+        i = np.arange(1, 4 * nside, dtype=np.int64)           # ring number, 1-based
+        north = np.minimum(i, 4 * nside - i)                   # distance from the nearer pole
+        cap = north < nside
+        nphi = np.where(cap, 4 * north, 4 * nside)
+        # Polar caps: z = 1 - k^2 / (3 nside^2); theta through asin keeps full precision near the
+        # poles, where acos(z) would lose half the digits.
+        theta_cap = 2.0 * np.arcsin(north / (math.sqrt(6.0) * nside))
+        z_eq = (2 * nside - i) * (2.0 / (3.0 * nside))
+        theta_eq = np.arccos(np.clip(z_eq, -1.0, 1.0))
+        theta = np.where(cap, np.where(i < 2 * nside, theta_cap, math.pi - theta_cap), theta_eq)
+        # Cap rings start half a pixel east; equatorial rings alternate, starting shifted on the
+        # first equatorial ring (i == nside).
+        shifted = cap | ((i - nside) % 2 == 0)
+        phi0 = np.where(shifted, math.pi / nphi, 0.0)
+        ringstart = np.concatenate(([0], np.cumsum(nphi)[:-1]))
+        weight = np.full(i.shape, 4.0 * math.pi / (12 * nside * nside))
+        return cls(theta, phi0, nphi, ringstart, weight, kind="healpix", nside=nside)
+
+    @classmethod
+    def gauss_legendre(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
+        """Gauss-Legendre rings: exact quadrature for ``lmax <= ntheta - 1``.
+
+        ``nphi`` defaults to ``2*ntheta - 1``, enough for ``mmax = lmax = ntheta - 1``.
+        """
+        ntheta = check_int("ntheta", ntheta, minimum=1)
+        nphi = 2 * ntheta - 1 if nphi is None else check_int("nphi", nphi, minimum=1)
+        theta = ducc0.misc.GL_thetas(ntheta)                  # north pole first
+        return cls._regular(theta, _ring_weights("GL", ntheta) / nphi, nphi, "gauss-legendre")
+
+    @classmethod
+    def equiangular(cls, ntheta: int, nphi: int | None = None, *, poles: bool = True) -> "RingGeometry":
+        """Equiangular rings with exact quadrature weights.
+
+        ``poles=True`` gives Clenshaw-Curtis rings ``theta_k = pi k / (ntheta - 1)`` including both
+        poles (exact for ``lmax <= ntheta - 2``); ``poles=False`` gives Fejer's first rule,
+        ``theta_k = pi (k + 1/2) / ntheta`` (ECP, exact for ``lmax <= ntheta - 1``).
+        ``nphi`` defaults to ``2*ntheta``.
+        """
+        ntheta = check_int("ntheta", ntheta, minimum=2 if poles else 1)
+        nphi = 2 * ntheta if nphi is None else check_int("nphi", nphi, minimum=1)
+        if poles:
+            theta = np.pi * np.arange(ntheta) / (ntheta - 1)
+            kind = "clenshaw-curtis"
+        else:
+            theta = np.pi * (np.arange(ntheta) + 0.5) / ntheta
+            kind = "fejer1"
+        w = _ring_weights("CC" if poles else "F1", ntheta)
+        return cls._regular(theta, w / nphi, nphi, kind)
+
+    @classmethod
+    def clenshaw_curtis(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
+        """Equiangular rings including both poles (see :meth:`equiangular`)."""
+        return cls.equiangular(ntheta, nphi, poles=True)
+
+    @classmethod
+    def _regular(cls, theta, ring_weight, nphi, kind):
+        n = theta.shape[0]
+        nphi_a = np.full(n, nphi, dtype=np.int64)
+        return cls(theta, np.zeros(n), nphi_a, np.arange(n, dtype=np.int64) * nphi, ring_weight,
+                   kind=kind)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def nrings(self) -> int:
+        return int(self.theta.shape[0])
+
+    @property
+    def npix(self) -> int:
+        """Number of pixels of a map on this geometry (``max(ringstart + nphi)``)."""
+        return self._npix
+
+    @property
+    def natural_lmax(self) -> int:
+        """The band limit this grid is meant for: HEALPix ``3*nside - 1``; GL and Fejer
+        ``ntheta - 1``; Clenshaw-Curtis ``ntheta - 2``; custom ``nrings - 1``."""
+        if self.kind == "healpix" and self.pixel_offset == 0 and self.nside is not None:
+            return 3 * self.nside - 1
+        if self.kind == "clenshaw-curtis":
+            return max(self.nrings - 2, 0)
+        return self.nrings - 1
+
+    def rings(self, index: slice) -> "RingGeometry":
+        """The sub-geometry of a contiguous slice of rings (for distributing work).
+
+        Its ``ringstart`` counts from the slice's first pixel, and ``pixel_offset`` says where
+        that pixel sits in the parent map, so ``parent_map[g.pixel_offset:g.pixel_offset+g.npix]``
+        is the part of the map the sub-geometry describes.
+        """
+        if not isinstance(index, slice):
+            raise TypeError(f"index must be a slice, got {type(index).__name__}")
+        start, stop, step = index.indices(self.nrings)
+        if step != 1 or stop <= start:
+            raise ValueError(f"index must select a non-empty contiguous slice of rings, got {index}")
+        first = int(self.ringstart[start:stop].min())
+        return RingGeometry(self.theta[start:stop], self.phi0[start:stop], self.nphi[start:stop],
+                            self.ringstart[start:stop] - first, self.weight[start:stop],
+                            kind=self.kind, nside=self.nside,
+                            pixel_offset=self.pixel_offset + first)
+
+    def pixel_weights(self) -> np.ndarray:
+        """Quadrature weight of every pixel, shape (npix,), float64 steradians."""
+        w = np.zeros(self.npix)
+        for wr, n, s in zip(self.weight, self.nphi, self.ringstart):
+            w[s:s + n] = wr
+        return w
+
+    def ring_pairs(self, rtol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+        """Pair each northern ring with its mirror image for the Legendre step.
+
+        lambda_lm(-x) = (-1)^(l+m) lambda_lm(x), so one recurrence serves a ring at theta and one
+        at pi - theta. Returns ``(north, south)``, int64 arrays of equal length: the ring the
+        recurrence runs for (at x = cos theta) and its mirror at -x (``-1`` where there is none). Every ring
+        appears exactly once.
+        """
+        order = np.argsort(self.theta, kind="stable")
+        lo, hi = 0, self.nrings - 1
+        north, south = [], []
+        while lo <= hi:
+            i, j = order[lo], order[hi]
+            if lo < hi and abs(self.theta[i] + self.theta[j] - math.pi) <= rtol * math.pi:
+                north.append(i)
+                south.append(j)
+                lo += 1
+                hi -= 1
+            elif math.pi - self.theta[j] < self.theta[i]:
+                # the southern ring is closer to its pole: it stands alone, described by -x
+                north.append(j)
+                south.append(-1)
+                hi -= 1
+            else:
+                north.append(i)
+                south.append(-1)
+                lo += 1
+        return np.asarray(north, dtype=np.int64), np.asarray(south, dtype=np.int64)
+
+    def pixel_angles(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(theta, phi)`` of every pixel, each of shape (npix,), float64 radians."""
+        theta = np.empty(self.npix)
+        phi = np.empty(self.npix)
+        for t, p0, n, s in zip(self.theta, self.phi0, self.nphi, self.ringstart):
+            theta[s:s + n] = t
+            phi[s:s + n] = p0 + (2.0 * math.pi / n) * np.arange(n)
+        return theta, phi
+
+    def __repr__(self):
+        extra = f", nside={self.nside}" if self.nside is not None else ""
+        return (f"RingGeometry(kind={self.kind!r}{extra}, nrings={self.nrings}, npix={self.npix}"
+                + (f", pixel_offset={self.pixel_offset}" if self.pixel_offset else "") + ")")
+
+
+def _ring_weights(rule: str, ntheta: int) -> np.ndarray:
+    """Quadrature weight of each whole ring (they sum to 4 pi), from ducc0's exact rules."""
+    return np.asarray(ducc0.sht.experimental.get_gridweights(rule, ntheta), dtype=np.float64)

@@ -1,0 +1,116 @@
+"""The "cpu" backend: ducc0 for the transforms, and a Numba twin of the GPU algorithm.
+
+ducc0 is the fastest CPU SHT there is; sphgpu calls it rather than rewriting it. The twin
+(``twin_synthesis`` / ``twin_analysis``) runs the recurrence of :mod:`sphgpu.sht.legendre`, the
+same code the CUDA kernels compile, with the NumPy ring step, so CI checks the kernel math at
+real sizes without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ducc0
+import numba
+import numpy as np
+
+from . import legendre, ringfft
+
+__all__ = ["synthesis", "analysis", "twin_alm2leg", "twin_leg2alm", "twin_synthesis",
+           "twin_analysis"]
+
+
+def _nthreads() -> int:
+    """Threads for ducc0: ``SPHGPU_NUM_THREADS`` if set, else all cores (0 lets ducc0 decide)."""
+    return int(os.environ.get("SPHGPU_NUM_THREADS", "0"))
+
+
+def _geometry_args(geometry):
+    return dict(theta=geometry.theta, nphi=geometry.nphi.astype(np.uint64),
+                phi0=geometry.phi0, ringstart=geometry.ringstart.astype(np.uint64))
+
+
+def synthesis(alm, layout, geometry):
+    """alm (k, nalm) complex128 -> maps (k, npix) float64, through ducc0."""
+    maps = ducc0.sht.synthesis(alm=alm[:, None, :], lmax=layout.lmax, mmax=layout.mmax, spin=0,
+                               nthreads=_nthreads(), **_geometry_args(geometry))
+    return maps[:, 0, :]
+
+
+def analysis(maps, layout, geometry):
+    """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm), through ducc0."""
+    alm = ducc0.sht.adjoint_synthesis(map=maps[:, None, :], lmax=layout.lmax, mmax=layout.mmax,
+                                      spin=0, ringfactor=geometry.weight, nthreads=_nthreads(),
+                                      **_geometry_args(geometry))
+    return alm[:, 0, :]
+
+
+# ----------------------------------------------------------------------------- the Numba twin
+def _pairs(geometry):
+    north, south = geometry.ring_pairs()
+    theta = geometry.theta[north]
+    return north, south, np.cos(theta), np.sin(theta)
+
+
+def twin_alm2leg(alm, layout, geometry):
+    """Legendre step: alm (k, nalm) complex128 -> leg (k, nrings, mmax+1) complex128."""
+    north, south, x, s = _pairs(geometry)
+    leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
+    _alm2leg(alm, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+             north, south, x, s, leg)
+    return leg
+
+
+def twin_leg2alm(leg, layout, geometry):
+    """Adjoint Legendre step: leg (k, nrings, mmax+1) -> alm (k, nalm) complex128."""
+    north, south, x, s = _pairs(geometry)
+    alm = np.zeros((leg.shape[0], layout.size), dtype=np.complex128)
+    _leg2alm(leg, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+             north, south, x, s, alm)
+    return alm
+
+
+def twin_synthesis(alm, layout, geometry):
+    """alm (k, nalm) -> maps (k, npix), with the GPU algorithm's recurrence on the CPU."""
+    return ringfft.leg2map(twin_alm2leg(alm, layout, geometry), geometry)
+
+
+def twin_analysis(maps, layout, geometry):
+    """maps (k, npix) -> weighted adjoint synthesis (k, nalm), the twin of the GPU analysis."""
+    leg = ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax)
+    return twin_leg2alm(leg, layout, geometry)
+
+
+# Parallel over m: each m owns its output column of leg (and its alm entries in the adjoint),
+# so threads never write the same element.
+@numba.njit(parallel=True, cache=True)
+def _alm2leg(alm, lmax, mmax, mstart, mu, north, south, x, s, leg):
+    nmaps = alm.shape[0]
+    for m in numba.prange(mmax + 1):
+        a = np.zeros(lmax + 1)
+        b = np.zeros(lmax + 1)
+        legendre.recurrence_coefficients(m, lmax, a, b)
+        out = np.empty((nmaps, 2), dtype=np.complex128)
+        for p in range(north.shape[0]):
+            v, k = legendre.start_value(mu[m], m, s[p])
+            legendre.legendre_sum(alm, mstart[m], m, lmax, a, b, x[p], v, k, out)
+            for i in range(nmaps):
+                leg[i, north[p], m] = out[i, 0]
+                if south[p] >= 0:
+                    leg[i, south[p], m] = out[i, 1]
+
+
+@numba.njit(parallel=True, cache=True)
+def _leg2alm(leg, lmax, mmax, mstart, mu, north, south, x, s, alm):
+    nmaps = leg.shape[0]
+    for m in numba.prange(mmax + 1):
+        a = np.zeros(lmax + 1)
+        b = np.zeros(lmax + 1)
+        legendre.recurrence_coefficients(m, lmax, a, b)
+        pair = np.zeros((nmaps, 2), dtype=np.complex128)
+        for p in range(north.shape[0]):
+            for i in range(nmaps):
+                pair[i, 0] = leg[i, north[p], m]
+                pair[i, 1] = leg[i, south[p], m] if south[p] >= 0 else 0.0
+            v, k = legendre.start_value(mu[m], m, s[p])
+            legendre.legendre_adjoint(pair, mstart[m], m, lmax, a, b, x[p], v, k, alm)

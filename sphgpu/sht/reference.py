@@ -1,0 +1,72 @@
+"""The "reference" backend: the SHT written as plainly as possible in NumPy (the specification).
+
+Legendre step: for each m, the three-term recurrence over l, vectorised over rings, with the
+starting value lambda_mm = (-1)^m mu_m sin^m(theta) taken from logarithms (no rescaling: values
+below the double range flush to zero, which is exact enough for lmax up to about 1500).
+Ring step: :mod:`sphgpu.sht.ringfft`. Cost is O(lmax^2 * nrings) NumPy operations on short
+vectors: use it for small sizes and for testing the fast paths.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ringfft
+
+__all__ = ["synthesis", "analysis", "MAX_LMAX"]
+
+#: beyond this the unscaled recurrence can lose non-negligible values to underflow
+MAX_LMAX = 1500
+
+
+def _check(layout):
+    if layout.lmax > MAX_LMAX:
+        raise ValueError(f"lmax={layout.lmax} is too large for the reference backend "
+                         f"(at most {MAX_LMAX}); use backend='cpu'")
+
+
+def _lambda_mm(m, theta):
+    log_mu = 0.5 * (math.log((2 * m + 1) / (4 * math.pi)) + math.lgamma(2 * m + 1)
+                    - 2 * math.lgamma(m + 1) - m * math.log(4.0))
+    s = np.sin(theta)
+    with np.errstate(divide="ignore"):
+        val = np.exp(log_mu + m * np.log(s)) if m > 0 else np.full(theta.shape, math.exp(log_mu))
+    return -val if m % 2 else val
+
+
+def _legendre_rows(layout, theta, m):
+    """Yield (l, lambda_lm(cos theta)) for l = m..lmax; each value of shape (nrings,)."""
+    x = np.cos(theta)
+    prev = np.zeros_like(theta)
+    cur = _lambda_mm(m, theta)
+    yield m, cur
+    for l in range(m + 1, layout.lmax + 1):
+        a = math.sqrt((4.0 * l * l - 1.0) / (l * l - m * m))
+        b = math.sqrt(((l - 1.0) ** 2 - m * m) / (4.0 * (l - 1.0) ** 2 - 1.0))
+        prev, cur = cur, a * (x * cur - b * prev)
+        yield l, cur
+
+
+def synthesis(alm, layout, geometry):
+    """alm (k, nalm) complex128 -> maps (k, npix) float64."""
+    _check(layout)
+    leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
+    mstart = layout.mstart()
+    for m in range(layout.mmax + 1):
+        for l, lam in _legendre_rows(layout, geometry.theta, m):
+            leg[:, :, m] += alm[:, mstart[m] + l, None] * lam[None, :]
+    return ringfft.leg2map(leg, geometry)
+
+
+def analysis(maps, layout, geometry):
+    """maps (k, npix) float64 -> sum over pixels of weight * map * conj(Y_lm): (k, nalm)."""
+    _check(layout)
+    leg = ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax)
+    alm = np.zeros((maps.shape[0], layout.size), dtype=np.complex128)
+    mstart = layout.mstart()
+    for m in range(layout.mmax + 1):
+        for l, lam in _legendre_rows(layout, geometry.theta, m):
+            alm[:, mstart[m] + l] = leg[:, :, m] @ lam
+    return alm
