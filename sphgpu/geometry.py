@@ -135,9 +135,10 @@ class RingGeometry:
         """Equiangular rings with exact quadrature weights.
 
         ``poles=True`` gives Clenshaw-Curtis rings ``theta_k = pi k / (ntheta - 1)`` including both
-        poles (exact for ``lmax <= ntheta - 2``); ``poles=False`` gives Fejer's first rule,
-        ``theta_k = pi (k + 1/2) / ntheta`` (ECP, exact for ``lmax <= ntheta - 1``).
-        ``nphi`` defaults to ``2*ntheta``.
+        poles; ``poles=False`` gives Fejer's first rule, ``theta_k = pi (k + 1/2) / ntheta`` (ECP).
+        Either rule integrates polynomials in cos(theta) of degree < ntheta exactly, so
+        map2alm by quadrature is exact for ``lmax <= (ntheta - 1) // 2`` (products of two
+        harmonics have degree 2*lmax). ``nphi`` defaults to ``2*ntheta``.
         """
         ntheta = check_int("ntheta", ntheta, minimum=2 if poles else 1)
         nphi = 2 * ntheta if nphi is None else check_int("nphi", nphi, minimum=1)
@@ -174,12 +175,13 @@ class RingGeometry:
 
     @property
     def natural_lmax(self) -> int:
-        """The band limit this grid is meant for: HEALPix ``3*nside - 1``; GL and Fejer
-        ``ntheta - 1``; Clenshaw-Curtis ``ntheta - 2``; custom ``nrings - 1``."""
+        """Default lmax of map2alm on this grid: HEALPix ``3*nside - 1`` (as healpy);
+        Gauss-Legendre ``ntheta - 1`` and equiangular ``(ntheta - 1) // 2``, the largest band
+        limits whose quadrature is exact; custom grids ``nrings - 1``."""
         if self.kind == "healpix" and self.pixel_offset == 0 and self.nside is not None:
             return 3 * self.nside - 1
-        if self.kind == "clenshaw-curtis":
-            return max(self.nrings - 2, 0)
+        if self.kind in ("clenshaw-curtis", "fejer1"):
+            return (self.nrings - 1) // 2
         return self.nrings - 1
 
     def rings(self, index: slice) -> "RingGeometry":
