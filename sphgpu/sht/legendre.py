@@ -17,9 +17,10 @@ rescaling"). Multiplying by powers of two is exact, so rescaling adds no roundin
 starting value sin^m is formed by binary exponentiation with the same scaled representation
 (about log2(m) roundings instead of m).
 
-The functions below are plain Python compiled with ``numba.njit``; the CUDA kernels compile the
-same source as device functions through ``.py_func``, so the CPU twin and the GPU run one
-recurrence. Everything is float64.
+The functions below are registered with ``numba.extending.register_jitable``: plain Python when
+called from Python, compiled inline into whatever Numba code calls them, the CPU twin's
+``@numba.njit(parallel=True)`` loops and the ``@cuda.jit`` kernels alike, so the CPU twin and the
+GPU run one recurrence. Everything is float64.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import math
 
 import numba
 import numpy as np
+from numba.extending import register_jitable
 
 __all__ = ["SCALE_BITS", "HALF_BITS", "mu_table", "recurrence_coefficients", "start_value",
-           "legendre_sum", "legendre_adjoint", "lambda_lm"]
+           "rescale", "legendre_sum", "legendre_adjoint", "lambda_lm"]
 
 SCALE_BITS = 600
 HALF_BITS = 300
@@ -39,7 +41,7 @@ _INV_BIG = 2.0 ** -SCALE_BITS
 _HALF_BIG = 2.0 ** HALF_BITS
 _HALF_SMALL = 2.0 ** -HALF_BITS
 
-_jit = numba.njit(cache=True, fastmath=False, inline="always")
+_jit = register_jitable(inline="always")
 
 
 def mu_table(mmax: int) -> np.ndarray:
@@ -71,6 +73,15 @@ def _normalise(v, k):
             v *= _INV_BIG
             k += 1
     return v, k
+
+
+@_jit
+def rescale(p0, p1, k):
+    """One rescaling check of the recurrence: while k < 0 and |p1| has grown past
+    2**HALF_BITS, move a factor 2**SCALE_BITS from the two carried values into k."""
+    if k < 0 and abs(p1) > _HALF_BIG:
+        return p0 * _INV_BIG, p1 * _INV_BIG, k + 1
+    return p0, p1, k
 
 
 @_jit
