@@ -45,6 +45,24 @@ def _array_module(a):
     return np
 
 
+def _device_as(a, dtype):
+    """A C-contiguous CuPy view of a device array (Numba or CuPy), cast to dtype if needed."""
+    import cupy
+
+    return cupy.ascontiguousarray(cupy.asarray(a), dtype=dtype)
+
+
+def _finish(name, arr, allow_batch, dtype):
+    """Shape check, cast to a contiguous ``dtype`` array of the same kind, then the NaN check."""
+    _check_dims(name, arr, allow_batch)
+    if isinstance(arr, np.ndarray):
+        arr = np.ascontiguousarray(arr, dtype=dtype)
+    else:
+        arr = _device_as(arr, dtype)
+    check_finite(name, arr)
+    return arr
+
+
 def _check_dims(name: str, a, allow_batch: bool):
     if a.ndim not in ((1, 2) if allow_batch else (1,)):
         want = "1-D or 2-D (a batch)" if allow_batch else "1-D"
@@ -54,8 +72,8 @@ def _check_dims(name: str, a, allow_batch: bool):
 def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
     """Validate a real array (maps, spectra): numeric, not complex, finite; 1-D or 2-D.
 
-    Host inputs become C-contiguous ``dtype`` arrays (a copy only when needed); device arrays are
-    checked but returned as they are.
+    Host inputs become C-contiguous ``dtype`` NumPy arrays, device arrays (Numba or CuPy) CuPy
+    ones, each copied only when needed.
     """
     if is_device_array(a) and not isinstance(a, np.ndarray):
         arr = a
@@ -68,11 +86,7 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
         raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
     if kind not in "fiu":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    _check_dims(name, arr, allow_batch)
-    if isinstance(arr, np.ndarray):
-        arr = np.ascontiguousarray(arr, dtype=dtype)
-    check_finite(name, arr)
-    return arr
+    return _finish(name, arr, allow_batch, dtype)
 
 
 def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex128):
@@ -85,8 +99,4 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
         arr = np.asarray(a)
     if np.dtype(arr.dtype).kind != "c":
         raise TypeError(f"{name} must be complex (complex64 or complex128), got dtype {arr.dtype}")
-    _check_dims(name, arr, allow_batch)
-    if isinstance(arr, np.ndarray):
-        arr = np.ascontiguousarray(arr, dtype=dtype)
-    check_finite(name, arr)
-    return arr
+    return _finish(name, arr, allow_batch, dtype)

@@ -13,6 +13,7 @@ kernels consume, so a geometry is built once and handed to any backend.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -98,9 +99,13 @@ class RingGeometry:
         """HEALPix in RING order for any ``nside >= 1`` (powers of two not required).
 
         There are ``4*nside - 1`` rings and ``12*nside**2`` pixels; each pixel's weight is its area
-        ``4*pi / npix``.
+        ``4*pi / npix``. Geometries are immutable, so the same object is returned for the same
+        nside, and plans cached per geometry (GPU transforms) are found again.
         """
-        nside = check_int("nside", nside, minimum=1)
+        return _healpix(check_int("nside", nside, minimum=1))
+
+    @classmethod
+    def _build_healpix(cls, nside: int) -> "RingGeometry":
         i = np.arange(1, 4 * nside, dtype=np.int64)           # ring number, 1-based
         north = np.minimum(i, 4 * nside - i)                   # distance from the nearer pole
         cap = north < nside
@@ -251,6 +256,11 @@ class RingGeometry:
         extra = f", nside={self.nside}" if self.nside is not None else ""
         return (f"RingGeometry(kind={self.kind!r}{extra}, nrings={self.nrings}, npix={self.npix}"
                 + (f", pixel_offset={self.pixel_offset}" if self.pixel_offset else "") + ")")
+
+
+@functools.lru_cache(maxsize=16)
+def _healpix(nside: int) -> RingGeometry:
+    return RingGeometry._build_healpix(nside)
 
 
 def _ring_weights(rule: str, ntheta: int) -> np.ndarray:

@@ -1,7 +1,18 @@
-"""Shared fixtures and the one table of tolerances every transform test uses."""
+"""Shared fixtures and the one table of tolerances every transform test uses.
 
-import numpy as np
-import pytest
+CUDA kernels run through Numba's simulator unless SPHGPU_TEST_REAL_GPU=1 (on the GPU machine).
+"backend='auto'" calls resolve to the CPU during tests so the simulator is used only where a
+test asks for backend="cuda".
+"""
+
+import os
+
+if os.environ.get("SPHGPU_TEST_REAL_GPU") != "1":
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"      # before numba.cuda is first imported
+os.environ.setdefault("SPHGPU_BACKEND", "cpu")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 #: Relative L2 tolerances, in one place. A looser entry says why.
 TOL = {

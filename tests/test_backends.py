@@ -8,6 +8,11 @@ from sphgpu import backends
 from sphgpu.backends import BackendUnavailableError, resolve, use_backend
 
 
+@pytest.fixture(autouse=True)
+def _no_backend_env(monkeypatch):
+    monkeypatch.delenv("SPHGPU_BACKEND", raising=False)
+
+
 def test_explicit_names_and_context():
     assert resolve("cpu") == "cpu"
     assert resolve("Reference") == "reference"

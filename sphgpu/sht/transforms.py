@@ -48,10 +48,19 @@ def resolve_geometry(nside, geometry, npix=None, name="map") -> RingGeometry:
     return RingGeometry.healpix(nside)
 
 
-def _host_only(name, a):
-    if is_device_array(a):
+def _check_kind(name, a, impl):
+    if is_device_array(a) and not getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
         raise TypeError(f"{name} is a GPU array; the CPU backends take NumPy arrays "
                         "(use backend='cuda', or copy it to the host)")
+
+
+def _like(out, original):
+    """Return device results as the caller's kind: Numba device arrays for Numba input."""
+    if is_device_array(original) and type(original).__module__.startswith("numba"):
+        from numba import cuda
+
+        return cuda.as_cuda_array(out)
+    return out
 
 
 def _batch(a):
@@ -78,14 +87,14 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=N
     -------
     ndarray, shape (npix,) or (k, npix), float64
     """
-    alm = as_complex_array("alm", alm)
-    _host_only("alm", alm)
+    arr = as_complex_array("alm", alm)
     geometry = resolve_geometry(nside, geometry)
-    layout = AlmLayout.from_size(alm.shape[-1], lmax, mmax, name="alm")
+    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
     impl = backends.load("sht", backend)
-    batch, single = _batch(alm)
+    _check_kind("alm", arr, impl)
+    batch, single = _batch(arr)
     maps = impl.synthesis(batch, layout, geometry)
-    return maps[0] if single else maps
+    return _like(maps[0] if single else maps, alm)
 
 
 def map2alm(maps, lmax=None, mmax=None, iter=3, *, backend="auto", geometry=None):
@@ -108,15 +117,20 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, backend="auto", geometry=None
     -------
     ndarray, shape (nalm,) or (k, nalm), complex128
     """
-    maps = as_real_array("maps", maps)
-    _host_only("maps", maps)
-    geometry = resolve_geometry(None, geometry, npix=maps.shape[-1], name="maps")
+    arr = as_real_array("maps", maps)
+    geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     lmax = geometry.natural_lmax if lmax is None else lmax
     layout = AlmLayout(lmax, mmax)
     iter = check_int("iter", iter, minimum=0)
     impl = backends.load("sht", backend)
-    batch, single = _batch(maps)
-    alm = impl.analysis(batch, layout, geometry)
+    _check_kind("maps", arr, impl)
+    batch, single = _batch(arr)
+    # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
+    to_device = getattr(impl, "to_device", None)
+    work = to_device(batch) if to_device else batch
+    alm = impl.analysis(work, layout, geometry)
     for _ in range(iter):
-        alm += impl.analysis(batch - impl.synthesis(alm, layout, geometry), layout, geometry)
-    return alm[0] if single else alm
+        alm += impl.analysis(work - impl.synthesis(alm, layout, geometry), layout, geometry)
+    if to_device and not is_device_array(maps):
+        alm = impl.to_host(alm)
+    return _like(alm[0] if single else alm, maps)

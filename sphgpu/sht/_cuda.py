@@ -1,0 +1,197 @@
+"""The "cuda" backend of the SHT: host side of the Numba CUDA kernels and cuFFT (through CuPy).
+
+alm2map = Legendre step (:func:`_cuda_kernels.alm2leg_kernel`, Delta_m(theta) for every ring and
+m) + ring step (fold the m modes of each ring onto its n pixels, Bluestein FFT of length M for
+every ring class, unchirp into the map). map2alm's single pass is the exact adjoint. Everything
+stays on the device: NumPy in gives NumPy out (one copy each way); CuPy or Numba device arrays in
+give device arrays out with no host copy.
+
+Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, used by CI) the same code runs with
+NumPy arrays and NumPy FFTs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from . import _cuda_kernels as K
+from . import legendre
+
+__all__ = ["synthesis", "analysis", "to_device", "to_host", "plan", "ACCEPTS_DEVICE_ARRAYS"]
+
+SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+ACCEPTS_DEVICE_ARRAYS = True
+MAPS_PER_LAUNCH = 4            # maps sharing one Legendre recurrence in alm2leg
+
+
+def _xp():
+    if SIMULATOR:
+        return np
+    import cupy
+
+    return cupy
+
+
+def to_device(a):
+    """A device (CuPy) view of ``a``; host arrays are copied once. NumPy under the simulator."""
+    xp = _xp()
+    return xp.asarray(a) if xp is not np else np.asarray(a)
+
+
+def to_host(a):
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+def _grid2(rows, cols, threads=(4, 64)):
+    return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
+
+
+class _Plan:
+    """Everything about one (geometry, lmax, mmax) that does not depend on the data: ring pairs
+    and their cos/sin, mu_m, alm offsets, and the ring classes of the FFT step with the
+    Fourier-transformed Bluestein chirps. Built once, reused by every transform."""
+
+    def __init__(self, geometry, lmax, mmax):
+        xp = _xp()
+        self.lmax, self.mmax = lmax, mmax
+        self.nrings, self.npix = geometry.nrings, geometry.npix
+        north, south = geometry.ring_pairs()
+        theta = geometry.theta[north]
+        self.x = xp.asarray(np.cos(theta))
+        self.sin = xp.asarray(np.sin(theta))
+        self.north = xp.asarray(north)
+        self.south = xp.asarray(south)
+        self.npairs = int(north.shape[0])
+        self.mu = xp.asarray(legendre.mu_table(mmax))
+        m = np.arange(mmax + 1, dtype=np.int64)
+        self.mstart = xp.asarray(m * (2 * lmax + 1 - m) // 2)
+        # Ring classes: all rings whose Bluestein length M = next_pow2(2n - 1) is the same.
+        M_of_ring = 1 << np.ceil(np.log2(np.maximum(2 * geometry.nphi - 1, 1))).astype(np.int64)
+        self.classes = []
+        for M in np.unique(M_of_ring):
+            rings = np.flatnonzero(M_of_ring == M)
+            nphi = geometry.nphi[rings]
+            c = dict(M=int(M), nr=int(rings.size), nmax=int(nphi.max()),
+                     rings=xp.asarray(rings), nphi=xp.asarray(nphi),
+                     phi0=xp.asarray(geometry.phi0[rings]),
+                     ringstart=xp.asarray(geometry.ringstart[rings]),
+                     weight=xp.asarray(geometry.weight[rings]))
+            chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
+            K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
+            c["chirp_f"] = xp.fft.fft(chirp, axis=1)
+            self.classes.append(c)
+
+    def bytes_per_map(self):
+        """Device bytes one map needs beyond its input and output (leg + the largest FFT class)."""
+        leg = 16 * self.nrings * (self.mmax + 1)
+        fft = max(3 * 16 * c["nr"] * c["M"] for c in self.classes)
+        return leg + fft
+
+
+@functools.lru_cache(maxsize=8)
+def plan(geometry, lmax, mmax):
+    """The cached :class:`_Plan` of a geometry and band limits (geometries hash by identity)."""
+    return _Plan(geometry, lmax, mmax)
+
+
+def _batches(pl, nmaps):
+    """Split nmaps into groups that fit in free device memory, or say how much is needed."""
+    need = pl.bytes_per_map()
+    if SIMULATOR:
+        return [(0, nmaps)]
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    free += cupy.get_default_memory_pool().free_bytes()
+    per = int(0.8 * free) // need
+    if per < 1:
+        raise MemoryError(f"this transform needs about {need / 2**30:.2f} GiB of GPU memory per map "
+                          f"for lmax={pl.lmax}, npix={pl.npix}, but {free / 2**30:.2f} GiB is free")
+    return [(i, min(i + per, nmaps)) for i in range(0, nmaps, per)]
+
+
+def _alm2leg(alm, pl, xp):
+    nmaps = alm.shape[0]
+    leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
+    grid = (math.ceil(pl.npairs / K.ALM2LEG_THREADS), pl.mmax + 1)
+    for i in range(0, nmaps, MAPS_PER_LAUNCH):
+        j = min(i + MAPS_PER_LAUNCH, nmaps)
+        K.alm2leg_kernel(j - i)[grid, K.ALM2LEG_THREADS](
+            alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, leg[i:j])
+    return leg
+
+
+def _leg2alm(leg, pl, xp):
+    nmaps = leg.shape[0]
+    nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
+    out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
+    grid = (math.ceil(pl.npairs / K.LEG2ALM_THREADS), pl.mmax + 1)
+    for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
+        j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
+        K.leg2alm_kernel(j - i)[grid, K.LEG2ALM_THREADS](
+            xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north,
+            pl.south, out[i:j])
+    return out.view(np.complex128)
+
+
+def _leg2map(leg, pl, xp):
+    nmaps = leg.shape[0]
+    maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
+    for c in pl.classes:
+        rows = nmaps * c["nr"]
+        a = xp.empty((rows, c["M"]), dtype=np.complex128)
+        K.fold_kernel[_grid2(rows, c["M"])](leg, c["rings"], c["nphi"], c["phi0"], c["nr"], a)
+        conv = _convolve(a, c, nmaps, xp)
+        K.unchirp_kernel[_grid2(rows, c["nmax"])](conv, c["rings"], c["nphi"], c["ringstart"],
+                                                  c["nr"], maps)
+    return maps
+
+
+def _map2leg(maps, pl, xp):
+    nmaps = maps.shape[0]
+    leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
+    for c in pl.classes:
+        rows = nmaps * c["nr"]
+        a = xp.empty((rows, c["M"]), dtype=np.complex128)
+        K.chirp_map_kernel[_grid2(rows, c["M"])](maps, c["nphi"], c["ringstart"], c["weight"],
+                                                 c["nr"], a)
+        conv = _convolve(a, c, nmaps, xp)
+        K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
+                                                   c["nr"], leg)
+    return leg
+
+
+def _convolve(a, c, nmaps, xp):
+    """Circular convolution of each row of ``a`` with its ring's chirp, by FFT (cuFFT on GPU)."""
+    f = xp.fft.fft(a, axis=1).reshape(nmaps, c["nr"], c["M"])
+    f *= c["chirp_f"][None]
+    return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)
+
+
+def _run(data, layout, geometry, steps):
+    xp = _xp()
+    pl = plan(geometry, layout.lmax, layout.mmax)
+    host = isinstance(data, np.ndarray) and xp is not np
+    d = xp.asarray(data)
+    outs = []
+    for i, j in _batches(pl, d.shape[0]):
+        r = d[i:j]
+        for step in steps:
+            r = step(r, pl, xp)
+        outs.append(r)
+    out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
+    return to_host(out) if host else out
+
+
+def synthesis(alm, layout, geometry):
+    """alm (k, nalm) complex128, host or device -> maps (k, npix) float64 of the same kind."""
+    return _run(alm, layout, geometry, (_alm2leg, _leg2map))
+
+
+def analysis(maps, layout, geometry):
+    """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm) complex128."""
+    return _run(maps, layout, geometry, (_map2leg, _leg2alm))

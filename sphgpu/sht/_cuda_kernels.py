@@ -1,0 +1,317 @@
+"""@cuda.jit kernels of the SHT: the Legendre step and the ring-FFT pre/post passes.
+
+Kernels only: launch geometry, buffers and cuFFT live in :mod:`sphgpu.sht._cuda`. Each kernel's
+docstring states its launch contract. The recurrence is the one of :mod:`sphgpu.sht.legendre`
+(``start_value``, ``rescale``), compiled into the kernels.
+
+Ring FFTs use Bluestein's identity so that rings of any length n go through one batched
+power-of-two FFT of length M >= 2n - 1:
+
+    sum_q c_q w^{jq} = z_j sum_q (c_q z_q) conj(z_{j-q}),   w = e^{2 pi i/n},  z_t = e^{i pi t^2/n}
+
+The convolution runs as FFT(A) * FFT(B) -> inverse FFT, with A the chirped, zero-padded ring and B
+the conjugate chirp (precomputed per ring, see :func:`chirp_kernel`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numba import cuda, float64
+
+from . import legendre
+
+__all__ = ["alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "unchirp_kernel",
+           "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "LEG2ALM_THREADS",
+           "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
+
+ALM2LEG_THREADS = 128      # ring pairs per block in alm2leg; also the l chunk held in shared memory
+LEG2ALM_THREADS = 64       # ring pairs per block in leg2alm
+LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
+LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
+
+_start = legendre.start_value
+_rescale = legendre.rescale
+
+
+@cuda.jit(device=True, inline=True)
+def _coeffs(l, m):
+    fl = float64(l)
+    fm2 = float64(m) * float64(m)
+    a = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - fm2))
+    fl1 = fl - 1.0
+    b = math.sqrt((fl1 * fl1 - fm2) / (4.0 * fl1 * fl1 - 1.0))
+    return a, b
+
+
+@functools.lru_cache(maxsize=None)
+def alm2leg_kernel(nmaps: int):
+    """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
+
+    Launch: grid (ceil(npairs / ALM2LEG_THREADS), mmax + 1), block ALM2LEG_THREADS; blockIdx.y is
+    m, each thread one ring pair. Arguments:
+        alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int, mu (mmax+1,) float64,
+        x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
+        leg (nmaps, nrings, mmax+1) complex128, written.
+    The block stages a_l, b_l and the coefficients of ALM2LEG_THREADS consecutive l in shared
+    memory, so each global value is read once per block, not once per thread.
+    """
+    K = nmaps
+    TPB = ALM2LEG_THREADS
+
+    @cuda.jit
+    def kernel(alm, mstart, lmax, mu, x, sin, north, south, leg):
+        m = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        p = cuda.blockIdx.x * TPB + t
+        npairs = x.shape[0]
+        sa = cuda.shared.array(TPB, float64)
+        sb = cuda.shared.array(TPB, float64)
+        sre = cuda.shared.array((K, TPB), float64)
+        sim = cuda.shared.array((K, TPB), float64)
+        acc = cuda.local.array((K, 4), float64)       # even re, even im, odd re, odd im
+        for i in range(K):
+            for c in range(4):
+                acc[i, c] = 0.0
+        active = p < npairs
+        xv = 0.0
+        cur = 0.0
+        k = -1
+        if active:
+            xv = x[p]
+            cur, k = _start(mu[m], m, sin[p])
+        prev = 0.0
+        base = mstart[m]
+        for l0 in range(m, lmax + 1, TPB):
+            l = l0 + t
+            if l <= lmax:
+                if l > m:
+                    a, b = _coeffs(l, m)
+                    sa[t] = a
+                    sb[t] = b
+                for i in range(K):
+                    v = alm[i, base + l]
+                    sre[i, t] = v.real
+                    sim[i, t] = v.imag
+            cuda.syncthreads()
+            if active and cur != 0.0:
+                n = min(TPB, lmax + 1 - l0)
+                for j in range(n):
+                    if l0 + j > m:
+                        nxt = sa[j] * (xv * cur - sb[j] * prev)
+                        prev = cur
+                        cur = nxt
+                        prev, cur, k = _rescale(prev, cur, k)
+                    if k == 0:
+                        par = 2 * ((l0 + j - m) & 1)
+                        for i in range(K):
+                            acc[i, par] += cur * sre[i, j]
+                            acc[i, par + 1] += cur * sim[i, j]
+            cuda.syncthreads()
+        if active:
+            rn = north[p]
+            rs = south[p]
+            for i in range(K):
+                leg[i, rn, m] = complex(acc[i, 0] + acc[i, 2], acc[i, 1] + acc[i, 3])
+                if rs >= 0:
+                    leg[i, rs, m] = complex(acc[i, 0] - acc[i, 2], acc[i, 1] - acc[i, 3])
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def leg2alm_kernel(nmaps: int):
+    """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
+
+    Launch: grid (ceil(npairs / LEG2ALM_THREADS), mmax + 1), block LEG2ALM_THREADS; blockIdx.y is m,
+    each thread one ring pair. Arguments:
+        leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
+        mstart, lmax, mu, x, sin, north, south as in :func:`alm2leg_kernel`,
+        alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, accumulated with atomics
+        (zero it first; blocks of different ring groups add into the same entries).
+    Every LEG2ALM_CHUNK values of l, the threads write their terms to shared memory and the block
+    sums them over its ring pairs, so one atomic add per (block, l, map, re/im) reaches memory.
+    """
+    K = nmaps
+    TPB = LEG2ALM_THREADS
+    CH = LEG2ALM_CHUNK
+    NC = 2 * K
+
+    @cuda.jit
+    def kernel(leg, mstart, lmax, mu, x, sin, north, south, alm):
+        m = cuda.blockIdx.y
+        t = cuda.threadIdx.x
+        p = cuda.blockIdx.x * TPB + t
+        npairs = x.shape[0]
+        sa = cuda.shared.array(CH, float64)
+        sb = cuda.shared.array(CH, float64)
+        buf = cuda.shared.array((CH, NC, TPB), float64)
+        ln = cuda.local.array((K, 4), float64)        # (n+s) re, im, (n-s) re, im
+        active = p < npairs
+        xv = 0.0
+        cur = 0.0
+        k = -1
+        for i in range(K):
+            for c in range(4):
+                ln[i, c] = 0.0
+        if active:
+            xv = x[p]
+            cur, k = _start(mu[m], m, sin[p])
+            rn = north[p]
+            rs = south[p]
+            for i in range(K):
+                vn = leg[i, rn, m]
+                vs = leg[i, rs, m] if rs >= 0 else 0j
+                ln[i, 0] = vn.real + vs.real
+                ln[i, 1] = vn.imag + vs.imag
+                ln[i, 2] = vn.real - vs.real
+                ln[i, 3] = vn.imag - vs.imag
+        prev = 0.0
+        base = mstart[m]
+        for l0 in range(m, lmax + 1, CH):
+            if t < CH and l0 + t <= lmax and l0 + t > m:
+                a, b = _coeffs(l0 + t, m)
+                sa[t] = a
+                sb[t] = b
+            cuda.syncthreads()
+            n = min(CH, lmax + 1 - l0)
+            for j in range(n):
+                val = 0.0
+                if active and cur != 0.0:
+                    if l0 + j > m:
+                        nxt = sa[j] * (xv * cur - sb[j] * prev)
+                        prev = cur
+                        cur = nxt
+                        prev, cur, k = _rescale(prev, cur, k)
+                    if k == 0:
+                        val = cur
+                par = 2 * ((l0 + j - m) & 1)
+                for i in range(K):
+                    buf[j, 2 * i, t] = val * ln[i, par]
+                    buf[j, 2 * i + 1, t] = val * ln[i, par + 1]
+            cuda.syncthreads()
+            # reduce over the block's ring pairs: thread -> (j, component)
+            for w in range(t, n * NC, TPB):
+                j = w // NC
+                c = w - j * NC
+                s = 0.0
+                for r in range(TPB):
+                    s += buf[j, c, r]
+                if s != 0.0:
+                    i = c // 2
+                    cuda.atomic.add(alm, (i, 2 * (base + l0 + j) + (c & 1)), s)
+            cuda.syncthreads()
+
+    return kernel
+
+
+# ----------------------------------------------------------------------------- ring FFT passes
+@cuda.jit(device=True, inline=True)
+def _chirp(t, n):
+    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact
+    r = (t * t) % (2 * n)
+    ang = math.pi * float64(r) / float64(n)
+    return complex(math.cos(ang), math.sin(ang))
+
+
+@cuda.jit
+def chirp_kernel(nphi, out):
+    """B rows for Bluestein: out[row, t] = conj(z_t) for |t| < n (t < 0 at M + t), else 0.
+
+    Launch: 2-D grid covering (nrows, M); nphi (nrows,) int64, out (nrows, M) complex128.
+    """
+    row, t = cuda.grid(2)
+    if row < out.shape[0] and t < out.shape[1]:
+        n = nphi[row]
+        M = out.shape[1]
+        v = 0j
+        if t < n:
+            v = _chirp(t, n).conjugate()
+        elif t > M - n:
+            v = _chirp(M - t, n).conjugate()
+        out[row, t] = v
+
+
+@cuda.jit
+def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, out):
+    """alm2map ring pass 1: fold Delta_m of each ring onto its n Fourier modes and chirp them.
+
+    out[i*nr + row, q] = z_q * sum over m in [-mmax, mmax] with m = q (mod n) of
+                         Delta_m e^{i m phi0}   (Delta_{-m} = conj Delta_m), zero for q >= n.
+    Launch: 2-D grid covering (nmaps*nr, M). leg (nmaps, nrings, mmax+1) complex128; rings,
+    nphi (nr,) int64 and phi0 (nr,) float64 describe this class's rings; nmaps_rows = nr.
+    """
+    R, q = cuda.grid(2)
+    if R < out.shape[0] and q < out.shape[1]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        n = nphi[row]
+        v = 0j
+        if q < n:
+            ring = rings[row]
+            p0 = phi0[row]
+            mmax = leg.shape[2] - 1
+            for m in range(q, mmax + 1, n):           # +m = q (mod n)
+                d = leg[i, ring, m]
+                ang = m * p0
+                v += d * complex(math.cos(ang), math.sin(ang))
+            start = n - q if q > 0 else n             # -m = q (mod n), m >= 1
+            for m in range(start, mmax + 1, n):
+                d = leg[i, ring, m]
+                ang = m * p0
+                v += (d * complex(math.cos(ang), math.sin(ang))).conjugate()
+            v *= _chirp(q, n)
+        out[R, q] = v
+
+
+@cuda.jit
+def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, maps):
+    """alm2map ring pass 2: maps[i, ringstart + j] = Re(z_j conv[i*nr + row, j]) for j < n.
+
+    Launch: 2-D grid covering (nmaps*nr, max n of the class).
+    """
+    R, j = cuda.grid(2)
+    if R < conv.shape[0]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        n = nphi[row]
+        if j < n:
+            v = _chirp(j, n) * conv[R, j]
+            maps[i, ringstart[row] + j] = v.real
+
+
+@cuda.jit
+def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, out):
+    """map2alm ring pass 1: out[i*nr + row, j] = weight * s_j * z_j for j < n, else 0.
+
+    Launch: 2-D grid covering (nmaps*nr, M); weight (nr,) float64 per-pixel quadrature weight.
+    """
+    R, j = cuda.grid(2)
+    if R < out.shape[0] and j < out.shape[1]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        n = nphi[row]
+        v = 0j
+        if j < n:
+            v = _chirp(j, n) * (weight[row] * maps[i, ringstart[row] + j])
+        out[R, j] = v
+
+
+@cuda.jit
+def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, leg):
+    """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
+
+    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum.
+    Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
+    """
+    R, m = cuda.grid(2)
+    if R < conv.shape[0] and m < leg.shape[2]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        n = nphi[row]
+        q = m % n
+        g = (_chirp(q, n) * conv[R, q]).conjugate()
+        ang = -m * phi0[row]
+        leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
