@@ -1,0 +1,177 @@
+"""GPU SHT benchmark: sphgpu's CUDA backend against ducc0 (all threads, 1 thread) and healpy.
+
+Run on the GPU machine:  python benchmarks/sht.py --out benchmarks/results
+For each HEALPix nside (lmax = 2*nside, mmax = lmax) it checks the CUDA result against ducc0
+(relative L2 error of alm2map and of map2alm with iter=0), then times, in the same process:
+  - sphgpu cuda, device-resident (CuPy arrays in and out),
+  - sphgpu cuda, host to host (NumPy in and out, copies included),
+  - ducc0 with every host thread and with one thread,
+  - healpy alm2map and map2alm(iter=0).
+Writes sht.json (machine info, every timing, errors) and sht_speedup.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import sphgpu
+from sphgpu import AlmLayout, RingGeometry
+from sphgpu.bench import machine_info, time_call
+from sphgpu.sht import _cpu
+
+
+def rel(a, b):
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b)))
+
+
+def ducc0_pair(nside, layout, nthreads):
+    import ducc0
+
+    info = ducc0.healpix.Healpix_Base(nside, "RING").sht_info()
+    w = 4 * np.pi / (12 * nside * nside)
+
+    def synth(alm):
+        return ducc0.sht.synthesis(alm=alm[None], lmax=layout.lmax, mmax=layout.mmax, spin=0,
+                                   nthreads=nthreads, **info)[0]
+
+    def adjoint(m):
+        return ducc0.sht.adjoint_synthesis(map=(m * w)[None], lmax=layout.lmax,
+                                           mmax=layout.mmax, spin=0, nthreads=nthreads, **info)[0]
+    return synth, adjoint
+
+
+def bench_size(nside, args, log):
+    import cupy
+
+    lmax = 2 * nside
+    layout = AlmLayout(lmax)
+    g = RingGeometry.healpix(nside)
+    rng = np.random.default_rng(nside)
+    alm = rng.standard_normal(layout.size) + 1j * rng.standard_normal(layout.size)
+    alm[layout.lm()[1] == 0] = alm[layout.lm()[1] == 0].real
+    sync = cupy.cuda.Device().synchronize
+    row = {"nside": nside, "lmax": lmax, "npix": g.npix}
+
+    t0 = time.perf_counter()
+    m_gpu = sphgpu.alm2map(alm, nside, lmax, backend="cuda")
+    sync()
+    row["cuda_first_call_s"] = time.perf_counter() - t0        # JIT + plan + transform
+
+    synth16, adj16 = ducc0_pair(nside, layout, os.cpu_count())
+    m_ref = synth16(alm)
+    row["err_alm2map_vs_ducc0"] = rel(m_gpu, m_ref)
+    a_gpu = sphgpu.map2alm(m_ref, lmax, iter=0, backend="cuda")
+    a_ref = adj16(m_ref)
+    row["err_map2alm_vs_ducc0"] = rel(a_gpu, a_ref)
+    log(f"nside {nside}: errors alm2map {row['err_alm2map_vs_ducc0']:.2e}, "
+        f"map2alm {row['err_map2alm_vs_ducc0']:.2e}")
+
+    d_alm = cupy.asarray(alm)
+    d_map = cupy.asarray(m_ref)
+    t = {}
+    t["cuda_device_alm2map"] = time_call(lambda: sphgpu.alm2map(d_alm, nside, lmax, backend="cuda"),
+                                         repeat=args.repeat, sync=sync)
+    t["cuda_device_map2alm"] = time_call(
+        lambda: sphgpu.map2alm(d_map, lmax, iter=0, backend="cuda"), repeat=args.repeat, sync=sync)
+    t["cuda_host_alm2map"] = time_call(lambda: sphgpu.alm2map(alm, nside, lmax, backend="cuda"),
+                                       repeat=args.repeat, sync=sync)
+    t["cuda_host_map2alm"] = time_call(lambda: sphgpu.map2alm(m_ref, lmax, iter=0, backend="cuda"),
+                                       repeat=args.repeat, sync=sync)
+    t["ducc0_all_alm2map"] = time_call(lambda: synth16(alm), repeat=args.repeat)
+    t["ducc0_all_map2alm"] = time_call(lambda: adj16(m_ref), repeat=args.repeat)
+    if nside <= args.max_nside_1thread:
+        s1, a1 = ducc0_pair(nside, layout, 1)
+        t["ducc0_1_alm2map"] = time_call(lambda: s1(alm), repeat=2, warmup=0, max_seconds=5)
+        t["ducc0_1_map2alm"] = time_call(lambda: a1(m_ref), repeat=2, warmup=0, max_seconds=5)
+    try:
+        import healpy as hp
+
+        t["healpy_alm2map"] = time_call(lambda: hp.alm2map(alm, nside, lmax=lmax),
+                                        repeat=args.repeat, max_seconds=10)
+        t["healpy_map2alm"] = time_call(lambda: hp.map2alm(m_ref, lmax=lmax, iter=0),
+                                        repeat=args.repeat, max_seconds=10)
+    except ImportError:
+        log("healpy not installed: skipped")
+    row["timings"] = {k: v.as_dict() for k, v in t.items()}
+    for op in ("alm2map", "map2alm"):
+        dev = t[f"cuda_device_{op}"].median
+        row[f"speedup_{op}_vs_ducc0_all"] = t[f"ducc0_all_{op}"].median / dev
+        if f"ducc0_1_{op}" in t:
+            row[f"speedup_{op}_vs_ducc0_1"] = t[f"ducc0_1_{op}"].median / dev
+        log(f"  {op}: cuda device {dev * 1e3:8.2f} ms, host {t[f'cuda_host_{op}'].median * 1e3:8.2f} ms"
+            f" | ducc0 all {t[f'ducc0_all_{op}'].median * 1e3:8.2f} ms"
+            + (f" | ducc0 1 thr {t[f'ducc0_1_{op}'].median * 1e3:9.1f} ms" if f"ducc0_1_{op}" in t else "")
+            + (f" | healpy {t[f'healpy_{op}'].median * 1e3:8.2f} ms" if f"healpy_{op}" in t else ""))
+    return row
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [r["nside"] for r in results]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for op, a in zip(("alm2map", "map2alm"), ax):
+        a.loglog(ns, [r["timings"][f"cuda_device_{op}"]["median_s"] for r in results], "o-",
+                 label="sphgpu cuda (device)")
+        a.loglog(ns, [r["timings"][f"cuda_host_{op}"]["median_s"] for r in results], "o--",
+                 label="sphgpu cuda (host to host)")
+        a.loglog(ns, [r["timings"][f"ducc0_all_{op}"]["median_s"] for r in results], "s-",
+                 label=f"ducc0, {results[0]['cpu_count']} threads")
+        one = [(r["nside"], r["timings"][f"ducc0_1_{op}"]["median_s"]) for r in results
+               if f"ducc0_1_{op}" in r["timings"]]
+        if one:
+            a.loglog(*zip(*one), "s:", label="ducc0, 1 thread")
+        hp_ = [(r["nside"], r["timings"][f"healpy_{op}"]["median_s"]) for r in results
+               if f"healpy_{op}" in r["timings"]]
+        if hp_:
+            a.loglog(*zip(*hp_), "^-", label="healpy")
+        a.set_xlabel("nside (lmax = 2 nside)")
+        a.set_ylabel("seconds (median)")
+        a.set_title(op + (" (adjoint, iter=0)" if op == "map2alm" else ""))
+        a.grid(True, which="both", alpha=0.3)
+        ax2 = a.twinx()
+        ax2.semilogx(ns, [r[f"speedup_{op}_vs_ducc0_all"] for r in results], "k.-", alpha=0.5)
+        ax2.set_ylabel("speedup over ducc0 (all threads)", alpha=0.7)
+    ax[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"HEALPix SHT on {results[0]['gpu']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nside", type=int, nargs="+", default=[128, 256, 512, 1024, 2048, 4096])
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--max-nside-1thread", type=int, default=2048)
+    p.add_argument("--out", default="benchmarks/results")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    def log(msg):
+        print(msg, flush=True)
+
+    info = machine_info()
+    log(json.dumps(info))
+    results = []
+    for nside in args.nside:
+        row = bench_size(nside, args, log)
+        row["gpu"], row["cpu_count"] = info.get("gpu"), info["cpu_count"]
+        results.append(row)
+        with open(os.path.join(args.out, "sht.json"), "w") as f:
+            json.dump({"machine": info, "results": results,
+                       "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f, indent=1)
+    plot(results, os.path.join(args.out, "sht_speedup.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Wall-clock timing with warm-up and device synchronisation, and a description of the machine.
+
+GPU work is asynchronous: ``time_call(..., sync=...)`` synchronises the device before reading
+the clock at both ends, so a timing covers the whole computation. Medians are reported.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+
+__all__ = ["Timing", "time_call", "machine_info"]
+
+
+@dataclass
+class Timing:
+    """Seconds of each timed repetition (after warm-up); ``median`` and ``best`` summarise."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def best(self) -> float:
+        return min(self.seconds)
+
+    def as_dict(self) -> dict:
+        return {"median_s": self.median, "best_s": self.best, "repeats": len(self.seconds)}
+
+
+def time_call(fn, *, repeat: int = 5, warmup: int = 1, sync=None, max_seconds: float = 30.0):
+    """Run ``fn()`` ``warmup`` times untimed, then up to ``repeat`` timed times (fewer if the
+    timed runs pass ``max_seconds`` in total). ``sync`` (e.g. a device synchronise) is called
+    before each clock read."""
+    sync = sync or (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    t = Timing()
+    total = 0.0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        dt = time.perf_counter() - t0
+        t.seconds.append(dt)
+        total += dt
+        if total > max_seconds:
+            break
+    return t
+
+
+def _version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict:
+    """Host, GPU and package versions, for benchmark JSON files."""
+    info = {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "versions": {n: _version(n) for n in ("sphgpu", "numpy", "numba", "numba-cuda", "ducc0",
+                                               "healpy", "cupy-cuda13x", "cupy-cuda12x")},
+    }
+    try:
+        from numba import cuda
+
+        if cuda.is_available():
+            dev = cuda.get_current_device()
+            info["gpu"] = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+            info["gpu_compute_capability"] = list(dev.compute_capability)
+            info["gpu_multiprocessors"] = dev.MULTIPROCESSOR_COUNT
+    except Exception as exc:  # no GPU: record why, the CPU numbers still stand
+        info["gpu"] = f"none ({exc.__class__.__name__})"
+    return info
