@@ -26,6 +26,9 @@ __all__ = ["synthesis", "analysis", "to_device", "to_host", "plan", "ACCEPTS_DEV
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 ACCEPTS_DEVICE_ARRAYS = True
 MAPS_PER_LAUNCH = 4            # maps sharing one Legendre recurrence in alm2leg
+# short rings share one FFT class: fewer launches for little padding (tiny in the simulator,
+# which runs one Python thread per CUDA thread)
+MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
 
 
 def _xp():
@@ -46,6 +49,16 @@ def to_host(a):
     return a if isinstance(a, np.ndarray) else a.get()
 
 
+def _const(a):
+    """A plan constant as a kernel argument: a Numba device array, which launches faster than
+    a foreign (CuPy) array that Numba must wrap at every call."""
+    if SIMULATOR:
+        return np.ascontiguousarray(a)
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(a))
+
+
 def _grid2(rows, cols, threads=(4, 64)):
     return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
 
@@ -61,25 +74,26 @@ class _Plan:
         self.nrings, self.npix = geometry.nrings, geometry.npix
         north, south = geometry.ring_pairs()
         theta = geometry.theta[north]
-        self.x = xp.asarray(np.cos(theta))
-        self.sin = xp.asarray(np.sin(theta))
-        self.north = xp.asarray(north)
-        self.south = xp.asarray(south)
+        self.x = _const(np.cos(theta))
+        self.sin = _const(np.sin(theta))
+        self.north = _const(north)
+        self.south = _const(south)
         self.npairs = int(north.shape[0])
-        self.mu = xp.asarray(legendre.mu_table(mmax))
+        self.mu = _const(legendre.mu_table(mmax))
         m = np.arange(mmax + 1, dtype=np.int64)
-        self.mstart = xp.asarray(m * (2 * lmax + 1 - m) // 2)
+        self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # Ring classes: all rings whose Bluestein length M = next_pow2(2n - 1) is the same.
-        M_of_ring = 1 << np.ceil(np.log2(np.maximum(2 * geometry.nphi - 1, 1))).astype(np.int64)
+        M_of_ring = 1 << np.ceil(np.log2(np.maximum(2 * geometry.nphi - 1, MIN_FFT_LENGTH))
+                                 ).astype(np.int64)
         self.classes = []
         for M in np.unique(M_of_ring):
             rings = np.flatnonzero(M_of_ring == M)
             nphi = geometry.nphi[rings]
             c = dict(M=int(M), nr=int(rings.size), nmax=int(nphi.max()),
-                     rings=xp.asarray(rings), nphi=xp.asarray(nphi),
-                     phi0=xp.asarray(geometry.phi0[rings]),
-                     ringstart=xp.asarray(geometry.ringstart[rings]),
-                     weight=xp.asarray(geometry.weight[rings]))
+                     rings=_const(rings), nphi=_const(nphi),
+                     phi0=_const(geometry.phi0[rings]),
+                     ringstart=_const(geometry.ringstart[rings]),
+                     weight=_const(geometry.weight[rings]))
             chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
             K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
             c["chirp_f"] = xp.fft.fft(chirp, axis=1)

@@ -97,18 +97,29 @@ def alm2leg_kernel(nmaps: int):
                     sim[i, t] = v.imag
             cuda.syncthreads()
             if active and cur != 0.0:
+                # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
+                # terms: taking them two at a time keeps every accumulator index constant
+                # (registers, not local memory).
                 n = min(TPB, lmax + 1 - l0)
-                for j in range(n):
+                for j in range(0, n, 2):
                     if l0 + j > m:
                         nxt = sa[j] * (xv * cur - sb[j] * prev)
                         prev = cur
                         cur = nxt
                         prev, cur, k = _rescale(prev, cur, k)
                     if k == 0:
-                        par = 2 * ((l0 + j - m) & 1)
                         for i in range(K):
-                            acc[i, par] += cur * sre[i, j]
-                            acc[i, par + 1] += cur * sim[i, j]
+                            acc[i, 0] += cur * sre[i, j]
+                            acc[i, 1] += cur * sim[i, j]
+                    if j + 1 < n:
+                        nxt = sa[j + 1] * (xv * cur - sb[j + 1] * prev)
+                        prev = cur
+                        cur = nxt
+                        prev, cur, k = _rescale(prev, cur, k)
+                        if k == 0:
+                            for i in range(K):
+                                acc[i, 2] += cur * sre[i, j + 1]
+                                acc[i, 3] += cur * sim[i, j + 1]
             cuda.syncthreads()
         if active:
             rn = north[p]
@@ -147,7 +158,9 @@ def leg2alm_kernel(nmaps: int):
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
         sb = cuda.shared.array(CH, float64)
-        buf = cuda.shared.array((CH, NC, TPB), float64)
+        # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit
+        # different shared-memory banks
+        buf = cuda.shared.array((CH, NC, TPB + 1), float64)
         ln = cuda.local.array((K, 4), float64)        # (n+s) re, im, (n-s) re, im
         active = p < npairs
         xv = 0.0
@@ -177,7 +190,8 @@ def leg2alm_kernel(nmaps: int):
                 sb[t] = b
             cuda.syncthreads()
             n = min(CH, lmax + 1 - l0)
-            for j in range(n):
+            # even j <-> even l - m (CH is even): two steps per pass keep ln's indices constant
+            for j in range(0, n, 2):
                 val = 0.0
                 if active and cur != 0.0:
                     if l0 + j > m:
@@ -187,10 +201,21 @@ def leg2alm_kernel(nmaps: int):
                         prev, cur, k = _rescale(prev, cur, k)
                     if k == 0:
                         val = cur
-                par = 2 * ((l0 + j - m) & 1)
                 for i in range(K):
-                    buf[j, 2 * i, t] = val * ln[i, par]
-                    buf[j, 2 * i + 1, t] = val * ln[i, par + 1]
+                    buf[j, 2 * i, t] = val * ln[i, 0]
+                    buf[j, 2 * i + 1, t] = val * ln[i, 1]
+                if j + 1 < n:
+                    val = 0.0
+                    if active and cur != 0.0:
+                        nxt = sa[j + 1] * (xv * cur - sb[j + 1] * prev)
+                        prev = cur
+                        cur = nxt
+                        prev, cur, k = _rescale(prev, cur, k)
+                        if k == 0:
+                            val = cur
+                    for i in range(K):
+                        buf[j + 1, 2 * i, t] = val * ln[i, 2]
+                        buf[j + 1, 2 * i + 1, t] = val * ln[i, 3]
             cuda.syncthreads()
             # reduce over the block's ring pairs: thread -> (j, component)
             for w in range(t, n * NC, TPB):

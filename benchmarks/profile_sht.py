@@ -1,0 +1,45 @@
+"""Time each step of the CUDA SHT separately (Legendre step, ring step, both directions).
+
+Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
+"""
+
+import argparse
+
+import cupy
+import numpy as np
+
+from sphgpu import AlmLayout, RingGeometry
+from sphgpu.bench import time_call
+from sphgpu.sht import _cuda
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--nside", type=int, nargs="+", default=[1024, 2048])
+    p.add_argument("--nmaps", type=int, default=1)
+    args = p.parse_args()
+    sync = cupy.cuda.Device().synchronize
+    for nside in args.nside:
+        lmax = 2 * nside
+        layout = AlmLayout(lmax)
+        g = RingGeometry.healpix(nside)
+        rng = np.random.default_rng(0)
+        alm = cupy.asarray(rng.standard_normal((args.nmaps, layout.size)) + 0j)
+        maps = cupy.asarray(rng.standard_normal((args.nmaps, g.npix)))
+        pl = _cuda.plan(g, lmax, lmax)
+        leg = _cuda._alm2leg(alm, pl, cupy)
+        steps = {
+            "alm2leg": lambda: _cuda._alm2leg(alm, pl, cupy),
+            "leg2map": lambda: _cuda._leg2map(leg, pl, cupy),
+            "map2leg": lambda: _cuda._map2leg(maps, pl, cupy),
+            "leg2alm": lambda: _cuda._leg2alm(leg, pl, cupy),
+        }
+        line = [f"nside {nside} nmaps {args.nmaps} classes {len(pl.classes)}:"]
+        for name, fn in steps.items():
+            t = time_call(fn, repeat=5, sync=sync)
+            line.append(f"{name} {t.median * 1e3:.2f} ms")
+        print("  ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
