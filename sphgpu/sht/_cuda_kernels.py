@@ -149,6 +149,9 @@ def leg2alm_kernel(nmaps: int):
     TPB = LEG2ALM_THREADS
     CH = LEG2ALM_CHUNK
     NC = 2 * K
+    # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit different
+    # shared-memory banks (a constant tuple: Numba needs the shape at compile time)
+    BUF = (CH, NC, TPB + 1)
 
     @cuda.jit
     def kernel(leg, mstart, lmax, mu, x, sin, north, south, alm):
@@ -158,9 +161,7 @@ def leg2alm_kernel(nmaps: int):
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
         sb = cuda.shared.array(CH, float64)
-        # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit
-        # different shared-memory banks
-        buf = cuda.shared.array((CH, NC, TPB + 1), float64)
+        buf = cuda.shared.array(BUF, float64)
         ln = cuda.local.array((K, 4), float64)        # (n+s) re, im, (n-s) re, im
         active = p < npairs
         xv = 0.0
