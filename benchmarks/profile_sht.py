@@ -17,6 +17,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--nside", type=int, nargs="+", default=[1024, 2048])
     p.add_argument("--nmaps", type=int, default=1)
+    p.add_argument("--sweep", action="store_true", help="try launch parameters of both kernels")
     args = p.parse_args()
     sync = cupy.cuda.Device().synchronize
     for nside in args.nside:
@@ -39,6 +40,16 @@ def main():
             t = time_call(fn, repeat=5, sync=sync)
             line.append(f"{name} {t.median * 1e3:.2f} ms")
         print("  ".join(line), flush=True)
+        if args.sweep:
+            default = dict(_cuda.LAUNCH)
+            for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
+                for tpb in (64, 128, 256):
+                    for rp in (1, 2, 4):
+                        _cuda.LAUNCH[kern] = (tpb, rp)
+                        t = time_call(fn, repeat=3, sync=sync)
+                        print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
+                              flush=True)
+                _cuda.LAUNCH.update(default)
 
 
 if __name__ == "__main__":

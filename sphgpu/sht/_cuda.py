@@ -128,13 +128,19 @@ def _batches(pl, nmaps):
     return [(i, min(i + per, nmaps)) for i in range(0, nmaps, per)]
 
 
+#: launch parameters (threads per block, ring pairs per thread) of the two Legendre kernels
+LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
+          "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
+
+
 def _alm2leg(alm, pl, xp):
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
-    grid = (math.ceil(pl.npairs / K.ALM2LEG_THREADS), pl.mmax + 1)
+    tpb, rp = LAUNCH["alm2leg"]
+    grid = (math.ceil(pl.npairs / (tpb * rp)), pl.mmax + 1)
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
-        K.alm2leg_kernel(j - i)[grid, K.ALM2LEG_THREADS](
+        K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
             alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, leg[i:j])
     return leg
 
@@ -143,10 +149,11 @@ def _leg2alm(leg, pl, xp):
     nmaps = leg.shape[0]
     nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    grid = (math.ceil(pl.npairs / K.LEG2ALM_THREADS), pl.mmax + 1)
+    tpb, rp = LAUNCH["leg2alm"]
+    grid = (math.ceil(pl.npairs / (tpb * rp)), pl.mmax + 1)
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        K.leg2alm_kernel(j - i)[grid, K.LEG2ALM_THREADS](
+        K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north,
             pl.south, out[i:j])
     return out.view(np.complex128)

@@ -18,17 +18,19 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
+import numba
 from numba import cuda, float64
 
 from . import legendre
 
 __all__ = ["alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "unchirp_kernel",
-           "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "LEG2ALM_THREADS",
-           "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
+           "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
+           "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
-ALM2LEG_THREADS = 128      # ring pairs per block in alm2leg; also the l chunk held in shared memory
-LEG2ALM_THREADS = 64       # ring pairs per block in leg2alm
+ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
+ALM2LEG_PAIRS = 2          # ring pairs per thread in alm2leg (register blocking)
+LEG2ALM_THREADS = 64       # threads per block in leg2alm
+LEG2ALM_PAIRS = 2          # ring pairs per thread in leg2alm
 LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
 
@@ -46,43 +48,59 @@ def _coeffs(l, m):
     return a, b
 
 
+@cuda.jit(device=True, inline=True)
+def _step(a, b, x, cur, prev, k):
+    """One recurrence step with its rescaling check; returns the new (cur, prev, k)."""
+    nxt = a * (x * cur - b * prev)
+    prev, nxt, k = _rescale(cur, nxt, k)
+    return nxt, prev, k
+
+
 @functools.lru_cache(maxsize=None)
-def alm2leg_kernel(nmaps: int):
+def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
-    Launch: grid (ceil(npairs / ALM2LEG_THREADS), mmax + 1), block ALM2LEG_THREADS; blockIdx.y is
-    m, each thread one ring pair. Arguments:
+    Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads`` (even);
+    blockIdx.y is m, each thread ``pairs`` ring pairs. Arguments:
         alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int, mu (mmax+1,) float64,
         x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
         leg (nmaps, nrings, mmax+1) complex128, written.
-    The block stages a_l, b_l and the coefficients of ALM2LEG_THREADS consecutive l in shared
-    memory, so each global value is read once per block, not once per thread.
+    The block stages a_l, b_l and the coefficients of ``threads`` consecutive l in shared
+    memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps
+    maps, so the step is bound by arithmetic rather than by shared-memory loads.
     """
     K = nmaps
-    TPB = ALM2LEG_THREADS
+    TPB = threads        # must be even
+    RP = pairs
 
     @cuda.jit
     def kernel(alm, mstart, lmax, mu, x, sin, north, south, leg):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
-        p = cuda.blockIdx.x * TPB + t
         npairs = x.shape[0]
         sa = cuda.shared.array(TPB, float64)
         sb = cuda.shared.array(TPB, float64)
         sre = cuda.shared.array((K, TPB), float64)
         sim = cuda.shared.array((K, TPB), float64)
-        acc = cuda.local.array((K, 4), float64)       # even re, even im, odd re, odd im
-        for i in range(K):
-            for c in range(4):
-                acc[i, c] = 0.0
-        active = p < npairs
-        xv = 0.0
-        cur = 0.0
-        k = -1
-        if active:
-            xv = x[p]
-            cur, k = _start(mu[m], m, sin[p])
-        prev = 0.0
+        acc = cuda.local.array((RP, K, 4), float64)   # even re, even im, odd re, odd im
+        cur = cuda.local.array(RP, float64)
+        prev = cuda.local.array(RP, float64)
+        kk = cuda.local.array(RP, numba.int64)
+        xv = cuda.local.array(RP, float64)
+        for r in range(RP):
+            p = (cuda.blockIdx.x * RP + r) * TPB + t
+            prev[r] = 0.0
+            cur[r] = 0.0
+            kk[r] = -1
+            xv[r] = 0.0
+            if p < npairs:       # idle slots run the recurrence on zeros and add nothing
+                xv[r] = x[p]
+                v, k = _start(mu[m], m, sin[p])
+                cur[r] = v
+                kk[r] = k
+            for i in range(K):
+                for c in range(4):
+                    acc[r, i, c] = 0.0
         base = mstart[m]
         for l0 in range(m, lmax + 1, TPB):
             l = l0 + t
@@ -96,58 +114,68 @@ def alm2leg_kernel(nmaps: int):
                     sre[i, t] = v.real
                     sim[i, t] = v.imag
             cuda.syncthreads()
-            if active and cur != 0.0:
-                # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
-                # terms: taking them two at a time keeps every accumulator index constant
-                # (registers, not local memory).
-                n = min(TPB, lmax + 1 - l0)
-                for j in range(0, n, 2):
-                    if l0 + j > m:
-                        nxt = sa[j] * (xv * cur - sb[j] * prev)
-                        prev = cur
-                        cur = nxt
-                        prev, cur, k = _rescale(prev, cur, k)
-                    if k == 0:
+            # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
+            # terms: taking them two at a time keeps every accumulator index constant.
+            n = min(TPB, lmax + 1 - l0)
+            for j in range(0, n, 2):
+                if l0 + j > m:
+                    a = sa[j]
+                    b = sb[j]
+                    for r in range(RP):
+                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        cur[r] = c1
+                        prev[r] = c0
+                        kk[r] = k
+                for r in range(RP):
+                    if kk[r] == 0:
                         for i in range(K):
-                            acc[i, 0] += cur * sre[i, j]
-                            acc[i, 1] += cur * sim[i, j]
-                    if j + 1 < n:
-                        nxt = sa[j + 1] * (xv * cur - sb[j + 1] * prev)
-                        prev = cur
-                        cur = nxt
-                        prev, cur, k = _rescale(prev, cur, k)
+                            acc[r, i, 0] += cur[r] * sre[i, j]
+                            acc[r, i, 1] += cur[r] * sim[i, j]
+                if j + 1 < n:
+                    a = sa[j + 1]
+                    b = sb[j + 1]
+                    for r in range(RP):
+                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        cur[r] = c1
+                        prev[r] = c0
+                        kk[r] = k
                         if k == 0:
                             for i in range(K):
-                                acc[i, 2] += cur * sre[i, j + 1]
-                                acc[i, 3] += cur * sim[i, j + 1]
+                                acc[r, i, 2] += c1 * sre[i, j + 1]
+                                acc[r, i, 3] += c1 * sim[i, j + 1]
             cuda.syncthreads()
-        if active:
-            rn = north[p]
-            rs = south[p]
-            for i in range(K):
-                leg[i, rn, m] = complex(acc[i, 0] + acc[i, 2], acc[i, 1] + acc[i, 3])
-                if rs >= 0:
-                    leg[i, rs, m] = complex(acc[i, 0] - acc[i, 2], acc[i, 1] - acc[i, 3])
+        for r in range(RP):
+            p = (cuda.blockIdx.x * RP + r) * TPB + t
+            if p < npairs:
+                rn = north[p]
+                rs = south[p]
+                for i in range(K):
+                    leg[i, rn, m] = complex(acc[r, i, 0] + acc[r, i, 2], acc[r, i, 1] + acc[r, i, 3])
+                    if rs >= 0:
+                        leg[i, rs, m] = complex(acc[r, i, 0] - acc[r, i, 2],
+                                                acc[r, i, 1] - acc[r, i, 3])
 
     return kernel
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
-    Launch: grid (ceil(npairs / LEG2ALM_THREADS), mmax + 1), block LEG2ALM_THREADS; blockIdx.y is m,
-    each thread one ring pair. Arguments:
+    Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads``; blockIdx.y
+    is m, each thread ``pairs`` ring pairs. Arguments:
         leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
         mstart, lmax, mu, x, sin, north, south as in :func:`alm2leg_kernel`,
         alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, accumulated with atomics
         (zero it first; blocks of different ring groups add into the same entries).
-    Every LEG2ALM_CHUNK values of l, the threads write their terms to shared memory and the block
-    sums them over its ring pairs, so one atomic add per (block, l, map, re/im) reaches memory.
+    Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
+    write those sums to shared memory and the block adds them up, so one atomic add per
+    (block, l, map, re/im) reaches global memory.
     """
     K = nmaps
-    TPB = LEG2ALM_THREADS
+    TPB = threads
     CH = LEG2ALM_CHUNK
+    RP = pairs
     NC = 2 * K
     # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit different
     # shared-memory banks (a constant tuple: Numba needs the shape at compile time)
@@ -157,32 +185,39 @@ def leg2alm_kernel(nmaps: int):
     def kernel(leg, mstart, lmax, mu, x, sin, north, south, alm):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
-        p = cuda.blockIdx.x * TPB + t
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
         sb = cuda.shared.array(CH, float64)
         buf = cuda.shared.array(BUF, float64)
-        ln = cuda.local.array((K, 4), float64)        # (n+s) re, im, (n-s) re, im
-        active = p < npairs
-        xv = 0.0
-        cur = 0.0
-        k = -1
-        for i in range(K):
-            for c in range(4):
-                ln[i, c] = 0.0
-        if active:
-            xv = x[p]
-            cur, k = _start(mu[m], m, sin[p])
-            rn = north[p]
-            rs = south[p]
+        ln = cuda.local.array((RP, K, 4), float64)    # (n+s) re, im, (n-s) re, im
+        cur = cuda.local.array(RP, float64)
+        prev = cuda.local.array(RP, float64)
+        kk = cuda.local.array(RP, numba.int64)
+        xv = cuda.local.array(RP, float64)
+        sums = cuda.local.array(NC, float64)
+        for r in range(RP):
+            p = (cuda.blockIdx.x * RP + r) * TPB + t
+            prev[r] = 0.0
+            cur[r] = 0.0
+            kk[r] = -1
+            xv[r] = 0.0
             for i in range(K):
-                vn = leg[i, rn, m]
-                vs = leg[i, rs, m] if rs >= 0 else 0j
-                ln[i, 0] = vn.real + vs.real
-                ln[i, 1] = vn.imag + vs.imag
-                ln[i, 2] = vn.real - vs.real
-                ln[i, 3] = vn.imag - vs.imag
-        prev = 0.0
+                for c in range(4):
+                    ln[r, i, c] = 0.0
+            if p < npairs:
+                xv[r] = x[p]
+                v, k = _start(mu[m], m, sin[p])
+                cur[r] = v
+                kk[r] = k
+                rn = north[p]
+                rs = south[p]
+                for i in range(K):
+                    vn = leg[i, rn, m]
+                    vs = leg[i, rs, m] if rs >= 0 else 0j
+                    ln[r, i, 0] = vn.real + vs.real
+                    ln[r, i, 1] = vn.imag + vs.imag
+                    ln[r, i, 2] = vn.real - vs.real
+                    ln[r, i, 3] = vn.imag - vs.imag
         base = mstart[m]
         for l0 in range(m, lmax + 1, CH):
             if t < CH and l0 + t <= lmax and l0 + t > m:
@@ -191,43 +226,51 @@ def leg2alm_kernel(nmaps: int):
                 sb[t] = b
             cuda.syncthreads()
             n = min(CH, lmax + 1 - l0)
-            # even j <-> even l - m (CH is even): two steps per pass keep ln's indices constant
+            # even j <-> even l - m (CH is even): two steps per pass keep indices constant
             for j in range(0, n, 2):
-                val = 0.0
-                if active and cur != 0.0:
-                    if l0 + j > m:
-                        nxt = sa[j] * (xv * cur - sb[j] * prev)
-                        prev = cur
-                        cur = nxt
-                        prev, cur, k = _rescale(prev, cur, k)
-                    if k == 0:
-                        val = cur
-                for i in range(K):
-                    buf[j, 2 * i, t] = val * ln[i, 0]
-                    buf[j, 2 * i + 1, t] = val * ln[i, 1]
+                for c in range(NC):
+                    sums[c] = 0.0
+                if l0 + j > m:
+                    a = sa[j]
+                    b = sb[j]
+                    for r in range(RP):
+                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        cur[r] = c1
+                        prev[r] = c0
+                        kk[r] = k
+                for r in range(RP):
+                    if kk[r] == 0:
+                        for i in range(K):
+                            sums[2 * i] += cur[r] * ln[r, i, 0]
+                            sums[2 * i + 1] += cur[r] * ln[r, i, 1]
+                for c in range(NC):
+                    buf[j, c, t] = sums[c]
                 if j + 1 < n:
-                    val = 0.0
-                    if active and cur != 0.0:
-                        nxt = sa[j + 1] * (xv * cur - sb[j + 1] * prev)
-                        prev = cur
-                        cur = nxt
-                        prev, cur, k = _rescale(prev, cur, k)
+                    for c in range(NC):
+                        sums[c] = 0.0
+                    a = sa[j + 1]
+                    b = sb[j + 1]
+                    for r in range(RP):
+                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        cur[r] = c1
+                        prev[r] = c0
+                        kk[r] = k
                         if k == 0:
-                            val = cur
-                    for i in range(K):
-                        buf[j + 1, 2 * i, t] = val * ln[i, 2]
-                        buf[j + 1, 2 * i + 1, t] = val * ln[i, 3]
+                            for i in range(K):
+                                sums[2 * i] += c1 * ln[r, i, 2]
+                                sums[2 * i + 1] += c1 * ln[r, i, 3]
+                    for c in range(NC):
+                        buf[j + 1, c, t] = sums[c]
             cuda.syncthreads()
-            # reduce over the block's ring pairs: thread -> (j, component)
+            # reduce over the block's threads: one thread per (j, component)
             for w in range(t, n * NC, TPB):
                 j = w // NC
                 c = w - j * NC
                 s = 0.0
-                for r in range(TPB):
-                    s += buf[j, c, r]
+                for q in range(TPB):
+                    s += buf[j, c, q]
                 if s != 0.0:
-                    i = c // 2
-                    cuda.atomic.add(alm, (i, 2 * (base + l0 + j) + (c & 1)), s)
+                    cuda.atomic.add(alm, (c // 2, 2 * (base + l0 + j) + (c & 1)), s)
             cuda.syncthreads()
 
     return kernel
