@@ -46,7 +46,11 @@ def main():
                 for tpb in (64, 128, 256):
                     for rp in (1, 2, 4):
                         _cuda.LAUNCH[kern] = (tpb, rp)
-                        t = time_call(fn, repeat=3, sync=sync)
+                        try:
+                            t = time_call(fn, repeat=3, sync=sync)
+                        except Exception as exc:   # e.g. too much shared memory
+                            print(f"  {kern} threads {tpb} pairs {rp}: {type(exc).__name__}")
+                            continue
                         print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
                               flush=True)
                 _cuda.LAUNCH.update(default)
