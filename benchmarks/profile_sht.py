@@ -43,8 +43,8 @@ def main():
         if args.sweep:
             default = dict(_cuda.LAUNCH)
             for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
-                for tpb in (64, 128, 256):
-                    for rp in (1, 2, 4):
+                for tpb in (64, 128):
+                    for rp in (2, 4, 8):
                         _cuda.LAUNCH[kern] = (tpb, rp)
                         try:
                             t = time_call(fn, repeat=3, sync=sync)

@@ -25,7 +25,7 @@ __all__ = ["synthesis", "analysis", "to_device", "to_host", "plan", "ACCEPTS_DEV
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 ACCEPTS_DEVICE_ARRAYS = True
-MAPS_PER_LAUNCH = 4            # maps sharing one Legendre recurrence in alm2leg
+MAPS_PER_LAUNCH = 2            # maps sharing one Legendre recurrence in alm2leg
 # short rings share one FFT class: fewer launches for little padding (tiny in the simulator,
 # which runs one Python thread per CUDA thread)
 MIN_FFT_LENGTH = 16 if SIMULATOR else 1024

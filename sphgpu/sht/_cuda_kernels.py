@@ -28,9 +28,9 @@ __all__ = ["alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "u
            "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
-ALM2LEG_PAIRS = 2          # ring pairs per thread in alm2leg (register blocking)
+ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking)
 LEG2ALM_THREADS = 64       # threads per block in leg2alm
-LEG2ALM_PAIRS = 2          # ring pairs per thread in leg2alm
+LEG2ALM_PAIRS = 4          # ring pairs per thread in leg2alm
 LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
 
