@@ -118,33 +118,35 @@ def plot(results, path):
     import matplotlib.pyplot as plt
 
     ns = [r["nside"] for r in results]
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for op, a in zip(("alm2map", "map2alm"), ax):
-        a.loglog(ns, [r["timings"][f"cuda_device_{op}"]["median_s"] for r in results], "o-",
-                 label="sphgpu cuda (device)")
-        a.loglog(ns, [r["timings"][f"cuda_host_{op}"]["median_s"] for r in results], "o--",
-                 label="sphgpu cuda (host to host)")
-        a.loglog(ns, [r["timings"][f"ducc0_all_{op}"]["median_s"] for r in results], "s-",
-                 label=f"ducc0, {results[0]['cpu_count']} threads")
-        one = [(r["nside"], r["timings"][f"ducc0_1_{op}"]["median_s"]) for r in results
-               if f"ducc0_1_{op}" in r["timings"]]
-        if one:
-            a.loglog(*zip(*one), "s:", label="ducc0, 1 thread")
-        hp_ = [(r["nside"], r["timings"][f"healpy_{op}"]["median_s"]) for r in results
-               if f"healpy_{op}" in r["timings"]]
-        if hp_:
-            a.loglog(*zip(*hp_), "^-", label="healpy")
-        a.set_xlabel("nside (lmax = 2 nside)")
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4.2))
+    styles = [("cuda_device", "o-", "sphgpu cuda (device arrays)"),
+              ("cuda_host", "o--", "sphgpu cuda (NumPy in and out)"),
+              ("ducc0_all", "s-", f"ducc0, {results[0]['cpu_count']} threads"),
+              ("ducc0_1", "s:", "ducc0, 1 thread"),
+              ("healpy", "^-", "healpy")]
+    for op, a in zip(("alm2map", "map2alm"), ax[:2]):
+        for key, style, label in styles:
+            pts = [(r["nside"], r["timings"][f"{key}_{op}"]["median_s"]) for r in results
+                   if f"{key}_{op}" in r["timings"]]
+            if pts:
+                a.loglog(*zip(*pts), style, label=label)
+        a.set_title(op + (" (iter=0)" if op == "map2alm" else ""))
         a.set_ylabel("seconds (median)")
-        a.set_title(op + (" (adjoint, iter=0)" if op == "map2alm" else ""))
-        a.grid(True, which="both", alpha=0.3)
-        ax2 = a.twinx()
-        ax2.semilogx(ns, [r[f"speedup_{op}_vs_ducc0_all"] for r in results], "k.-", alpha=0.5)
-        ax2.set_ylabel("speedup over ducc0 (all threads)", alpha=0.7)
-    ax[0].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"HEALPix SHT on {results[0]['gpu']}")
+    for op, style in (("alm2map", "o-"), ("map2alm", "s-")):
+        ax[2].semilogx(ns, [r[f"speedup_{op}_vs_ducc0_all"] for r in results], style, label=op)
+    ax[2].axhline(1, color="k", lw=0.8)
+    ax[2].set_title("speedup over ducc0 (all threads)")
+    for a in ax:
+        a.set_xscale("log", base=2)
+        a.set_xticks(ns, [str(n) for n in ns])
+        a.set_xlabel("nside (lmax = 2 nside)")
+        a.grid(True, which="major", alpha=0.3)
+    ax[0].legend(fontsize=8)
+    ax[2].legend(fontsize=8)
+    fig.suptitle(f"HEALPix spherical harmonic transforms on {results[0]['gpu']} "
+                 f"(host: {results[0]['cpu_count']} cores)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
 
 
 def main():
@@ -153,7 +155,13 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--max-nside-1thread", type=int, default=2048)
     p.add_argument("--out", default="benchmarks/results")
+    p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
     args = p.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f)["results"], os.path.join(os.path.dirname(args.replot),
+                                                       "sht_speedup.png"))
+        return 0
     os.makedirs(args.out, exist_ok=True)
 
     def log(msg):
