@@ -18,6 +18,8 @@ def main():
     p.add_argument("--nside", type=int, nargs="+", default=[1024, 2048])
     p.add_argument("--nmaps", type=int, default=1)
     p.add_argument("--sweep", action="store_true", help="try launch parameters of both kernels")
+    p.add_argument("--resources", action="store_true",
+                   help="registers, local memory and local loads/stores of the compiled kernels")
     args = p.parse_args()
     sync = cupy.cuda.Device().synchronize
     for nside in args.nside:
@@ -35,6 +37,17 @@ def main():
             "map2leg": lambda: _cuda._map2leg(maps, pl, cupy),
             "leg2alm": lambda: _cuda._leg2alm(leg, pl, cupy),
         }
+        if args.resources:
+            from sphgpu.sht import _cuda_kernels as K
+            for name, kern in (("alm2leg", K.alm2leg_kernel(args.nmaps, *_cuda.LAUNCH["alm2leg"])),
+                               ("leg2alm", K.leg2alm_kernel(min(args.nmaps, 2),
+                                                            *_cuda.LAUNCH["leg2alm"]))):
+                for sig in kern.overloads:
+                    ptx = kern.inspect_asm(sig)
+                    print(f"{name}: registers {kern.get_regs_per_thread(sig)}, local bytes "
+                          f"{kern.get_local_mem_per_thread(sig)}, shared bytes "
+                          f"{kern.get_shared_mem_per_block(sig)}, ld.local "
+                          f"{ptx.count('ld.local')}, st.local {ptx.count('st.local')}", flush=True)
         line = [f"nside {nside} nmaps {args.nmaps} classes {len(pl.classes)}:"]
         for name, fn in steps.items():
             t = time_call(fn, repeat=5, sync=sync)
