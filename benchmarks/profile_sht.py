@@ -42,12 +42,11 @@ def main():
             for name, kern in (("alm2leg", K.alm2leg_kernel(args.nmaps, *_cuda.LAUNCH["alm2leg"])),
                                ("leg2alm", K.leg2alm_kernel(min(args.nmaps, 2),
                                                             *_cuda.LAUNCH["leg2alm"]))):
-                for sig in kern.overloads:
-                    ptx = kern.inspect_asm(sig)
-                    print(f"{name}: registers {kern.get_regs_per_thread(sig)}, local bytes "
-                          f"{kern.get_local_mem_per_thread(sig)}, shared bytes "
-                          f"{kern.get_shared_mem_per_block(sig)}, ld.local "
-                          f"{ptx.count('ld.local')}, st.local {ptx.count('st.local')}", flush=True)
+                regs, local = kern.get_regs_per_thread(), kern.get_local_mem_per_thread()
+                for sig, ptx in kern.inspect_asm().items():
+                    print(f"{name}: registers {regs[sig]}, local bytes {local[sig]}, "
+                          f"ld.local {ptx.count('ld.local')}, st.local {ptx.count('st.local')}",
+                          flush=True)
         line = [f"nside {nside} nmaps {args.nmaps} classes {len(pl.classes)}:"]
         for name, fn in steps.items():
             t = time_call(fn, repeat=5, sync=sync)
