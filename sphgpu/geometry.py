@@ -219,7 +219,8 @@ class RingGeometry:
 
         lambda_lm(-x) = (-1)^(l+m) lambda_lm(x), so one recurrence serves a ring at theta and one
         at pi - theta. Returns ``(north, south)``, int64 arrays of equal length: the ring the
-        recurrence runs for (at x = cos theta) and its mirror at -x (``-1`` where there is none). Every ring
+        recurrence runs for (at x = cos theta) and its mirror at -x (``-1`` where there is none). Pairs
+        come ordered by the distance of their ring from the nearer pole (sin theta ascending). Every ring
         appears exactly once.
         """
         order = np.argsort(self.theta, kind="stable")

@@ -29,6 +29,7 @@ MAPS_PER_LAUNCH = 2            # maps sharing one Legendre recurrence in alm2leg
 # short rings share one FFT class: fewer launches for little padding (tiny in the simulator,
 # which runs one Python thread per CUDA thread)
 MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
+MIN_PLAIN_RINGS = 3 if SIMULATOR else 64   # rings of one length that get a plain FFT
 
 
 def _xp():
@@ -82,27 +83,37 @@ class _Plan:
         self.mu = _const(legendre.mu_table(mmax))
         m = np.arange(mmax + 1, dtype=np.int64)
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
-        # Ring classes: all rings whose Bluestein length M = next_pow2(2n - 1) is the same.
+        # ring pairs come sorted from the pole: for each m, where the non-negligible ones start
+        self.first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
+        K.first_alive_kernel[(math.ceil(self.npairs / 128), mmax + 1), 128](
+            lmax, self.mu, self.x, self.sin, self.first)
+        # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
+        # rings are grouped by their Bluestein length M = next_pow2(2n - 1).
+        lengths, counts = np.unique(geometry.nphi, return_counts=True)
+        plain = set(lengths[counts >= MIN_PLAIN_RINGS].tolist())
         M_of_ring = 1 << np.ceil(np.log2(np.maximum(2 * geometry.nphi - 1, MIN_FFT_LENGTH))
                                  ).astype(np.int64)
+        key = np.where(np.isin(geometry.nphi, list(plain)), -geometry.nphi, M_of_ring)
         self.classes = []
-        for M in np.unique(M_of_ring):
-            rings = np.flatnonzero(M_of_ring == M)
+        for k in np.unique(key):
+            rings = np.flatnonzero(key == k)
             nphi = geometry.nphi[rings]
-            c = dict(M=int(M), nr=int(rings.size), nmax=int(nphi.max()),
-                     rings=_const(rings), nphi=_const(nphi),
+            chirped = int(k > 0)
+            c = dict(M=int(k if chirped else -k), nr=int(rings.size), nmax=int(nphi.max()),
+                     chirped=chirped, rings=_const(rings), nphi=_const(nphi),
                      phi0=_const(geometry.phi0[rings]),
                      ringstart=_const(geometry.ringstart[rings]),
                      weight=_const(geometry.weight[rings]))
-            chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
-            K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
-            c["chirp_f"] = xp.fft.fft(chirp, axis=1)
+            if chirped:
+                chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
+                K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
+                c["chirp_f"] = xp.fft.fft(chirp, axis=1)
             self.classes.append(c)
 
     def bytes_per_map(self):
         """Device bytes one map needs beyond its input and output (leg + the largest FFT class)."""
         leg = 16 * self.nrings * (self.mmax + 1)
-        fft = max(3 * 16 * c["nr"] * c["M"] for c in self.classes)
+        fft = max((3 if c["chirped"] else 2) * 16 * c["nr"] * c["M"] for c in self.classes)
         return leg + fft
 
 
@@ -141,7 +152,8 @@ def _alm2leg(alm, pl, xp):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
-            alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, leg[i:j])
+            alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first,
+            leg[i:j])
     return leg
 
 
@@ -155,7 +167,7 @@ def _leg2alm(leg, pl, xp):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
         K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north,
-            pl.south, out[i:j])
+            pl.south, pl.first, out[i:j])
     return out.view(np.complex128)
 
 
@@ -165,10 +177,11 @@ def _leg2map(leg, pl, xp):
     for c in pl.classes:
         rows = nmaps * c["nr"]
         a = xp.empty((rows, c["M"]), dtype=np.complex128)
-        K.fold_kernel[_grid2(rows, c["M"])](leg, c["rings"], c["nphi"], c["phi0"], c["nr"], a)
+        K.fold_kernel[_grid2(rows, c["M"])](leg, c["rings"], c["nphi"], c["phi0"], c["nr"],
+                                            c["chirped"], a)
         conv = _convolve(a, c, nmaps, xp)
         K.unchirp_kernel[_grid2(rows, c["nmax"])](conv, c["rings"], c["nphi"], c["ringstart"],
-                                                  c["nr"], maps)
+                                                  c["nr"], c["chirped"], maps)
     return maps
 
 
@@ -179,15 +192,18 @@ def _map2leg(maps, pl, xp):
         rows = nmaps * c["nr"]
         a = xp.empty((rows, c["M"]), dtype=np.complex128)
         K.chirp_map_kernel[_grid2(rows, c["M"])](maps, c["nphi"], c["ringstart"], c["weight"],
-                                                 c["nr"], a)
+                                                 c["nr"], c["chirped"], a)
         conv = _convolve(a, c, nmaps, xp)
         K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
-                                                   c["nr"], leg)
+                                                   c["nr"], c["chirped"], leg)
     return leg
 
 
 def _convolve(a, c, nmaps, xp):
-    """Circular convolution of each row of ``a`` with its ring's chirp, by FFT (cuFFT on GPU)."""
+    """sum_q a_q e^{2 pi i j q / n} for each row: a plain inverse FFT for a class of one ring
+    length, else the circular convolution with the ring's chirp (cuFFT on the GPU)."""
+    if not c["chirped"]:
+        return xp.fft.ifft(a, axis=1) * c["M"]
     f = xp.fft.fft(a, axis=1).reshape(nmaps, c["nr"], c["M"])
     f *= c["chirp_f"][None]
     return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)

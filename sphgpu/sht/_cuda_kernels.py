@@ -10,7 +10,9 @@ power-of-two FFT of length M >= 2n - 1:
     sum_q c_q w^{jq} = z_j sum_q (c_q z_q) conj(z_{j-q}),   w = e^{2 pi i/n},  z_t = e^{i pi t^2/n}
 
 The convolution runs as FFT(A) * FFT(B) -> inverse FFT, with A the chirped, zero-padded ring and B
-the conjugate chirp (precomputed per ring, see :func:`chirp_kernel`).
+the conjugate chirp (precomputed per ring, see :func:`chirp_kernel`). Many rings of one length
+(HEALPix's equatorial belt, every ring of Gauss-Legendre grids) skip the chirps
+(``chirped=0``) and take one plain FFT of that length instead.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from numba import cuda, float64
 
 from . import legendre
 
-__all__ = ["alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "unchirp_kernel",
+__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "unchirp_kernel",
            "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
            "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
@@ -56,6 +58,30 @@ def _step(a, b, x, cur, prev, k):
     return nxt, prev, k
 
 
+@cuda.jit
+def first_alive_kernel(lmax, mu, x, sin, first):
+    """For each m, the smallest ring-pair index whose lambda_lm reaches a non-negligible value
+    (scale k = 0) for some l <= lmax; pairs sorted from the pole, so pairs before it only
+    carry values below 2**-HALF_BITS and the Legendre kernels skip blocks made of them.
+
+    Launch: grid (ceil(npairs / 128), mmax + 1), block 128. first (mmax+1,) int64, preset to
+    npairs, lowered with atomic min.
+    """
+    m = cuda.blockIdx.y
+    p = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if p < x.shape[0]:
+        cur, k = _start(mu[m], m, sin[p])
+        prev = 0.0
+        l = m
+        xv = x[p]
+        while cur != 0.0 and k < 0 and l < lmax:
+            l += 1
+            a, b = _coeffs(l, m)
+            cur, prev, k = _step(a, b, xv, cur, prev, k)
+        if cur != 0.0 and k == 0:
+            cuda.atomic.min(first, m, p)
+
+
 @functools.lru_cache(maxsize=None)
 def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
@@ -64,6 +90,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     blockIdx.y is m, each thread ``pairs`` ring pairs. Arguments:
         alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int, mu (mmax+1,) float64,
         x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
+        first (mmax+1,) int64 from :func:`first_alive_kernel`,
         leg (nmaps, nrings, mmax+1) complex128, written.
     The block stages a_l, b_l and the coefficients of ``threads`` consecutive l in shared
     memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps
@@ -74,10 +101,20 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     RP = pairs
 
     @cuda.jit
-    def kernel(alm, mstart, lmax, mu, x, sin, north, south, leg):
+    def kernel(alm, mstart, lmax, mu, x, sin, north, south, first, leg):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
         npairs = x.shape[0]
+        if (cuda.blockIdx.x + 1) * RP * TPB <= first[m]:
+            # every pair of this block stays negligible for this m: write zeros, skip the work
+            for r in range(RP):
+                p = (cuda.blockIdx.x * RP + r) * TPB + t
+                if p < npairs:
+                    for i in range(K):
+                        leg[i, north[p], m] = 0j
+                        if south[p] >= 0:
+                            leg[i, south[p], m] = 0j
+            return
         sa = cuda.shared.array(TPB, float64)
         sb = cuda.shared.array(TPB, float64)
         sre = cuda.shared.array((K, TPB), float64)
@@ -165,7 +202,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads``; blockIdx.y
     is m, each thread ``pairs`` ring pairs. Arguments:
         leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
-        mstart, lmax, mu, x, sin, north, south as in :func:`alm2leg_kernel`,
+        mstart, lmax, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
         alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, accumulated with atomics
         (zero it first; blocks of different ring groups add into the same entries).
     Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
@@ -182,10 +219,12 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     BUF = (CH, NC, TPB + 1)
 
     @cuda.jit
-    def kernel(leg, mstart, lmax, mu, x, sin, north, south, alm):
+    def kernel(leg, mstart, lmax, mu, x, sin, north, south, first, alm):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
         npairs = x.shape[0]
+        if (cuda.blockIdx.x + 1) * RP * TPB <= first[m]:
+            return          # every pair of this block is negligible for this m
         sa = cuda.shared.array(CH, float64)
         sb = cuda.shared.array(CH, float64)
         buf = cuda.shared.array(BUF, float64)
@@ -278,8 +317,11 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
 
 # ----------------------------------------------------------------------------- ring FFT passes
 @cuda.jit(device=True, inline=True)
-def _chirp(t, n):
-    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact
+def _chirp(t, n, chirped):
+    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact.
+    # Classes of rings that share one length n use a plain FFT of length n instead: z = 1.
+    if not chirped:
+        return 1.0 + 0j
     r = (t * t) % (2 * n)
     ang = math.pi * float64(r) / float64(n)
     return complex(math.cos(ang), math.sin(ang))
@@ -297,14 +339,14 @@ def chirp_kernel(nphi, out):
         M = out.shape[1]
         v = 0j
         if t < n:
-            v = _chirp(t, n).conjugate()
+            v = _chirp(t, n, 1).conjugate()
         elif t > M - n:
-            v = _chirp(M - t, n).conjugate()
+            v = _chirp(M - t, n, 1).conjugate()
         out[row, t] = v
 
 
 @cuda.jit
-def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, out):
+def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
     """alm2map ring pass 1: fold Delta_m of each ring onto its n Fourier modes and chirp them.
 
     out[i*nr + row, q] = z_q * sum over m in [-mmax, mmax] with m = q (mod n) of
@@ -331,12 +373,12 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, out):
                 d = leg[i, ring, m]
                 ang = m * p0
                 v += (d * complex(math.cos(ang), math.sin(ang))).conjugate()
-            v *= _chirp(q, n)
+            v *= _chirp(q, n, chirped)
         out[R, q] = v
 
 
 @cuda.jit
-def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, maps):
+def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
     """alm2map ring pass 2: maps[i, ringstart + j] = Re(z_j conv[i*nr + row, j]) for j < n.
 
     Launch: 2-D grid covering (nmaps*nr, max n of the class).
@@ -347,12 +389,12 @@ def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, maps):
         row = R - i * nmaps_rows
         n = nphi[row]
         if j < n:
-            v = _chirp(j, n) * conv[R, j]
+            v = _chirp(j, n, chirped) * conv[R, j]
             maps[i, ringstart[row] + j] = v.real
 
 
 @cuda.jit
-def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, out):
+def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
     """map2alm ring pass 1: out[i*nr + row, j] = weight * s_j * z_j for j < n, else 0.
 
     Launch: 2-D grid covering (nmaps*nr, M); weight (nr,) float64 per-pixel quadrature weight.
@@ -364,12 +406,12 @@ def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, out):
         n = nphi[row]
         v = 0j
         if j < n:
-            v = _chirp(j, n) * (weight[row] * maps[i, ringstart[row] + j])
+            v = _chirp(j, n, chirped) * (weight[row] * maps[i, ringstart[row] + j])
         out[R, j] = v
 
 
 @cuda.jit
-def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, leg):
+def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
     """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
 
     Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum.
@@ -381,6 +423,6 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, leg):
         row = R - i * nmaps_rows
         n = nphi[row]
         q = m % n
-        g = (_chirp(q, n) * conv[R, q]).conjugate()
+        g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
