@@ -259,10 +259,11 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     ln[r, i, 3] = vn.imag - vs.imag
         base = mstart[m]
         for l0 in range(m, lmax + 1, CH):
-            if t < CH and l0 + t <= lmax and l0 + t > m:
-                a, b = _coeffs(l0 + t, m)
-                sa[t] = a
-                sb[t] = b
+            for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
+                if l0 + u <= lmax and l0 + u > m:
+                    a, b = _coeffs(l0 + u, m)
+                    sa[u] = a
+                    sb[u] = b
             cuda.syncthreads()
             n = min(CH, lmax + 1 - l0)
             # even j <-> even l - m (CH is even): two steps per pass keep indices constant
