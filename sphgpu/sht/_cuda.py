@@ -162,7 +162,7 @@ def _leg2alm(leg, pl, xp):
     nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
     tpb, rp = LAUNCH["leg2alm"]
-    grid = (math.ceil(pl.npairs / (tpb * rp)), pl.mmax + 1)
+    grid = (1, pl.mmax + 1)
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
         K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](

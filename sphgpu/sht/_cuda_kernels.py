@@ -199,15 +199,15 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
-    Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads``; blockIdx.y
-    is m, each thread ``pairs`` ring pairs. Arguments:
+    Launch: grid (1, mmax + 1), block ``threads``; blockIdx.y is m and the block owns every
+    a_lm of that m, walking over the ring pairs in groups of ``threads * pairs`` (each thread
+    ``pairs`` of them). Arguments:
         leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
         mstart, lmax, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
-        alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, accumulated with atomics
-        (zero it first; blocks of different ring groups add into the same entries).
+        alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
     Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
-    write those sums to shared memory and the block adds them up, so one atomic add per
-    (block, l, map, re/im) reaches global memory.
+    write those sums to shared memory and the block adds them up and into a_lm. One block per m
+    needs no atomics: the m with most work (m = 0) still takes well under a millisecond.
     """
     K = nmaps
     TPB = threads
@@ -223,8 +223,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
         npairs = x.shape[0]
-        if (cuda.blockIdx.x + 1) * RP * TPB <= first[m]:
-            return          # every pair of this block is negligible for this m
         sa = cuda.shared.array(CH, float64)
         sb = cuda.shared.array(CH, float64)
         buf = cuda.shared.array(BUF, float64)
@@ -234,84 +232,85 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         kk = cuda.local.array(RP, numba.int64)
         xv = cuda.local.array(RP, float64)
         sums = cuda.local.array(NC, float64)
-        for r in range(RP):
-            p = (cuda.blockIdx.x * RP + r) * TPB + t
-            prev[r] = 0.0
-            cur[r] = 0.0
-            kk[r] = -1
-            xv[r] = 0.0
-            for i in range(K):
-                for c in range(4):
-                    ln[r, i, c] = 0.0
-            if p < npairs:
-                xv[r] = x[p]
-                v, k = _start(mu[m], m, sin[p])
-                cur[r] = v
-                kk[r] = k
-                rn = north[p]
-                rs = south[p]
-                for i in range(K):
-                    vn = leg[i, rn, m]
-                    vs = leg[i, rs, m] if rs >= 0 else 0j
-                    ln[r, i, 0] = vn.real + vs.real
-                    ln[r, i, 1] = vn.imag + vs.imag
-                    ln[r, i, 2] = vn.real - vs.real
-                    ln[r, i, 3] = vn.imag - vs.imag
         base = mstart[m]
-        for l0 in range(m, lmax + 1, CH):
-            for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
-                if l0 + u <= lmax and l0 + u > m:
-                    a, b = _coeffs(l0 + u, m)
-                    sa[u] = a
-                    sb[u] = b
-            cuda.syncthreads()
-            n = min(CH, lmax + 1 - l0)
-            # even j <-> even l - m (CH is even): two steps per pass keep indices constant
-            for j in range(0, n, 2):
-                for c in range(NC):
-                    sums[c] = 0.0
-                if l0 + j > m:
-                    a = sa[j]
-                    b = sb[j]
-                    for r in range(RP):
-                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
-                        cur[r] = c1
-                        prev[r] = c0
-                        kk[r] = k
-                for r in range(RP):
-                    if kk[r] == 0:
-                        for i in range(K):
-                            sums[2 * i] += cur[r] * ln[r, i, 0]
-                            sums[2 * i + 1] += cur[r] * ln[r, i, 1]
-                for c in range(NC):
-                    buf[j, c, t] = sums[c]
-                if j + 1 < n:
+        for g in range(first[m] // (RP * TPB), (npairs + RP * TPB - 1) // (RP * TPB)):
+            # groups before first[m] hold only pairs that are negligible for this m
+            for r in range(RP):
+                p = (g * RP + r) * TPB + t
+                prev[r] = 0.0
+                cur[r] = 0.0
+                kk[r] = -1
+                xv[r] = 0.0
+                for i in range(K):
+                    for c in range(4):
+                        ln[r, i, c] = 0.0
+                if p < npairs:
+                    xv[r] = x[p]
+                    v, k = _start(mu[m], m, sin[p])
+                    cur[r] = v
+                    kk[r] = k
+                    rn = north[p]
+                    rs = south[p]
+                    for i in range(K):
+                        vn = leg[i, rn, m]
+                        vs = leg[i, rs, m] if rs >= 0 else 0j
+                        ln[r, i, 0] = vn.real + vs.real
+                        ln[r, i, 1] = vn.imag + vs.imag
+                        ln[r, i, 2] = vn.real - vs.real
+                        ln[r, i, 3] = vn.imag - vs.imag
+            for l0 in range(m, lmax + 1, CH):
+                for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
+                    if l0 + u <= lmax and l0 + u > m:
+                        a, b = _coeffs(l0 + u, m)
+                        sa[u] = a
+                        sb[u] = b
+                cuda.syncthreads()
+                n = min(CH, lmax + 1 - l0)
+                # even j <-> even l - m (CH is even): two steps per pass keep indices constant
+                for j in range(0, n, 2):
                     for c in range(NC):
                         sums[c] = 0.0
-                    a = sa[j + 1]
-                    b = sb[j + 1]
+                    if l0 + j > m:
+                        a = sa[j]
+                        b = sb[j]
+                        for r in range(RP):
+                            c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                            cur[r] = c1
+                            prev[r] = c0
+                            kk[r] = k
                     for r in range(RP):
-                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
-                        cur[r] = c1
-                        prev[r] = c0
-                        kk[r] = k
-                        if k == 0:
+                        if kk[r] == 0:
                             for i in range(K):
-                                sums[2 * i] += c1 * ln[r, i, 2]
-                                sums[2 * i + 1] += c1 * ln[r, i, 3]
+                                sums[2 * i] += cur[r] * ln[r, i, 0]
+                                sums[2 * i + 1] += cur[r] * ln[r, i, 1]
                     for c in range(NC):
-                        buf[j + 1, c, t] = sums[c]
-            cuda.syncthreads()
-            # reduce over the block's threads: one thread per (j, component)
-            for w in range(t, n * NC, TPB):
-                j = w // NC
-                c = w - j * NC
-                s = 0.0
-                for q in range(TPB):
-                    s += buf[j, c, q]
-                if s != 0.0:
-                    cuda.atomic.add(alm, (c // 2, 2 * (base + l0 + j) + (c & 1)), s)
-            cuda.syncthreads()
+                        buf[j, c, t] = sums[c]
+                    if j + 1 < n:
+                        for c in range(NC):
+                            sums[c] = 0.0
+                        a = sa[j + 1]
+                        b = sb[j + 1]
+                        for r in range(RP):
+                            c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                            cur[r] = c1
+                            prev[r] = c0
+                            kk[r] = k
+                            if k == 0:
+                                for i in range(K):
+                                    sums[2 * i] += c1 * ln[r, i, 2]
+                                    sums[2 * i + 1] += c1 * ln[r, i, 3]
+                        for c in range(NC):
+                            buf[j + 1, c, t] = sums[c]
+                cuda.syncthreads()
+                # reduce over the block's threads: one thread per (j, component)
+                for w in range(t, n * NC, TPB):
+                    j = w // NC
+                    c = w - j * NC
+                    s = 0.0
+                    for q in range(TPB):
+                        s += buf[j, c, q]
+                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += s
+                cuda.syncthreads()
 
     return kernel
 
