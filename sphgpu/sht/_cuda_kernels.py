@@ -306,10 +306,20 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                 for w in range(t, n * NC, TPB):
                     j = w // NC
                     c = w - j * NC
-                    s = 0.0
-                    for q in range(TPB):
-                        s += buf[j, c, q]
-                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += s
+                    # four independent partial sums: a serial chain of TPB dependent adds
+                    # would stall the whole block at the next barrier
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    for q in range(0, TPB - 3, 4):
+                        s0 += buf[j, c, q]
+                        s1 += buf[j, c, q + 1]
+                        s2 += buf[j, c, q + 2]
+                        s3 += buf[j, c, q + 3]
+                    for q in range(TPB - TPB % 4, TPB):
+                        s0 += buf[j, c, q]
+                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += (s0 + s1) + (s2 + s3)
                 cuda.syncthreads()
 
     return kernel
