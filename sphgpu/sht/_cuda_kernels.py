@@ -154,6 +154,35 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
             # terms: taking them two at a time keeps every accumulator index constant.
             n = min(TPB, lmax + 1 - l0)
+            settled = l0 > m
+            for r in range(RP):
+                settled = settled and kk[r] == 0
+            if settled:
+                # Fast path: every pair of this thread holds true values (k = 0 is final), so
+                # the steps need no rescaling checks; Nsight Compute showed those integer
+                # instructions, not FP64, limiting the issue rate.
+                for j in range(0, n, 2):
+                    a = sa[j]
+                    b = sb[j]
+                    for r in range(RP):
+                        nxt = a * (xv[r] * cur[r] - b * prev[r])
+                        prev[r] = cur[r]
+                        cur[r] = nxt
+                        for i in range(K):
+                            acc[r, i, 0] += nxt * sre[i, j]
+                            acc[r, i, 1] += nxt * sim[i, j]
+                    if j + 1 < n:
+                        a = sa[j + 1]
+                        b = sb[j + 1]
+                        for r in range(RP):
+                            nxt = a * (xv[r] * cur[r] - b * prev[r])
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                acc[r, i, 2] += nxt * sre[i, j + 1]
+                                acc[r, i, 3] += nxt * sim[i, j + 1]
+                cuda.syncthreads()
+                continue
             for j in range(0, n, 2):
                 if l0 + j > m:
                     a = sa[j]
@@ -266,8 +295,40 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         sb[u] = b
                 cuda.syncthreads()
                 n = min(CH, lmax + 1 - l0)
+                settled = l0 > m
+                for r in range(RP):
+                    settled = settled and kk[r] == 0
                 # even j <-> even l - m (CH is even): two steps per pass keep indices constant
                 for j in range(0, n, 2):
+                    if settled:         # no rescaling checks needed (see alm2leg_kernel)
+                        for c in range(NC):
+                            sums[c] = 0.0
+                        a = sa[j]
+                        b = sb[j]
+                        for r in range(RP):
+                            nxt = a * (xv[r] * cur[r] - b * prev[r])
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                sums[2 * i] += nxt * ln[r, i, 0]
+                                sums[2 * i + 1] += nxt * ln[r, i, 1]
+                        for c in range(NC):
+                            buf[j, c, t] = sums[c]
+                        if j + 1 < n:
+                            for c in range(NC):
+                                sums[c] = 0.0
+                            a = sa[j + 1]
+                            b = sb[j + 1]
+                            for r in range(RP):
+                                nxt = a * (xv[r] * cur[r] - b * prev[r])
+                                prev[r] = cur[r]
+                                cur[r] = nxt
+                                for i in range(K):
+                                    sums[2 * i] += nxt * ln[r, i, 2]
+                                    sums[2 * i + 1] += nxt * ln[r, i, 3]
+                            for c in range(NC):
+                                buf[j + 1, c, t] = sums[c]
+                        continue
                     for c in range(NC):
                         sums[c] = 0.0
                     if l0 + j > m:
