@@ -181,8 +181,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                             for i in range(K):
                                 acc[r, i, 2] += nxt * sre[i, j + 1]
                                 acc[r, i, 3] += nxt * sim[i, j + 1]
-                cuda.syncthreads()
-                continue
+                n = 0           # slow loop below is skipped; the barrier stays common to all
             for j in range(0, n, 2):
                 if l0 + j > m:
                     a = sa[j]
