@@ -39,25 +39,28 @@ def main():
         }
         if args.resources:
             from sphgpu.sht import _cuda_kernels as K
-            for name, kern in (("alm2leg", K.alm2leg_kernel(args.nmaps, *_cuda.LAUNCH["alm2leg"])),
+            launch = _cuda._launch(pl)
+            for name, kern in (("alm2leg", K.alm2leg_kernel(min(args.nmaps, 2),
+                                                            *launch["alm2leg"])),
                                ("leg2alm", K.leg2alm_kernel(min(args.nmaps, 2),
-                                                            *_cuda.LAUNCH["leg2alm"]))):
+                                                            *launch["leg2alm"]))):
                 regs, local = kern.get_regs_per_thread(), kern.get_local_mem_per_thread()
                 for sig, ptx in kern.inspect_asm().items():
                     print(f"{name}: registers {regs[sig]}, local bytes {local[sig]}, "
                           f"ld.local {ptx.count('ld.local')}, st.local {ptx.count('st.local')}",
                           flush=True)
-        line = [f"nside {nside} nmaps {args.nmaps} classes {len(pl.classes)}:"]
+        line = [f"nside {nside} nmaps {args.nmaps} classes {len(pl.classes)} "
+                f"launch {_cuda._launch(pl)}:"]
         for name, fn in steps.items():
             t = time_call(fn, repeat=5, sync=sync)
             line.append(f"{name} {t.median * 1e3:.2f} ms")
         print("  ".join(line), flush=True)
         if args.sweep:
-            default = dict(_cuda.LAUNCH)
+            default = dict(_cuda._launch(pl))
             for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
                 for tpb in (64, 128):
                     for rp in (2, 4, 8):
-                        _cuda.LAUNCH[kern] = (tpb, rp)
+                        pl.launch[kern] = (tpb, rp)
                         try:
                             t = time_call(fn, repeat=3, sync=sync)
                         except Exception as exc:   # e.g. too much shared memory
@@ -65,7 +68,7 @@ def main():
                             continue
                         print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
                               flush=True)
-                _cuda.LAUNCH.update(default)
+                pl.launch.update(default)
 
 
 if __name__ == "__main__":

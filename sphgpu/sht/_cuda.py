@@ -13,7 +13,10 @@ NumPy arrays and NumPy FFTs.
 from __future__ import annotations
 
 import functools
+import json
 import math
+import os
+import time
 
 import numba
 import numpy as np
@@ -72,6 +75,7 @@ class _Plan:
     def __init__(self, geometry, lmax, mmax):
         xp = _xp()
         self.lmax, self.mmax = lmax, mmax
+        self.launch = None             # chosen at first use, see _launch
         self.nrings, self.npix = geometry.nrings, geometry.npix
         north, south = geometry.ring_pairs()
         theta = geometry.theta[north]
@@ -139,15 +143,86 @@ def _batches(pl, nmaps):
     return [(i, min(i + per, nmaps)) for i in range(0, nmaps, per)]
 
 
-#: launch parameters (threads per block, ring pairs per thread) of the two Legendre kernels
+#: default launch parameters (threads per block, ring pairs per thread) of the Legendre kernels,
+#: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
+#: what the autotuner tries (leg2alm: shared memory of wider blocks exceeds 48 KiB for 2 maps)
+CANDIDATES = {"alm2leg": [(64, 4), (128, 2), (128, 4), (128, 8)],
+              "leg2alm": [(64, 2), (64, 4), (64, 8)]}
+AUTOTUNE_MIN_LMAX = 512
+
+
+def _cache_path():
+    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "sphgpu")
+    return os.path.join(root, "sht_launch.json")
+
+
+def _launch(pl):
+    """Launch parameters for this plan: measured once per device and problem size by trying
+    CANDIDATES on the plan itself, then kept in a JSON file (``SPHGPU_CACHE_DIR``, default
+    ~/.cache/sphgpu). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    if pl.launch is not None:
+        return pl.launch
+    pl.launch = dict(LAUNCH)
+    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or os.environ.get("SPHGPU_AUTOTUNE") == "0":
+        return pl.launch
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    key = f"{name}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}|mmax={pl.mmax}"
+    path = _cache_path()
+    try:
+        with open(path) as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    if key in cache:
+        pl.launch = {k: tuple(v) for k, v in cache[key].items()}
+        return pl.launch
+    pl.launch = _measure(pl)
+    cache[key] = pl.launch
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(cache, f, indent=1)
+    except OSError:  # a read-only home still gets tuned launches for this process
+        pass
+    return pl.launch
+
+
+def _measure(pl):
+    import cupy
+
+    rng = np.random.default_rng(0)
+    nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
+    alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
+    leg = _alm2leg(alm, pl, cupy)
+    best = {}
+    for name, run in (("alm2leg", lambda: _alm2leg(alm, pl, cupy)),
+                      ("leg2alm", lambda: _leg2alm(leg, pl, cupy))):
+        times = {}
+        for cand in CANDIDATES[name]:
+            pl.launch[name] = cand
+            run()                                  # compile and warm up
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for _ in range(2):
+                run()
+            cupy.cuda.Device().synchronize()
+            times[cand] = time.perf_counter() - t0
+        best[name] = min(times, key=times.get)
+        pl.launch[name] = best[name]
+    return best
 
 
 def _alm2leg(alm, pl, xp):
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
-    tpb, rp = LAUNCH["alm2leg"]
+    tpb, rp = _launch(pl)["alm2leg"]
     grid = (math.ceil(pl.npairs / (tpb * rp)), pl.mmax + 1)
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
@@ -161,7 +236,7 @@ def _leg2alm(leg, pl, xp):
     nmaps = leg.shape[0]
     nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp = LAUNCH["leg2alm"]
+    tpb, rp = _launch(pl)["leg2alm"]
     grid = (1, pl.mmax + 1)
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)

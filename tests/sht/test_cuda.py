@@ -69,3 +69,50 @@ def test_blocks_of_negligible_ring_pairs_are_skipped_exactly(rng, monkeypatch):
     assert np.all(leg[0, [0, 1, 4, 5], 64] == 0)
     back = _cuda._leg2alm(leg, pl, np)
     assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
+
+
+def _real_gpu():
+    from sphgpu.sht import _cuda
+    return not _cuda.SIMULATOR
+
+
+@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+def test_device_arrays_stay_on_the_device(rng):
+    cupy = pytest.importorskip("cupy")
+    from numba import cuda
+    layout, nside = AlmLayout(20), 8
+    alm = random_alm(rng, layout)
+    d_alm = cupy.asarray(alm)
+    m = sphgpu.alm2map(d_alm, nside, backend="cuda")
+    assert isinstance(m, cupy.ndarray)
+    assert rel_err(m.get(), _cpu.synthesis(alm[None], layout, RingGeometry.healpix(nside))[0]) \
+        <= TOL["vs_ducc0"]
+    a = sphgpu.map2alm(cuda.as_cuda_array(m), 20, iter=3, backend="cuda")   # Numba array in
+    assert cuda.is_cuda_array(a) and not isinstance(a, cupy.ndarray)
+    assert rel_err(cupy.asarray(a).get(), sphgpu.map2alm(m.get(), 20, iter=3, backend="cpu")) \
+        <= TOL["vs_healpy_iter"]
+    bad = m.copy()
+    bad[3] = cupy.nan
+    with pytest.raises(ValueError, match="maps contains NaN"):
+        sphgpu.map2alm(bad, 20, backend="cuda")
+    with pytest.raises(ValueError, match="alm has"):
+        sphgpu.alm2map(d_alm[:-1], nside, backend="cuda")
+    with pytest.raises(TypeError, match="GPU array"):
+        sphgpu.alm2map(d_alm, nside, backend="cpu")
+
+
+@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
+    import json
+    from sphgpu.sht import _cuda
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+    g = RingGeometry.gauss_legendre(600)            # a geometry no other test uses
+    pl = _cuda.plan(g, 599, 599)
+    launch = _cuda._launch(pl)
+    cache = json.loads((tmp_path / "sht_launch.json").read_text())
+    (key, stored), = cache.items()
+    assert "lmax=599" in key and {k: tuple(v) for k, v in stored.items()} == launch
+    assert launch["alm2leg"] in _cuda.CANDIDATES["alm2leg"]
+    fresh = _cuda._Plan(g, 599, 599)                # a new plan reads the file, measures nothing
+    monkeypatch.setattr(_cuda, "_measure", lambda pl: pytest.fail("measured twice"))
+    assert _cuda._launch(fresh) == launch
