@@ -7,7 +7,7 @@ import pytest
 import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.backends import cuda_available
-from sphgpu.sht import _cpu
+from sphgpu.sht import _cpu, reference
 
 from ..conftest import TOL, random_alm, rel_err
 
@@ -27,10 +27,12 @@ def test_cuda_matches_cpu(geometry, lmax, mmax, rng):
     got = sphgpu.alm2map(alms, lmax=lmax, mmax=mmax, geometry=geometry, backend="cuda")
     assert isinstance(got, np.ndarray) and got.shape == want.shape
     assert rel_err(got, want) <= TOL["vs_ducc0"]
+    assert rel_err(got, reference.synthesis(alms, layout, geometry)) <= TOL["vs_ducc0"]
     maps = rng.standard_normal((2, geometry.npix))
     want = _cpu.analysis(maps, layout, geometry)
     got = sphgpu.map2alm(maps, lmax, mmax, iter=0, geometry=geometry, backend="cuda")
     assert rel_err(got, want) <= TOL["vs_ducc0"]
+    assert rel_err(got, reference.analysis(maps, layout, geometry)) <= TOL["vs_ducc0"]
 
 
 def test_cuda_map2alm_iterations_match_cpu(rng):
@@ -116,3 +118,13 @@ def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
     fresh = _cuda._Plan(g, 599, 599)                # a new plan reads the file, measures nothing
     monkeypatch.setattr(_cuda, "_measure", lambda pl: pytest.fail("measured twice"))
     assert _cuda._launch(fresh) == launch
+
+
+@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
+    cupy = pytest.importorskip("cupy")
+    monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 20, 1 << 40))
+    monkeypatch.setattr(cupy, "get_default_memory_pool",
+                        lambda: type("Pool", (), {"free_bytes": lambda self: 0})())
+    with pytest.raises(MemoryError, match="GiB of GPU memory per map"):
+        sphgpu.alm2map(np.zeros(AlmLayout(256).size, complex), 128, backend="cuda")
