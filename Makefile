@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 lab: $(STAMP)
-	$(if $(GPU),,SPHGPU_BACKEND=cpu) $(PY) -m jupyter lab --notebook-dir=notebooks
+	$(if $(GPU),,SPHGPU_BACKEND=cpu) $(PY) -m jupyter lab --notebook-dir=notebooks \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
