@@ -1,0 +1,80 @@
+"""The "cuda" backend of the radix sort: host side of :mod:`sphgpu.sort._cuda_kernels`.
+
+Per pass: tile histograms, an exclusive scan of the (digit, tile) counts with CuPy (CUB), and
+the stable scatter; keys and the uint32 permutation ping-pong between two buffers. A pass whose
+digit is the same for every key is skipped. Device arrays (CuPy or Numba) in give CuPy arrays
+out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same code runs on NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from . import _cuda_kernels as K
+
+__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
+
+SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+ACCEPTS_DEVICE_ARRAYS = True
+DEFAULT_RADIX_BITS = 8
+MAX_RADIX_BITS = 8           # the per-thread digit counters must fit in shared memory
+
+
+def _xp():
+    if SIMULATOR:
+        return np
+    import cupy
+
+    return cupy
+
+
+def sort_pairs(ukeys, key_bits, radix_bits, want_perm):
+    """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
+
+    Returns ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same
+    kind (NumPy or device) as ``ukeys``.
+    """
+    if radix_bits > MAX_RADIX_BITS:
+        raise ValueError(f"radix_bits={radix_bits}: the cuda backend supports at most "
+                         f"{MAX_RADIX_BITS}")
+    xp = _xp()
+    host = isinstance(ukeys, np.ndarray) and xp is not np
+    keys = xp.asarray(ukeys)
+    n = keys.shape[0]
+    perm = xp.arange(n, dtype=np.uint32) if want_perm else None
+    if n > 1 and key_bits > 0:
+        if n >= 2**32:
+            raise ValueError("the cuda backend sorts fewer than 2**32 keys")
+        kt = numba.from_dtype(keys.dtype)
+        # ping-pong buffers of our own: the caller's keys are read, never written
+        kbufs = [xp.empty_like(keys), None]
+        pbufs = [xp.empty_like(perm), None] if want_perm else [xp.empty(1, np.uint32)] * 2
+        for shift in range(0, key_bits, radix_bits):
+            bits = min(radix_bits, key_bits - shift)
+            threads, items = K.tile_shape(bits, keys.dtype.itemsize)
+            ntiles = math.ceil(n / (threads * items))
+            hist = xp.empty((1 << bits) * ntiles, dtype=np.int32)
+            sh = keys.dtype.type(shift)
+            K.histogram_kernel(bits, threads, items, kt)[ntiles, threads](keys, sh, hist)
+            if int(xp.count_nonzero(hist.reshape(1 << bits, ntiles).sum(axis=1))) == 1:
+                continue                    # every key has the same digit: nothing moves
+            offsets = xp.cumsum(hist, dtype=np.int64) - hist
+            i = 1 if keys is kbufs[0] else 0
+            if kbufs[i] is None:
+                kbufs[i] = xp.empty_like(keys)
+                if want_perm:
+                    pbufs[i] = xp.empty_like(perm)
+            K.scatter_kernel(bits, threads, items, kt, want_perm)[ntiles, threads](
+                keys, perm if want_perm else pbufs[0], sh, offsets, kbufs[i], pbufs[i])
+            keys = kbufs[i]
+            if want_perm:
+                perm = pbufs[i]
+    if keys is ukeys or (host and n <= 1):
+        keys = keys.copy()                  # never hand back the caller's own array
+    out_perm = perm.astype(np.int64) if want_perm else None
+    if host:
+        return keys.get(), (out_perm.get() if want_perm else None)
+    return keys, out_perm
