@@ -47,9 +47,9 @@ def main():
             assert np.array_equal(perm.get(), want) and np.array_equal(out.get(), h[want])
         r = {"n": n}
         t = {
-            "sphgpu_keys": time_call(lambda: _cuda.sort_pairs(d, 32, 8, False), repeat=args.repeat, sync=sync),
+            "sphgpu_keys": time_call(lambda: _cuda.sort_pairs(d, 32, _cuda.DEFAULT_RADIX_BITS, False), repeat=args.repeat, sync=sync),
             "cupy_sort": time_call(lambda: cupy.sort(d), repeat=args.repeat, sync=sync),
-            "sphgpu_keys_perm": time_call(lambda: _cuda.sort_pairs(d, 32, 8, True), repeat=args.repeat, sync=sync),
+            "sphgpu_keys_perm": time_call(lambda: _cuda.sort_pairs(d, 32, _cuda.DEFAULT_RADIX_BITS, True), repeat=args.repeat, sync=sync),
             "cupy_argsort": time_call(lambda: cupy.argsort(d), repeat=args.repeat, sync=sync),
         }
         if e <= 25:

@@ -19,7 +19,7 @@ __all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 ACCEPTS_DEVICE_ARRAYS = True
-DEFAULT_RADIX_BITS = 8
+DEFAULT_RADIX_BITS = 4       # fastest in the H200 sweep of benchmarks/sort.py (4..8)
 MAX_RADIX_BITS = 8           # the per-thread digit counters must fit in shared memory
 
 

@@ -92,7 +92,8 @@ def scatter_kernel(radix_bits: int, threads: int, items: int, key_dtype, with_pe
         tile_keys = cuda.shared.array(PADDED, key_dtype)
         tile_perm = cuda.shared.array(PADDED if with_perm else 1, uint32)
         order = cuda.shared.array(PADDED, uint16)      # order[sorted position] = tile index
-        cnt = cuda.shared.array((R, threads), uint16)
+        # cnt[thread, digit]: the scan in step 2 reads consecutive digits across threads
+        cnt = cuda.shared.array((threads, R), uint16)
         tile_off = cuda.shared.array(R, int32)
         t = cuda.threadIdx.x
         b = cuda.blockIdx.x
@@ -107,7 +108,7 @@ def scatter_kernel(radix_bits: int, threads: int, items: int, key_dtype, with_pe
                 if with_perm:
                     tile_perm[skew(j)] = perm_in[start + j]
         for d in range(R):
-            cnt[d, t] = 0
+            cnt[t, d] = 0
         cuda.syncthreads()
         # 1. each thread counts the digits of its own segment
         seg = t * items
@@ -115,14 +116,14 @@ def scatter_kernel(radix_bits: int, threads: int, items: int, key_dtype, with_pe
             j = seg + k
             if j < m:
                 d = int32((tile_keys[skew(j)] >> shift) & MASK)
-                cnt[d, t] += 1
+                cnt[t, d] += 1
         cuda.syncthreads()
         # 2. per digit, exclusive scan over threads; totals become the digit's tile offset
         for d in range(t, R, threads):
             run = 0
             for s in range(threads):
-                c = int32(cnt[d, s])
-                cnt[d, s] = run
+                c = int32(cnt[s, d])
+                cnt[s, d] = run
                 run += c
             tile_off[d] = run
         cuda.syncthreads()
@@ -138,8 +139,8 @@ def scatter_kernel(radix_bits: int, threads: int, items: int, key_dtype, with_pe
             j = seg + k
             if j < m:
                 d = int32((tile_keys[skew(j)] >> shift) & MASK)
-                pos = tile_off[d] + int32(cnt[d, t])
-                cnt[d, t] += 1
+                pos = tile_off[d] + int32(cnt[t, d])
+                cnt[t, d] += 1
                 order[skew(pos)] = j
         cuda.syncthreads()
         # 4. coalesced write-out: the run of digit d goes to offsets[d, tile] onwards
