@@ -9,6 +9,7 @@ from .backends import BackendUnavailableError, cuda_available, use_backend
 from .geometry import RingGeometry
 from .sht import (alm2cl, alm2map, almxfl, anafast, gauss_beam, map2alm, smoothing, synalm,
                   synfast)
+from .sort import argsort, radix_sort
 
 __version__ = "0.1.0"
 
@@ -16,5 +17,6 @@ __all__ = [
     "RingGeometry", "AlmLayout",
     "alm2map", "map2alm", "synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam",
     "smoothing",
+    "radix_sort", "argsort",
     "use_backend", "cuda_available", "BackendUnavailableError",
 ]

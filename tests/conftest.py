@@ -10,6 +10,9 @@ import os
 if os.environ.get("SPHGPU_TEST_REAL_GPU") != "1":
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"      # before numba.cuda is first imported
 os.environ.setdefault("SPHGPU_BACKEND", "cpu")
+# Numba's OpenMP threads busy-wait by default; with pytest-xdist workers sharing two cores that
+# turns millisecond calls into tens of milliseconds.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -40,3 +40,17 @@ def test_full_width_keys_and_skipped_passes(rng):
 def test_radix_bits_above_the_shared_memory_limit_is_refused():
     with pytest.raises(ValueError, match="radix_bits"):
         _cuda.sort_pairs(np.zeros(4, np.uint32), 16, 9, True)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float64, np.uint8])
+def test_public_api_on_the_cuda_backend(dtype, rng):
+    import sphgpu.sort as S
+    keys = (rng.standard_normal(300) * 50).astype(dtype)
+    if dtype == np.float64:
+        keys[[3, 7]] = np.nan
+        keys[10] = -0.0
+    want = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(S.argsort(keys, backend="cuda"), want)
+    out, vals = S.radix_sort(keys, values=np.arange(300.0), backend="cuda")
+    np.testing.assert_array_equal(vals, want.astype(float))
+    np.testing.assert_array_equal(out, keys[want])

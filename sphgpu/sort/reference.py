@@ -1,0 +1,28 @@
+"""The "reference" sort backend: NumPy's stable argsort, the specification the others must match.
+
+Backend interface (shared with ``_cpu`` and ``_cuda``)::
+
+    sort_pairs(ukeys, key_bits, radix_bits, want_perm) -> (sorted_ukeys, perm or None)
+
+``ukeys`` is a 1-D uint32 or uint64 array of radix keys (see :mod:`sphgpu.sort.keys`) that all
+fit in ``key_bits`` bits (the public API checks this); ``radix_bits`` is the digit width of a
+pass, which the reference accepts and ignores. ``perm`` is int64 with
+``sorted_ukeys == ukeys[perm]``, and equal keys keep their input order (stable). ``ukeys`` is
+never modified.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS"]
+
+#: Digit width used when the caller gives none (the reference does not use it).
+DEFAULT_RADIX_BITS = 8
+
+
+def sort_pairs(ukeys, key_bits, radix_bits, want_perm):
+    """Stable sort of radix keys: ``(ukeys[perm], perm)``, perm int64 (None unless want_perm)."""
+    ukeys = np.asarray(ukeys)
+    perm = np.argsort(ukeys, kind="stable").astype(np.int64, copy=False)
+    return ukeys[perm], (perm if want_perm else None)
