@@ -23,7 +23,6 @@ import numpy as np
 import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.bench import machine_info, time_call
-from sphgpu.sht import _cpu
 
 
 def rel(a, b):

@@ -1,6 +1,5 @@
 """Every notebook runs top to bottom on the CPU (each ends with its own accuracy check)."""
 
-import os
 import pathlib
 
 import pytest

@@ -18,15 +18,15 @@ import math
 import os
 import time
 
-import numba
 import numpy as np
 
+from .._device import SIMULATOR, to_host
+from .._device import array_module as _xp
 from . import _cuda_kernels as K
 from . import legendre
 
 __all__ = ["synthesis", "analysis", "to_device", "to_host", "plan", "ACCEPTS_DEVICE_ARRAYS"]
 
-SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 ACCEPTS_DEVICE_ARRAYS = True
 MAPS_PER_LAUNCH = 2            # maps sharing one Legendre recurrence in alm2leg
 # short rings share one FFT class: fewer launches for little padding (tiny in the simulator,
@@ -35,22 +35,9 @@ MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
 MIN_PLAIN_RINGS = 3 if SIMULATOR else 64   # rings of one length that get a plain FFT
 
 
-def _xp():
-    if SIMULATOR:
-        return np
-    import cupy
-
-    return cupy
-
-
 def to_device(a):
     """A device (CuPy) view of ``a``; host arrays are copied once. NumPy under the simulator."""
-    xp = _xp()
-    return xp.asarray(a) if xp is not np else np.asarray(a)
-
-
-def to_host(a):
-    return a if isinstance(a, np.ndarray) else a.get()
+    return _xp().asarray(a)
 
 
 def _const(a):

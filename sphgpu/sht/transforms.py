@@ -12,6 +12,7 @@ here once:
 from __future__ import annotations
 
 from .. import backends
+from .._device import like_input
 from .._validate import as_complex_array, as_real_array, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
@@ -54,15 +55,6 @@ def _check_kind(name, a, impl):
                         "(use backend='cuda', or copy it to the host)")
 
 
-def _like(out, original):
-    """Return device results as the caller's kind: Numba device arrays for Numba input."""
-    if is_device_array(original) and type(original).__module__.startswith("numba"):
-        from numba import cuda
-
-        return cuda.as_cuda_array(out)
-    return out
-
-
 def _batch(a):
     return (a[None, :], True) if a.ndim == 1 else (a, False)
 
@@ -94,7 +86,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=N
     _check_kind("alm", arr, impl)
     batch, single = _batch(arr)
     maps = impl.synthesis(batch, layout, geometry)
-    return _like(maps[0] if single else maps, alm)
+    return like_input(maps[0] if single else maps, alm)
 
 
 def map2alm(maps, lmax=None, mmax=None, iter=3, *, backend="auto", geometry=None):
@@ -133,4 +125,4 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, backend="auto", geometry=None
         alm += impl.analysis(work - impl.synthesis(alm, layout, geometry), layout, geometry)
     if to_device and not is_device_array(maps):
         alm = impl.to_host(alm)
-    return _like(alm[0] if single else alm, maps)
+    return like_input(alm[0] if single else alm, maps)

@@ -13,22 +13,14 @@ import math
 import numba
 import numpy as np
 
+from .._device import array_module as _xp
 from . import _cuda_kernels as K
 
 __all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
 
-SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 ACCEPTS_DEVICE_ARRAYS = True
 DEFAULT_RADIX_BITS = 4       # fastest in the H200 sweep of benchmarks/sort.py (4..8)
 MAX_RADIX_BITS = 8           # the per-thread digit counters must fit in shared memory
-
-
-def _xp():
-    if SIMULATOR:
-        return np
-    import cupy
-
-    return cupy
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm):

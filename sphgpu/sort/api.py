@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
+from .._device import like_input
 from .._validate import check_int, is_device_array
 from .keys import (SUPPORTED_DTYPES, bits_needed, float_radix_keys, from_radix_keys, radix_dtype,
                    to_radix_keys)
@@ -77,15 +78,6 @@ def _as_values(values, n, device):
     return vals
 
 
-def _like(out, original):
-    """Device results in the caller's kind: Numba device arrays for Numba input."""
-    if out is not None and _is_device(original) and type(original).__module__.startswith("numba"):
-        from numba import cuda
-
-        return cuda.as_cuda_array(out)
-    return out
-
-
 def _radix_keys(arr):
     """(ukeys, inverse): ``inverse`` maps sorted radix keys back to keys, or is None where only
     the permutation can (floats holding -0.0 or NaN). Signed integer keys that are all >= 0 are
@@ -138,8 +130,8 @@ def _sort(keys, key_bits, radix_bits, values, want_perm, backend):
         sorted_u, perm = impl.sort_pairs(ukeys, key_bits, radix_bits, need_perm)
     sorted_keys = arr[perm] if inverse is None else inverse(sorted_u)
     sorted_vals = None if vals is None else vals[perm]
-    return (_like(sorted_keys, keys), _like(sorted_vals, values),
-            _like(perm, keys) if want_perm else None)
+    return (like_input(sorted_keys, keys), like_input(sorted_vals, values),
+            like_input(perm, keys) if want_perm else None)
 
 
 def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False, values=None,
