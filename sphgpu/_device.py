@@ -32,7 +32,7 @@ def to_host(a):
 
 def like_input(out, original):
     """Device results in the caller's kind: Numba device arrays for Numba input, else as is."""
-    if (out is not None and is_device_array(original) and not isinstance(original, np.ndarray)
+    if (out is not None and is_device_array(original)
             and type(original).__module__.startswith("numba")):
         from numba import cuda
 

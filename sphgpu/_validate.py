@@ -26,7 +26,8 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 
 def is_device_array(a) -> bool:
-    """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__."""
+    """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__
+    (which NumPy arrays never have)."""
     return hasattr(a, "__cuda_array_interface__")
 
 
@@ -38,7 +39,7 @@ def check_finite(name: str, a) -> None:
 
 
 def _array_module(a):
-    if is_device_array(a) and not isinstance(a, np.ndarray):
+    if is_device_array(a):
         import cupy  # device arrays are checked with CuPy, which the gpu extra installs
 
         return cupy
@@ -75,7 +76,7 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
     Host inputs become C-contiguous ``dtype`` NumPy arrays, device arrays (Numba or CuPy) CuPy
     ones, each copied only when needed.
     """
-    if is_device_array(a) and not isinstance(a, np.ndarray):
+    if is_device_array(a):
         arr = a
     else:
         if isinstance(a, (str, bytes)) or a is None:
@@ -91,7 +92,7 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
 
 def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex128):
     """Validate spherical-harmonic coefficients: complex, finite; 1-D or 2-D (a batch)."""
-    if is_device_array(a) and not isinstance(a, np.ndarray):
+    if is_device_array(a):
         arr = a
     else:
         if isinstance(a, (str, bytes)) or a is None:

@@ -37,7 +37,7 @@ LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2al
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
 
 _start = legendre.start_value
-_rescale = legendre.rescale
+_step = legendre.step
 
 
 @cuda.jit(device=True, inline=True)
@@ -48,14 +48,6 @@ def _coeffs(l, m):
     fl1 = fl - 1.0
     b = math.sqrt((fl1 * fl1 - fm2) / (4.0 * fl1 * fl1 - 1.0))
     return a, b
-
-
-@cuda.jit(device=True, inline=True)
-def _step(a, b, x, cur, prev, k):
-    """One recurrence step with its rescaling check; returns the new (cur, prev, k)."""
-    nxt = a * (x * cur - b * prev)
-    prev, nxt, k = _rescale(cur, nxt, k)
-    return nxt, prev, k
 
 
 @cuda.jit

@@ -32,7 +32,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 __all__ = ["SCALE_BITS", "HALF_BITS", "mu_table", "recurrence_coefficients", "start_value",
-           "rescale", "legendre_sum", "legendre_adjoint", "lambda_lm"]
+           "rescale", "step", "legendre_sum", "legendre_adjoint", "lambda_lm"]
 
 SCALE_BITS = 600
 HALF_BITS = 300
@@ -119,6 +119,18 @@ def start_value(mu_m, m, sin_theta):
 
 
 @_jit
+def step(a, b, x, cur, prev, k):
+    """One recurrence step l-1 -> l with its rescaling check: returns the new (cur, prev, k).
+
+    At l = m + 1, b is 0 (see :func:`recurrence_coefficients`) and prev is 0, so the first step
+    is the starting rule lambda_m+1,m = a x lambda_mm and needs no special case.
+    """
+    nxt = a * (x * cur - b * prev)
+    prev, nxt, k = rescale(cur, nxt, k)
+    return nxt, prev, k
+
+
+@_jit
 def legendre_sum(alm, mstart, m, lmax, a, b, x, v, k, out):
     """Legendre step of alm2map for one m and one pair of rings at +x and -x.
 
@@ -136,33 +148,15 @@ def legendre_sum(alm, mstart, m, lmax, a, b, x, v, k, out):
     if v == 0.0:
         return
     # out[:, 0] collects even (l - m) terms and out[:, 1] odd ones until the end.
-    p0 = v
-    if k == 0:
-        for i in range(nmaps):
-            out[i, 0] += p0 * alm[i, mstart + m]
-    if m < lmax:
-        p1 = a[m + 1] * x * p0
-        if k < 0 and abs(p1) > _HALF_BIG:
-            p0 *= _INV_BIG
-            p1 *= _INV_BIG
-            k += 1
+    cur = v
+    prev = 0.0
+    for l in range(m, lmax + 1):
+        if l > m:
+            cur, prev, k = step(a[l], b[l], x, cur, prev, k)
         if k == 0:
-            for i in range(nmaps):
-                out[i, 1] += p1 * alm[i, mstart + m + 1]
-        for l in range(m + 2, lmax + 1):
-            p2 = a[l] * (x * p1 - b[l] * p0)
-            p0 = p1
-            p1 = p2
-            if k < 0:
-                if abs(p1) > _HALF_BIG:
-                    p0 *= _INV_BIG
-                    p1 *= _INV_BIG
-                    k += 1
-                else:
-                    continue
             j = (l - m) & 1
             for i in range(nmaps):
-                out[i, j] += p1 * alm[i, mstart + l]
+                out[i, j] += cur * alm[i, mstart + l]
     for i in range(nmaps):
         even = out[i, 0]
         odd = out[i, 1]
@@ -182,36 +176,15 @@ def legendre_adjoint(leg, mstart, m, lmax, a, b, x, v, k, alm):
     if v == 0.0:
         return
     nmaps = alm.shape[0]
-    p0 = v
-    if k == 0:
-        for i in range(nmaps):
-            alm[i, mstart + m] += p0 * (leg[i, 0] + leg[i, 1])
-    if m < lmax:
-        p1 = a[m + 1] * x * p0
-        if k < 0 and abs(p1) > _HALF_BIG:
-            p0 *= _INV_BIG
-            p1 *= _INV_BIG
-            k += 1
+    cur = v
+    prev = 0.0
+    for l in range(m, lmax + 1):
+        if l > m:
+            cur, prev, k = step(a[l], b[l], x, cur, prev, k)
         if k == 0:
+            sign = -1.0 if (l - m) & 1 else 1.0
             for i in range(nmaps):
-                alm[i, mstart + m + 1] += p1 * (leg[i, 0] - leg[i, 1])
-        for l in range(m + 2, lmax + 1):
-            p2 = a[l] * (x * p1 - b[l] * p0)
-            p0 = p1
-            p1 = p2
-            if k < 0:
-                if abs(p1) > _HALF_BIG:
-                    p0 *= _INV_BIG
-                    p1 *= _INV_BIG
-                    k += 1
-                else:
-                    continue
-            if (l - m) & 1:
-                for i in range(nmaps):
-                    alm[i, mstart + l] += p1 * (leg[i, 0] - leg[i, 1])
-            else:
-                for i in range(nmaps):
-                    alm[i, mstart + l] += p1 * (leg[i, 0] + leg[i, 1])
+                alm[i, mstart + l] += cur * (leg[i, 0] + sign * leg[i, 1])
 
 
 def lambda_lm(lmax: int, m: int, theta) -> np.ndarray:
@@ -233,21 +206,11 @@ def lambda_lm(lmax: int, m: int, theta) -> np.ndarray:
 @numba.njit(cache=True)
 def _lambda_rows(mu, m, lmax, a, b, theta, out):
     for r in range(theta.shape[0]):
-        v, k = start_value(mu, m, math.sin(theta[r]))
+        cur, k = start_value(mu, m, math.sin(theta[r]))
         x = math.cos(theta[r])
-        p0 = v
-        if k == 0:
-            out[r, m] = p0
-        if m < lmax:
-            p1 = a[m + 1] * x * p0
-            for l in range(m + 1, lmax + 1):
-                if l > m + 1:
-                    p2 = a[l] * (x * p1 - b[l] * p0)
-                    p0 = p1
-                    p1 = p2
-                if k < 0 and abs(p1) > _HALF_BIG:
-                    p0 *= _INV_BIG
-                    p1 *= _INV_BIG
-                    k += 1
-                if k == 0:
-                    out[r, l] = p1
+        prev = 0.0
+        for l in range(m, lmax + 1):
+            if l > m:
+                cur, prev, k = step(a[l], b[l], x, cur, prev, k)
+            if k == 0:
+                out[r, l] = cur

@@ -29,10 +29,6 @@ MAX_RADIX_BITS = 16
 _DTYPES_TEXT = "uint8/16/32/64, int8/16/32/64, float32 or float64"
 
 
-def _is_device(a) -> bool:
-    return is_device_array(a) and not isinstance(a, np.ndarray)
-
-
 def _cupy(a):
     """A CuPy view of a device array (CuPy or Numba); the gpu extra installs CuPy."""
     import cupy
@@ -49,7 +45,7 @@ def _cupy_module():
 def _as_keys(keys):
     """Validated 1-D keys of a supported native dtype: (array, is_device). Device arrays are
     returned untouched (converted to CuPy only once a backend has accepted them)."""
-    if _is_device(keys):
+    if is_device_array(keys):
         arr, device = keys, True
     else:
         if keys is None or isinstance(keys, (str, bytes)):
@@ -68,7 +64,7 @@ def _as_keys(keys):
 
 
 def _as_values(values, n, device):
-    if _is_device(values) != device:
+    if is_device_array(values) != device:
         where = "a GPU array" if device else "a NumPy array"
         raise TypeError(f"values must be the same kind of array as keys ({where})")
     vals = values if device else np.asarray(values)
