@@ -157,35 +157,48 @@ class Catalog:
     # --- loading ------------------------------------------------------------------------------
     @classmethod
     def from_csv(cls, path, *, ra="ra", dec="dec", weights=None, labels=None, delimiter=","):
-        """Read a CSV (or other delimited) text file with a header row naming the columns.
+        """Read a CSV (or other delimited) text file of numbers.
 
-        ``ra``, ``dec``, ``weights`` and ``labels`` are column names (or 0-based column numbers
-        when the file has no header); RA/Dec in degrees.
+        Lines starting with ``#`` are skipped. If the first remaining line is not numeric it
+        names the columns, and ``ra``, ``dec``, ``weights``, ``labels`` are column names;
+        0-based column numbers work with or without a header. Names match exactly, else
+        ignoring case. RA/Dec in degrees.
         """
         path = os.fspath(path)
-        cols = [c for c in (ra, dec, weights, labels) if c is not None]
-        if all(isinstance(c, (int, np.integer)) for c in cols):
-            table = np.loadtxt(path, delimiter=delimiter, ndmin=2, comments="#")
+        with open(path, encoding="utf-8") as f:
+            lines = [ln for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+        if not lines:
+            raise ValueError(f"{path} holds no data")
+        first = [x.strip().strip('"') for x in lines[0].split(delimiter)]
+        try:
+            [float(x) for x in first]
+            names = None
+        except ValueError:
+            names, lines = first, lines[1:]
+        table = np.loadtxt(lines, delimiter=delimiter, ndmin=2)
 
-            def get(c):
+        def get(c):
+            if isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+                if not 0 <= c < table.shape[1]:
+                    raise ValueError(f"column {c} not in {path}, which has {table.shape[1]}")
                 return table[:, c]
-        else:
-            table = np.genfromtxt(path, delimiter=delimiter, names=True, dtype=None,
-                                  encoding="utf-8", comments="#")
-            table = np.atleast_1d(table)
-            have = table.dtype.names or ()
-
-            def get(c):
-                if c not in have:
-                    raise ValueError(f"column {c!r} not found in {path}; columns are {list(have)}")
-                return table[c]
-        return cls(get(ra), get(dec),
-                   weights=None if weights is None else get(weights),
-                   labels=None if labels is None else get(labels))
+            k = _column(c, names or [])
+            if k is None:
+                raise ValueError(f"column {c!r} not found in {path}; columns are "
+                                 f"{names if names else 'unnamed (use column numbers)'}")
+            return table[:, k]
+        lab = None
+        if labels is not None:
+            lab = get(labels)
+            if np.any(lab != np.round(lab)):
+                raise ValueError(f"column {labels!r} of {path} must hold integer labels")
+            lab = lab.astype(np.int64)
+        return cls(get(ra), get(dec), weights=None if weights is None else get(weights),
+                   labels=lab)
 
     @classmethod
     def from_fits(cls, path, *, ra="RA", dec="DEC", weights=None, labels=None, hdu=1):
-        """Read a FITS binary table (needs astropy). Column names as in the file."""
+        """Read a FITS binary table (needs astropy). Names match exactly, else ignoring case."""
         try:
             from astropy.io import fits
         except ImportError as exc:  # optional dependency
@@ -195,10 +208,11 @@ class Catalog:
             names = list(data.columns.names)
 
             def get(c, dtype=np.float64):
-                if c not in names:
+                k = _column(c, names)
+                if k is None:
                     raise ValueError(f"column {c!r} not found in {path} (HDU {hdu}); columns "
                                      f"are {names}")
-                return np.array(data[c]).astype(dtype)   # FITS is big-endian: native copy
+                return np.array(data[names[k]]).astype(dtype)   # big-endian: a native copy
             return cls(get(ra), get(dec),
                        weights=None if weights is None else get(weights),
                        labels=None if labels is None else get(labels, np.int64))
@@ -221,6 +235,14 @@ class Catalog:
                 columns.setdefault("delimiter", "\t")
             return cls.from_csv(path, **columns)
         raise ValueError(f"path {path!r}: unknown catalog format (use .fits, .csv or .npz)")
+
+
+def _column(name, names):
+    """Index of column ``name`` in ``names`` (exact match first, then ignoring case)."""
+    if name in names:
+        return names.index(name)
+    low = [n.lower() for n in names]
+    return low.index(name.lower()) if name.lower() in low else None
 
 
 def as_catalog(obj, name="catalog"):
