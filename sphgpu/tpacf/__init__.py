@@ -10,8 +10,10 @@ pickles) with optional weights and per-region jackknife counts.
 :func:`angular_correlation` runs DD, DR and RR over one or several random catalogs and applies
 the natural, Landy-Szalay or the slides' multi-random estimator, with leave-one-out jackknife
 errors from one counting pass (:class:`JackknifeRegions` makes k-means or HEALPix regions).
+:mod:`sphgpu.tpacf.mocks` draws uniform and clustered mock catalogs.
 """
 
+from . import mocks
 from .api import CorrelationResult, angular_correlation, pair_counts
 from .bins import AngularBins
 from .catalog import Catalog
@@ -21,4 +23,4 @@ from .jackknife import JackknifeRegions, jackknife_covariance
 
 __all__ = ["AngularBins", "PairCounts", "pair_counts", "angular_correlation", "Catalog",
            "CorrelationResult", "JackknifeRegions", "jackknife_covariance", "natural",
-           "landy_szalay", "multi_random"]
+           "landy_szalay", "multi_random", "mocks"]

@@ -14,6 +14,7 @@ on NumPy arrays at tiny sizes.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import cuda
@@ -53,17 +54,22 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted):
 
 def _device_arrays(sc, weighted):
     """Device copies of a sorted catalog's arrays, made once and cached on it."""
-    dev = getattr(sc, "_device", None)
+    dev = sc.cache.get("device")
     if dev is None:
-        dev = sc._device = {"f": cuda.to_device(sc.xyz32), "x": cuda.to_device(sc.xyz)}
+        dev = sc.cache["device"] = {"f": cuda.to_device(sc.xyz32), "x": cuda.to_device(sc.xyz)}
     if weighted and "w" not in dev:
         dev["w"] = cuda.to_device(unit_weights(sc))
     return dev
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS):
-    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU."""
+                threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS, profile=None):
+    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
+
+    ``profile``, a dict, receives the seconds spent in each step (plan, upload, kernel,
+    download; the device is synchronised between them) and the launch shape.
+    """
+    clock = _Clock(profile)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if threads < 32 or threads & (threads - 1):
@@ -78,6 +84,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted)
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                       groups=groups)
+    clock.lap("plan")
     work = int(np.sum((plan.items[:, 1] - plan.items[:, 0])
                       * (plan.items[:, 3] - plan.items[:, 2]))) if plan.items.size else 0
     if work > MAX_GROUP_PAIRS * (plan.group_start.size - 1):
@@ -97,20 +104,46 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     nreg = max(n_regions, 1)
     cnt = cuda.to_device(np.zeros(nb, np.int64))
     wsum = cuda.to_device(np.zeros(nb if weighted else 1))
-    rc = cuda.to_device(np.zeros((nreg, nb) if n_regions else (1, 1), np.int64))
-    rw = cuda.to_device(np.zeros((nreg, nb) if (n_regions and weighted) else (1, 1)))
+    rc = cuda.to_device(np.zeros(nreg * nb if n_regions else 1, np.int64))
+    rw = cuda.to_device(np.zeros(nreg * nb if (n_regions and weighted) else 1))
     nref = cuda.to_device(np.zeros(1, np.int64))
     one = cuda.to_device(np.zeros(1))
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
                            n_regions > 0, plan.auto)
-    kernel[ngroups, th](
-        cuda.to_device(plan.items.astype(np.int32)),
-        cuda.to_device(plan.group_start.astype(np.int32)),
-        d1["f"], d2["f"], d1["x"], d2["x"], cuda.to_device(T), cuda.to_device(gap),
-        cuda.to_device(E), exact.float32_cutoff(T, gap), np.float64(E[nb]),
-        d1["w"] if weighted else one, d2["w"] if weighted else one, cnt, wsum, rc, rw, nref)
-    return RawCounts(
+    items = cuda.to_device(plan.items.astype(np.int32))
+    gstart = cuda.to_device(plan.group_start.astype(np.int32))
+    tables = cuda.to_device(T), cuda.to_device(gap), cuda.to_device(E)
+    clock.lap("upload")
+    kernel[ngroups, th](items, gstart, d1["f"], d2["f"], d1["x"], d2["x"], *tables,
+                        exact.float32_cutoff(T, gap), np.float64(E[nb]),
+                        d1["w"] if weighted else one, d2["w"] if weighted else one,
+                        cnt, wsum, rc, rw, nref)
+    clock.lap("kernel")
+    out = RawCounts(
         counts=cnt.copy_to_host(), weights=wsum.copy_to_host() if weighted else None,
-        region_counts=rc.copy_to_host() if n_regions else None,
-        region_weights=rw.copy_to_host() if (n_regions and weighted) else None,
+        region_counts=rc.copy_to_host().reshape(nreg, nb) if n_regions else None,
+        region_weights=rw.copy_to_host().reshape(nreg, nb) if (n_regions and weighted)
+        else None,
         refined=int(nref.copy_to_host()[0]), pairs_compared=plan.pairs_compared)
+    clock.lap("download")
+    if profile is not None:
+        profile.update(threads=th, groups=ngroups, items=int(plan.items.shape[0]),
+                       i_tile=int(i_tile), j_max=int(j_max))
+    return out
+
+
+class _Clock:
+    """Seconds per step into a dict (device synchronised at each lap); inert without one."""
+
+    def __init__(self, profile):
+        self.profile = profile
+        if profile is not None:
+            cuda.synchronize()
+            self.t = time.perf_counter()
+
+    def lap(self, name):
+        if self.profile is not None:
+            cuda.synchronize()
+            t = time.perf_counter()
+            self.profile[name] = t - self.t
+            self.t = t

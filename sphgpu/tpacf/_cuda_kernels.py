@@ -71,8 +71,8 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
     x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
     gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; smax float32 and emax float64
     scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
-    int64; wsum (nbins,) float64; rc (nreg, nbins) int64; rw (nreg, nbins) float64 (jack
-    only); nref (1,) int64 (pairs recomputed in float64). Outputs are added to.
+    int64; wsum (nbins,) float64; rc (nreg * nbins,) int64 and rw (nreg * nbins,) float64,
+    region-major (jack only); nref (1,) int64 (pairs recomputed in float64). Outputs are added to.
     """
     NB = nbins
     TH = threads
@@ -80,26 +80,29 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
     STAGE_T = float32 if use32 else float64
     NI = i_tile
     NW = i_tile if weighted else 1
+    HN = NB * TH                              # shared shapes must be compile-time constants
     HW = NB * TH if weighted else 1
 
+    # Index arithmetic in the inner loop is unsigned 32-bit: signed indices make Numba emit a
+    # negative-index wrap-around test at every array access.
     @cuda.jit(device=True, inline=True)
     def count_lt(T, v):                       # #{T < v}, T padded with +inf to p32 = 2**k
-        pos = 0
-        step = p32 >> 1
-        while step > 0:
-            if T[pos + step - 1] < v:
+        pos = uint32(0)
+        step = uint32(p32 >> 1)
+        while step > uint32(0):
+            if T[pos + step - uint32(1)] < v:
                 pos += step
-            step >>= 1
+            step >>= uint32(1)
         return pos
 
     @cuda.jit(device=True, inline=True)
     def count_le(E, v):                       # #{E <= v}, E padded with +inf to p64 = 2**k
-        pos = 0
-        step = p64 >> 1
-        while step > 0:
-            if E[pos + step - 1] <= v:
+        pos = uint32(0)
+        step = uint32(p64 >> 1)
+        while step > uint32(0):
+            if E[pos + step - uint32(1)] <= v:
                 pos += step
-            step >>= 1
+            step >>= uint32(1)
         return pos
 
     @cuda.jit(device=True, inline=True)
@@ -127,17 +130,17 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
             if v != 0:
                 cuda.atomic.add(cnt, k, v)
                 if jack:
-                    cuda.atomic.add(rc, (li, k), v)
+                    cuda.atomic.add(rc, li * NB + k, v)
                     if lj != li:
-                        cuda.atomic.add(rc, (lj, k), v)
+                        cuda.atomic.add(rc, lj * NB + k, v)
             if weighted:
                 wv = whist[k * TH]
                 if wv != 0.0:
                     cuda.atomic.add(wsum, k, wv)
                     if jack:
-                        cuda.atomic.add(rw, (li, k), wv)
+                        cuda.atomic.add(rw, li * NB + k, wv)
                         if lj != li:
-                            cuda.atomic.add(rw, (lj, k), wv)
+                            cuda.atomic.add(rw, lj * NB + k, wv)
         cuda.syncthreads()
         for k in range(NB):
             hist[k * TH + t] = 0
@@ -156,7 +159,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
         sy = cuda.shared.array(NI, STAGE_T)
         sz = cuda.shared.array(NI, STAGE_T)
         sw = cuda.shared.array(NW, float64)
-        hist = cuda.shared.array(NB * TH, uint32)
+        hist = cuda.shared.array(HN, uint32)
         whist = cuda.shared.array(HW, float64)
         for m in range(t, p32, TH):
             sT[m] = T[m]
@@ -200,35 +203,42 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                     yj = x2[1, j]
                     zj = x2[2, j]
                 wj = w2[j] if weighted else 0.0
-                kend = min(ni, j - i0) if auto else ni      # auto: only i < j
-                for k in range(kend):
+                kend = uint32(min(ni, j - i0) if auto else ni)   # auto: only i < j
+                tcol = uint32(t)
+                k = uint32(0)
+                while k < kend:
                     if use32:
                         dx = sx[k] - xj
                         dy = sy[k] - yj
                         dz = sz[k] - zj
                         s = (dx * dx + dy * dy) + dz * dz
-                        if s > smax:
-                            continue
-                        c = count_lt(sT, s)
-                        if c & 1:
-                            my_ref += 1
-                            b = count_le(sE, d2_exact(x1, i0 + k, x2, j)) - 1
-                            if b >= NB:
-                                b = -1
-                        else:
-                            b = sgap[c >> 1]
+                        b = uint32(NB)                # "no bin"
+                        if s <= smax:
+                            c = count_lt(sT, s)
+                            if c & uint32(1):
+                                my_ref += 1
+                                e = count_le(sE, d2_exact(x1, i0 + int32(k), x2, j))
+                                if e >= uint32(1) and e <= uint32(NB):
+                                    b = e - uint32(1)
+                            else:
+                                g = sgap[c >> uint32(1)]
+                                if g >= 0:
+                                    b = uint32(g)
                     else:
                         dx = sx[k] - xj
                         dy = sy[k] - yj
                         dz = sz[k] - zj
                         d = _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
-                        if d >= emax:
-                            continue
-                        b = count_le(sE, d) - 1
-                    if b >= 0:
-                        hist[b * TH + t] += uint32(1)
+                        b = uint32(NB)
+                        if d < emax:
+                            e = count_le(sE, d)
+                            if e >= uint32(1):
+                                b = e - uint32(1)
+                    if b < uint32(NB):
+                        hist[b * uint32(TH) + tcol] += uint32(1)
                         if weighted:
-                            whist[b * TH + t] += sw[k] * wj
+                            whist[b * uint32(TH) + tcol] += sw[k] * wj
+                    k += uint32(1)
             if jack:
                 li = items[it, 4]
                 lj = items[it, 5]

@@ -34,7 +34,7 @@ CUDA block or CPU task takes one group.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -87,6 +87,7 @@ class SortedCatalog:
     run_band: np.ndarray      # (nruns,) int64
     run_label: np.ndarray     # (nruns,) int64
     band_runs: np.ndarray     # (nbands + 1,) int64
+    cache: dict = field(default_factory=dict, repr=False)   # chunks, run keys, device copies
 
     @property
     def size(self):
@@ -171,27 +172,26 @@ def _items(s1, c_start, c_run, s2, theta, auto, j_max):
     a0 = s1.q[i0] * _Q
     a1 = (s1.q[i1 - 1] + 1) * _Q
     reach = int(math.ceil(theta / h)) + 1
-    # (chunk, band) candidates
-    off = np.arange(-reach, reach + 1)
-    ch = np.repeat(np.arange(nc), off.size)
-    b2 = b1[ch] + np.tile(off, nc)
+    # band edges (padded) and the smallest cos(dec) over each band (cos is concave on
+    # [-90, 90] degrees: the minimum is at an edge)
+    lower = -0.5 * math.pi + np.arange(nbands) * h - 1e-12
+    upper = lower + h + 2e-12
+    cmin = np.minimum(np.cos(np.maximum(lower, -0.5 * math.pi)),
+                      np.cos(np.minimum(upper, 0.5 * math.pi)))
+    # (chunk, band) candidates, band offset major: for one offset, consecutive chunks query
+    # increasing keys, which makes the binary searches below several times faster. An auto
+    # count needs no band below the chunk's: those points all come before it.
+    off = np.arange(0 if auto else -reach, reach + 1)
+    ch = np.tile(np.arange(nc), off.size)
+    b2 = b1[ch] + np.repeat(off, nc)
     ok = (b2 >= 0) & (b2 < nbands)
     ch, b2 = ch[ok], b2[ok]
     bb = b1[ch]
-    d0 = -0.5 * math.pi + bb * h - 1e-12
-    d1 = d0 + h + 2e-12
-    f0 = -0.5 * math.pi + b2 * h - 1e-12
-    f1 = f0 + h + 2e-12
-    gap = np.maximum(0.0, np.maximum(f0 - d1, d0 - f1))
+    gap = np.maximum(0.0, np.maximum(lower[b2] - upper[bb], lower[bb] - upper[b2]))
     ok = gap <= theta
-    ch, b2, d0, d1, f0, f1, gap = ch[ok], b2[ok], d0[ok], d1[ok], f0[ok], f1[ok], gap[ok]
-
-    def cmin(lo, hi):   # min of cos(dec) over [lo, hi] (cos is concave there: an endpoint)
-        return np.minimum(np.cos(np.maximum(lo, -0.5 * math.pi)),
-                          np.cos(np.minimum(hi, 0.5 * math.pi)))
-
+    ch, b2, bb, gap = ch[ok], b2[ok], bb[ok], gap[ok]
     num = math.sin(0.5 * theta) ** 2 - np.sin(0.5 * gap) ** 2
-    den = cmin(d0, d1) * cmin(f0, f1)
+    den = cmin[bb] * cmin[b2]
     full = (den <= 0.0) | (num >= den)
     with np.errstate(invalid="ignore", divide="ignore"):
         da = 2.0 * np.arcsin(np.sqrt(np.where(full, 0.0, num / np.where(full, 1.0, den))))
@@ -227,7 +227,7 @@ def _items(s1, c_start, c_run, s2, theta, auto, j_max):
         j0 = np.maximum(j0, i0[c])
     keep = j1 > j0
     c, r2, j0, j1 = c[keep], r2[keep], j0[keep], j1[keep]
-    # chunk-major order (the concatenation above put wrapped second intervals last)
+    # chunk-major order (rows were offset-major, and wrapped second intervals came last)
     order = np.argsort(c, kind="stable")
     c, r2, j0, j1 = c[order], r2[order], j0[order], j1[order]
     # split long ranges
@@ -243,10 +243,11 @@ def _items(s1, c_start, c_run, s2, theta, auto, j_max):
 
 def _run_keys(sc):
     """(run << 32) | q for every sorted point: globally sorted, for vectorised range search."""
-    if getattr(sc, "_run_keys", None) is None:
+    if "run_keys" not in sc.cache:
         counts = np.diff(sc.run_start)
-        sc._run_keys = (np.repeat(np.arange(counts.size, dtype=np.int64), counts) << QBITS) | sc.q
-    return sc._run_keys
+        sc.cache["run_keys"] = ((np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+                                 << QBITS) | sc.q)
+    return sc.cache["run_keys"]
 
 
 @dataclass
@@ -295,7 +296,10 @@ def build_plan(cat1, cat2, bins, *, n_regions=0, i_tile=256, j_max=4096, groups=
     cmin = np.minimum(np.cos(edges[:-1]), np.cos(edges[1:]))
     width = np.where(cmin > 1e-9, h / np.maximum(cmin, 1e-9), 2 * math.pi)
     wq = np.minimum(width / _Q, 2.0**QBITS).astype(np.int64)
-    c_start, c_run = _chunks(s1, int(i_tile), np.maximum(wq, 1))
+    ckey = ("chunks", int(i_tile))
+    if ckey not in s1.cache:                       # depends on the catalog only: kept
+        s1.cache[ckey] = _chunks(s1, int(i_tile), np.maximum(wq, 1))
+    c_start, c_run = s1.cache[ckey]
     theta = min(math.pi, theta_max * (1.0 + PAD_REL) + PAD_ABS)
     items = _items(s1, c_start, c_run, s2, theta, cat2 is None, int(j_max))
     if n_regions > 1 and items.shape[0]:

@@ -114,3 +114,24 @@ def test_real_all_pairs_mode(rng):
     gpu = pair_counts(ra, dec, bins=bins, backend="cuda")
     _same(gpu, cpu)
     assert gpu.counts.sum() == 20000 * 19999 // 2
+
+
+@real_gpu_only
+@pytest.mark.parametrize("use32", [True, False])
+def test_float64_decisions_are_not_contracted_into_fma(use32):
+    """The exact path must round every product (mul.rn.f64, no fma.rn.f64) to match NumPy."""
+    from numba import cuda, types
+
+    from sphgpu.tpacf import _cuda_kernels as K
+
+    arr = types.Array
+    sig = (arr(types.int32, 2, "C"), arr(types.int32, 1, "C"), arr(types.float32, 2, "C"),
+           arr(types.float32, 2, "C"), arr(types.float64, 2, "C"), arr(types.float64, 2, "C"),
+           arr(types.float32, 1, "C"), arr(types.int32, 1, "C"), arr(types.float64, 1, "C"),
+           types.float32, types.float64, arr(types.float64, 1, "C"), arr(types.float64, 1, "C"),
+           arr(types.int64, 1, "C"), arr(types.float64, 1, "C"), arr(types.int64, 1, "C"),
+           arr(types.float64, 1, "C"), arr(types.int64, 1, "C"))
+    kernel = K.pair_kernel(256, 256, 20, 64, 32, use32, False, True, False)
+    ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cuda.get_current_device().compute_capability)
+    assert "mul.rn.f64" in ptx and "fma.rn.f64" not in ptx
+    assert ".local" not in ptx                       # no spills of the histograms or tables
