@@ -249,11 +249,15 @@ def plot(result, path):
 
 def table(result):
     """The README's markdown table (full-size workload and every size's totals)."""
+    def sec(t):
+        return "–" if t is None else (f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s")
+
     def ms(v):
-        if not isinstance(v, dict):
-            return "–"
-        t = v["median_s"]
-        return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+        return sec(v["median_s"]) if isinstance(v, dict) else "–"
+
+    def x(d, key):
+        v = d.get(key)
+        return "–" if v is None else (f"{v:.0f}x" if v >= 10 else f"{v:.2g}x")
 
     lines = ["| n data / randoms | count | pairs in bins | sphgpu cuda float32 / float64 | "
              f"sphgpu cpu ({result.get('host_threads')} thr) | TreeCorr exact | "
@@ -262,19 +266,15 @@ def table(result):
         for name in NAMES + ("total",):
             if name == "total":
                 tot = r["total_s"]
-                g = tot.get("sphgpu_cuda_float32")
-                cells = ["**DD+DR+RR**", "", f"{g * 1e3:.1f} ms" if g else "–",
-                         f"{tot['cpu']:.2f} s" if "cpu" in tot else "–",
-                         f"{tot['treecorr']:.2f} s" if "treecorr" in tot else "–",
-                         " / ".join(f"{r[k]:.0f}x" if k in r else "–" for k in
-                                    ("total_speedup_vs_cpu", "total_speedup_vs_treecorr"))]
+                cells = ["**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
+                         sec(tot.get("cpu")), sec(tot.get("treecorr")),
+                         f"{x(r, 'total_speedup_vs_cpu')} / {x(r, 'total_speedup_vs_treecorr')}"]
             else:
                 c = r["counts"][name]
                 cells = [name, f"{c['pairs_in_bins']:.3g}",
                          f"{ms(c['sphgpu_cuda_float32'])} / {ms(c['sphgpu_cuda_float64'])}",
                          ms(c["cpu"]), ms(c["treecorr"]),
-                         " / ".join(f"{c[k]:.0f}x" if k in c else "–" for k in
-                                    ("speedup_vs_cpu", "speedup_vs_treecorr"))]
+                         f"{x(c, 'speedup_vs_cpu')} / {x(c, 'speedup_vs_treecorr')}"]
             lines.append(f"| {r['n_data']:,} / {r['n_random']:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 
-import numba
 from numba import cuda, float32, float64, int32, int64, uint32
 
 from .._device import SIMULATOR

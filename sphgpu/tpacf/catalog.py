@@ -108,6 +108,12 @@ class Catalog:
             if lab.size and lab.min() < 0:
                 raise ValueError(f"{n_l} must be >= 0 (region numbers), got {lab.min()}")
             labels = np.ascontiguousarray(lab, dtype=np.int64)
+        # private read-only copies: sorted orders and device copies are cached on the catalog
+        ra, dec, weights, labels = (None if a is None else np.array(a) for a in
+                                    (ra, dec, weights, labels))
+        for a in (ra, dec, weights, labels):
+            if a is not None:
+                a.setflags(write=False)
         self.ra, self.dec, self.weights, self.labels = ra, dec, weights, labels
         self._xyz = None
         self._cache = {}
