@@ -202,7 +202,8 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                     yj = x2[1, j]
                     zj = x2[2, j]
                 wj = w2[j] if weighted else 0.0
-                kend = uint32(min(ni, j - i0) if auto else ni)   # auto: only i < j
+                # auto: only i < j (items start at their chunk, so j - i0 >= 0)
+                kend = uint32(max(0, min(ni, j - i0)) if auto else ni)
                 tcol = uint32(t)
                 k = uint32(0)
                 while k < kend:

@@ -84,12 +84,18 @@ def _regions(cat1, cat2, n_regions):
 
 def _sums(cat, nreg, weighted):
     """Per catalog: n, sum w, sum w^2 and their per-region splits (None without regions)."""
-    w = cat.weights if cat.weights is not None else np.ones(cat.size)
-    out = {"n": cat.size, "s": float(w.sum()), "q": float(np.dot(w, w))}
+    w = cat.weights
+    n = cat.size
+    if w is None:                 # unit weights: no arrays to sum (this runs in every count)
+        out = {"n": n, "s": float(n), "q": float(n)}
+    else:
+        out = {"n": n, "s": float(w.sum()), "q": float(np.dot(w, w))}
     if nreg:
         out["nk"] = np.bincount(cat.labels, minlength=nreg).astype(np.float64)
-        out["sk"] = np.bincount(cat.labels, weights=w, minlength=nreg)
-        out["qk"] = np.bincount(cat.labels, weights=w * w, minlength=nreg)
+        out["sk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w,
+                                                             minlength=nreg)
+        out["qk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w * w,
+                                                             minlength=nreg)
     return out
 
 
@@ -158,7 +164,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         counts (:attr:`PairCounts.region_counts`).
     n_regions : int, optional
         Number of regions (default 1 + the largest label); give it when adding counts made on
-        catalogs that do not all reach the last region.
+        catalogs that do not all reach the last region. 0 ignores the labels.
     precision : {"float64", "float32"}, optional
         Arithmetic of the fast path (backend default: float32 on "cuda", float64 on "cpu").
         Both give identical counts: float32 decides the bins of pairs far from every edge
