@@ -75,9 +75,13 @@ class _Plan:
         m = np.arange(mmax + 1, dtype=np.int64)
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # ring pairs come sorted from the pole: for each m, where the non-negligible ones start
+        # the CPU twin's tables, bit for bit (built on the host by Numba, once per plan)
+        alpha, scale = legendre.coefficient_tables(lmax, mmax, m * (2 * lmax + 1 - m) // 2)
+        self.alpha = _const(alpha)
+        self.scale = _const(scale)
         self.first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
         K.first_alive_kernel[(math.ceil(self.npairs / 128), mmax + 1), 128](
-            lmax, self.mu, self.x, self.sin, self.first)
+            lmax, self.mstart, self.alpha, self.mu, self.x, self.sin, self.first)
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
         # rings are grouped by their Bluestein length M = next_pow2(2n - 1).
         lengths, counts = np.unique(geometry.nphi, return_counts=True)
@@ -102,7 +106,8 @@ class _Plan:
             self.classes.append(c)
 
     def bytes_per_map(self):
-        """Device bytes one map needs beyond its input and output (leg + the largest FFT class)."""
+        """Device bytes one map needs beyond its input and output (leg + the largest FFT class);
+        the plan itself holds two float64 coefficient tables of the alm length."""
         leg = 16 * self.nrings * (self.mmax + 1)
         fft = max((3 if c["chirped"] else 2) * 16 * c["nr"] * c["M"] for c in self.classes)
         return leg + fft
@@ -214,8 +219,8 @@ def _alm2leg(alm, pl, xp):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
-            alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first,
-            leg[i:j])
+            alm[i:j], pl.mstart, pl.lmax, pl.alpha, pl.scale, pl.mu, pl.x, pl.sin, pl.north,
+            pl.south, pl.first, leg[i:j])
     return leg
 
 
@@ -228,8 +233,8 @@ def _leg2alm(leg, pl, xp):
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
         K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
-            xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north,
-            pl.south, pl.first, out[i:j])
+            xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.alpha, pl.scale, pl.mu, pl.x,
+            pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)
 
 
