@@ -13,13 +13,12 @@ NumPy arrays and NumPy FFTs.
 from __future__ import annotations
 
 import functools
-import json
 import math
-import os
 import time
 
 import numpy as np
 
+from .. import _tuning
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
@@ -145,44 +144,23 @@ CANDIDATES = {"alm2leg": [(64, 4), (128, 2), (128, 4), (128, 8)],
 AUTOTUNE_MIN_LMAX = 512
 
 
-def _cache_path():
-    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "sphgpu")
-    return os.path.join(root, "sht_launch.json")
-
-
 def _launch(pl):
     """Launch parameters for this plan: measured once per device and problem size by trying
-    CANDIDATES on the plan itself, then kept in a JSON file (``SPHGPU_CACHE_DIR``, default
-    ~/.cache/sphgpu). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`,
+    file sht_launch.json). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
     if pl.launch is not None:
         return pl.launch
     pl.launch = dict(LAUNCH)
-    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or os.environ.get("SPHGPU_AUTOTUNE") == "0":
+    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled():
         return pl.launch
-    from numba import cuda
-
-    dev = cuda.get_current_device()
-    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-    key = f"{name}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}|mmax={pl.mmax}"
-    path = _cache_path()
-    try:
-        with open(path) as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
-        cache = {}
-    if key in cache:
-        pl.launch = {k: tuple(v) for k, v in cache[key].items()}
+    key = (f"{_tuning.device_name()}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}"
+           f"|mmax={pl.mmax}")
+    cached = _tuning.lookup("sht_launch", key)
+    if cached is not None:
+        pl.launch = {k: tuple(v) for k, v in cached.items()}
         return pl.launch
     pl.launch = _measure(pl)
-    cache[key] = pl.launch
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(cache, f, indent=1)
-    except OSError:  # a read-only home still gets tuned launches for this process
-        pass
+    _tuning.store("sht_launch", key, pl.launch)
     return pl.launch
 
 
