@@ -24,7 +24,7 @@ __all__ = [
     "local_cluster", "visible_gpus", "get_client", "gpu_workers", "require_gpu_worker",
     "cluster_info", "dashboard_link", "show_progress", "NoGPUWorkerError", "GPU", "CPU",
     # transforms
-    "alm2map_many", "map2alm_many", "alm2map", "map2alm",
+    "alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
     "partition",
 ]
 
@@ -32,7 +32,8 @@ _LAZY = {name: "cluster" for name in ("local_cluster", "visible_gpus", "get_clie
                                       "gpu_workers", "require_gpu_worker", "cluster_info",
                                       "dashboard_link", "show_progress", "NoGPUWorkerError",
                                       "GPU", "CPU")}
-_LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "alm2map", "map2alm")})
+_LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "alm2map", "map2alm",
+                                        "WorkersLostError")})
 
 
 def __getattr__(name):

@@ -28,14 +28,16 @@ Results equal the serial ones to rounding (see ``TOL["distributed"]`` in the tes
 Faults: inputs are scattered to the workers (sent once, not through the scheduler). Tasks
 whose worker dies are re-run elsewhere by Dask; if the worker held an input that is now lost,
 that item is sent and submitted again (up to :data:`ATTEMPTS` times), so a returned result is
-always complete. A task that fails, or keeps killing workers (Dask's ``KilledWorker``), raises
-here, and the rest of the work is cancelled: no partial result is ever returned.
+always complete. A task that fails, or keeps killing workers (Dask's ``KilledWorker``, or
+:class:`WorkersLostError` when its inputs die with them), raises here, and the rest of the work
+is cancelled: no partial result is ever returned.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import time
 import uuid
 
 import numpy as np
@@ -48,10 +50,18 @@ from ..sht.transforms import resolve_geometry
 from . import cluster as _cluster
 from .partition import alm_slice, m_chunks, ring_chunks
 
-__all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "ATTEMPTS", "PATTERNS"]
+__all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
+           "ATTEMPTS", "PATTERNS"]
 
-#: how many times an item whose scattered input was lost with its worker is submitted again
+#: how many times an item whose scattered input was lost with its worker is submitted, in all
 ATTEMPTS = 3
+#: seconds to wait for a suitable worker when none is up (e.g. all restarting after crashes)
+WORKER_WAIT = 60.0
+
+
+class WorkersLostError(RuntimeError):
+    """Work was lost with dying workers more often than sphgpu retries it (see ATTEMPTS);
+    nothing is returned rather than a partial result."""
 PATTERNS = ("m", "rings")
 _BACKENDS = ("auto", "cuda", "cpu", "reference")
 
@@ -96,29 +106,53 @@ def _is_future_list(x):
     return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(f, Future) for f in x)
 
 
+def _scatter(client, data, resources, *, broadcast=False):
+    """Send ``data`` (a list) to the workers that can run tasks with ``resources``.
+
+    A worker that dies while receiving makes the scatter fail; it is then tried again on the
+    workers left (the scheduler drops the dead one within moments).
+    """
+    from distributed.comm import CommClosedError
+
+    for attempt in range(ATTEMPTS):
+        where = _eligible(client, resources)
+        deadline = time.monotonic() + WORKER_WAIT
+        while not where:                     # workers restarting after a crash come back
+            if time.monotonic() > deadline:
+                raise WorkersLostError(f"no worker that can run these tasks has been up for "
+                                       f"{WORKER_WAIT:.0f} s; no result is returned")
+            time.sleep(0.2)
+            where = _eligible(client, resources)
+        try:
+            return client.scatter(data, workers=where, broadcast=broadcast, hash=False)
+        except (CommClosedError, OSError):
+            if attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+
+
 def _run_items(client, n, build, *, progress=False):
     """Compute ``n`` independent items and return their results, in order.
 
-    ``build(i)`` scatters item i's inputs and submits its tasks, returning the list of futures
-    whose results make up the item. An item whose futures are cancelled because a lost worker
-    held its scattered input is built again (up to ATTEMPTS times in all); any task error
-    cancels everything and is raised. Returns a list (per item) of lists (per future).
+    ``build(items)`` scatters the inputs of the listed items and submits their tasks,
+    returning for each item the list of futures whose results make it up. An item whose
+    futures are cancelled because a lost worker held its scattered input is built again (up
+    to ATTEMPTS times in all); any task error cancels everything and is raised. Returns a list
+    (per item) of lists (per future).
     """
     from distributed import as_completed
 
     results = [None] * n
     todo = list(range(n))
     for _ in range(ATTEMPTS):
-        owner, parts = {}, {}
+        owner, parts, lost = {}, {}, set()
         try:
-            for i in todo:
-                futs = build(i)
+            for i, futs in zip(todo, build(todo)):
                 parts[i] = [None] * len(futs)
                 for j, f in enumerate(futs):
                     owner[f] = (i, j)
             if progress:
                 _cluster.show_progress(list(owner))
-            lost = set()
             for fut, res in as_completed(list(owner), with_results=True, raise_errors=False):
                 i, j = owner[fut]
                 if fut.status == "finished":
@@ -137,8 +171,9 @@ def _run_items(client, n, build, *, progress=False):
         todo = sorted(lost)
         if not todo:
             return results
-    raise RuntimeError(f"{len(todo)} of {n} item(s) lost their input with a worker {ATTEMPTS} "
-                       "times in a row; no result is returned (is the cluster losing workers?)")
+    raise WorkersLostError(f"{len(todo)} of {n} item(s) lost their input with a dying worker "
+                           f"{ATTEMPTS} times in a row; no result is returned (does a task "
+                           "crash its worker, or is the cluster losing workers?)")
 
 
 # ----------------------------------------------------------------------------- geometry on workers
@@ -299,18 +334,16 @@ def _run_batch(client, stage, fn, inputs, futures_in, args, resources, gather, p
         items = inputs
     else:
         items = [inputs[s] for s in _groups(inputs.shape[0], per_task)]
-    where = _eligible(client, resources)
-    key = _key(stage)
-
-    def build(i):
-        data = items[i]
+    def build(todo):
+        data = [items[i] for i in todo]
         if not futures_in:
-            [data] = client.scatter([data], workers=where, hash=False)
-        return [client.submit(fn, data, *args, key=(key + f"-{uuid.uuid4().hex[:6]}", i),
-                              resources=resources, pure=False)]
+            data = _scatter(client, data, resources)
+        key = _key(stage)                   # new keys for every round
+        return [[client.submit(fn, d, *args, key=(key, i), resources=resources)]
+                for i, d in zip(todo, data)]
 
     if not gather:
-        return [build(i)[0] for i in range(len(items))]
+        return [f for [f] in build(list(range(len(items))))]
     return _run_items(client, len(items), build, progress=progress)
 
 
@@ -457,17 +490,20 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="au
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
     batch = arr[None] if arr.ndim == 1 else arr
     mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
-    ref, where = _geom_ref(g), _eligible(client, resources)
+    ref = _geom_ref(g)
 
     def build(_):
+        return [build_graph()]
+
+    def build_graph():
         if pattern == "rings":
-            [alm_f] = client.scatter([batch], workers=where, broadcast=True, hash=False)
+            [alm_f] = _scatter(client, [batch], resources, broadcast=True)
             key = _key("synthesis")
             return [client.submit(_rings_synthesis_task, alm_f, layout, ref, rings, name,
                                   key=(key, r), resources=resources)
                     for r, rings in enumerate(ring_lists)]
-        chunks = client.scatter([np.ascontiguousarray(batch[:, alm_slice(layout.lmax, mr)])
-                                 for mr in mranges], workers=where, hash=False)
+        chunks = _scatter(client, [np.ascontiguousarray(batch[:, alm_slice(layout.lmax, mr)])
+                                   for mr in mranges], resources)
         kl, kx, kf = _key("legendre"), _key("exchange"), _key("ringfft")
         legs = [client.submit(_legendre_task, a, layout, ref, mr, ring_lists, name,
                               key=(kl, c), resources=resources)
@@ -509,12 +545,15 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto"
     layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
     batch = arr[None] if arr.ndim == 1 else arr
     mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
-    ref, where = _geom_ref(g), _eligible(client, resources)
+    ref = _geom_ref(g)
     nr = len(ring_lists)
 
     def build(_):
-        map_f = client.scatter([_take_pixels(batch, _pixel_runs(g, rings))
-                                for rings in ring_lists], workers=where, hash=False)
+        return [build_graph()]
+
+    def build_graph():
+        map_f = _scatter(client, [_take_pixels(batch, _pixel_runs(g, rings))
+                                  for rings in ring_lists], resources)
         if pattern == "rings":
             alm = None
             for it in range(iter + 1):
