@@ -298,9 +298,14 @@ def cluster_info(client) -> dict:
             "dashboard": dashboard_link(client)}
 
 
-def show_progress(futures, notebook: bool | None = None):
-    """Dask's progress bar for ``futures``: a widget in a notebook (returns at once), a text bar
-    in a terminal (waits until they finish)."""
+def show_progress(futures, notebook: bool | None = None) -> None:
+    """Show Dask's progress bar for ``futures`` (and the tasks they depend on): a widget in a
+    notebook, displayed at once, wherever this is called; a text bar in a terminal, which waits
+    until they finish."""
     from distributed import progress
 
-    return progress(futures, notebook=notebook)
+    bar = progress(futures, notebook=notebook)
+    if bar is not None:                 # the notebook widget: display it now, not at cell end
+        from IPython.display import display
+
+        display(bar)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["balanced_cuts", "m_costs", "m_chunks", "alm_slice", "ring_chunks", "catalog_chunks",
-           "ChunkPair", "chunk_pairs", "Band", "latitude_bands"]
+__all__ = ["balanced_cuts", "m_costs", "m_chunks", "alm_slice", "ring_chunks",
+           "transform_ring_costs", "catalog_chunks", "ChunkPair", "chunk_pairs", "Band",
+           "latitude_bands"]
 
 
 def _check_count(name, value, minimum=1):
@@ -173,6 +174,24 @@ def ring_chunks(nphi, nchunks: int, *, pairs=None, cost=None) -> list[np.ndarray
         n, s = north[b[i]:b[i + 1]], south[b[i]:b[i + 1]]
         out.append(np.sort(np.concatenate([n, s[s >= 0]])))
     return out
+
+
+def transform_ring_costs(nphi, pairs, nalm: int) -> np.ndarray:
+    """Per-ring cost of a whole transform run on a chunk of rings (flops, a model).
+
+    The Legendre recurrence runs once per mirror pair over the whole (l, m) triangle, 8 flops
+    a step (4 for the recurrence, 4 for the complex accumulation), and each ring adds its FFT,
+    about 5 n log2 n flops. The pair's Legendre cost is charged to its first ring, so
+    ``ring_chunks(nphi, k, pairs=pairs, cost=transform_ring_costs(nphi, pairs, nalm))`` balances
+    whole transforms. (Rings near the poles, where most lambda_lm underflow and backends skip
+    them, are costed as if they were complete.)
+    """
+    nphi = np.asarray(nphi, dtype=np.float64)
+    north = np.asarray(pairs[0], dtype=np.int64)
+    nalm = _check_count("nalm", nalm)
+    cost = 5.0 * nphi * np.log2(np.maximum(nphi, 2.0))
+    cost[north] += 8.0 * nalm
+    return cost
 
 
 # ----------------------------------------------------------------------------- catalogs

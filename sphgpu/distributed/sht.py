@@ -48,7 +48,7 @@ from ..geometry import RingGeometry
 from ..sht import stages
 from ..sht.transforms import resolve_geometry
 from . import cluster as _cluster
-from .partition import alm_slice, m_chunks, ring_chunks
+from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
 
 __all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
            "ATTEMPTS", "PATTERNS"]
@@ -437,24 +437,14 @@ def _chunk_count(client, name, nchunks):
     return max(1, _cluster.cpu_slots(client))
 
 
-def _rings_cost(g, layout):
-    """Per-ring cost model of a whole transform on a ring chunk (pattern "rings"): the Legendre
-    recurrence, one per ring pair over the (l, m) triangle (8 flops a step), plus a ring FFT
-    (5 n log2 n flops). Given per ring, a pair's cost is that of its two rings."""
-    north, south = g.ring_pairs()
-    per_pair = 8.0 * layout.size
-    cost = 5.0 * g.nphi * np.log2(np.maximum(g.nphi, 2))
-    cost[north] += per_pair
-    return cost, (north, south)
-
-
 def _plan(g, layout, n, pattern):
     """(m ranges, ring lists) for a transform split n ways."""
     if pattern == "m":
         return (m_chunks(layout.lmax, layout.mmax, n, nrings=g.nrings),
                 ring_chunks(g.nphi, n))
-    cost, pairs = _rings_cost(g, layout)
-    return None, ring_chunks(g.nphi, n, pairs=pairs, cost=cost)
+    pairs = g.ring_pairs()
+    return None, ring_chunks(g.nphi, n, pairs=pairs,
+                             cost=transform_ring_costs(g.nphi, pairs, layout.size))
 
 
 def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",

@@ -175,3 +175,11 @@ def test_importing_sphgpu_or_the_partitions_does_not_import_dask():
             "bad = [m for m in ('dask', 'distributed') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_transform_ring_costs_charge_each_pair_one_recurrence():
+    g = RingGeometry.healpix(4)
+    north, south = g.ring_pairs()
+    cost = P.transform_ring_costs(g.nphi, (north, south), 100)
+    fft = 5.0 * g.nphi * np.log2(np.maximum(g.nphi, 2))
+    assert np.allclose(cost - fft, np.isin(np.arange(g.nrings), north) * 800.0)
