@@ -154,7 +154,7 @@ def bench_batch(n, args, log):
             row[f"{mode}_all_s"] = times
             log(f"batch {args.maps} x nside {args.nside} on {n} {_unit(args)}: {mode} "
                 f"{row[f'{mode}_s']:.3f} s")
-            del alms
+            alms = None                      # release the inputs before the next mode
         return row
     finally:
         client.shutdown()

@@ -144,7 +144,8 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
     timeout : float
         Seconds to wait for all workers to come up.
     **worker_options
-        Passed to every worker (e.g. ``memory_limit``).
+        Passed to every worker (e.g. ``memory_limit``; default: the machine's memory shared
+        equally by the workers).
 
     Returns
     -------
@@ -186,6 +187,12 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
                                dashboard_address=dashboard_address, **worker_options)
     try:
         base = {k: v for k, v in cluster.new_spec["options"].items() if k in _SHARED_OPTIONS}
+        if "memory_limit" not in worker_options:
+            # Dask's default gives a one-thread worker its thread's share of the memory
+            # (1/16 on 16 cores), too little for a GPU worker's maps: share it per worker.
+            from distributed.system import MEMORY_LIMIT
+
+            base["memory_limit"] = int(MEMORY_LIMIT // (len(gpu_ids) + cpu_workers))
         base.update(worker_options)
         cls = Nanny if processes else Worker
         specs = {}

@@ -92,6 +92,9 @@ def test_process_workers_are_pinned_to_their_gpu():
         ws = {w["name"]: w for w in C.workers(c).values()}
         assert ws["gpu-0"]["resources"] == {"GPU": 1} and ws["gpu-0"]["nthreads"] == 1
         assert ws["cpu-0"]["resources"] == {"CPU": 2}
+        from distributed.system import MEMORY_LIMIT
+
+        assert ws["gpu-1"]["memory_limit"] == MEMORY_LIMIT // 3      # an equal share each
         assert sorted(sd.gpu_workers(c)) == sorted(a for a, n in names.items()
                                                    if n.startswith("gpu"))
     finally:

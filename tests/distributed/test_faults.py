@@ -8,7 +8,6 @@ kill comes from a worker plugin when a chosen task starts, so it lands mid-batch
 import os
 
 import dask
-import numpy as np
 import pytest
 from distributed import KilledWorker, WorkerPlugin
 
