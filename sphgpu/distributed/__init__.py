@@ -37,6 +37,8 @@ _LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "alm2map"
 
 
 def __getattr__(name):
+    if name in ("cluster", "sht"):             # the Dask-backed submodules themselves
+        return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value
