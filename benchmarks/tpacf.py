@@ -164,17 +164,26 @@ def run(args):
         print(f"f={frac} DD+DR+RR: " + ", ".join(f"{k} {v:.3f} s" for k, v in tot.items()),
               flush=True)
         rows.append(row)
+        result = save(info, threads, rows, args)       # after every size: a cut run keeps it
 
-    result = {"machine": info, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-              "bins": {"theta_min_deg": 0.01, "theta_max_deg": 10, "nbins": 20, "spacing": "log"},
-              "host_threads": threads, "results": rows}
     if args.sweep:
         result["sweep"] = sweep(bins)
-    with open(os.path.join(args.out, "tpacf.json"), "w") as f:
-        json.dump(result, f, indent=1)
+        save(info, threads, rows, args, result)
     plot(result, os.path.join(args.out, "tpacf_speed.png"))
     print(table(result))
     return 0
+
+
+def save(info, threads, rows, args, result=None):
+    """Write tpacf.json; returns the result dict."""
+    if result is None:
+        result = {"machine": info, "host_threads": threads, "results": rows,
+                  "bins": {"theta_min_deg": 0.01, "theta_max_deg": 10, "nbins": 20,
+                           "spacing": "log"}}
+    result["date"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    with open(os.path.join(args.out, "tpacf.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
 
 
 def sweep(bins):
