@@ -59,6 +59,19 @@ def _make_alm(lmax, seed, device):
     return a
 
 
+def _random_catalog(n, seed):
+    """A uniform random catalog over the benchmark's quarter sky, made on this worker and kept
+    there as a Catalog (which caches its sorted copies on first use)."""
+    from sphgpu.tpacf import Catalog
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    return Catalog(*uniform_randoms(n, seed=seed))
+
+
+def _visible_devices():
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
 def _sync(device):
     if device:
         import cupy
@@ -178,6 +191,73 @@ def _check_one(client, alm_f, map_f, nside, lmax, log):
     return {"err_vs_ducc0": err}
 
 
+def bench_dr(units, args, log):
+    """DR pair counts of one clustered catalog against ``--randoms`` random catalogs (made on
+    the workers, one per task) on n units; the counts must be equal on every n."""
+    from distributed import wait
+
+    import sphgpu.distributed as sd
+    from sphgpu.tpacf import AngularBins, Catalog
+    from sphgpu.tpacf.mocks import clustered_catalog
+
+    bins = AngularBins.log(0.01, 10, 20, unit="deg")
+    data = clustered_catalog(args.n_data, seed=1)
+    out = {"n_data": args.n_data, "n_random": args.n_random, "randoms": args.randoms,
+           "rows": []}
+    first = None
+    for n in sorted(set(units)):
+        client = _cluster(n, args.backend)
+        try:
+            ws = _workers(client, args.backend)
+            res = {"GPU": 1} if args.backend == "cuda" else None
+            rs = [client.submit(_random_catalog, args.n_random, 100 + i, workers=[ws[i % n]],
+                                resources=res, pure=False) for i in range(args.randoms)]
+            wait(rs)
+
+            # the data are sent once, to every worker, as callers repeating counts would do
+            d = client.scatter(Catalog(*data), broadcast=True, hash=False,
+                               workers=ws)
+
+            def run():
+                return sd.pair_counts_many(d, rs, bins=bins, client=client,
+                                           backend=args.backend)
+
+            counts = [c.counts for c in run()]              # warm-up: JIT, plans
+            first = counts if first is None else first
+            equal = all(np.array_equal(a, b) for a, b in zip(counts, first))
+            times = []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - t0)
+            from distributed import get_task_stream
+
+            with get_task_stream(client) as stream:         # where the time of one call goes
+                run()
+            tasks = [(t["worker"], sum(s["stop"] - s["start"] for s in t["startstops"]
+                                       if s["action"] == "compute")) for t in stream.data]
+            row_tasks = {"compute_s": [d for _, d in tasks], "workers": [w for w, _ in tasks],
+                         "devices": client.run(_visible_devices)}
+            log(f"  tasks: {len(tasks)}, compute {min(d for _, d in tasks):.3f}.."
+                f"{max(d for _, d in tasks):.3f} s on {len(set(w for w, _ in tasks))} workers; "
+                f"devices {sorted(str(v) for v in row_tasks['devices'].values())}")
+            row = {"units": n, "seconds": statistics.median(times), "all_s": times,
+                   "one_call": row_tasks,
+                   "counts_equal_to_first": equal,
+                   "pairs_in_bins": int(sum(int(c.sum()) for c in counts))}
+            out["rows"].append(row)
+            log(f"DR against {args.randoms} random catalogs on {n} {_unit(args)}: "
+                f"{row['seconds']:.3f} s, counts equal: {equal}")
+        finally:
+            client.shutdown()
+            client.close()
+    t1 = out["rows"][0]["seconds"] if out["rows"][0]["units"] == 1 else None
+    for r in out["rows"]:
+        if t1:
+            r["efficiency"] = t1 / (r["units"] * r["seconds"])
+    return out
+
+
 def bench_big(units, args, log):
     """One large synthesis: one unit (whole map) against n units (ring chunks, pattern
     "rings"), each timed on its worker with the a_lm already there."""
@@ -288,6 +368,10 @@ def plot(data, path):
             ax[1].plot([n for n, _ in pts], [t1 / (n * t) for n, t in pts], style, label=mode)
     ax[0].set_title(f"{data['batch']['maps']} x alm2map, nside {data['batch']['nside']}")
     ax[0].set_ylabel("seconds (median); dotted: ideal")
+    dr = data.get("dr")
+    if dr and all("efficiency" in r for r in dr["rows"]):
+        ax[1].plot([r["units"] for r in dr["rows"]], [r["efficiency"] for r in dr["rows"]],
+                   "^-", label=f"DR vs {dr['randoms']} random catalogs")
     ax[1].axhline(0.85, color="r", lw=0.8, label="goal 0.85")
     ax[1].set_ylim(0, 1.1)
     ax[1].set_title("parallel efficiency T(1) / (n T(n))")
@@ -320,6 +404,11 @@ def main():
     p.add_argument("--big-nside", type=int, default=8192)
     p.add_argument("--big-lmax", type=int, default=16384)
     p.add_argument("--no-big", action="store_true", help="skip the large transform")
+    p.add_argument("--no-batch", action="store_true", help="skip the batch of transforms")
+    p.add_argument("--dr", action="store_true", help="also time DR against several randoms")
+    p.add_argument("--randoms", type=int, default=8)
+    p.add_argument("--n-data", type=int, default=84000)
+    p.add_argument("--n-random", type=int, default=900000)
     p.add_argument("--host-big", action="store_true",
                    help="also time the large transform host to host (both patterns)")
     p.add_argument("--repeat", type=int, default=3)
@@ -355,16 +444,21 @@ def main():
         with open(path, "w") as f:
             json.dump(data, f, indent=1)
 
-    for n in sorted(set(args.units)):
+    if args.dr:
+        data["dr"] = bench_dr(args.units, args, log)
+        save()
+    for n in [] if args.no_batch else sorted(set(args.units)):
         data["batch"]["rows"].append(bench_batch(n, args, log))
         save()
     rows = data["batch"]["rows"]
-    t1 = {k: rows[0][k] for k in ("device_s", "host_s") if rows[0]["units"] == 1 and k in rows[0]}
+    t1 = {k: rows[0][k] for k in ("device_s", "host_s")
+          if rows and rows[0]["units"] == 1 and k in rows[0]}
     for r in rows:
         for k, v in t1.items():
             r[f"efficiency_{k[:-2]}"] = v / (r["units"] * r[k])
-    log("efficiency: " + ", ".join(f"{r['units']}: " + "/".join(
-        f"{r[k]:.2f}" for k in r if k.startswith("efficiency")) for r in rows))
+    if rows:
+        log("efficiency: " + ", ".join(f"{r['units']}: " + "/".join(
+            f"{r[k]:.2f}" for k in r if k.startswith("efficiency")) for r in rows))
     if not args.no_big:
         data["big"] = bench_big(args.units, args, log)
     save()

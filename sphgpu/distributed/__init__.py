@@ -4,6 +4,7 @@
 >>> client = sd.local_cluster(gpus="all")            # one worker per GPU (CPU workers if none)
 >>> maps = sd.alm2map_many(alms, nside)               # a batch of maps over the workers
 >>> sky = sd.alm2map(alm, nside, pattern="m")         # one transform split by m and by rings
+>>> drs = sd.pair_counts_many(data, randoms, bins=bins)   # DR for every random catalog
 
 Every function takes ``client=`` (default: the current Dask client), so any existing cluster
 works: an HPC batch system through dask-jobqueue, a scheduler address, dask-cuda's workers.
@@ -25,6 +26,8 @@ __all__ = [
     "cluster_info", "dashboard_link", "show_progress", "NoGPUWorkerError", "GPU", "CPU",
     # transforms
     "alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
+    # pair counts
+    "pair_counts", "pair_counts_many",
     "partition",
 ]
 
@@ -34,10 +37,11 @@ _LAZY = {name: "cluster" for name in ("local_cluster", "visible_gpus", "get_clie
                                       "GPU", "CPU")}
 _LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "alm2map", "map2alm",
                                         "WorkersLostError")})
+_LAZY.update({name: "tpacf" for name in ("pair_counts", "pair_counts_many")})
 
 
 def __getattr__(name):
-    if name in ("cluster", "sht"):             # the Dask-backed submodules themselves
+    if name in ("cluster", "sht", "tpacf"):             # the Dask-backed submodules themselves
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
