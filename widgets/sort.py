@@ -381,6 +381,7 @@ class SortModel(PanelModel):
                  label=f"b = {res.min_key_bits}: "
                        f"{math.ceil(res.min_key_bits / res.radix_bits)} passes")
         ax2.set_xlabel("step")
+        ax2.set_xticks(steps)
         ax2.set_ylabel("ms per re-sort")
         ax2.set_ylim(bottom=0)
         ax2.legend(frameon=False, fontsize="small")
