@@ -417,7 +417,8 @@ class SortPanel(Panel):
         self.radix_bits = islider(m.radix_bits, 1, MAX_RADIX_BITS, "radix bits r")
         self.permutation = w.Checkbox(value=bool(m.permutation), description="permutation too")
         self.backend = w.ToggleButtons(options=list(backends.BACKENDS), value=m.backend,
-                                       description="backend", style=style)
+                                       description="backend",
+                                       style=dict(style, button_width="6.5em"))
         self.pic_log2n = islider(m.pic_log2n, 8, top, "log2 particles")
         self.pic_grid = islider(m.pic_grid, 1, 256, "grid")
         self.pic_key_bits = islider(m.pic_key_bits, 1, KEY_BITS, "PIC key bits")

@@ -577,7 +577,8 @@ class SpeedupPanel(Panel):
                             placeholder="e.g. 32, 64, 128  or  2^16, 2^20")
         self.backend = w.ToggleButtons(options=["cpu", "cuda"],
                                        value=m.backend if m.backend in ("cpu", "cuda") else "cpu",
-                                       description="backend", style=style)
+                                       description="backend",
+                                       style=dict(style, button_width="6.5em"))
         self.run_button.description = "Measure"
         self.run_button.tooltip = "time sphgpu at these sizes on this machine"
         self.figure = w.Output()

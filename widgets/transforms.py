@@ -243,7 +243,7 @@ class TransformPanel(Panel):
         super().__init__()
         self.model = model
         m = model
-        style = {"description_width": "7em"}
+        style = {"description_width": "8.5em"}
         top = max(m.max_nside.values())
         nsides = [n for n in NSIDES if n <= top]
         nside = m.nside if _is_int(m.nside) and m.nside >= 1 else nsides[0]
@@ -263,7 +263,8 @@ class TransformPanel(Panel):
         self.iter = w.IntSlider(value=m.iter, min=0, max=MAX_ITER, description="map2alm iter",
                                 continuous_update=False, style=style)
         self.backend = w.ToggleButtons(options=list(backends.BACKENDS), value=m.backend,
-                                       description="backend", style=style)
+                                       description="backend",
+                                       style=dict(style, button_width="6.5em"))
         self.figure = w.Output()
         self._syncing = False
         self.nside.observe(self.guarded(self._nside_changed), names="value")
