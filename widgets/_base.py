@@ -28,17 +28,39 @@ import contextlib
 import functools
 import html
 import io
+import os
 import time
 from collections import OrderedDict
 
 import ipywidgets as w
+import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
-           "new_figure", "USER_ERRORS"]
+           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int"]
 
 #: Exceptions that mean "these settings cannot run here" (bad values, no GPU, not enough
 #: memory): the model turns them into ``message``. Anything else is a bug and propagates.
 USER_ERRORS = (ValueError, TypeError, RuntimeError, MemoryError)
+
+
+def default_backend() -> str:
+    """A panel's starting backend: SPHGPU_BACKEND when it names one, else "cuda" where a GPU
+    is usable, else "cpu" (panels show the backend they use rather than "auto")."""
+    from sphgpu import backends
+
+    env = os.environ.get("SPHGPU_BACKEND", "auto").strip().lower()
+    if env in backends.BACKENDS:
+        return env
+    return "cuda" if backends.cuda_available() else "cpu"
+
+
+def fmt_seconds(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def is_int(x) -> bool:
+    """A whole number as a setting: Python or NumPy integer, not bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
 class LRU:

@@ -22,8 +22,8 @@ from sphgpu import backends
 from sphgpu.bench import time_call
 from sphgpu.sort import pic
 
-from ._base import LRU, Panel, PanelModel, new_figure, numbers_html, show_figure
-from .transforms import _fmt_seconds, _is_int, default_backend
+from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
+                    numbers_html, show_figure)
 
 __all__ = ["SortModel", "SortResult", "PicResult", "SortPanel", "sort_panel"]
 
@@ -65,13 +65,13 @@ class SortResult:
                          f"{self.key_bits} key bits"
                          + (", with the permutation" if self.permutation else "")),
                 ("radix bits r / passes", f"{r} / {self.passes(r)}"),
-                (f"sphgpu ({self.backend})", f"{_fmt_seconds(t)}, {self.n / t / 1e6:.1f} Mkeys/s"),
+                (f"sphgpu ({self.backend})", f"{fmt_seconds(t)}, {self.n / t / 1e6:.1f} Mkeys/s"),
                 ("same result as NumPy's stable sort", "yes" if self.matches_numpy[r] else "NO")]
         for name, s in self.peers_s.items():
-            rows.append((name, f"{_fmt_seconds(s)}, {self.n / s / 1e6:.1f} Mkeys/s "
+            rows.append((name, f"{fmt_seconds(s)}, {self.n / s / 1e6:.1f} Mkeys/s "
                                f"(sphgpu {s / t:.2f}x)"))
         best = self.best_radix_bits()
-        rows.append(("fastest r here", f"{best} ({_fmt_seconds(self.sphgpu_s[best])})"))
+        rows.append(("fastest r here", f"{best} ({fmt_seconds(self.sphgpu_s[best])})"))
         return rows
 
 
@@ -99,9 +99,9 @@ class PicResult:
                                       f"{self.grid**2:,}"),
                 ("particles changing cell per step", f"{100 * float(np.mean(self.moved)):.1f} %"),
                 (f"re-sort, b = {self.key_bits} ({p} passes of {self.radix_bits} bits)",
-                 f"{_fmt_seconds(t)} per step, {self.n / t / 1e6:.1f} Mparticles/s"),
+                 f"{fmt_seconds(t)} per step, {self.n / t / 1e6:.1f} Mparticles/s"),
                 (f"re-sort, b = {self.min_key_bits} ({p_min} passes), the fewest bits",
-                 f"{_fmt_seconds(t_min)} per step"),
+                 f"{fmt_seconds(t_min)} per step"),
                 ("cells in order after every step", "yes" if self.sorted_ok else "NO")]
 
 
@@ -166,10 +166,10 @@ class SortModel(PanelModel):
                   ("pic_key_bits", self.pic_key_bits, 1, KEY_BITS),
                   ("pic_steps", self.pic_steps, 1, MAX_STEPS), ("seed", self.seed, 0, 2**63))
         for name, value, lo, hi in checks:
-            if not _is_int(value) or not lo <= value <= hi:
+            if not is_int(value) or not lo <= value <= hi:
                 extra = (f" on the {self.backend} backend here (about "
                          f"{_sort_mb(2**value, self.permutation):.0f} MB)"
-                         if name.endswith("log2n") and _is_int(value) and value > hi else "")
+                         if name.endswith("log2n") and is_int(value) and value > hi else "")
                 return f"{name} must be a whole number from {lo} to {hi}{extra}, not {value!r}"
         need = bits_for_grid(self.pic_grid)
         if self.pic_key_bits < need:
@@ -228,7 +228,13 @@ class SortModel(PanelModel):
             times, ok = {}, {}
             for i, r in enumerate(rs):
                 progress(0.9 * i / len(rs), f"sphgpu, r = {r}")
-                times[r], ok[r] = self._sweeps.get(key + (r,), lambda: self._time_one(r))
+                try:
+                    times[r], ok[r] = self._sweeps.get(key + (r,), lambda: self._time_one(r))
+                except ValueError:
+                    # A width this backend refuses (the CUDA counters must fit in shared
+                    # memory) is left out of the sweep; refusing the chosen r is the message.
+                    if r == self.radix_bits:
+                        raise
             peers = self._peers.get(key, self._time_peers)
         if self.message:
             return None
@@ -408,7 +414,7 @@ class SortPanel(Panel):
         top = max(m.max_log2n.values())
 
         def islider(value, lo, hi, description):
-            v = value if _is_int(value) else lo
+            v = value if is_int(value) else lo
             return w.IntSlider(value=min(max(v, lo), hi), min=lo, max=hi,
                                description=description, continuous_update=False, style=style)
 

@@ -30,11 +30,11 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.bench import time_call
 
-from ._base import Panel, PanelModel, new_figure, numbers_html, show_figure
-from .transforms import _fmt_seconds, default_backend
+from ._base import (Panel, PanelModel, default_backend, fmt_seconds, new_figure, numbers_html,
+                    show_figure)
 
-__all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results", "default_results_dir",
-           "SpeedupModel", "SpeedupPanel", "speedup_panel"]
+__all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
+           "default_results_dir", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
 
 VIEWS = ("seconds", "speedup", "throughput")
 
@@ -380,7 +380,8 @@ class SpeedupModel(PanelModel):
                     f"not {self.benchmark!r}")
         spec = self.current.spec
         if self.group is not None and self.group not in spec.groups:
-            return f"{spec.name}: operation must be one of {', '.join(spec.groups)}, not {self.group!r}"
+            return (f"{spec.name}: operation must be one of {', '.join(spec.groups)}, "
+                    f"not {self.group!r}")
         if self.view not in VIEWS:
             return f"view must be one of {', '.join(VIEWS)}, not {self.view!r}"
         if self.view == "throughput" and spec.work is None:
@@ -469,7 +470,7 @@ class SpeedupModel(PanelModel):
                                  f"{sp[i]:.2f}x at {b.spec.x_label} {_size_text(common[i], b.spec)}"
                                  f" (from {sp.min():.2f}x to {sp.max():.2f}x)"))
         for size, row in sorted(self._fresh_rows().items()):
-            text = ", ".join(f"{b.spec.label(k)} {_fmt_seconds(v)}" for k, v in row.items())
+            text = ", ".join(f"{b.spec.label(k)} {fmt_seconds(v)}" for k, v in row.items())
             rows.append((f"this machine, {_size_text(size, b.spec)}", text))
         if self.skipped:
             rows.append(("not shown", "; ".join(f"{k} ({v})" for k, v in self.skipped.items())))

@@ -10,7 +10,6 @@ spectrum, and the numbers. See :mod:`sphgpu.widgets._base` for the pattern.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import ipywidgets as w
@@ -20,7 +19,8 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
-from ._base import LRU, Panel, PanelModel, new_figure, numbers_html, show_figure
+from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
+                    numbers_html, show_figure)
 from .plots import mollview, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -35,14 +35,6 @@ LIVE_MAX_NSIDE = 64
 #: Largest band limit relative to nside: beyond 4 nside a HEALPix map cannot hold the modes.
 LMAX_PER_NSIDE = 4
 MAX_ITER = 10
-
-
-def default_backend() -> str:
-    """SPHGPU_BACKEND when it names a backend, else "cuda" where a GPU is usable, else "cpu"."""
-    env = os.environ.get("SPHGPU_BACKEND", "auto").strip().lower()
-    if env in backends.BACKENDS:
-        return env
-    return "cuda" if sphgpu.cuda_available() else "cpu"
 
 
 @dataclasses.dataclass
@@ -71,16 +63,12 @@ class TransformResult:
             ("nside / pixels", f"{self.nside} / {self.map.size:,}"),
             ("lmax / a_lm", f"{self.lmax} / {(self.lmax + 1) * (self.lmax + 2) // 2:,}"),
             ("backend", self.backend),
-            ("alm2map", _fmt_seconds(self.synthesis_s)),
-            (f"map2alm (iter={self.iter})", _fmt_seconds(self.analysis_s)),
+            ("alm2map", fmt_seconds(self.synthesis_s)),
+            (f"map2alm (iter={self.iter})", fmt_seconds(self.analysis_s)),
             ("map rms", f"{self.map.std():.2f} μK"),
             ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
             ("⟨C_hat / C b²⟩, ℓ ≥ 2", f"{self.spectrum_ratio:.4f}"),
         ]
-
-
-def _fmt_seconds(s: float) -> str:
-    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 
 
 class TransformModel(PanelModel):
@@ -128,7 +116,7 @@ class TransformModel(PanelModel):
     def validate(self) -> str:
         if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
             return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
-        if not _is_int(self.nside) or self.nside < 1:
+        if not is_int(self.nside) or self.nside < 1:
             return f"nside must be a whole number >= 1, not {self.nside!r}"
         limit = self.max_nside[self.backend]
         if self.nside > limit:
@@ -136,16 +124,16 @@ class TransformModel(PanelModel):
                     f"(at most {limit}: about {_map_mb(self.nside):.0f} MB per map and long "
                     f"transforms); choose nside <= {limit} or another backend")
         table_lmax = planck2018_cl().shape[-1] - 1
-        if not _is_int(self.lmax) or not 2 <= self.lmax <= min(LMAX_PER_NSIDE * self.nside,
+        if not is_int(self.lmax) or not 2 <= self.lmax <= min(LMAX_PER_NSIDE * self.nside,
                                                                  table_lmax):
             top = min(LMAX_PER_NSIDE * self.nside, table_lmax)
             return (f"lmax must be a whole number from 2 to {top} for nside {self.nside} "
                     f"(at most {LMAX_PER_NSIDE} nside), not {self.lmax!r}")
         if not isinstance(self.fwhm_arcmin, (int, float)) or not 0 <= self.fwhm_arcmin <= 10800:
             return f"fwhm_arcmin must be from 0 to 10800 arcminutes, not {self.fwhm_arcmin!r}"
-        if not _is_int(self.iter) or not 0 <= self.iter <= MAX_ITER:
+        if not is_int(self.iter) or not 0 <= self.iter <= MAX_ITER:
             return f"iter must be a whole number from 0 to {MAX_ITER}, not {self.iter!r}"
-        if not _is_int(self.seed) or self.seed < 0:
+        if not is_int(self.seed) or self.seed < 0:
             return f"seed must be a whole number >= 0, not {self.seed!r}"
         try:
             backends.resolve(self.backend, "sht")
@@ -228,10 +216,6 @@ class TransformModel(PanelModel):
         return fig
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
 def _map_mb(nside: int) -> float:
     return 12 * nside**2 * 8 / 1e6
 
@@ -246,13 +230,13 @@ class TransformPanel(Panel):
         style = {"description_width": "8.5em"}
         top = max(m.max_nside.values())
         nsides = [n for n in NSIDES if n <= top]
-        nside = m.nside if _is_int(m.nside) and m.nside >= 1 else nsides[0]
+        nside = m.nside if is_int(m.nside) and m.nside >= 1 else nsides[0]
         # The controls show the model's settings, clamped to their ranges; an invalid
         # setting given to the factory stays in the model (and its message) until a
         # control is moved.
         self.nside = w.Dropdown(options=sorted(set(nsides) | {nside}), value=nside,
                                 description="nside", style=style)
-        self.lmax = w.IntSlider(value=m.lmax if _is_int(m.lmax) else 2 * nside, min=2,
+        self.lmax = w.IntSlider(value=m.lmax if is_int(m.lmax) else 2 * nside, min=2,
                                 max=LMAX_PER_NSIDE * nside, description="lmax",
                                 continuous_update=False, style=style)
         self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0, max=600.0, step=5.0,

@@ -29,7 +29,8 @@ ARTIFACTS = ROOT / "build" / "test-artifacts"
 NOTEBOOK = "00_start_here.ipynb"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+                 "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]       # containers often have a tiny /dev/shm
 #: Seconds allowed for each stage; the whole test stays well under two minutes.
 SERVER_START_S = 60
 NOTEBOOK_RUN_S = 90

@@ -115,3 +115,20 @@ def test_panel_interactions_answer_within_a_second():
                            (p.pic_steps, 3), (p.log2n, 20)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_widths_the_backend_refuses_are_left_out_of_the_sweep(monkeypatch):
+    import sphgpu
+
+    real = sphgpu.radix_sort
+
+    def at_most_8_bits(keys, *, radix_bits=None, **kw):      # as the CUDA backend does
+        if radix_bits is not None and radix_bits > 8:
+            raise ValueError(f"radix_bits must be <= 8, got {radix_bits}")
+        return real(keys, radix_bits=radix_bits, **kw)
+
+    monkeypatch.setattr(sphgpu, "radix_sort", at_most_8_bits)
+    m = SortModel(**dict(SMALL, radix_bits=4))
+    assert sorted(m.run().sphgpu_s) == list(range(1, 9))
+    m.set(radix_bits=10)
+    assert m.run() is None and "radix_bits must be <= 8" in m.message

@@ -4,7 +4,6 @@ generic reading of a new file, fresh measurements, messages, and the panel headl
 import json
 
 import numpy as np
-import pytest
 
 from sphgpu.widgets import speedup
 from sphgpu.widgets.speedup import (BenchmarkSpec, SpeedupModel, default_results_dir,
