@@ -68,9 +68,11 @@ def lab_server(tmp_path):
     work = tmp_path / "notebooks"
     work.mkdir()
     shutil.copy(ROOT / "notebooks" / NOTEBOOK, work / NOTEBOOK)
-    # A quiet, clean JupyterLab: start the notebook's kernel without asking, fetch no news.
+    # A quiet, clean JupyterLab: start the notebook's kernel without asking, keep every cell in
+    # the page (no windowing, which drops cells scrolled out of view), fetch no news.
     settings = tmp_path / "settings" / "@jupyterlab"
-    for ext, name, value in (("notebook-extension", "tracker", '{"autoStartDefaultKernel": true}'),
+    tracker = '{"autoStartDefaultKernel": true, "windowingMode": "none"}'
+    for ext, name, value in (("notebook-extension", "tracker", tracker),
                              ("apputils-extension", "notification", '{"fetchNews": "false"}')):
         (settings / ext).mkdir(parents=True, exist_ok=True)
         (settings / ext / f"{name}.jupyterlab-settings").write_text(value)
