@@ -3,9 +3,10 @@
 Benchmark scripts write ``benchmarks/results/<name>.json`` with the shared timing harness
 (:mod:`sphgpu.bench`): a list of rows, one per problem size, each with a ``"timings"`` dict of
 ``{series: {"median_s": ...}}``. A :class:`BenchmarkSpec` says how to read one file: which list
-holds the rows, which field is the size, which series belong together (an operation: alm2map,
-map2alm, a sort with or without the permutation) and which series the speedup is measured
-against. A new benchmark (tpacf.json, convolve.json, distributed.json...) is shown by adding one
+holds the rows, which field is the size, where a series' seconds are, which series belong
+together (an operation: alm2map, map2alm, a sort with or without the permutation) and what the
+speedup is measured against (a peer series, or the series itself at its smallest size for a
+scaling benchmark). A new benchmark (tpacf.json, convolve.json, distributed.json...) is shown by adding one
 entry to :data:`SPECS`; a file without an entry is still shown when its layout can be inferred
 (:func:`infer_spec`), with its own series names as labels.
 
@@ -49,12 +50,19 @@ class BenchmarkSpec:
         The file's stem (``sht`` for sht.json).
     title : str
     rows : str
-        Key of the list of per-size rows in the JSON.
+        Key of the list of per-size rows in the JSON; dots go into nested dicts
+        ("batch.rows").
     x : str
         Key of the problem size in a row; ``x_label`` labels the axis, ``x_log2`` writes ticks
         as powers of two.
     groups : dict
-        Operation name -> (series keys in the row's ``"timings"``, baseline key or None).
+        Operation name -> (series keys, baseline key or None).
+    timing : {"harness", "flat"}
+        Where a row keeps a series' seconds: ``row["timings"][key]["median_s"]`` (the shared
+        harness, :mod:`sphgpu.bench`) or ``row[key]``.
+    scaling : bool
+        The speedup of a series is its own seconds at the smallest size over its seconds at
+        each size (parallel scaling over workers), drawn with the ideal line; no baseline.
     labels : dict
         Series key -> legend label (keys without one are shown as they are).
     sphgpu_prefixes : tuple of str
@@ -78,6 +86,8 @@ class BenchmarkSpec:
     x: str
     x_label: str
     groups: dict
+    timing: str = "harness"
+    scaling: bool = False
     labels: dict = dataclasses.field(default_factory=dict)
     sphgpu_prefixes: tuple = ("sphgpu", "cuda", "cpu")
     x_log2: bool = False
@@ -89,6 +99,21 @@ class BenchmarkSpec:
 
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
+
+    def seconds(self, row: dict, key: str):
+        """The median seconds of series ``key`` in ``row``, or None when the row lacks it."""
+        if self.timing == "flat":
+            value = row.get(key)
+        else:
+            value = row.get("timings", {}).get(key, {}).get("median_s")
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def rows_of(self, data: dict):
+        """The per-size rows of a loaded file (None when the path does not lead to a list)."""
+        node = data
+        for part in self.rows.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node if isinstance(node, list) else None
 
     def is_sphgpu(self, key: str) -> bool:
         return key.startswith(self.sphgpu_prefixes)
@@ -195,6 +220,12 @@ register(BenchmarkSpec(
             "numpy.argsort stable"},
     measure=measure_sort, max_measure={"cpu": 2**22, "cuda": 2**28}, capability="sort"))
 
+register(BenchmarkSpec(
+    name="distributed", title="sphgpu.distributed: a batch of alm2map", rows="batch.rows",
+    x="units", x_label="workers", timing="flat", scaling=True, sphgpu_prefixes=("device", "host"),
+    groups={"batch": (("device_s", "host_s"), None)},
+    labels={"device_s": "maps on the GPUs", "host_s": "NumPy maps, host copies"}))
+
 
 # -- reading ----------------------------------------------------------------------------------
 _SIZE_KEYS = ("nside", "n", "lmax", "npoints", "npix", "size")
@@ -230,12 +261,13 @@ class Benchmark:
 
     @property
     def rows(self) -> list:
-        return self.data[self.spec.rows]
+        return self.spec.rows_of(self.data)
 
     def series(self, key: str):
         """(x, median seconds, work) over the rows that have the series, sorted by size."""
-        pts = sorted((r[self.spec.x], r["timings"][key]["median_s"], r.get(self.spec.work, 1))
-                     for r in self.rows if key in r["timings"])
+        spec = self.spec
+        pts = sorted((r[spec.x], spec.seconds(r, key), r.get(spec.work, 1)) for r in self.rows
+                     if spec.seconds(r, key) is not None)
         if not pts:
             return np.array([]), np.array([]), np.array([])
         return tuple(np.array(c, dtype=np.float64) for c in zip(*pts))
@@ -265,7 +297,7 @@ def load_results(results_dir=None) -> tuple[dict, dict]:
             skipped[path.name] = f"unreadable: {exc}"
             continue
         spec = SPECS.get(path.stem) or infer_spec(path.stem, data)
-        if spec is None or not isinstance(data.get(spec.rows if spec else ""), list):
+        if spec is None or spec.rows_of(data) is None:
             skipped[path.name] = "no per-size rows with timings found"
             continue
         found[path.stem] = Benchmark(spec, data, path)
@@ -337,7 +369,7 @@ class SpeedupModel(PanelModel):
         if b is None or self.group not in b.spec.groups:
             return ()
         keys = b.spec.groups[self.group][0]
-        return tuple(k for k in keys if any(k in r["timings"] for r in b.rows)
+        return tuple(k for k in keys if any(b.spec.seconds(r, k) is not None for r in b.rows)
                      or any(k in f for f in self._fresh_rows().values()))
 
     def set(self, **params) -> bool:
@@ -390,7 +422,7 @@ class SpeedupModel(PanelModel):
             if self.baseline not in spec.groups[self.group][0]:
                 return (f"baseline must be one of the series of {self.group}, "
                         f"not {self.baseline!r}")
-        if self.view == "speedup" and self.baseline is None:
+        if self.view == "speedup" and self.baseline is None and not spec.scaling:
             return f"{spec.name}: no baseline series to measure a speedup against"
         if self.backend not in backends.BACKENDS:
             return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
@@ -427,6 +459,8 @@ class SpeedupModel(PanelModel):
                     y = s
                 elif self.view == "throughput":
                     y = work / s / 1e6
+                elif spec.scaling:                 # against itself at the smallest size
+                    y = s[0] / s
                 else:
                     if base is None or k == self.baseline:
                         continue
@@ -456,7 +490,15 @@ class SpeedupModel(PanelModel):
             return []
         rows = [("results", f"{b.path.name}: {b.machine()}")]
         base = self.baseline
-        if base is not None:
+        if b.spec.scaling:
+            for k in self.series_keys():
+                x, s, _ = b.series(k)
+                if x.size > 1:
+                    eff = s[0] * x[0] / (s * x)
+                    rows.append((f"{b.spec.label(k)}: parallel efficiency",
+                                 ", ".join(f"{_size_text(n, b.spec)}: {e:.2f}"
+                                           for n, e in zip(x, eff))))
+        elif base is not None:
             xb, sb, _ = b.series(base)
             for k in self.series_keys():
                 if k == base or not b.spec.is_sphgpu(k):
@@ -539,7 +581,13 @@ class SpeedupModel(PanelModel):
         ax.set_yscale("log")
         if self.view == "speedup":
             ax.axhline(1.0, color="0.5", lw=0.8)
-            ax.set_ylabel(f"speedup over {spec.label(self.baseline)}")
+            if spec.scaling:
+                x0 = min(c["x"][0] for c in curves)
+                xs = np.unique(np.concatenate([c["x"] for c in curves]))
+                ax.plot(xs, xs / x0, ":", color="0.4", label="ideal")
+                ax.set_ylabel(f"speedup over {_size_text(x0, spec)} {spec.x_label}")
+            else:
+                ax.set_ylabel(f"speedup over {spec.label(self.baseline)}")
         elif self.view == "throughput":
             ax.set_ylabel(f"{spec.work_label} / s")
         else:

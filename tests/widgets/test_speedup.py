@@ -166,3 +166,31 @@ def test_panel_interactions_answer_within_a_second():
                            (p.view, "throughput"), (p.sizes, "2^10")]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_a_scaling_benchmark_is_read_by_its_mapping(tmp_path):
+    # distributed.json as benchmarks/distributed.py writes it: rows nested, flat seconds
+    rows = [{"units": n, "host_s": 8.0 / n ** 0.9, "device_s": 4.0 / n} for n in (1, 2, 4)]
+    _write(tmp_path / "distributed.json", {"machine": {"gpu": "X", "cpu_count": 8},
+                                           "batch": {"nside": 64, "rows": rows}})
+    m = SpeedupModel(results_dir=tmp_path, view="speedup", backend="cpu")
+    assert m.benchmark == "distributed" and m.message == "" and m.baseline is None
+    c = {c["key"]: c for c in m.curves()}
+    np.testing.assert_allclose(c["device_s"]["y"], [1, 2, 4])
+    np.testing.assert_allclose(c["host_s"]["y"], [8.0 / r["host_s"] for r in rows])
+    assert any("parallel efficiency" in label for label, _ in m.summary())
+    assert m.figure() is not None
+    m.set(view="seconds")
+    np.testing.assert_allclose({c["key"]: c for c in m.curves()}["device_s"]["y"], [4, 2, 1])
+
+
+def test_panel_on_a_scaling_benchmark(tmp_path):
+    rows = [{"units": n, "host_s": 8.0 / n} for n in (1, 2)]
+    _write(tmp_path / "distributed.json", {"batch": {"rows": rows}})
+    p = speedup_panel(results_dir=tmp_path, backend="cpu")
+    assert png(p.figure) and p.message.value == "" and p.baseline.value is None
+    p.view.value = "seconds"
+    assert p.message.value == "" and png(p.figure)
+    p.sizes.value = "2"
+    p.run_button.click()                           # no measurement defined for this one
+    assert "no fresh measurement" in p.message.value
