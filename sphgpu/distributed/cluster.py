@@ -176,15 +176,21 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
     if use_dask_cuda and not (gpu_ids and processes):
         raise ValueError("use_dask_cuda=True needs GPU workers and processes=True")
 
-    if use_dask_cuda:
-        from dask_cuda import LocalCUDACluster
+    import dask
 
-        cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpu_ids), resources={GPU: 1},
-                                   threads_per_worker=1, dashboard_address=dashboard_address,
-                                   **worker_options)
-    else:
-        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=processes,
-                               dashboard_address=dashboard_address, **worker_options)
+    # Work stealing would move a GPU task away from the GPU that holds its device-resident
+    # input, which then travels through host memory and TCP (hundreds of MB per map): on
+    # clusters with GPU workers, tasks stay where the scheduler put them, next to their data.
+    with dask.config.set({"distributed.scheduler.work-stealing": not gpu_ids}):
+        if use_dask_cuda:
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpu_ids),
+                                       resources={GPU: 1}, threads_per_worker=1,
+                                       dashboard_address=dashboard_address, **worker_options)
+        else:
+            cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=processes,
+                                   dashboard_address=dashboard_address, **worker_options)
     try:
         base = {k: v for k, v in cluster.new_spec["options"].items() if k in _SHARED_OPTIONS}
         if "memory_limit" not in worker_options:
