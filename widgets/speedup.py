@@ -25,6 +25,7 @@ import pathlib
 from collections.abc import Callable
 
 import ipywidgets as w
+import matplotlib.ticker
 import numpy as np
 
 import sphgpu
@@ -222,7 +223,8 @@ register(BenchmarkSpec(
 
 register(BenchmarkSpec(
     name="distributed", title="sphgpu.distributed: a batch of alm2map", rows="batch.rows",
-    x="units", x_label="workers", timing="flat", scaling=True, sphgpu_prefixes=("device", "host"),
+    x="units", x_label="GPU workers", timing="flat", scaling=True,
+    sphgpu_prefixes=("device", "host"),
     groups={"batch": (("device_s", "host_s"), None)},
     labels={"device_s": "maps on the GPUs", "host_s": "NumPy maps, host copies"}))
 
@@ -579,6 +581,10 @@ class SpeedupModel(PanelModel):
                         lw=2.0 if c["sphgpu"] else 1.0, label=c["label"])
         ax.set_xscale("log", base=2 if spec.x_log2 else 10)
         ax.set_yscale("log")
+        sizes = np.unique(np.concatenate([c["x"] for c in curves]))
+        if sizes.size <= 12:                  # label the measured sizes themselves
+            ax.set_xticks(sizes, [_size_text(x, spec) for x in sizes])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         if self.view == "speedup":
             ax.axhline(1.0, color="0.5", lw=0.8)
             if spec.scaling:
