@@ -329,7 +329,7 @@ class SpeedupModel(PanelModel):
     results_dir : path, optional
         Folder of benchmark JSON files (default: the source tree's benchmarks/results).
     benchmark : str, optional
-        File stem to show first (default: the first found).
+        File stem to show first (default: the first of :data:`SPECS` found, else any).
     group : str, optional
         Operation within it (default: its first).
     view : {"seconds", "speedup", "throughput"}
@@ -347,7 +347,9 @@ class SpeedupModel(PanelModel):
         super().__init__()
         self.results_dir = results_dir
         self.benchmarks, self.skipped = load_results(results_dir)
-        self.benchmark = benchmark if benchmark is not None else next(iter(self.benchmarks), None)
+        # By default the first benchmark in registration order (sht, sort, ...), then others.
+        order = [n for n in SPECS if n in self.benchmarks] + list(self.benchmarks)
+        self.benchmark = benchmark if benchmark is not None else next(iter(order), None)
         self.group = group
         self.view = view
         self.baseline = baseline
