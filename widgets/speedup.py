@@ -41,6 +41,13 @@ __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
 VIEWS = ("seconds", "speedup", "throughput")
 
 
+def _lookup(node, dotted: str):
+    """``node[a][b]...`` for the path "a.b...", or None where a step is missing."""
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
 @dataclasses.dataclass(frozen=True)
 class BenchmarkSpec:
     """How to read and plot one benchmark JSON file.
@@ -58,9 +65,11 @@ class BenchmarkSpec:
         as powers of two.
     groups : dict
         Operation name -> (series keys, baseline key or None).
-    timing : {"harness", "flat"}
-        Where a row keeps a series' seconds: ``row["timings"][key]["median_s"]`` (the shared
-        harness, :mod:`sphgpu.bench`) or ``row[key]``.
+    timing : str or dict
+        Where a row keeps a series' seconds: a dotted path with ``{key}`` (the series) and
+        ``{group}`` (the operation) in it, by default the shared harness's
+        ``"timings.{key}.median_s"`` (:mod:`sphgpu.bench`); ``"{key}"`` for seconds stored
+        flat in the row. A dict gives one path per operation (``"*"``: the others).
     scaling : bool
         The speedup of a series is its own seconds at the smallest size over its seconds at
         each size (parallel scaling over workers), drawn with the ideal line; no baseline.
@@ -87,7 +96,7 @@ class BenchmarkSpec:
     x: str
     x_label: str
     groups: dict
-    timing: str = "harness"
+    timing: str | dict = "timings.{key}.median_s"
     scaling: bool = False
     labels: dict = dataclasses.field(default_factory=dict)
     sphgpu_prefixes: tuple = ("sphgpu", "cuda", "cpu")
@@ -101,20 +110,21 @@ class BenchmarkSpec:
     def label(self, key: str) -> str:
         return self.labels.get(key, key)
 
-    def seconds(self, row: dict, key: str):
-        """The median seconds of series ``key`` in ``row``, or None when the row lacks it."""
-        if self.timing == "flat":
-            value = row.get(key)
-        else:
-            value = row.get("timings", {}).get(key, {}).get("median_s")
-        return float(value) if isinstance(value, (int, float)) else None
+    def seconds(self, row: dict, key: str, group: str):
+        """The median seconds of series ``key`` of operation ``group`` in ``row``, or None
+        when the row lacks it."""
+        path = self.timing
+        if isinstance(path, dict):
+            path = path.get(group, path.get("*"))
+        value = _lookup(row, path.format(key=key, group=group))
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return float(value) if ok else None
 
     def rows_of(self, data: dict):
         """The per-size rows of a loaded file (None when the path does not lead to a list)."""
-        node = data
-        for part in self.rows.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
+        node = _lookup(data, self.rows)
         return node if isinstance(node, list) else None
+
 
     def is_sphgpu(self, key: str) -> bool:
         return key.startswith(self.sphgpu_prefixes)
@@ -221,9 +231,21 @@ register(BenchmarkSpec(
             "numpy.argsort stable"},
     measure=measure_sort, max_measure={"cpu": 2**22, "cuda": 2**28}, capability="sort"))
 
+_TPACF = ("sphgpu_cuda_float32", "sphgpu_cuda_float64", "cpu", "treecorr")
+register(BenchmarkSpec(
+    name="tpacf", title="Exact pair counts (10.7 randoms per point)", rows="results",
+    x="n_data", x_label="data points",
+    groups={"DD + DR + RR": (_TPACF, "treecorr"), "DD": (_TPACF, "treecorr"),
+            "DR": (_TPACF, "treecorr"), "RR": (_TPACF, "treecorr")},
+    timing={"DD + DR + RR": "total_s.{key}", "*": "counts.{group}.{key}.median_s"},
+    labels={"sphgpu_cuda_float32": "sphgpu cuda (float32, exact refinement)",
+            "sphgpu_cuda_float64": "sphgpu cuda, float64", "cpu": "sphgpu cpu (Numba)",
+            "treecorr": "TreeCorr, exact (bin_slop=0)"},
+    sphgpu_prefixes=("sphgpu", "cpu")))
+
 register(BenchmarkSpec(
     name="distributed", title="sphgpu.distributed: a batch of alm2map", rows="batch.rows",
-    x="units", x_label="GPU workers", timing="flat", scaling=True,
+    x="units", x_label="GPU workers", timing="{key}", scaling=True,
     sphgpu_prefixes=("device", "host"),
     groups={"batch": (("device_s", "host_s"), None)},
     labels={"device_s": "maps on the GPUs", "host_s": "NumPy maps, host copies"}))
@@ -265,11 +287,11 @@ class Benchmark:
     def rows(self) -> list:
         return self.spec.rows_of(self.data)
 
-    def series(self, key: str):
+    def series(self, key: str, group: str):
         """(x, median seconds, work) over the rows that have the series, sorted by size."""
         spec = self.spec
-        pts = sorted((r[spec.x], spec.seconds(r, key), r.get(spec.work, 1)) for r in self.rows
-                     if spec.seconds(r, key) is not None)
+        pts = sorted((r[spec.x], spec.seconds(r, key, group), r.get(spec.work, 1))
+                     for r in self.rows if spec.seconds(r, key, group) is not None)
         if not pts:
             return np.array([]), np.array([]), np.array([])
         return tuple(np.array(c, dtype=np.float64) for c in zip(*pts))
@@ -373,7 +395,8 @@ class SpeedupModel(PanelModel):
         if b is None or self.group not in b.spec.groups:
             return ()
         keys = b.spec.groups[self.group][0]
-        return tuple(k for k in keys if any(b.spec.seconds(r, k) is not None for r in b.rows)
+        return tuple(k for k in keys
+                     if any(b.spec.seconds(r, k, self.group) is not None for r in b.rows)
                      or any(k in f for f in self._fresh_rows().values()))
 
     def set(self, **params) -> bool:
@@ -446,7 +469,7 @@ class SpeedupModel(PanelModel):
             return []
         spec = b.spec
         out = []
-        committed = {k: b.series(k) for k in self.series_keys()}
+        committed = {k: b.series(k, self.group) for k in self.series_keys()}
         fresh = self._fresh_rows()
         fresh_series = {}
         for k in self.series_keys():
@@ -496,18 +519,18 @@ class SpeedupModel(PanelModel):
         base = self.baseline
         if b.spec.scaling:
             for k in self.series_keys():
-                x, s, _ = b.series(k)
+                x, s, _ = b.series(k, self.group)
                 if x.size > 1:
                     eff = s[0] * x[0] / (s * x)
                     rows.append((f"{b.spec.label(k)}: parallel efficiency",
                                  ", ".join(f"{_size_text(n, b.spec)}: {e:.2f}"
                                            for n, e in zip(x, eff))))
         elif base is not None:
-            xb, sb, _ = b.series(base)
+            xb, sb, _ = b.series(base, self.group)
             for k in self.series_keys():
                 if k == base or not b.spec.is_sphgpu(k):
                     continue
-                x, s, _ = b.series(k)
+                x, s, _ = b.series(k, self.group)
                 common, ia, ib = np.intersect1d(x, xb, return_indices=True)
                 if common.size:
                     sp = sb[ib] / s[ia]

@@ -70,11 +70,11 @@ def _write(path, obj):
 def test_a_new_benchmark_file_is_read_without_a_mapping(tmp_path):
     rows = [{"npoints": n, "timings": {"sphgpu_cuda": {"median_s": 1e-3 * n},
                                        "treecorr": {"median_s": 5e-3 * n}}} for n in (10, 100)]
-    _write(tmp_path / "tpacf.json", {"machine": {"gpu": "X"}, "results": rows})
+    _write(tmp_path / "newbench.json", {"machine": {"gpu": "X"}, "results": rows})
     (tmp_path / "broken.json").write_text("{not json")
     _write(tmp_path / "notes.json", {"text": "no rows here"})
     m = SpeedupModel(results_dir=tmp_path, backend="cpu")
-    assert list(m.benchmarks) == ["tpacf"] and m.group == "all" and m.baseline == "treecorr"
+    assert list(m.benchmarks) == ["newbench"] and m.group == "all" and m.baseline == "treecorr"
     assert set(m.skipped) == {"broken.json", "notes.json"}
     (c,) = m.curves()
     assert c["key"] == "sphgpu_cuda" and np.allclose(c["y"], 5.0)
@@ -194,3 +194,18 @@ def test_panel_on_a_scaling_benchmark(tmp_path):
     p.sizes.value = "2"
     p.run_button.click()                           # no measurement defined for this one
     assert "no fresh measurement" in p.message.value
+
+
+def test_tpacf_results_per_count_and_in_total():
+    data = committed("tpacf")
+    m = SpeedupModel(benchmark="tpacf", backend="cpu")
+    assert m.group == "DD + DR + RR" and m.baseline == "treecorr" and m.message == ""
+    c = {c["key"]: c for c in m.curves()}
+    rows = data["results"]
+    np.testing.assert_allclose(c["sphgpu_cuda_float32"]["y"],
+                               [r["total_speedup_vs_treecorr"] for r in rows], rtol=1e-12)
+    m.set(group="DR", view="seconds")
+    c = {c["key"]: c for c in m.curves()}
+    np.testing.assert_array_equal(c["cpu"]["y"], [r["counts"]["DR"]["cpu"]["median_s"]
+                                                  for r in rows])
+    np.testing.assert_array_equal(c["cpu"]["x"], [r["n_data"] for r in rows])
