@@ -33,7 +33,7 @@ lab: $(STAMP)
 	$(RUN_ENV) $(PY) -m jupyter lab --notebook-dir=notebooks \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
-test: $(STAMP)
+test: $(STAMP) browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
