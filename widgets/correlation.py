@@ -546,8 +546,11 @@ def _parse_catalog(name: str, content: bytes) -> Catalog:
         path = os.path.join(tmp, "catalog" + suffix)
         with open(path, "wb") as f:
             f.write(content)
-        cat = Catalog.read(path)
-    return cat
+        try:
+            return Catalog.read(path)
+        except (ValueError, TypeError, KeyError, OSError) as exc:
+            # messages name the file: the user's name, not the temporary one
+            raise ValueError(str(exc).replace(path, name)) from None
 
 
 class CorrelationPanel(Panel):

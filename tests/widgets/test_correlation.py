@@ -199,10 +199,11 @@ def test_uploaded_npz_with_column_names_in_any_case():
 
 @pytest.mark.parametrize("name, content, words", [
     ("empty.csv", b"", "the file is empty"),
-    ("comments.csv", b"# nothing here\n", "holds no data"),
+    ("comments.csv", b"# nothing here\n", "comments.csv holds no data"),
     ("broken.csv", b"ra,dec\n1.0,2.0\n3.0,oops\n", "cannot read 'broken.csv'"),
     ("nocols.csv", b"x,y\n1.0,2.0\n3.0,4.0\n", "column 'ra' not found"),
     ("baddec.csv", b"ra,dec\n1.0,2.0\n3.0,95.0\n", "must be in [-90, 90]"),
+    ("binary.csv", b"\xff\xfe\x00\x81ra", "cannot read 'binary.csv'"),
     ("cat.xlsx", b"PK\x03\x04", "unknown format"),
     ("bad.npz", b"not a zip file", "cannot read 'bad.npz'"),
     ("one.csv", b"ra,dec\n1.0,2.0\n", "at least 2 are needed"),
@@ -287,7 +288,7 @@ def test_panel_upload():
     assert p.model.result.n_data == 250 and "mine.csv" in p.numbers.value
     p.upload.value = ({"name": "bad.csv", "type": "text/csv", "size": 1,
                        "content": memoryview(b"ra,dec\n1,2\n3,x\n"), "last_modified": datetime.datetime.now(datetime.timezone.utc)},)
-    assert "cannot read 'bad.csv'" in p.message.value and png(p.figure) is None
+    assert "cannot read &#x27;bad.csv&#x27;" in p.message.value and png(p.figure) is None
     p.source.value = "example"
     assert p.message.value == "" and p.model.result.source == "example mock"
 
