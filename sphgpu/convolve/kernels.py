@@ -368,8 +368,8 @@ class CompactKernel:
 
         x = np.asarray(coefficients, dtype=np.float64)
         n = x.shape[0]
-        t = bspline_knots(h, n)
-        spline = BSpline(t, x, 3, extrapolate=False)
+        t = bspline_knots(h, n + 3)                     # 3 more knots: the base interval
+        spline = BSpline(t, np.concatenate([x, np.zeros(3)]), 3, extrapolate=False)
         u = 0.5 * (np.arange(n + 1) * h) ** 2
         s = np.array([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0])
         uu = u[:-1, None] + np.diff(u)[:, None] * s[None, :]
@@ -419,8 +419,9 @@ class CompactKernel:
 
 def bspline_knots(h: float, n: int) -> np.ndarray:
     """Knot vector in u of the real-space basis: u_k = (k h)^2 / 2 for k = 0..n, mirrored
-    (u_{-k} = -u_k) for the three knots below 0; shape (n+4,). Basis function j = 0..n-1 is the
-    cubic B-spline on knots u_{j-3}..u_{j+1}: the last one ends at u_n with zero value, slope and
-    curvature, so any combination is a compact kernel of support chord n h."""
+    (u_{-k} = -u_k) for the three knots below 0; shape (n+4,). Basis function j is the cubic
+    B-spline on knots u_{j-3}..u_{j+1}; with support chord n h the basis is j = 0..n-1, the last
+    one ending at u_n with zero value, slope and curvature, so any combination is a compact
+    kernel. (SciPy evaluates B-splines on [t[3], t[-4]], so callers pass n + 3 to cover u_n.)"""
     k = np.arange(-3, n + 1, dtype=np.float64)
     return np.sign(k) * 0.5 * (k * h) ** 2
