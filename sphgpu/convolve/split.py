@@ -143,6 +143,69 @@ class KernelSplit:
                 f"{self.predicted_error:.3g} (alpha={self.alpha:g}))")
 
 
+class _Design:
+    """What a fit needs that does not depend on the kernel: the design matrix of the real-space
+    basis and the weighted normal matrices of its row blocks, summed from the last block down
+    (so the rows l > l_cut of any fit cost one partial block). Shared by every kernel with the
+    same (knot spacing, basis size, l_fit, weights); the few latest are kept."""
+
+    _cache: dict = {}
+    _order: list = []
+    KEEP = 3
+
+    @classmethod
+    def get(cls, h, n_max, l_fit, w):
+        key = (h, n_max, l_fit, hash(w.tobytes()))
+        if key not in cls._cache:
+            cls._cache[key] = cls(h, n_max, l_fit, w)
+            cls._order.append(key)
+            while len(cls._order) > cls.KEEP:
+                cls._cache.pop(cls._order.pop(0), None)
+        return cls._cache[key]
+
+    def __init__(self, h, n_max, l_fit, w):
+        self.h, self.n_max, self.l_fit = h, n_max, l_fit
+        self.sw = np.sqrt(w)
+        self.A = self._matrix() if n_max > 0 else np.zeros((l_fit + 1, 0))
+        nblocks = (l_fit + 1 + _BLOCK - 1) // _BLOCK
+        self.nblocks = nblocks
+        self.G = None
+        if 0 < n_max and nblocks * n_max * n_max * 8 <= _SUFFIX_BYTES:
+            G = np.zeros((nblocks + 1, n_max, n_max))
+            for k in range(nblocks - 1, -1, -1):
+                M = self._block(k)
+                G[k] = G[k + 1] + M.T @ M
+            self.G = G
+
+    def _block(self, k):
+        rows = slice(k * _BLOCK, min((k + 1) * _BLOCK, self.l_fit + 1))
+        return self.A[rows] * self.sw[rows, None]
+
+    def _matrix(self):
+        """A[l, j] = 2 pi * integral B_j(u) P_l(1 - u) du, shape (l_fit+1, n_max)."""
+        from scipy.interpolate import BSpline
+
+        n = self.n_max
+        t = bspline_knots(self.h, n + 3)                 # SciPy's base interval reaches u_n
+        u_edges = 0.5 * (np.arange(n + 1) * self.h) ** 2
+
+        def basis(i, u):
+            return BSpline.design_matrix(u, t, 3, extrapolate=False).toarray()[:, :n]
+
+        return np.ascontiguousarray(_legendre_transform_pieces(u_edges, basis, self.l_fit)
+                                    .reshape(self.l_fit + 1, n))
+
+    def rhs_suffix(self, y):
+        """Block suffix sums of A^T W y, shape (nblocks+1, n_max)."""
+        b = np.zeros((self.nblocks + 1, self.n_max))
+        if self.G is None:
+            return b
+        for k in range(self.nblocks - 1, -1, -1):
+            rows = slice(k * _BLOCK, min((k + 1) * _BLOCK, self.l_fit + 1))
+            b[k] = b[k + 1] + self._block(k).T @ (y[rows] * self.sw[rows])
+        return b
+
+
 class SplitFitter:
     """Fits splits of one kernel for many (l_cut, theta_cut): the design matrix and the partial
     normal matrices are computed once.
@@ -190,41 +253,9 @@ class SplitFitter:
         self.norm2 = float(np.sum(self.w[: lmax + 1] * self.kernel.bl ** 2)) / (4 * math.pi)
         if not self.norm2 > 0:
             raise ValueError("the kernel is zero (for this input_cl): nothing to split")
-        self.A = self._design() if self.n_max > 0 else np.zeros((self.l_fit + 1, 0))
-        self._suffix()
-
-    # ------------------------------------------------------------------ set-up
-    def _design(self):
-        """A[l, j] = 2 pi * integral B_j(u) P_l(1 - u) du, shape (l_fit+1, n_max)."""
-        from scipy.interpolate import BSpline
-
-        n = self.n_max
-        t = bspline_knots(self.h, n + 3)                 # SciPy's base interval reaches u_n
-        u_edges = 0.5 * (np.arange(n + 1) * self.h) ** 2
-
-        def basis(i, u):
-            return BSpline.design_matrix(u, t, 3, extrapolate=False).toarray()[:, :n]
-
-        return np.ascontiguousarray(_legendre_transform_pieces(u_edges, basis, self.l_fit)
-                                    .reshape(self.l_fit + 1, n))
-
-    def _suffix(self):
-        """Sums over row blocks, from the last block down, of the weighted normal matrix and
-        right-hand side, so the rows l > l_cut of any fit cost one partial block."""
-        n = self.n_max
-        nblocks = (self.l_fit + 1 + _BLOCK - 1) // _BLOCK
-        self._use_suffix = n > 0 and nblocks * n * n * 8 <= _SUFFIX_BYTES
-        if not self._use_suffix:
-            return
-        sw = np.sqrt(self.w)[:, None]
-        G = np.zeros((nblocks + 1, n, n))
-        b = np.zeros((nblocks + 1, n))
-        for k in range(nblocks - 1, -1, -1):
-            rows = slice(k * _BLOCK, min((k + 1) * _BLOCK, self.l_fit + 1))
-            M = self.A[rows] * sw[rows]
-            G[k] = G[k + 1] + M.T @ M
-            b[k] = b[k + 1] + M.T @ (self.y[rows] * sw[rows, 0])
-        self._G, self._b = G, b
+        self._design = _Design.get(self.h, self.n_max, self.l_fit, self.w)
+        self.A = self._design.A
+        self._b = self._design.rhs_suffix(self.y)
 
     def n_basis(self, theta_cut) -> int:
         """Number of real-space basis functions for ``theta_cut`` (support n h in chord)."""
@@ -233,9 +264,9 @@ class SplitFitter:
 
     def _normal(self, l_cut, n):
         first = l_cut + 1
-        if self._use_suffix:
+        if self._design.G is not None:
             k = (first + _BLOCK - 1) // _BLOCK            # first whole block at or after `first`
-            G = self._G[k, :n, :n].copy()
+            G = self._design.G[k, :n, :n].copy()
             b = self._b[k, :n].copy()
             rows = slice(first, min(k * _BLOCK, self.l_fit + 1))
         else:
@@ -296,21 +327,59 @@ class SplitFitter:
                            sigma_rms / math.sqrt(self.norm2), self.alpha, self.l_fit,
                            self.input_cl)
 
-    def smallest_l_cut(self, theta_cut: float, bound: float, lo: int = -1) -> int | None:
-        """Smallest l_cut in [lo, lmax] whose error is within ``bound`` (bisection, which assumes
-        the error falls as l_cut grows); None if even l_cut = lmax - 1 misses it."""
+    def smallest_l_cut(self, theta_cut: float, bound: float, lo: int = -1,
+                       hint: int | None = None) -> int | None:
+        """Smallest l_cut in [lo, lmax - 1] whose error is within ``bound``; None if even
+        lmax - 1 misses it. Bisection, which assumes the error falls as l_cut grows; with a
+        ``hint`` (e.g. the answer for a neighbouring theta_cut) the bracket is found by steps
+        doubling away from it, which takes a few fits instead of log2(lmax)."""
         lmax = self.kernel.lmax
-        hi = lmax - 1
-        if hi < lo or self.error(hi, theta_cut) > bound:
+        top = lmax - 1
+        if top < lo:
             return None
-        if self.error(lo, theta_cut) <= bound:
-            return lo
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.error(mid, theta_cut) <= bound:
+
+        def ok(l):
+            return self.error(l, theta_cut) <= bound
+
+        if hint is not None and lo < hint < top:
+            step = 8
+            if ok(hint):
+                good, bad = hint, None
+                while bad is None:
+                    cand = max(lo, good - step)
+                    if cand == good:
+                        return good
+                    if ok(cand):
+                        good = cand
+                        if cand == lo:
+                            return lo
+                    else:
+                        bad = cand
+                    step *= 2
+            else:
+                bad, good = hint, None
+                while good is None:
+                    cand = min(top, bad + step)
+                    if ok(cand):
+                        good = cand
+                    elif cand == top:
+                        return None
+                    else:
+                        bad = cand
+                    step *= 2
+            lo_, hi = bad, good
+        else:
+            if not ok(top):
+                return None
+            if ok(lo):
+                return lo
+            lo_, hi = lo, top
+        while hi - lo_ > 1:
+            mid = (lo_ + hi) // 2
+            if ok(mid):
                 hi = mid
             else:
-                lo = mid
+                lo_ = mid
         return hi
 
 
