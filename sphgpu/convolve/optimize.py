@@ -15,19 +15,10 @@ import numpy as np
 from .._validate import check_int
 from .cost import CostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
-from .split import DEFAULT_ALPHA, KernelSplit, SplitFitter, _check_kernel
+from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
 __all__ = ["Plan", "Candidate", "optimize_split", "default_theta_grid", "FIT_PRESETS",
            "SMALLEST_REACHABLE_ERROR"]
-
-#: Fit settings. "sphgpu" (default) fits up to 4 lmax with 3 knots per pi/lmax, so that the
-#: real-space part also stays quiet above lmax, where a pixel sum would let its power into the
-#: map (measured: predicted and actual errors then agree, alpha ~ 1). "paper" is the paper's
-#: set-up: rows up to lmax only, one knot per pi/lmax, singular values below 1e-6 dropped.
-FIT_PRESETS = {
-    "sphgpu": dict(l_fit_factor=4, oversample=3.0, rcond=1e-9),
-    "paper": dict(l_fit_factor=1, oversample=1.0, rcond=1e-6),
-}
 
 #: Below this the float64 transforms' own rounding dominates: no plan can promise less.
 SMALLEST_REACHABLE_ERROR = 1e-12
@@ -192,13 +183,8 @@ def _check_bound(error_bound):
 
 
 def make_fitter(kernel, theta_max, *, input_cl=None, alpha=DEFAULT_ALPHA, fit="sphgpu"):
-    """The SplitFitter of a preset of :data:`FIT_PRESETS` (or a dict of its entries)."""
-    preset = FIT_PRESETS.get(fit) if isinstance(fit, str) else fit
-    if preset is None:
-        raise ValueError(f"fit must be one of {tuple(FIT_PRESETS)} or a dict, got {fit!r}")
-    return SplitFitter(kernel, theta_max, input_cl=input_cl, alpha=alpha,
-                       l_fit=int(preset["l_fit_factor"] * kernel.lmax),
-                       oversample=preset["oversample"], rcond=preset["rcond"])
+    """The :class:`SplitFitter` of a fit preset (:data:`FIT_PRESETS`)."""
+    return SplitFitter(kernel, theta_max, input_cl=input_cl, alpha=alpha, fit=fit)
 
 
 def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", alpha=None,

@@ -145,7 +145,7 @@ def brute_force(maps, geometry: RingGeometry, kernel, theta_cut: float | None = 
 
     maps : (npix,) or (k, npix) float64. kernel : a :class:`CompactKernel` (evaluated with its
     own formula) or any callable ``K(u)`` of u = 1 - cos(theta) (then ``theta_cut`` limits the
-    support, pairs with theta >= theta_cut contribute 0). Cost npix^2: small maps only.
+    support: pairs with theta > theta_cut contribute 0; theta_cut = pi keeps every pair). Cost npix^2: small maps only.
     Separations come from 3-D unit vectors, u = |x_i - x_j|^2 / 2 (no cos/acos rounding).
     """
     m = np.asarray(maps, dtype=np.float64)
@@ -160,7 +160,9 @@ def brute_force(maps, geometry: RingGeometry, kernel, theta_cut: float | None = 
         u_cut = None
     else:
         kfun = kernel
-        u_cut = None if theta_cut is None else 2.0 * math.sin(0.5 * theta_cut) ** 2
+        u_cut = None
+        if theta_cut is not None and theta_cut < math.pi:
+            u_cut = 2.0 * math.sin(0.5 * theta_cut) ** 2
     out = np.zeros_like(m2)
     step = max(1, 2_000_000 // max(1, xyz.shape[0]))
     for s in range(0, xyz.shape[0], step):
@@ -168,6 +170,6 @@ def brute_force(maps, geometry: RingGeometry, kernel, theta_cut: float | None = 
         u = 0.5 * np.einsum("ijk,ijk->ij", d, d)
         kv = kfun(u)
         if u_cut is not None:
-            kv = np.where(u < u_cut, kv, 0.0)
+            kv = np.where(u <= u_cut, kv, 0.0)
         out[:, s:s + step] = (m2 * w[None, :]) @ kv.T
     return out[0] if single else out

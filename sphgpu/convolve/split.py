@@ -13,12 +13,12 @@ How this implementation sets the problem up:
   theta_cut. Their Legendre transforms are computed exactly by Gauss quadrature, and the fitted
   kernel is the spline itself (a :class:`CompactKernel`), so the real-space convolution applies
   exactly the kernel that was fitted: no interpolation error. The knot spacing is
-  pi / (oversample * lmax) in chord by default.
+  pi / (oversample * lmax) in chord.
 * The harmonic unknowns are eliminated exactly: for l <= l_cut the best K^_l is
   K_l - [P K^_theta]_l (zero residual), so only rows l > l_cut remain, and the normal matrix
   A^T W A of that reduced problem (W = diag((2l+1) C_l^input)) is decomposed (symmetric
   eigen-decomposition = SVD of a symmetric positive matrix). As in the paper, singular values
-  below ``rcond`` (1e-6) times the largest are dropped; the columns are scaled to unit norm first
+  below ``rcond`` times the largest are dropped; the columns are scaled to unit norm first
   so that the threshold does not depend on how the basis is normalised. Without truncation this
   is the paper's system (3) solved exactly.
 * Error (paper Eq. 6): sigma^2 = alpha^2 sigma_rms^2 / (sum_l (2l+1) K_l^2 C_l^input / 4 pi) with
@@ -26,9 +26,9 @@ How this implementation sets the problem up:
   paper, the denominator is the paper's; with another input spectrum it is the output map's
   variance, so that sigma stays a fractional error. alpha = 5 is the paper's empirical factor;
   :func:`sphgpu.convolve.calibrate_alpha` measures it.
-* ``l_fit`` (default lmax, as the paper) may extend the fit above lmax with target 0: the
-  real-space kernel is not band-limited, and in a pixel sum its power above lmax reaches the
-  output map.
+* ``l_fit`` may extend the fit above lmax with target 0 (the default preset fits up to
+  4 lmax; the paper stops at lmax): the real-space kernel is not band-limited, and in a pixel
+  sum its power above lmax reaches the output map.
 """
 
 from __future__ import annotations
@@ -42,12 +42,28 @@ from .._validate import check_int
 from .kernels import ARCMIN, CompactKernel, RadialKernel, _check_angle, bspline_knots
 from .kernels import _legendre_transform_pieces
 
-__all__ = ["KernelSplit", "SplitFitter", "split_kernel", "DEFAULT_ALPHA", "DEFAULT_RCOND"]
+__all__ = ["KernelSplit", "SplitFitter", "split_kernel", "DEFAULT_ALPHA", "FIT_PRESETS"]
 
 #: The paper's empirical factor between the estimated and the actual error.
 DEFAULT_ALPHA = 5.0
-#: Relative singular-value threshold of the least-squares fit (the paper's 1e-6).
-DEFAULT_RCOND = 1e-6
+
+#: Fit settings: rows l = 0..l_fit_factor * lmax, ``oversample`` knots per pi/lmax of chord,
+#: relative singular-value threshold ``rcond`` of the (column-scaled) normal matrix.
+#:
+#: "paper": the paper's set-up: rows up to lmax (its A has lmax rows), one knot per pi/lmax,
+#: singular values of A^T W A below 1e-6 of the largest dropped.
+#: "sphgpu" (default): rows up to 4 lmax with target 0 above lmax, 3 knots per pi/lmax,
+#: threshold 1e-9. A real-space kernel is never band-limited and a pixel sum lets its power
+#: above lmax into the map; fitting it away makes the measured error follow the estimate
+#: (alpha ~ 1 instead of 5) and is what makes narrow beams unsplittable, as the paper found.
+#: The threshold is relative to the basis' own scale: on this basis the paper's 1e-6 already
+#: drops modes the fit needs (larger errors that jump with l_cut), while 1e-9 still keeps the
+#: real-space kernel below the full kernel's amplitude (the oscillations the threshold exists
+#: to damp).
+FIT_PRESETS = {
+    "sphgpu": dict(l_fit_factor=4, oversample=3.0, rcond=1e-9),
+    "paper": dict(l_fit_factor=1, oversample=1.0, rcond=1e-6),
+}
 #: Row block of the stored partial normal matrices (see SplitFitter).
 _BLOCK = 256
 #: Largest size of the stored partial normal matrices, bytes.
@@ -63,7 +79,9 @@ def _check_kernel(kernel):
                     f"{type(kernel).__name__}")
 
 
-def _check_input_cl(input_cl, l_fit):
+def _check_input_cl(input_cl, lmax, l_fit):
+    """C_l^input for l = 0..l_fit: a positive scalar, or an array of at least lmax+1 entries
+    (continued with its last entry up to l_fit, as pixel noise would be)."""
     if input_cl is None:
         return np.ones(l_fit + 1)
     c = np.asarray(input_cl, dtype=np.float64)
@@ -71,13 +89,15 @@ def _check_input_cl(input_cl, l_fit):
         if not (math.isfinite(float(c)) and float(c) > 0):
             raise ValueError(f"input_cl must be positive, got {float(c)}")
         return np.full(l_fit + 1, float(c))
-    if c.ndim != 1 or c.shape[0] < l_fit + 1:
-        raise ValueError(f"input_cl must be a scalar or a 1-D array of at least l_fit+1 = "
-                         f"{l_fit + 1} entries (l = 0..l_fit), got shape {c.shape}")
-    c = c[: l_fit + 1]
+    if c.ndim != 1 or c.shape[0] < lmax + 1:
+        raise ValueError(f"input_cl must be a scalar or a 1-D array of at least lmax+1 = "
+                         f"{lmax + 1} entries (l = 0..lmax of the kernel), got shape {c.shape}")
     if not np.all(np.isfinite(c)) or np.any(c < 0):
         raise ValueError("input_cl must be finite and non-negative")
-    return c.copy()
+    out = np.full(l_fit + 1, c[min(c.shape[0], l_fit + 1) - 1])
+    n = min(c.shape[0], l_fit + 1)
+    out[:n] = c[:n]
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,25 +235,35 @@ class SplitFitter:
     kernel : RadialKernel
     theta_max : float
         Largest theta_cut that will be asked for (radians).
-    input_cl : scalar or array (>= l_fit+1,), optional
-        C_l^input of the maps to convolve (default 1: white noise).
+    input_cl : scalar or array (>= lmax+1,), optional
+        C_l^input of the maps to convolve (default 1: white noise); above its last entry
+        it is continued with that entry.
+    fit : "sphgpu" or "paper"
+        Preset for the three settings below (:data:`FIT_PRESETS`); each may be overridden.
     l_fit : int, optional
-        Fit rows l = 0..l_fit (default kernel.lmax; larger values ask the real-space part to
-        vanish above lmax).
-    oversample : float
-        Knots per pi / lmax of chord (default 1).
-    rcond : float
-        Relative threshold on the singular values of A^T W A (default 1e-6, the paper's).
+        Fit rows l = 0..l_fit (>= lmax; above lmax the target is 0).
+    oversample : float, optional
+        Knots per pi / lmax of chord.
+    rcond : float, optional
+        Relative threshold on the singular values of A^T W A.
     alpha : float
         Error factor of Eq. 6 (default 5, the paper's).
     """
 
-    def __init__(self, kernel, theta_max, *, input_cl=None, l_fit=None, oversample=1.0,
-                 rcond=DEFAULT_RCOND, alpha=DEFAULT_ALPHA):
+    def __init__(self, kernel, theta_max, *, input_cl=None, fit="sphgpu", l_fit=None,
+                 oversample=None, rcond=None, alpha=DEFAULT_ALPHA):
         self.kernel = _check_kernel(kernel)
         lmax = self.kernel.lmax
+        preset = FIT_PRESETS.get(fit) if isinstance(fit, str) else None
+        if preset is None:
+            raise ValueError(f"fit must be one of {tuple(FIT_PRESETS)}, got {fit!r}")
+        self.fit = fit
+        oversample = preset["oversample"] if oversample is None else oversample
+        rcond = preset["rcond"] if rcond is None else rcond
+        if l_fit is None:
+            l_fit = int(preset["l_fit_factor"] * lmax)
         self.theta_max = _check_angle("theta_max", theta_max)
-        self.l_fit = lmax if l_fit is None else check_int("l_fit", l_fit, minimum=lmax)
+        self.l_fit = check_int("l_fit", l_fit, minimum=lmax)
         if not (isinstance(oversample, (int, float)) and 0.1 <= oversample <= 64):
             raise ValueError(f"oversample must be a number in [0.1, 64], got {oversample!r}")
         if not (isinstance(rcond, (int, float)) and 0 <= rcond < 1):
@@ -242,7 +272,7 @@ class SplitFitter:
             raise ValueError(f"alpha must be a positive number, got {alpha!r}")
         self.rcond = float(rcond)
         self.alpha = float(alpha)
-        self.input_cl = _check_input_cl(input_cl, self.l_fit)
+        self.input_cl = _check_input_cl(input_cl, lmax, self.l_fit)
         self.h = math.pi / (oversample * max(lmax, 1))
         c_max = 2.0 * math.sin(0.5 * self.theta_max)
         self.n_max = int(math.floor(c_max / self.h + 1e-9))
@@ -330,9 +360,14 @@ class SplitFitter:
     def smallest_l_cut(self, theta_cut: float, bound: float, lo: int = -1,
                        hint: int | None = None) -> int | None:
         """Smallest l_cut in [lo, lmax - 1] whose error is within ``bound``; None if even
-        lmax - 1 misses it. Bisection, which assumes the error falls as l_cut grows; with a
-        ``hint`` (e.g. the answer for a neighbouring theta_cut) the bracket is found by steps
-        doubling away from it, which takes a few fits instead of log2(lmax)."""
+        lmax - 1 misses it.
+
+        The error falls with l_cut overall but ripples with a period of about
+        2 pi / theta_cut in l (the Legendre transform of a kernel confined to theta_cut), so a
+        plain bisection, the paper's search, can stop on a ripple. Here a bisection (or, with
+        a ``hint`` such as the answer at a neighbouring theta_cut, steps doubling away from it)
+        finds a valid l_cut, then the ripple below it is probed at quarter-period steps
+        and the lowest valid one is refined."""
         lmax = self.kernel.lmax
         top = lmax - 1
         if top < lo:
@@ -341,14 +376,39 @@ class SplitFitter:
         def ok(l):
             return self.error(l, theta_cut) <= bound
 
+        found = self._bracket(ok, lo, top, hint)
+        if found is None:
+            return None
+        period = 2.0 * math.pi / max(theta_cut, 1e-12)
+        step = max(1, int(period / 4))
+        best = found
+        probe = found - step
+        while probe >= lo and probe >= found - period:
+            if ok(probe):
+                best = probe
+            probe -= step
+        if best < found:                      # refine the lowest valid probe downwards
+            bad = max(lo - 1, best - step)
+            good = best
+            while good - bad > 1:
+                mid = (good + bad) // 2
+                if mid >= lo and ok(mid):
+                    good = mid
+                else:
+                    bad = mid
+            best = good
+        return best
+
+    @staticmethod
+    def _bracket(ok, lo, top, hint):
+        """A valid l_cut by bisection between the last invalid and the first valid one found
+        (from ``hint`` by doubling steps if given); None if ``top`` is invalid."""
         if hint is not None and lo < hint < top:
             step = 8
             if ok(hint):
                 good, bad = hint, None
                 while bad is None:
                     cand = max(lo, good - step)
-                    if cand == good:
-                        return good
                     if ok(cand):
                         good = cand
                         if cand == lo:
@@ -367,24 +427,23 @@ class SplitFitter:
                     else:
                         bad = cand
                     step *= 2
-            lo_, hi = bad, good
         else:
             if not ok(top):
                 return None
             if ok(lo):
                 return lo
-            lo_, hi = lo, top
-        while hi - lo_ > 1:
-            mid = (lo_ + hi) // 2
+            bad, good = lo, top
+        while good - bad > 1:
+            mid = (good + bad) // 2
             if ok(mid):
-                hi = mid
+                good = mid
             else:
-                lo_ = mid
-        return hi
+                bad = mid
+        return good
 
 
 def split_kernel(kernel, l_cut, theta_cut, *, input_cl=None, alpha=DEFAULT_ALPHA,
-                 rcond=DEFAULT_RCOND, l_fit=None, oversample=1.0) -> KernelSplit:
+                 fit="sphgpu", rcond=None, l_fit=None, oversample=None) -> KernelSplit:
     """Split ``kernel`` into a harmonic part up to ``l_cut`` and a real-space part within
     ``theta_cut`` (radians) by the paper's weighted least squares; returns a
     :class:`KernelSplit` with both truncated kernels and the predicted error (paper Eq. 6).
@@ -396,15 +455,16 @@ def split_kernel(kernel, l_cut, theta_cut, *, input_cl=None, alpha=DEFAULT_ALPHA
         -1 <= l_cut <= lmax (-1: real space only; lmax: the harmonic part is the whole kernel).
     theta_cut : float
         Radians, 0 < theta_cut <= pi.
-    input_cl : scalar or array (>= l_fit+1,), optional
+    input_cl : scalar or array (>= lmax+1,), optional
         C_l^input of the maps to be convolved (default 1, white noise, as the paper).
-    alpha, rcond, l_fit, oversample
-        See :class:`SplitFitter`.
+    alpha, fit, rcond, l_fit, oversample
+        See :class:`SplitFitter` (``fit="paper"``: the paper's literal set-up; the default
+        "sphgpu" also fits above lmax, see :data:`FIT_PRESETS`).
     """
     kernel = _check_kernel(kernel)
     l_cut = check_int("l_cut", l_cut, minimum=-1, maximum=kernel.lmax)
     theta_cut = _check_angle("theta_cut", theta_cut)
-    fitter = SplitFitter(kernel, theta_cut, input_cl=input_cl, l_fit=l_fit,
+    fitter = SplitFitter(kernel, theta_cut, input_cl=input_cl, fit=fit, l_fit=l_fit,
                          oversample=oversample, rcond=rcond, alpha=alpha)
     if fitter.n_max == 0:
         raise ValueError(f"theta_cut = {theta_cut / ARCMIN:.4g} arcmin is below one knot "
