@@ -2,6 +2,8 @@
 # installed into a virtual environment here ($(VENV)) from pyproject.toml.
 #   make lab    JupyterLab on notebooks/ (CPU backend; `make lab GPU=1` adds the gpu extra)
 #   make test   the whole test suite (CUDA kernels through Numba's simulator)
+#   make demo   run every notebook headless and write HTML to build/
+#   make browser-deps   Debian's chromium for the browser test (apt-get, as root; .ci/run)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +12,12 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?= -n auto
 
-.PHONY: lab test install clean
+# Numba's OpenMP threads spin while waiting by default; on a shared or small machine (Binder,
+# a laptop running JupyterLab) that turns millisecond calls into tens of milliseconds.
+RUN_ENV := $(if $(GPU),,SPHGPU_BACKEND=cpu) OMP_WAIT_POLICY=PASSIVE
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+
+.PHONY: lab test install clean demo browser-deps
 
 install: $(STAMP)
 
@@ -23,11 +30,29 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 lab: $(STAMP)
-	$(if $(GPU),,SPHGPU_BACKEND=cpu) $(PY) -m jupyter lab --notebook-dir=notebooks \
+	$(RUN_ENV) $(PY) -m jupyter lab --notebook-dir=notebooks \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
-test: $(STAMP)
+test: $(STAMP) browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	mkdir -p build
+	$(RUN_ENV) $(PY) -m jupyter nbconvert --to html --execute --output-dir build \
+		--ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
+	@echo "HTML of every notebook in build/"
+
+# The browser test drives the system chromium (Debian's package); Playwright downloads nothing.
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then \
+		echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
+	else \
+		echo "chromium is missing and this is not root with apt-get: install Debian's" \
+		     "chromium package for tests/browser (it is skipped without it)"; \
+	fi
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

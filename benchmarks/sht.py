@@ -170,6 +170,28 @@ def plot(results, path):
     fig.savefig(path, dpi=100)
 
 
+def _t(seconds):
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
+def table(results):
+    """The README's performance table (Markdown) from a results list."""
+    lines = ["| nside | sphgpu alm2map device / host | ducc0 16 thr | ducc0 1 thr | healpy | "
+             "speedup vs ducc0 16 thr | sphgpu map2alm device / host | ducc0 16 thr | speedup | "
+             "error alm2map / map2alm |", "|---|" + "---|" * 9]
+    for r in results:
+        t = {k: v["median_s"] for k, v in r["timings"].items()}
+        one = _t(t["ducc0_1_alm2map"]) if "ducc0_1_alm2map" in t else "–"
+        lines.append(
+            f"| {r['nside']} | {_t(t['cuda_device_alm2map'])} / {_t(t['cuda_host_alm2map'])} | "
+            f"{_t(t['ducc0_all_alm2map'])} | {one} | {_t(t['healpy_alm2map'])} | "
+            f"{r['speedup_alm2map_vs_ducc0_all']:.1f}x | "
+            f"{_t(t['cuda_device_map2alm'])} / {_t(t['cuda_host_map2alm'])} | "
+            f"{_t(t['ducc0_all_map2alm'])} | {r['speedup_map2alm_vs_ducc0_all']:.1f}x | "
+            f"{r['err_alm2map_vs_ducc0']:.1e} / {r['err_map2alm_vs_ducc0']:.1e} |")
+    return "\n".join(lines)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nside", type=int, nargs="+", default=[128, 256, 512, 1024, 2048, 4096])
@@ -177,7 +199,12 @@ def main():
     p.add_argument("--max-nside-1thread", type=int, default=2048)
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
+    p.add_argument("--table", metavar="JSON", help="only print the README table of a run")
     args = p.parse_args()
+    if args.table:
+        with open(args.table) as f:
+            print(table(json.load(f)["results"]))
+        return 0
     if args.replot:
         with open(args.replot) as f:
             plot(json.load(f)["results"], os.path.join(os.path.dirname(args.replot),

@@ -41,15 +41,19 @@ def main():
         n = 1 << e
         h = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
         d = cupy.asarray(h)
-        out, perm = _cuda.sort_pairs(d, 32, _cuda.DEFAULT_RADIX_BITS, True)
+        rk = _cuda.choose_radix_bits(n, 32, 4, False)      # the autotuner's choices
+        rp = _cuda.choose_radix_bits(n, 32, 4, True)
+        out, perm = _cuda.sort_pairs(d, 32, rp, True)
         if e <= 25:
             want = np.argsort(h, kind="stable")
             assert np.array_equal(perm.get(), want) and np.array_equal(out.get(), h[want])
-        r = {"n": n}
+        r = {"n": n, "radix_bits_keys": rk, "radix_bits_keys_perm": rp}
         t = {
-            "sphgpu_keys": time_call(lambda: _cuda.sort_pairs(d, 32, _cuda.DEFAULT_RADIX_BITS, False), repeat=args.repeat, sync=sync),
+            "sphgpu_keys": time_call(lambda: _cuda.sort_pairs(d, 32, rk, False),
+                                     repeat=args.repeat, sync=sync),
             "cupy_sort": time_call(lambda: cupy.sort(d), repeat=args.repeat, sync=sync),
-            "sphgpu_keys_perm": time_call(lambda: _cuda.sort_pairs(d, 32, _cuda.DEFAULT_RADIX_BITS, True), repeat=args.repeat, sync=sync),
+            "sphgpu_keys_perm": time_call(lambda: _cuda.sort_pairs(d, 32, rp, True),
+                                          repeat=args.repeat, sync=sync),
             "cupy_argsort": time_call(lambda: cupy.argsort(d), repeat=args.repeat, sync=sync),
         }
         if e <= 25:
@@ -58,7 +62,7 @@ def main():
         r["gkeys_per_s"] = {k: n / v.median / 1e9 for k, v in t.items()}
         r["ratio_keys_vs_cupy_sort"] = t["cupy_sort"].median / t["sphgpu_keys"].median
         r["ratio_perm_vs_cupy_argsort"] = t["cupy_argsort"].median / t["sphgpu_keys_perm"].median
-        print(f"2^{e}: " + ", ".join(f"{k} {v.median * 1e3:.3f} ms" for k, v in t.items())
+        print(f"2^{e} (r={rk}/{rp}): " + ", ".join(f"{k} {v.median * 1e3:.3f} ms" for k, v in t.items())
               + f" | keys {r['ratio_keys_vs_cupy_sort']:.2f}x cupy.sort,"
               f" keys+perm {r['ratio_perm_vs_cupy_argsort']:.2f}x cupy.argsort", flush=True)
         rows.append(r)
@@ -79,12 +83,18 @@ def main():
     dc = cupy.asarray(cells)
     _, p0 = _cuda.sort_pairs(dc, 10, 5, True)
     assert np.array_equal(p0.get(), np.argsort(cells, kind="stable"))
+    r10 = _cuda.choose_radix_bits(n, 10, 4, True)
     pic = {
-        "sphgpu_10bit_2pass": time_call(lambda: _cuda.sort_pairs(dc, 10, 5, True), repeat=args.repeat, sync=sync),
-        "sphgpu_30bit_6pass": time_call(lambda: _cuda.sort_pairs(dc, 30, 5, True), repeat=args.repeat, sync=sync),
+        "sphgpu_10bit_2pass": time_call(lambda: _cuda.sort_pairs(dc, 10, 5, True),
+                                        repeat=args.repeat, sync=sync),
+        "sphgpu_10bit_tuned": time_call(lambda: _cuda.sort_pairs(dc, 10, r10, True),
+                                        repeat=args.repeat, sync=sync),
+        "sphgpu_30bit_6pass": time_call(lambda: _cuda.sort_pairs(dc, 30, 5, True),
+                                        repeat=args.repeat, sync=sync),
         "cupy_argsort": time_call(lambda: cupy.argsort(dc), repeat=args.repeat, sync=sync),
     }
     pic_row = {k: v.as_dict() for k, v in pic.items()}
+    pic_row["radix_bits_tuned"] = r10
     pic_row["ratio_vs_cupy_argsort"] = pic["cupy_argsort"].median / pic["sphgpu_10bit_2pass"].median
     print("PIC 8M: " + ", ".join(f"{k} {v.median * 1e3:.3f} ms" for k, v in pic.items())
           + f" | {pic_row['ratio_vs_cupy_argsort']:.2f}x cupy.argsort", flush=True)

@@ -10,6 +10,7 @@ from .geometry import RingGeometry
 from .sht import (alm2cl, alm2map, almxfl, anafast, gauss_beam, map2alm, smoothing, synalm,
                   synfast)
 from .sort import argsort, radix_sort
+from . import tpacf  # angular correlation functions; a GPU-free import
 
 __version__ = "0.1.0"
 

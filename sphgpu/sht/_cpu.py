@@ -57,6 +57,7 @@ def twin_alm2leg(alm, layout, geometry):
     north, south, x, s = _pairs(geometry)
     leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
     _alm2leg(alm, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+             *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
              north, south, x, s, leg)
     return leg
 
@@ -66,6 +67,7 @@ def twin_leg2alm(leg, layout, geometry):
     north, south, x, s = _pairs(geometry)
     alm = np.zeros((leg.shape[0], layout.size), dtype=np.complex128)
     _leg2alm(leg, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+             *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
              north, south, x, s, alm)
     return alm
 
@@ -84,16 +86,13 @@ def twin_analysis(maps, layout, geometry):
 # Parallel over m: each m owns its output column of leg (and its alm entries in the adjoint),
 # so threads never write the same element.
 @numba.njit(parallel=True, cache=True)
-def _alm2leg(alm, lmax, mmax, mstart, mu, north, south, x, s, leg):
+def _alm2leg(alm, lmax, mmax, mstart, mu, alpha, scale, north, south, x, s, leg):
     nmaps = alm.shape[0]
     for m in numba.prange(mmax + 1):
-        a = np.zeros(lmax + 1)
-        b = np.zeros(lmax + 1)
-        legendre.recurrence_coefficients(m, lmax, a, b)
         out = np.empty((nmaps, 2), dtype=np.complex128)
         for p in range(north.shape[0]):
             v, k = legendre.start_value(mu[m], m, s[p])
-            legendre.legendre_sum(alm, mstart[m], m, lmax, a, b, x[p], v, k, out)
+            legendre.legendre_sum(alm, mstart[m], m, lmax, alpha, scale, x[p], v, k, out)
             for i in range(nmaps):
                 leg[i, north[p], m] = out[i, 0]
                 if south[p] >= 0:
@@ -101,16 +100,13 @@ def _alm2leg(alm, lmax, mmax, mstart, mu, north, south, x, s, leg):
 
 
 @numba.njit(parallel=True, cache=True)
-def _leg2alm(leg, lmax, mmax, mstart, mu, north, south, x, s, alm):
+def _leg2alm(leg, lmax, mmax, mstart, mu, alpha, scale, north, south, x, s, alm):
     nmaps = leg.shape[0]
     for m in numba.prange(mmax + 1):
-        a = np.zeros(lmax + 1)
-        b = np.zeros(lmax + 1)
-        legendre.recurrence_coefficients(m, lmax, a, b)
         pair = np.zeros((nmaps, 2), dtype=np.complex128)
         for p in range(north.shape[0]):
             for i in range(nmaps):
                 pair[i, 0] = leg[i, north[p], m]
                 pair[i, 1] = leg[i, south[p], m] if south[p] >= 0 else 0.0
             v, k = legendre.start_value(mu[m], m, s[p])
-            legendre.legendre_adjoint(pair, mstart[m], m, lmax, a, b, x[p], v, k, alm)
+            legendre.legendre_adjoint(pair, mstart[m], m, lmax, alpha, scale, x[p], v, k, alm)

@@ -13,13 +13,12 @@ NumPy arrays and NumPy FFTs.
 from __future__ import annotations
 
 import functools
-import json
 import math
-import os
 import time
 
 import numpy as np
 
+from .. import _tuning
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
@@ -75,9 +74,13 @@ class _Plan:
         m = np.arange(mmax + 1, dtype=np.int64)
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # ring pairs come sorted from the pole: for each m, where the non-negligible ones start
+        # the CPU twin's tables, bit for bit (built on the host by Numba, once per plan)
+        alpha, scale = legendre.coefficient_tables(lmax, mmax, m * (2 * lmax + 1 - m) // 2)
+        self.alpha = _const(alpha)
+        self.scale = _const(scale)
         self.first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
         K.first_alive_kernel[(math.ceil(self.npairs / 128), mmax + 1), 128](
-            lmax, self.mu, self.x, self.sin, self.first)
+            lmax, self.mstart, self.alpha, self.mu, self.x, self.sin, self.first)
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
         # rings are grouped by their Bluestein length M = next_pow2(2n - 1).
         lengths, counts = np.unique(geometry.nphi, return_counts=True)
@@ -102,7 +105,8 @@ class _Plan:
             self.classes.append(c)
 
     def bytes_per_map(self):
-        """Device bytes one map needs beyond its input and output (leg + the largest FFT class)."""
+        """Device bytes one map needs beyond its input and output (leg + the largest FFT class);
+        the plan itself holds two float64 coefficient tables of the alm length."""
         leg = 16 * self.nrings * (self.mmax + 1)
         fft = max((3 if c["chirped"] else 2) * 16 * c["nr"] * c["M"] for c in self.classes)
         return leg + fft
@@ -140,44 +144,23 @@ CANDIDATES = {"alm2leg": [(64, 4), (128, 2), (128, 4), (128, 8)],
 AUTOTUNE_MIN_LMAX = 512
 
 
-def _cache_path():
-    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "sphgpu")
-    return os.path.join(root, "sht_launch.json")
-
-
 def _launch(pl):
     """Launch parameters for this plan: measured once per device and problem size by trying
-    CANDIDATES on the plan itself, then kept in a JSON file (``SPHGPU_CACHE_DIR``, default
-    ~/.cache/sphgpu). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`,
+    file sht_launch.json). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
     if pl.launch is not None:
         return pl.launch
     pl.launch = dict(LAUNCH)
-    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or os.environ.get("SPHGPU_AUTOTUNE") == "0":
+    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled():
         return pl.launch
-    from numba import cuda
-
-    dev = cuda.get_current_device()
-    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-    key = f"{name}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}|mmax={pl.mmax}"
-    path = _cache_path()
-    try:
-        with open(path) as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
-        cache = {}
-    if key in cache:
-        pl.launch = {k: tuple(v) for k, v in cache[key].items()}
+    key = (f"{_tuning.device_name()}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}"
+           f"|mmax={pl.mmax}")
+    cached = _tuning.lookup("sht_launch", key)
+    if cached is not None:
+        pl.launch = {k: tuple(v) for k, v in cached.items()}
         return pl.launch
     pl.launch = _measure(pl)
-    cache[key] = pl.launch
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(cache, f, indent=1)
-    except OSError:  # a read-only home still gets tuned launches for this process
-        pass
+    _tuning.store("sht_launch", key, pl.launch)
     return pl.launch
 
 
@@ -214,8 +197,8 @@ def _alm2leg(alm, pl, xp):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
-            alm[i:j], pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first,
-            leg[i:j])
+            alm[i:j], pl.mstart, pl.lmax, pl.alpha, pl.scale, pl.mu, pl.x, pl.sin, pl.north,
+            pl.south, pl.first, leg[i:j])
     return leg
 
 
@@ -228,8 +211,8 @@ def _leg2alm(leg, pl, xp):
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
         K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
-            xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.mu, pl.x, pl.sin, pl.north,
-            pl.south, pl.first, out[i:j])
+            xp.ascontiguousarray(leg[i:j]), pl.mstart, pl.lmax, pl.alpha, pl.scale, pl.mu, pl.x,
+            pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)
 
 

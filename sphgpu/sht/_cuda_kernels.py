@@ -25,7 +25,8 @@ from numba import cuda, float64
 
 from . import legendre
 
-__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel", "fold_kernel", "unchirp_kernel",
+__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel",
+           "chirp_kernel", "fold_kernel", "unchirp_kernel",
            "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
            "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
@@ -40,24 +41,14 @@ _start = legendre.start_value
 _step = legendre.step
 
 
-@cuda.jit(device=True, inline=True)
-def _coeffs(l, m):
-    fl = float64(l)
-    fm2 = float64(m) * float64(m)
-    a = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - fm2))
-    fl1 = fl - 1.0
-    b = math.sqrt((fl1 * fl1 - fm2) / (4.0 * fl1 * fl1 - 1.0))
-    return a, b
-
-
 @cuda.jit
-def first_alive_kernel(lmax, mu, x, sin, first):
+def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
     """For each m, the smallest ring-pair index whose lambda_lm reaches a non-negligible value
     (scale k = 0) for some l <= lmax; pairs sorted from the pole, so pairs before it only
     carry values below 2**-HALF_BITS and the Legendre kernels skip blocks made of them.
 
-    Launch: grid (ceil(npairs / 128), mmax + 1), block 128. first (mmax+1,) int64, preset to
-    npairs, lowered with atomic min.
+    Launch: grid (ceil(npairs / 128), mmax + 1), block 128. alpha as in
+    :func:`alm2leg_kernel`; first (mmax+1,) int64, preset to npairs, lowered with atomic min.
     """
     m = cuda.blockIdx.y
     p = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -66,10 +57,10 @@ def first_alive_kernel(lmax, mu, x, sin, first):
         prev = 0.0
         l = m
         xv = x[p]
+        base = mstart[m]
         while cur != 0.0 and k < 0 and l < lmax:
             l += 1
-            a, b = _coeffs(l, m)
-            cur, prev, k = _step(a, b, xv, cur, prev, k)
+            cur, prev, k = _step(alpha[base + l], xv, cur, prev, k)
         if cur != 0.0 and k == 0:
             cuda.atomic.min(first, m, p)
 
@@ -80,12 +71,12 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
     Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads`` (even);
     blockIdx.y is m, each thread ``pairs`` ring pairs. Arguments:
-        alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int, mu (mmax+1,) float64,
+        alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int,
+        alpha, scale (nalm,) float64 from :func:`legendre.coefficient_tables`, mu (mmax+1,) float64,
         x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
         first (mmax+1,) int64 from :func:`first_alive_kernel`,
         leg (nmaps, nrings, mmax+1) complex128, written.
-    The block stages a_l, b_l and the coefficients of ``threads`` consecutive l in shared
-    memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps
+    The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l in shared memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps
     maps, so the step is bound by arithmetic rather than by shared-memory loads.
     """
     K = nmaps
@@ -93,7 +84,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     RP = pairs
 
     @cuda.jit
-    def kernel(alm, mstart, lmax, mu, x, sin, north, south, first, leg):
+    def kernel(alm, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, leg):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
         npairs = x.shape[0]
@@ -108,7 +99,6 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                             leg[i, south[p], m] = 0j
             return
         sa = cuda.shared.array(TPB, float64)
-        sb = cuda.shared.array(TPB, float64)
         sre = cuda.shared.array((K, TPB), float64)
         sim = cuda.shared.array((K, TPB), float64)
         acc = cuda.local.array((RP, K, 4), float64)   # even re, even im, odd re, odd im
@@ -134,14 +124,12 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
         for l0 in range(m, lmax + 1, TPB):
             l = l0 + t
             if l <= lmax:
-                if l > m:
-                    a, b = _coeffs(l, m)
-                    sa[t] = a
-                    sb[t] = b
+                sa[t] = alpha[base + l]
+                sc = scale[base + l]
                 for i in range(K):
                     v = alm[i, base + l]
-                    sre[i, t] = v.real
-                    sim[i, t] = v.imag
+                    sre[i, t] = v.real * sc
+                    sim[i, t] = v.imag * sc
             cuda.syncthreads()
             # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
             # terms: taking them two at a time keeps every accumulator index constant.
@@ -155,9 +143,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                 # instructions, not FP64, limiting the issue rate.
                 for j in range(0, n, 2):
                     a = sa[j]
-                    b = sb[j]
                     for r in range(RP):
-                        nxt = a * (xv[r] * cur[r] - b * prev[r])
+                        nxt = (a * xv[r]) * cur[r] - prev[r]
                         prev[r] = cur[r]
                         cur[r] = nxt
                         for i in range(K):
@@ -165,9 +152,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                             acc[r, i, 1] += nxt * sim[i, j]
                     if j + 1 < n:
                         a = sa[j + 1]
-                        b = sb[j + 1]
                         for r in range(RP):
-                            nxt = a * (xv[r] * cur[r] - b * prev[r])
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
                             prev[r] = cur[r]
                             cur[r] = nxt
                             for i in range(K):
@@ -177,9 +163,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             for j in range(0, n, 2):
                 if l0 + j > m:
                     a = sa[j]
-                    b = sb[j]
                     for r in range(RP):
-                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
                         cur[r] = c1
                         prev[r] = c0
                         kk[r] = k
@@ -190,9 +175,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                             acc[r, i, 1] += cur[r] * sim[i, j]
                 if j + 1 < n:
                     a = sa[j + 1]
-                    b = sb[j + 1]
                     for r in range(RP):
-                        c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                        c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
                         cur[r] = c1
                         prev[r] = c0
                         kk[r] = k
@@ -223,7 +207,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     a_lm of that m, walking over the ring pairs in groups of ``threads * pairs`` (each thread
     ``pairs`` of them). Arguments:
         leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
-        mstart, lmax, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
+        mstart, lmax, alpha, scale, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
         alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
     Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
     write those sums to shared memory and the block adds them up and into a_lm. One block per m
@@ -239,12 +223,11 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     BUF = (CH, NC, TPB + 1)
 
     @cuda.jit
-    def kernel(leg, mstart, lmax, mu, x, sin, north, south, first, alm):
+    def kernel(leg, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, alm):
         m = cuda.blockIdx.y
         t = cuda.threadIdx.x
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
-        sb = cuda.shared.array(CH, float64)
         buf = cuda.shared.array(BUF, float64)
         ln = cuda.local.array((RP, K, 4), float64)    # (n+s) re, im, (n-s) re, im
         cur = cuda.local.array(RP, float64)
@@ -280,10 +263,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         ln[r, i, 3] = vn.imag - vs.imag
             for l0 in range(m, lmax + 1, CH):
                 for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
-                    if l0 + u <= lmax and l0 + u > m:
-                        a, b = _coeffs(l0 + u, m)
-                        sa[u] = a
-                        sb[u] = b
+                    if l0 + u <= lmax:
+                        sa[u] = alpha[base + l0 + u]
                 cuda.syncthreads()
                 n = min(CH, lmax + 1 - l0)
                 settled = l0 > m
@@ -295,9 +276,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         for c in range(NC):
                             sums[c] = 0.0
                         a = sa[j]
-                        b = sb[j]
                         for r in range(RP):
-                            nxt = a * (xv[r] * cur[r] - b * prev[r])
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
                             prev[r] = cur[r]
                             cur[r] = nxt
                             for i in range(K):
@@ -309,9 +289,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                             for c in range(NC):
                                 sums[c] = 0.0
                             a = sa[j + 1]
-                            b = sb[j + 1]
                             for r in range(RP):
-                                nxt = a * (xv[r] * cur[r] - b * prev[r])
+                                nxt = (a * xv[r]) * cur[r] - prev[r]
                                 prev[r] = cur[r]
                                 cur[r] = nxt
                                 for i in range(K):
@@ -324,9 +303,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         sums[c] = 0.0
                     if l0 + j > m:
                         a = sa[j]
-                        b = sb[j]
                         for r in range(RP):
-                            c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                            c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
                             cur[r] = c1
                             prev[r] = c0
                             kk[r] = k
@@ -341,9 +319,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         for c in range(NC):
                             sums[c] = 0.0
                         a = sa[j + 1]
-                        b = sb[j + 1]
                         for r in range(RP):
-                            c1, c0, k = _step(a, b, xv[r], cur[r], prev[r], kk[r])
+                            c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
                             cur[r] = c1
                             prev[r] = c0
                             kk[r] = k
@@ -371,7 +348,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         s3 += buf[j, c, q + 3]
                     for q in range(TPB - TPB % 4, TPB):
                         s0 += buf[j, c, q]
-                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += (s0 + s1) + (s2 + s3)
+                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += (((s0 + s1) + (s2 + s3))
+                                                                   * scale[base + l0 + j])
                 cuda.syncthreads()
 
     return kernel

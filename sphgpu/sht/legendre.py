@@ -8,6 +8,16 @@ Normalised functions lambda_lm(x), x = cos(theta), with Y_lm(theta, phi) = lambd
     lambda_lm     = a_l (x lambda_l-1,m - b_l lambda_l-2,m)
     a_l = sqrt((4 l^2 - 1) / (l^2 - m^2)),   b_l = sqrt(((l-1)^2 - m^2) / (4 (l-1)^2 - 1))
 
+That step costs three floating-point operations per ring and l. We run it on scaled values
+lambda_lm = s_l y_l with s_m = s_m+1 = 1 and s_l = a_l b_l s_l-2, for which it becomes
+
+    y_l = (alpha_l x) y_l-1 - y_l-2,   alpha_l = a_l s_l-1 / s_l,
+
+one multiply and one fused multiply-add. The factors s_l depend on l and m only, so they are
+folded into the coefficients once (``alm * s_l`` in synthesis, the sum over rings times s_l in
+the adjoint) instead of once per ring. s_l stays between about l^-1/2 and l^1/2: the
+scaling changes no range argument below.
+
 sin(theta)^m spans far more than double precision (1e-65536 one pixel from the pole at
 lmax 16384), so every value is carried as ``v * 2**(SCALE_BITS * k)`` with an integer k <= 0.
 While k < 0 the true value is below 2**-HALF_BITS (about 5e-91) and contributes nothing, so it is
@@ -31,8 +41,8 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-__all__ = ["SCALE_BITS", "HALF_BITS", "mu_table", "recurrence_coefficients", "start_value",
-           "rescale", "step", "legendre_sum", "legendre_adjoint", "lambda_lm"]
+__all__ = ["SCALE_BITS", "HALF_BITS", "mu_table", "recurrence_coefficients", "coefficient_tables",
+           "start_value", "rescale", "step", "legendre_sum", "legendre_adjoint", "lambda_lm"]
 
 SCALE_BITS = 600
 HALF_BITS = 300
@@ -52,14 +62,39 @@ def mu_table(mmax: int) -> np.ndarray:
 
 
 @_jit
-def recurrence_coefficients(m, lmax, a, b):
-    """Fill a[l], b[l] for l = m+1..lmax (arrays of length >= lmax+1, float64) for this m."""
+def recurrence_coefficients(m, lmax, alpha, scale, off):
+    """Fill alpha[off + l] (l = m+1..lmax) and scale[off + l] (l = m..lmax), float64, for this m:
+    the scaled recurrence's alpha_l and s_l (module docstring). With ``off`` = the alm offset of
+    m, the tables share the alm layout (:func:`coefficient_tables`)."""
     mm = float(m) * float(m)
-    for l in range(m + 1, lmax + 1):
+    scale[off + m] = 1.0
+    if m + 1 <= lmax:
+        fl = float(m + 1)
+        alpha[off + m + 1] = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - mm))
+        scale[off + m + 1] = 1.0
+    for l in range(m + 2, lmax + 1):
         fl = float(l)
-        a[l] = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - mm))
+        a = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - mm))
         fl1 = fl - 1.0
-        b[l] = math.sqrt((fl1 * fl1 - mm) / (4.0 * fl1 * fl1 - 1.0))
+        b = math.sqrt((fl1 * fl1 - mm) / (4.0 * fl1 * fl1 - 1.0))
+        scale[off + l] = a * b * scale[off + l - 2]
+        alpha[off + l] = a * scale[off + l - 1] / scale[off + l]
+
+
+def coefficient_tables(lmax: int, mmax: int, mstart: np.ndarray):
+    """alpha_l and s_l of every (l, m) in the alm layout (index mstart[m] + l); two float64
+    arrays of the alm length. The CUDA backend builds the same tables on the device."""
+    n = int(mstart[mmax]) + lmax + 1
+    alpha = np.zeros(n)
+    scale = np.zeros(n)
+    _fill_tables(lmax, mmax, np.asarray(mstart, dtype=np.int64), alpha, scale)
+    return alpha, scale
+
+
+@numba.njit(parallel=True, cache=True)
+def _fill_tables(lmax, mmax, mstart, alpha, scale):
+    for m in numba.prange(mmax + 1):
+        recurrence_coefficients(m, lmax, alpha, scale, mstart[m])
 
 
 @_jit
@@ -119,23 +154,20 @@ def start_value(mu_m, m, sin_theta):
 
 
 @_jit
-def step(a, b, x, cur, prev, k):
-    """One recurrence step l-1 -> l with its rescaling check: returns the new (cur, prev, k).
-
-    At l = m + 1, b is 0 (see :func:`recurrence_coefficients`) and prev is 0, so the first step
-    is the starting rule lambda_m+1,m = a x lambda_mm and needs no special case.
-    """
-    nxt = a * (x * cur - b * prev)
+def step(alpha, x, cur, prev, k):
+    """One scaled recurrence step l-1 -> l with its rescaling check: returns the new
+    (cur, prev, k). At l = m + 1, prev is 0 and alpha = a_m+1, the starting rule."""
+    nxt = (alpha * x) * cur - prev
     prev, nxt, k = rescale(cur, nxt, k)
     return nxt, prev, k
 
 
 @_jit
-def legendre_sum(alm, mstart, m, lmax, a, b, x, v, k, out):
+def legendre_sum(alm, mstart, m, lmax, alpha, scale, x, v, k, out):
     """Legendre step of alm2map for one m and one pair of rings at +x and -x.
 
     alm : (nmaps, nalm) complex128; coefficient l of this m at ``alm[:, mstart + l]``.
-    a, b : recurrence coefficients of this m (from :func:`recurrence_coefficients`).
+    alpha, scale : (nalm,) float64 tables of :func:`coefficient_tables` (same layout as alm).
     x : cos(theta) of the northern ring; (v, k) : lambda_mm from :func:`start_value`.
     out : (nmaps, 2) complex128, overwritten with Delta_m at the northern ring (``out[:, 0]``)
           and at the mirrored southern ring (``out[:, 1]``), using
@@ -152,11 +184,12 @@ def legendre_sum(alm, mstart, m, lmax, a, b, x, v, k, out):
     prev = 0.0
     for l in range(m, lmax + 1):
         if l > m:
-            cur, prev, k = step(a[l], b[l], x, cur, prev, k)
+            cur, prev, k = step(alpha[mstart + l], x, cur, prev, k)
         if k == 0:
             j = (l - m) & 1
+            y = cur * scale[mstart + l]
             for i in range(nmaps):
-                out[i, j] += cur * alm[i, mstart + l]
+                out[i, j] += y * alm[i, mstart + l]
     for i in range(nmaps):
         even = out[i, 0]
         odd = out[i, 1]
@@ -165,7 +198,7 @@ def legendre_sum(alm, mstart, m, lmax, a, b, x, v, k, out):
 
 
 @_jit
-def legendre_adjoint(leg, mstart, m, lmax, a, b, x, v, k, alm):
+def legendre_adjoint(leg, mstart, m, lmax, alpha, scale, x, v, k, alm):
     """Adjoint of :func:`legendre_sum`: ``alm[:, mstart + l] += lambda_lm(x) * leg_n +
     lambda_lm(-x) * leg_s`` for l = m..lmax.
 
@@ -180,11 +213,12 @@ def legendre_adjoint(leg, mstart, m, lmax, a, b, x, v, k, alm):
     prev = 0.0
     for l in range(m, lmax + 1):
         if l > m:
-            cur, prev, k = step(a[l], b[l], x, cur, prev, k)
+            cur, prev, k = step(alpha[mstart + l], x, cur, prev, k)
         if k == 0:
+            y = cur * scale[mstart + l]
             sign = -1.0 if (l - m) & 1 else 1.0
             for i in range(nmaps):
-                alm[i, mstart + l] += cur * (leg[i, 0] + sign * leg[i, 1])
+                alm[i, mstart + l] += y * (leg[i, 0] + sign * leg[i, 1])
 
 
 def lambda_lm(lmax: int, m: int, theta) -> np.ndarray:
@@ -195,22 +229,22 @@ def lambda_lm(lmax: int, m: int, theta) -> np.ndarray:
     """
     theta = np.atleast_1d(np.asarray(theta, dtype=np.float64))
     mu = mu_table(m)[m]
-    a = np.zeros(lmax + 1)
-    b = np.zeros(lmax + 1)
-    recurrence_coefficients(m, lmax, a, b)
+    alpha = np.zeros(lmax + 1)
+    scale = np.zeros(lmax + 1)
+    recurrence_coefficients(m, lmax, alpha, scale, 0)
     out = np.zeros((theta.shape[0], lmax + 1))
-    _lambda_rows(mu, m, lmax, a, b, theta, out)
+    _lambda_rows(mu, m, lmax, alpha, scale, theta, out)
     return out
 
 
 @numba.njit(cache=True)
-def _lambda_rows(mu, m, lmax, a, b, theta, out):
+def _lambda_rows(mu, m, lmax, alpha, scale, theta, out):
     for r in range(theta.shape[0]):
         cur, k = start_value(mu, m, math.sin(theta[r]))
         x = math.cos(theta[r])
         prev = 0.0
         for l in range(m, lmax + 1):
             if l > m:
-                cur, prev, k = step(a[l], b[l], x, cur, prev, k)
+                cur, prev, k = step(alpha[l], x, cur, prev, k)
             if k == 0:
-                out[r, l] = cur
+                out[r, l] = cur * scale[l]

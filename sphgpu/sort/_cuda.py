@@ -9,24 +9,77 @@ out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same code runs o
 from __future__ import annotations
 
 import math
+import time
 
 import numba
 import numpy as np
 
+from .. import _tuning
+from .._device import SIMULATOR
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
 
-__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
+__all__ = ["sort_pairs", "choose_radix_bits", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
 DEFAULT_RADIX_BITS = 4       # fastest in the H200 sweep of benchmarks/sort.py (4..8)
 MAX_RADIX_BITS = 8           # the per-thread digit counters must fit in shared memory
+AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
+_tuned = {}                  # this process's answers of :func:`_tune`
 
 
-def sort_pairs(ukeys, key_bits, radix_bits, want_perm):
+def _tune(n, key_bits, itemsize, want_perm):
+    """(radix_bits, items per thread) for sorts of this size class, measured once per GPU on
+    random keys of the same width and key bits, then kept in the tuning cache
+    (:mod:`sphgpu._tuning`, file sort_launch.json). None where defaults apply."""
+    if SIMULATOR or n < AUTOTUNE_MIN_N or not _tuning.enabled():
+        return None
+    size_class = math.ceil(math.log2(n))
+    key = (f"{_tuning.device_name()}|bytes={itemsize}|key_bits={key_bits}|log2n={size_class}"
+           f"|perm={int(want_perm)}")
+    if key not in _tuned:
+        cached = _tuning.lookup("sort_launch", key)
+        _tuned[key] = tuple(cached) if cached is not None else _measure(
+            size_class, key_bits, itemsize, want_perm)
+        if cached is None:
+            _tuning.store("sort_launch", key, list(_tuned[key]))
+    return _tuned[key]
+
+
+def _measure(size_class, key_bits, itemsize, want_perm):
+    import cupy
+
+    n = 1 << min(size_class, 26)          # larger sorts scale like this one
+    dtype = np.uint32 if itemsize == 4 else np.uint64
+    rng = np.random.default_rng(0)
+    keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype))
+    times = {}
+    for bits in range(4, min(MAX_RADIX_BITS, key_bits) + 1):
+        threads, items = K.tile_shape(bits, itemsize)
+        for it in sorted({items, items // 2}):
+            run = lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it)  # noqa: E731
+            run()                                           # compile and warm up
+            cupy.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            for _ in range(3):
+                run()
+            cupy.cuda.Device().synchronize()
+            times[(bits, it)] = time.perf_counter() - t0
+    return min(times, key=times.get) if times else (DEFAULT_RADIX_BITS, None)
+
+
+def choose_radix_bits(n, key_bits, itemsize, want_perm):
+    """Radix bits for a sort the caller left to us: the autotuner's choice, else the default."""
+    tuned = _tune(n, key_bits, itemsize, want_perm)
+    return tuned[0] if tuned else min(DEFAULT_RADIX_BITS, key_bits)
+
+
+def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
-    Returns ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same
+    ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
+    ``radix_bits`` is the tuned one, else to :func:`_cuda_kernels.tile_shape`. Returns
+    ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same
     kind (NumPy or device) as ``ukeys``.
     """
     if radix_bits > MAX_RADIX_BITS:
@@ -37,6 +90,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm):
     keys = xp.asarray(ukeys)
     n = keys.shape[0]
     perm = xp.arange(n, dtype=np.uint32) if want_perm else None
+    if items is None:
+        tuned = _tune(n, key_bits, keys.dtype.itemsize, want_perm)
+        items = tuned[1] if tuned and tuned[0] == radix_bits else None
     if n > 1 and key_bits > 0:
         if n >= 2**32:
             raise ValueError("the cuda backend sorts fewer than 2**32 keys")
@@ -46,7 +102,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm):
         pbufs = [xp.empty_like(perm), None] if want_perm else [xp.empty(1, np.uint32)] * 2
         for shift in range(0, key_bits, radix_bits):
             bits = min(radix_bits, key_bits - shift)
-            threads, items = K.tile_shape(bits, keys.dtype.itemsize)
+            threads, default_items = K.tile_shape(bits, keys.dtype.itemsize)
+            items = items or default_items
             ntiles = math.ceil(n / (threads * items))
             hist = xp.empty((1 << bits) * ntiles, dtype=np.int32)
             sh = keys.dtype.type(shift)

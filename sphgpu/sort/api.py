@@ -5,7 +5,9 @@ Each backend module (``reference``, ``_cpu``, ``_cuda``) provides ``DEFAULT_RADI
     sort_pairs(ukeys, key_bits, radix_bits, want_perm) -> (sorted_ukeys, perm int64 or None)
 
 on 1-D uint32/uint64 radix keys (NumPy for the CPU backends; NumPy or CuPy for CUDA, which sets
-``ACCEPTS_DEVICE_ARRAYS = True`` and returns arrays of the kind it was given). Everything else
+``ACCEPTS_DEVICE_ARRAYS = True`` and returns arrays of the kind it was given). A backend that
+measures its radix bits (CUDA) also provides
+``choose_radix_bits(n, key_bits, itemsize, want_perm)``. Everything else
 lives here once: validation, the order-preserving key transforms of :mod:`sphgpu.sort.keys`,
 carrying values and returning the original float keys. Backends are only called with n >= 2 and
 key_bits >= 1; shorter inputs and keys that are all zero are answered here.
@@ -113,12 +115,13 @@ def _sort(keys, key_bits, radix_bits, values, want_perm, backend):
         extra = ("" if arr.dtype.kind == "u" else
                  "; negative integer keys and float keys use all the bits of their dtype")
         raise ValueError(f"key_bits={key_bits} is too small: the keys need {need} bits{extra}")
-    if radix_bits is None:
-        radix_bits = min(int(impl.DEFAULT_RADIX_BITS), max(key_bits, 1))
     if ukeys.dtype == np.uint64 and key_bits <= 32:   # e.g. int64 cell indices: half the traffic
         ukeys = ukeys.astype(np.uint32)
-
     need_perm = want_perm or vals is not None or inverse is None
+    if radix_bits is None:
+        choose = getattr(impl, "choose_radix_bits", None)
+        radix_bits = (choose(n, max(key_bits, 1), ukeys.dtype.itemsize, need_perm) if choose
+                      else min(int(impl.DEFAULT_RADIX_BITS), max(key_bits, 1)))
     xp = _cupy_module() if device else np
     if n <= 1 or key_bits == 0:               # nothing to order: all keys equal or too few
         sorted_u, perm = ukeys.copy(), xp.arange(n, dtype=np.int64)

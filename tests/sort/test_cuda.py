@@ -54,3 +54,24 @@ def test_public_api_on_the_cuda_backend(dtype, rng):
     out, vals = S.radix_sort(keys, values=np.arange(300.0), backend="cuda")
     np.testing.assert_array_equal(vals, want.astype(float))
     np.testing.assert_array_equal(out, keys[want])
+
+
+@pytest.mark.skipif(_cuda.SIMULATOR, reason="the autotuner measures on a real GPU only")
+def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, monkeypatch, rng):
+    import json
+
+    import sphgpu
+
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_cuda, "_tuned", {})
+    keys = rng.integers(0, 2**20, (1 << 20) + 7, dtype=np.uint32)
+    perm = sphgpu.argsort(keys, backend="cuda")
+    np.testing.assert_array_equal(perm, np.argsort(keys, kind="stable"))
+    cache = json.loads((tmp_path / "sort_launch.json").read_text())
+    (key, (bits, items)), = cache.items()
+    assert "key_bits=20" in key and "log2n=21" in key and 4 <= bits <= _cuda.MAX_RADIX_BITS
+    # a new process reads the file and measures nothing
+    monkeypatch.setattr(_cuda, "_tuned", {})
+    monkeypatch.setattr(_cuda, "_measure", lambda *a: pytest.fail("measured twice"))
+    assert _cuda.choose_radix_bits(len(keys), 20, 4, True) == bits
+    np.testing.assert_array_equal(sphgpu.argsort(keys, backend="cuda"), perm)

@@ -1,0 +1,332 @@
+"""Dask clusters for sphgpu: one worker per GPU, CPU workers, and what a client offers.
+
+Workers tell the scheduler what they hold through Dask *resources*: a GPU worker declares
+``{"GPU": 1}`` (one GPU, pinned by ``CUDA_VISIBLE_DEVICES``, one thread, so tasks on a device
+run one after another) and a CPU worker made here ``{"CPU": nthreads}``. sphgpu's GPU tasks ask
+for ``{"GPU": 1}`` and so run only on GPU workers; its CPU tasks ask for ``{"CPU": 1}`` when some
+worker declares CPU slots, and run anywhere otherwise (a plain ``LocalCluster`` or an existing
+cluster whose workers declare nothing).
+
+Any existing cluster works the same way: start its workers with ``--resources GPU=1`` (one per
+GPU; ``dask-cuda-worker`` or dask-jobqueue's ``worker_extra_args``) and pass its Client as
+``client=`` to the functions of :mod:`sphgpu.distributed`.
+
+GPUs are found without touching CUDA in this process (``CUDA_VISIBLE_DEVICES``, else
+``nvidia-smi -L``), so creating a cluster never initialises a GPU context in the client.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+from ..backends import BackendUnavailableError
+
+__all__ = ["GPU", "CPU", "NoGPUWorkerError", "visible_gpus", "local_cluster", "get_client",
+           "workers", "gpu_workers", "cpu_slots", "require_gpu_worker", "task_resources",
+           "dashboard_link", "cluster_info", "show_progress"]
+
+GPU = "GPU"    #: resource name a GPU worker declares (one per worker)
+CPU = "CPU"    #: resource name of CPU slots on the CPU workers made by local_cluster
+
+#: environment of every CPU worker process: tasks run side by side, each on one core
+_CPU_WORKER_ENV = {"SPHGPU_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+#: worker options that local_cluster copies from LocalCluster's own worker template
+_SHARED_OPTIONS = ("host", "interface", "protocol", "security", "silence_logs", "services",
+                   "dashboard", "dashboard_address")
+
+
+class NoGPUWorkerError(BackendUnavailableError):
+    """A GPU task was asked for, but no worker of the cluster declares a GPU resource."""
+
+
+# ----------------------------------------------------------------------------- GPU discovery
+_GPU_LINE = re.compile(r"^GPU (\d+):")
+_MIG_LINE = re.compile(r"^\s+MIG\b.*\(UUID:\s*(MIG-[^)\s]+)\)")
+
+
+def _parse_nvidia_smi(text: str) -> list[str]:
+    """Device ids from ``nvidia-smi -L``: GPU indices, or the MIG UUIDs of a GPU split by MIG
+    (a process then sees one MIG instance through ``CUDA_VISIBLE_DEVICES=MIG-...``)."""
+    devices: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        g = _GPU_LINE.match(line)
+        if g:
+            devices.append((g.group(1), []))
+            continue
+        mig = _MIG_LINE.match(line)
+        if mig and devices:
+            devices[-1][1].append(mig.group(1))
+    out = []
+    for index, migs in devices:
+        out.extend(migs or [index])
+    return out
+
+
+def visible_gpus() -> list[str]:
+    """Ids of the GPUs this process may use, as strings for ``CUDA_VISIBLE_DEVICES``.
+
+    ``CUDA_VISIBLE_DEVICES`` decides when it is set (empty or ``-1``: no GPU); otherwise the
+    devices ``nvidia-smi -L`` lists; no ``nvidia-smi`` (or one that fails) means no GPU.
+    """
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [s.strip() for s in env.split(",") if s.strip()]
+        return [] if not ids or ids[0] in ("-1", "NoDevFiles") else ids
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        done = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return _parse_nvidia_smi(done.stdout) if done.returncode == 0 else []
+
+
+def _choose_gpus(gpus) -> list[str]:
+    if isinstance(gpus, str):
+        if gpus != "all":
+            raise ValueError(f"gpus must be 'all', a count or a list of device ids, got {gpus!r}")
+        return visible_gpus()
+    if isinstance(gpus, bool):
+        raise TypeError("gpus must be 'all', a count or a list of device ids, not a bool")
+    if isinstance(gpus, int):
+        if gpus < 0:
+            raise ValueError(f"gpus must be >= 0, got {gpus}")
+        found = visible_gpus() if gpus else []
+        if gpus > len(found):
+            raise ValueError(f"gpus={gpus} but this machine shows {len(found)} GPU(s) "
+                             f"({', '.join(found) or 'none'}): CUDA_VISIBLE_DEVICES or "
+                             "nvidia-smi -L decide")
+        return found[:gpus]
+    if isinstance(gpus, Sequence):
+        ids = [str(g) for g in gpus]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"gpus names a device twice: {ids}")
+        return ids
+    raise TypeError(f"gpus must be 'all', a count or a list of device ids, "
+                    f"got {type(gpus).__name__}")
+
+
+# ----------------------------------------------------------------------------- local clusters
+def local_cluster(gpus="all", *, cpu_workers: int | None = None,
+                  threads_per_worker: int | None = None, processes: bool = True,
+                  dashboard_address: str | None = ":8787", use_dask_cuda: bool | None = None,
+                  timeout: float = 120, **worker_options):
+    """Start a Dask cluster on this machine and return a connected ``distributed.Client``.
+
+    Parameters
+    ----------
+    gpus : "all", int or list of device ids
+        GPU workers: one per GPU, each pinned to its device by ``CUDA_VISIBLE_DEVICES``, with one
+        thread and the resource ``{"GPU": 1}``. ``"all"`` takes every visible GPU (none on a
+        machine without one), ``0`` none.
+    cpu_workers : int, optional
+        Workers for CPU work, each with the resource ``{"CPU": threads}``. Default: 1 when there
+        is no GPU worker, else 0 (pass 1 or more to run CPU parts next to the GPUs).
+    threads_per_worker : int, optional
+        Threads of each CPU worker; default: the cores left after one per GPU worker, shared.
+    processes : bool
+        Workers in their own processes (needed to pin GPUs; separate processes also survive a
+        crash of another worker). ``False`` runs threads in this process: quick to start, for
+        CPU work, tests and small notebooks; at most one GPU then.
+    dashboard_address : str or None
+        Where Dask's dashboard listens (``":0"``: any free port; ``None``: no dashboard
+        plots). See :func:`dashboard_link`.
+    use_dask_cuda : bool, optional
+        Start the GPU workers with dask-cuda's ``LocalCUDACluster`` (default: when dask-cuda is
+        installed and ``processes`` is True).
+    timeout : float
+        Seconds to wait for all workers to come up.
+    **worker_options
+        Passed to every worker (e.g. ``memory_limit``; default: the machine's memory shared
+        equally by the workers).
+
+    Returns
+    -------
+    distributed.Client
+        ``client.shutdown()`` stops the cluster and its workers.
+    """
+    from distributed import Client, LocalCluster, Nanny, Worker
+
+    gpu_ids = _choose_gpus(gpus)
+    if not processes and len(gpu_ids) > 1:
+        raise ValueError(f"{len(gpu_ids)} GPU workers need processes=True: each GPU is pinned "
+                         "by CUDA_VISIBLE_DEVICES in its own process")
+    if cpu_workers is None:
+        cpu_workers = 0 if gpu_ids else 1
+    if isinstance(cpu_workers, bool) or not isinstance(cpu_workers, int) or cpu_workers < 0:
+        raise ValueError(f"cpu_workers must be an integer >= 0, got {cpu_workers!r}")
+    if not gpu_ids and cpu_workers == 0:
+        raise ValueError("the cluster would have no worker: ask for gpus or cpu_workers")
+    cores = os.cpu_count() or 1
+    if threads_per_worker is None:
+        threads_per_worker = max(1, (cores - len(gpu_ids)) // max(cpu_workers, 1))
+    if isinstance(threads_per_worker, bool) or not isinstance(threads_per_worker, int) \
+            or threads_per_worker < 1:
+        raise ValueError(f"threads_per_worker must be an integer >= 1, got {threads_per_worker!r}")
+    if use_dask_cuda is None:
+        use_dask_cuda = bool(gpu_ids) and processes \
+            and importlib.util.find_spec("dask_cuda") is not None
+    if use_dask_cuda and not (gpu_ids and processes):
+        raise ValueError("use_dask_cuda=True needs GPU workers and processes=True")
+
+    import dask
+
+    # Work stealing would move a GPU task away from the GPU that holds its device-resident
+    # input, which then travels through host memory and TCP (hundreds of MB per map): on
+    # clusters with GPU workers, tasks stay where the scheduler put them, next to their data.
+    with dask.config.set({"distributed.scheduler.work-stealing": not gpu_ids}):
+        if use_dask_cuda:
+            from dask_cuda import LocalCUDACluster
+
+            cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(gpu_ids),
+                                       resources={GPU: 1}, threads_per_worker=1,
+                                       dashboard_address=dashboard_address, **worker_options)
+        else:
+            cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=processes,
+                                   dashboard_address=dashboard_address, **worker_options)
+    try:
+        base = {k: v for k, v in cluster.new_spec["options"].items() if k in _SHARED_OPTIONS}
+        if "memory_limit" not in worker_options:
+            # Dask's default gives a one-thread worker its thread's share of the memory
+            # (1/16 on 16 cores), too little for a GPU worker's maps: share it per worker.
+            from distributed.system import MEMORY_LIMIT
+
+            base["memory_limit"] = int(MEMORY_LIMIT // (len(gpu_ids) + cpu_workers))
+        base.update(worker_options)
+        cls = Nanny if processes else Worker
+        specs = {}
+        if not use_dask_cuda:
+            # each GPU worker's host-side work (catalog sorting, plans) gets its share of the
+            # cores: unbounded, every process started a thread per core, and on a 4-GPU node
+            # the first count of each call took 0.4 s instead of 0.05 s
+            share = str(max(1, (cores - cpu_workers * threads_per_worker) // max(1, len(gpu_ids))))
+            for i, dev in enumerate(gpu_ids):
+                opts = dict(base, nthreads=1, resources={GPU: 1})
+                if processes:
+                    opts["env"] = {"CUDA_VISIBLE_DEVICES": dev, "NUMBA_NUM_THREADS": share,
+                                   "SPHGPU_NUM_THREADS": share, "OMP_WAIT_POLICY": "PASSIVE"}
+                specs[f"gpu-{i}"] = {"cls": cls, "options": opts}
+        for i in range(cpu_workers):
+            opts = dict(base, nthreads=threads_per_worker, resources={CPU: threads_per_worker})
+            if processes:
+                opts["env"] = dict(_CPU_WORKER_ENV)
+            specs[f"cpu-{i}"] = {"cls": cls, "options": opts}
+        # SpecCluster keeps the wanted workers in .worker_spec; scale() to the same size brings
+        # the running workers in line with it (workers of different kinds in one cluster).
+        cluster.worker_spec.update(specs)
+        cluster.scale(len(cluster.worker_spec))
+        client = Client(cluster)
+        client.wait_for_workers(len(cluster.worker_spec), timeout=timeout)
+    except BaseException:
+        cluster.close()
+        raise
+    return client
+
+
+# ----------------------------------------------------------------------------- existing clients
+def get_client(client=None):
+    """``client``, or the default Dask client; ValueError saying how to make one if none."""
+    if client is not None:
+        if not hasattr(client, "submit") or not hasattr(client, "scheduler_info"):
+            raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+        return client
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        raise ValueError("no Dask client: pass client=, or create one with "
+                         "sphgpu.distributed.local_cluster() (or distributed.Client(...))") \
+            from None
+
+
+def workers(client) -> dict:
+    """``{address: info}`` of every worker (``info`` has ``name``, ``nthreads``, ``resources``)."""
+    # Asked of the scheduler directly: scheduler_info() returns the client's cached copy, which
+    # its periodic refresh (made without the per-worker part) can replace at any moment; seen
+    # on a 4-GPU node as GPU workers that came and went between two calls.
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=-1)
+    except Exception:             # an older scheduler: its identity has every worker anyway
+        info = client.scheduler_info()
+    return dict(info.get("workers", {}))
+
+
+def gpu_workers(client) -> list[str]:
+    """Addresses of the workers declaring a GPU resource."""
+    return sorted(a for a, w in workers(client).items() if w.get("resources", {}).get(GPU, 0) > 0)
+
+
+def cpu_slots(client) -> int:
+    """How many CPU tasks the cluster runs at once: declared CPU slots, or, when no worker
+    declares any, the threads of all workers without a GPU (all workers if every one has)."""
+    ws = workers(client)
+    declared = sum(int(w.get("resources", {}).get(CPU, 0)) for w in ws.values())
+    if declared:
+        return declared
+    plain = [w for w in ws.values() if not w.get("resources", {}).get(GPU, 0)]
+    return sum(int(w.get("nthreads", 1)) for w in (plain or ws.values()))
+
+
+def require_gpu_worker(client) -> list[str]:
+    """The GPU workers' addresses; :class:`NoGPUWorkerError` with the remedy if there are none."""
+    found = gpu_workers(client)
+    if not found:
+        ws = workers(client)
+        desc = ", ".join(f"{w.get('name', a)} {w.get('resources') or {}}" for a, w in ws.items())
+        raise NoGPUWorkerError(
+            f"a GPU task was asked for, but none of the cluster's {len(ws)} worker(s) declares "
+            f"a GPU resource ({desc or 'no workers'}). Start one worker per GPU with "
+            "resources={'GPU': 1} (sphgpu.distributed.local_cluster(gpus='all') does), or use "
+            "backend='cpu'.")
+    return found
+
+
+def task_resources(client, kind: str):
+    """Resources a task of ``kind`` ("gpu" or "cpu") asks for on this cluster."""
+    if kind == "gpu":
+        require_gpu_worker(client)
+        return {GPU: 1}
+    if kind != "cpu":
+        raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
+    declared = any(w.get("resources", {}).get(CPU, 0) for w in workers(client).values())
+    return {CPU: 1} if declared else None
+
+
+# ----------------------------------------------------------------------------- notebooks
+def dashboard_link(client) -> str | None:
+    """URL of the cluster's Dask dashboard (its plots need bokeh, which the lab extra
+    installs); None when the scheduler serves no web pages."""
+    try:
+        return client.dashboard_link
+    except Exception:        # a scheduler without an HTTP server
+        return None
+
+
+def cluster_info(client) -> dict:
+    """A summary for notebooks and logs: worker counts, GPU workers, CPU slots, dashboard."""
+    ws = workers(client)
+    return {"workers": len(ws), "gpu_workers": len(gpu_workers(client)),
+            "cpu_slots": cpu_slots(client), "threads": sum(w.get("nthreads", 0)
+                                                           for w in ws.values()),
+            "dashboard": dashboard_link(client)}
+
+
+def show_progress(futures, notebook: bool | None = None) -> None:
+    """Show Dask's progress bar for ``futures`` (and the tasks they depend on): a widget in a
+    notebook, displayed at once, wherever this is called; a text bar in a terminal, which waits
+    until they finish."""
+    from distributed import progress
+
+    bar = progress(futures, notebook=notebook)
+    if bar is not None:                 # the notebook widget: display it now, not at cell end
+        from IPython.display import display
+
+        display(bar)

@@ -1,0 +1,583 @@
+"""Spherical harmonic transforms on a Dask cluster: batches of maps, and one transform split
+over many workers.
+
+Batches (:func:`alm2map_many`, :func:`map2alm_many`): k independent transforms, one task per
+group of maps. Each group is sent once to the worker that transforms it; on a GPU worker the
+whole transform runs on its device (``sphgpu.alm2map(..., backend="cuda")``), and only the
+result comes back.
+
+One large transform (:func:`alm2map`, :func:`map2alm`), in one of two patterns:
+
+``pattern="m"`` -- the SHT paper's distribution. Each task of the Legendre step gets a chunk of
+    m (balanced by cost, :func:`~sphgpu.distributed.partition.m_chunks`) and computes
+    Delta_m(theta) for all rings; its result is cut into one piece per ring chunk; each ring
+    chunk's task gathers its pieces from every m chunk (Dask moves them: the all-to-all
+    exchange) and does the ring FFTs of its rings. map2alm runs the same graph backwards
+    (ring FFTs per ring chunk, exchange, Legendre step per m chunk), and healpy's Jacobi
+    iterations are more rounds of the same graph, with every a_lm chunk staying on its worker.
+    Each worker holds only its share of the a_lm and of the map.
+``pattern="rings"`` -- no exchange: every worker gets all a_lm, and each ring-chunk task runs a
+    whole transform for its rings (a sub-grid of the geometry; chunks keep mirror rings
+    together so the Legendre recurrence still serves two rings at once). map2alm adds the
+    chunks' partial a_lm. Cheaper in traffic when the a_lm are much smaller than Delta_m
+    (always, for lmax ~ 2 nside), and it runs on the GPU today; ``"m"`` needs the Legendre
+    and ring-FFT stages of the backend (:mod:`sphgpu.sht.stages`), written for the CPU so far.
+
+Results equal the serial ones to rounding (see ``TOL["distributed"]`` in the tests).
+
+Faults: inputs are scattered to the workers (sent once, not through the scheduler). Tasks
+whose worker dies are re-run elsewhere by Dask; if the worker held an input that is now lost,
+that item is sent and submitted again (up to :data:`ATTEMPTS` times), so a returned result is
+always complete. A task that fails, or keeps killing workers (Dask's ``KilledWorker``, or
+:class:`WorkersLostError` when its inputs die with them), raises here, and the rest of the work
+is cancelled: no partial result is ever returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import time
+import uuid
+
+import numpy as np
+
+from .._validate import as_complex_array, as_real_array, check_int, is_device_array
+from ..alm import AlmLayout
+from ..geometry import RingGeometry
+from ..sht import stages
+from ..sht.transforms import resolve_geometry
+from . import cluster as _cluster
+from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
+
+__all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
+           "ATTEMPTS", "PATTERNS"]
+
+#: how many times an item whose scattered input was lost with its worker is submitted, in all
+ATTEMPTS = 3
+#: seconds to wait for a suitable worker when none is up (e.g. all restarting after crashes)
+WORKER_WAIT = 60.0
+
+
+class WorkersLostError(RuntimeError):
+    """Work was lost with dying workers more often than sphgpu retries it (see ATTEMPTS);
+    nothing is returned rather than a partial result."""
+PATTERNS = ("m", "rings")
+_BACKENDS = ("auto", "cuda", "cpu", "reference")
+
+
+# ----------------------------------------------------------------------------- plumbing
+def _key(stage: str) -> str:
+    # Dask groups tasks by the alphabetic words before the first token: "sphgpu-legendre"
+    return f"sphgpu-{stage}-{uuid.uuid4().hex}"
+
+
+def _placement(client, backend):
+    """The backend the tasks run and the resources they ask for."""
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a string, got {type(backend).__name__}")
+    name = backend.strip().lower()
+    if name not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+    if name == "auto":
+        name = "cuda" if _cluster.gpu_workers(client) else "cpu"
+    return name, _cluster.task_resources(client, "gpu" if name == "cuda" else "cpu")
+
+
+def _eligible(client, resources):
+    """Workers that can run a task asking for ``resources`` (where its inputs should go)."""
+    ws = _cluster.workers(client)
+    if not resources:
+        return sorted(ws)
+    return sorted(a for a, w in ws.items()
+                  if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items()))
+
+
+def _host_array(name, a, check):
+    if is_device_array(a):
+        raise TypeError(f"{name} is a GPU array: sphgpu.distributed takes NumPy arrays (each "
+                        "worker copies its share to its own GPU); copy it to the host first")
+    return check(name, a)
+
+
+def _is_future_list(x):
+    from distributed import Future
+
+    return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(f, Future) for f in x)
+
+
+def _scatter(client, data, resources, *, broadcast=False):
+    """Send ``data`` (a list) to the workers that can run tasks with ``resources``.
+
+    A worker that dies while receiving makes the scatter fail; it is then tried again on the
+    workers left (the scheduler drops the dead one within moments).
+    """
+    from distributed.comm import CommClosedError
+
+    for attempt in range(ATTEMPTS):
+        where = _eligible(client, resources)
+        deadline = time.monotonic() + WORKER_WAIT
+        while not where:                     # workers restarting after a crash come back
+            if time.monotonic() > deadline:
+                raise WorkersLostError(f"no worker that can run these tasks has been up for "
+                                       f"{WORKER_WAIT:.0f} s; no result is returned")
+            time.sleep(0.2)
+            where = _eligible(client, resources)
+        try:
+            return client.scatter(data, workers=where, broadcast=broadcast, hash=False)
+        except (CommClosedError, OSError):
+            if attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+
+
+def _run_items(client, n, build, *, progress=False):
+    """Compute ``n`` independent items and return their results, in order.
+
+    ``build(items)`` scatters the inputs of the listed items and submits their tasks,
+    returning for each item the list of futures whose results make it up. An item whose
+    futures are cancelled because a lost worker held its scattered input is built again (up
+    to ATTEMPTS times in all); any task error cancels everything and is raised. Returns a list
+    (per item) of lists (per future).
+    """
+    from distributed import as_completed
+
+    results = [None] * n
+    todo = list(range(n))
+    for _ in range(ATTEMPTS):
+        owner, parts, lost = {}, {}, set()
+        try:
+            for i, futs in zip(todo, build(todo)):
+                parts[i] = [None] * len(futs)
+                for j, f in enumerate(futs):
+                    owner[f] = (i, j)
+            if progress:
+                _cluster.show_progress(list(owner))
+            for fut, res in as_completed(list(owner), with_results=True, raise_errors=False):
+                i, j = owner[fut]
+                if fut.status == "finished":
+                    parts[i][j] = res
+                elif fut.status == "cancelled":
+                    lost.add(i)
+                else:
+                    fut.result()            # re-raises the task's error with its traceback
+                    raise RuntimeError(f"task {fut.key} ended in state {fut.status!r}")
+        except BaseException:
+            client.cancel(list(owner))
+            raise
+        for i in todo:
+            if i not in lost:
+                results[i] = parts[i]
+        todo = sorted(lost)
+        if not todo:
+            return results
+    raise WorkersLostError(f"{len(todo)} of {n} item(s) lost their input with a dying worker "
+                           f"{ATTEMPTS} times in a row; no result is returned (does a task "
+                           "crash its worker, or is the cluster losing workers?)")
+
+
+# ----------------------------------------------------------------------------- geometry on workers
+def _geom_ref(g):
+    """What tasks receive for a geometry: ("healpix", nside) when it is one, else the object."""
+    if g.kind == "healpix" and g.nside is not None and g.pixel_offset == 0 \
+            and g.nrings == 4 * g.nside - 1:
+        return ("healpix", g.nside)
+    return g
+
+
+def _geom(ref):
+    return RingGeometry.healpix(ref[1]) if isinstance(ref, tuple) else ref
+
+
+@functools.lru_cache(maxsize=32)
+def _healpix_subgeometry(nside, rings_bytes):
+    return _build_subgeometry(RingGeometry.healpix(nside), np.frombuffer(rings_bytes, np.int64))
+
+
+def _build_subgeometry(g, rings):
+    nphi = g.nphi[rings]
+    ringstart = np.concatenate(([0], np.cumsum(nphi)[:-1]))
+    return RingGeometry(g.theta[rings], g.phi0[rings], nphi, ringstart, g.weight[rings],
+                        kind="custom")
+
+
+def _subgeometry(ref, rings):
+    """The rings ``rings`` (sorted) of a geometry as a grid of their own, pixels packed ring
+    after ring. Cached on the worker for HEALPix, so GPU plans built for it are found again."""
+    if isinstance(ref, tuple):
+        return _healpix_subgeometry(ref[1], np.ascontiguousarray(rings, np.int64).tobytes())
+    return _build_subgeometry(ref, rings)
+
+
+def _pixel_runs(g, rings):
+    """Where the pixels of ``rings`` (packed as in :func:`_subgeometry`) sit in the parent map:
+    a list of (start, stop) runs, merged where consecutive rings are adjacent."""
+    runs = []
+    for r in rings:
+        a = int(g.ringstart[r])
+        b = a + int(g.nphi[r])
+        if runs and runs[-1][1] == a:
+            runs[-1][1] = b
+        else:
+            runs.append([a, b])
+    return [tuple(r) for r in runs]
+
+
+def _take_pixels(maps, runs):
+    return np.ascontiguousarray(np.concatenate([maps[:, a:b] for a, b in runs], axis=1))
+
+
+def _put_pixels(out, piece, runs):
+    pos = 0
+    for a, b in runs:
+        out[:, a:b] = piece[:, pos:pos + b - a]
+        pos += b - a
+
+
+# ----------------------------------------------------------------------------- tasks
+# Module-level functions: workers import them from sphgpu, nothing is pickled by value.
+def _synthesis_task(alm, lmax, mmax, ref, backend):
+    from ..sht.transforms import alm2map
+
+    return alm2map(alm, lmax=lmax, mmax=mmax, geometry=_geom(ref), backend=backend)
+
+
+def _analysis_task(maps, lmax, mmax, iter, ref, backend):
+    from ..sht.transforms import map2alm
+
+    return map2alm(maps, lmax, mmax, iter, geometry=_geom(ref), backend=backend)
+
+
+def _legendre_task(alm, layout, ref, mrange, ring_lists, backend):
+    """m chunk -> Delta_m on all rings, cut into one piece per ring chunk."""
+    leg = stages.alm2leg(alm, layout, _geom(ref), mrange, backend=backend)
+    return tuple(np.ascontiguousarray(leg[:, rings, :]) for rings in ring_lists)
+
+
+def _ringfft_task(ref, rings, backend, *pieces):
+    """Pieces of Delta_m from every m chunk (in m order) -> the pixels of this ring chunk."""
+    leg = np.concatenate(pieces, axis=2)
+    return stages.leg2map(leg, _subgeometry(_geom(ref), rings), backend=backend)
+
+
+def _analysis_ring_task(maps, ref, rings, mmax, mranges, backend, *synth_pieces):
+    """Ring chunk: (maps minus the synthesis of the current a_lm, if given) -> weighted
+    Delta_m, cut into one piece per m chunk."""
+    sub = _subgeometry(_geom(ref), rings)
+    if synth_pieces:
+        maps = maps - stages.leg2map(np.concatenate(synth_pieces, axis=2), sub, backend=backend)
+    leg = stages.map2leg(maps, sub, mmax, backend=backend)
+    return tuple(np.ascontiguousarray(leg[:, :, r.start:r.stop]) for r in mranges)
+
+
+def _adjoint_legendre_task(layout, ref, ring_lists, mrange, backend, previous, *pieces):
+    """m chunk: pieces from every ring chunk -> a_lm of this chunk (+ ``previous``)."""
+    g = _geom(ref)
+    leg = np.empty((pieces[0].shape[0], g.nrings, len(mrange)), dtype=np.complex128)
+    for rings, p in zip(ring_lists, pieces):
+        leg[:, rings, :] = p
+    alm = stages.leg2alm(leg, layout, g, mrange, backend=backend)
+    return alm if previous is None else previous + alm
+
+
+def _rings_synthesis_task(alm, layout, ref, rings, backend):
+    from ..sht.transforms import alm2map
+
+    return alm2map(alm, lmax=layout.lmax, mmax=layout.mmax,
+                   geometry=_subgeometry(_geom(ref), rings), backend=backend)
+
+
+def _rings_analysis_task(maps, alm, layout, ref, rings, backend):
+    """Ring chunk's share of one analysis pass of (maps - synthesis(alm)) (or of maps)."""
+    from ..sht.transforms import alm2map, map2alm
+
+    sub = _subgeometry(_geom(ref), rings)
+    if alm is not None:
+        maps = maps - alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, geometry=sub,
+                              backend=backend)
+    return map2alm(maps, layout.lmax, layout.mmax, 0, geometry=sub, backend=backend)
+
+
+def _sum_task(previous, *parts):
+    total = parts[0].copy()
+    for p in parts[1:]:
+        total += p
+    return total if previous is None else previous + total
+
+
+# ----------------------------------------------------------------------------- batches
+def _batch_inputs(name, data, check):
+    """(list of row groups or futures, was 1-D, inputs are futures)."""
+    if _is_future_list(data):
+        return list(data), False, True
+    arr = _host_array(name, data, check)
+    return arr, arr.ndim == 1, False
+
+
+def _groups(k, per):
+    per = check_int("maps_per_task", per, minimum=1)
+    return [slice(i, min(i + per, k)) for i in range(0, k, per)]
+
+
+def _stack(results, single):
+    """Results of the items in order, as one array when they are NumPy arrays."""
+    flat = [r for item in results for r in item]
+    if not all(isinstance(r, np.ndarray) for r in flat):
+        return flat
+    out = np.concatenate([r if r.ndim == 2 else r[None] for r in flat], axis=0)
+    return out[0] if single else out
+
+
+def _run_batch(client, stage, fn, inputs, futures_in, args, resources, gather, progress,
+               per_task):
+    if futures_in:
+        items = inputs
+    else:
+        items = [inputs[s] for s in _groups(inputs.shape[0], per_task)]
+    def build(todo):
+        data = [items[i] for i in todo]
+        if not futures_in:
+            data = _scatter(client, data, resources)
+        key = _key(stage)                   # new keys for every round
+        return [[client.submit(fn, d, *args, key=(key, i), resources=resources)]
+                for i, d in zip(todo, data)]
+
+    if not gather:
+        return [f for [f] in build(list(range(len(items))))]
+    return _run_items(client, len(items), build, progress=progress)
+
+
+def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",
+                 client=None, maps_per_task=1, gather=True, progress=False):
+    """Synthesize many maps on a Dask cluster, one task per ``maps_per_task`` of them.
+
+    Parameters
+    ----------
+    alms : array, shape (k, nalm) (or (nalm,)), complex; or a list of Dask futures
+        Coefficient sets in healpy's order. Futures (e.g. a_lm made on the workers) are
+        transformed where they are, one task each, without passing through this process.
+    nside, lmax, mmax, geometry
+        As in :func:`sphgpu.alm2map`.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        ``"auto"``: the GPU workers when the cluster has any, else CPU workers. ``"cuda"`` on a
+        cluster without a GPU worker raises :class:`~sphgpu.distributed.NoGPUWorkerError`.
+    client : distributed.Client, optional
+        Default: the current Dask client.
+    maps_per_task : int
+        Maps per task (GPU transforms of several maps share one Legendre recurrence).
+    gather : bool
+        True: return the maps here. False: return one future per task, results left on the
+        workers (no retry of lost inputs then: the futures are yours).
+    progress : bool
+        Show Dask's progress bar (a widget in notebooks).
+
+    Returns
+    -------
+    ndarray, shape (k, npix) (or (npix,)), float64 -- or a list of futures (``gather=False``).
+    With futures as input, a list of the results when they are not NumPy arrays (device arrays
+    stay device arrays).
+    """
+    client = _cluster.get_client(client)
+    name, resources = _placement(client, backend)
+    data, single, futures_in = _batch_inputs("alms", alms, as_complex_array)
+    g = resolve_geometry(nside, geometry)
+    if not futures_in:
+        layout = AlmLayout.from_size(data.shape[-1], lmax, mmax, name="alms")
+        lmax, mmax = layout.lmax, layout.mmax
+        data = data[None] if single else data
+    out = _run_batch(client, "synthesis", _synthesis_task, data, futures_in,
+                     (lmax, mmax, _geom_ref(g), name), resources, gather, progress,
+                     maps_per_task)
+    return _stack(out, single) if gather else out
+
+
+def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto",
+                 client=None, maps_per_task=1, gather=True, progress=False):
+    """Analyse many maps on a Dask cluster (healpy's ``map2alm`` with ``iter`` Jacobi
+    iterations for each), one task per ``maps_per_task`` of them.
+
+    ``maps`` is (k, npix) (or (npix,)) real, or a list of futures; other arguments as in
+    :func:`alm2map_many` and :func:`sphgpu.map2alm`. Returns (k, nalm) complex128 (or
+    (nalm,)), or a list of futures with ``gather=False``.
+    """
+    client = _cluster.get_client(client)
+    name, resources = _placement(client, backend)
+    iter = check_int("iter", iter, minimum=0)
+    data, single, futures_in = _batch_inputs("maps", maps, as_real_array)
+    if futures_in:
+        g = geometry
+        if g is None:
+            raise ValueError("with futures as maps, pass geometry= (the maps are not here to "
+                             "infer nside from)")
+        g = resolve_geometry(None, g)
+    else:
+        g = resolve_geometry(None, geometry, npix=data.shape[-1], name="maps")
+        data = data[None] if single else data
+    if lmax is None:
+        lmax = g.natural_lmax
+    layout = AlmLayout(lmax, mmax)
+    out = _run_batch(client, "analysis", _analysis_task, data, futures_in,
+                     (layout.lmax, layout.mmax, iter, _geom_ref(g), name), resources, gather,
+                     progress, maps_per_task)
+    return _stack(out, single) if gather else out
+
+
+# ----------------------------------------------------------------------------- one large transform
+def _check_pattern(pattern):
+    if pattern not in PATTERNS:
+        raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
+    return pattern
+
+
+def _chunk_count(client, name, nchunks):
+    if nchunks is not None:
+        return check_int("nchunks", nchunks, minimum=1)
+    if name == "cuda":
+        return len(_cluster.gpu_workers(client))
+    return max(1, _cluster.cpu_slots(client))
+
+
+def _plan(g, layout, n, pattern):
+    """(m ranges, ring lists) for a transform split n ways."""
+    if pattern == "m":
+        return (m_chunks(layout.lmax, layout.mmax, n, nrings=g.nrings),
+                ring_chunks(g.nphi, n))
+    pairs = g.ring_pairs()
+    return None, ring_chunks(g.nphi, n, pairs=pairs,
+                             cost=transform_ring_costs(g.nphi, pairs, layout.size))
+
+
+def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",
+            client=None, nchunks=None, pattern="m", progress=False):
+    """One synthesis (healpy's ``alm2map``) split over the workers of a Dask cluster.
+
+    Parameters
+    ----------
+    alm : array, shape (nalm,) or (k, nalm), complex
+    nside, lmax, mmax, geometry
+        As in :func:`sphgpu.alm2map`.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        As in :func:`alm2map_many`.
+    client : distributed.Client, optional
+    nchunks : int, optional
+        m chunks and ring chunks (default: one per GPU worker, or per CPU slot).
+    pattern : {"m", "rings"}
+        ``"m"``: the SHT paper's m chunks, all-to-all of Delta_m, ring chunks. ``"rings"``:
+        every worker gets the a_lm and synthesizes its own rings. See the module docstring.
+    progress : bool
+        Show Dask's progress bar.
+
+    Returns
+    -------
+    ndarray, shape (npix,) or (k, npix), float64, equal to the serial ``sphgpu.alm2map`` to
+    rounding.
+    """
+    client = _cluster.get_client(client)
+    name, resources = _placement(client, backend)
+    pattern = _check_pattern(pattern)
+    arr = _host_array("alm", alm, as_complex_array)
+    g = resolve_geometry(nside, geometry)
+    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
+    batch = arr[None] if arr.ndim == 1 else arr
+    mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
+    ref = _geom_ref(g)
+
+    def build(_):
+        return [build_graph()]
+
+    def build_graph():
+        if pattern == "rings":
+            [alm_f] = _scatter(client, [batch], resources, broadcast=True)
+            key = _key("synthesis")
+            return [client.submit(_rings_synthesis_task, alm_f, layout, ref, rings, name,
+                                  key=(key, r), resources=resources)
+                    for r, rings in enumerate(ring_lists)]
+        chunks = _scatter(client, [np.ascontiguousarray(batch[:, alm_slice(layout.lmax, mr)])
+                                   for mr in mranges], resources)
+        kl, kx, kf = _key("legendre"), _key("exchange"), _key("ringfft")
+        legs = [client.submit(_legendre_task, a, layout, ref, mr, ring_lists, name,
+                              key=(kl, c), resources=resources)
+                for c, (a, mr) in enumerate(zip(chunks, mranges))]
+        pieces = [[client.submit(operator.getitem, leg, r, key=(kx, c, r))
+                   for r in range(len(ring_lists))] for c, leg in enumerate(legs)]
+        return [client.submit(_ringfft_task, ref, rings, name,
+                              *[pieces[c][r] for c in range(len(legs))],
+                              key=(kf, r), resources=resources)
+                for r, rings in enumerate(ring_lists)]
+
+    [parts] = _run_items(client, 1, build, progress=progress)
+    out = np.zeros((batch.shape[0], g.npix))
+    for rings, piece in zip(ring_lists, parts):
+        _put_pixels(out, piece, _pixel_runs(g, rings))
+    return out[0] if arr.ndim == 1 else out
+
+
+def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto", client=None,
+            nchunks=None, pattern="m", progress=False):
+    """One analysis (healpy's ``map2alm``, ``iter`` Jacobi iterations) split over the workers
+    of a Dask cluster; arguments as in :func:`alm2map` and :func:`sphgpu.map2alm`.
+
+    With ``pattern="m"`` the map stays split by ring chunks and the a_lm by m chunks on their
+    workers through all iterations; only Delta_m pieces move between them. With ``"rings"``
+    each ring chunk's partial a_lm are added up after every pass.
+
+    Returns
+    -------
+    ndarray, shape (nalm,) or (k, nalm), complex128, equal to the serial ``sphgpu.map2alm`` to
+    rounding.
+    """
+    client = _cluster.get_client(client)
+    name, resources = _placement(client, backend)
+    pattern = _check_pattern(pattern)
+    iter = check_int("iter", iter, minimum=0)
+    arr = _host_array("maps", maps, as_real_array)
+    g = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+    layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
+    batch = arr[None] if arr.ndim == 1 else arr
+    mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
+    ref = _geom_ref(g)
+    nr = len(ring_lists)
+
+    def build(_):
+        return [build_graph()]
+
+    def build_graph():
+        map_f = _scatter(client, [_take_pixels(batch, _pixel_runs(g, rings))
+                                  for rings in ring_lists], resources)
+        if pattern == "rings":
+            alm = None
+            for it in range(iter + 1):
+                ka = _key("analysis")
+                partial = [client.submit(_rings_analysis_task, map_f[r], alm, layout, ref,
+                                         rings, name, key=(ka, r), resources=resources)
+                           for r, rings in enumerate(ring_lists)]
+                alm = client.submit(_sum_task, alm, *partial, key=_key("sum"))
+            return [alm]
+        nm = len(mranges)
+        alm_c = [None] * nm
+        synth = None                   # synth[c][r]: pieces of the current a_lm's Delta_m
+        for it in range(iter + 1):
+            kf, kx, kl = _key("ringfft"), _key("exchange"), _key("legendre")
+            legs = [client.submit(_analysis_ring_task, map_f[r], ref, rings, layout.mmax,
+                                  mranges, name,
+                                  *([synth[c][r] for c in range(nm)] if synth else []),
+                                  key=(kf, r), resources=resources)
+                    for r, rings in enumerate(ring_lists)]
+            pieces = [[client.submit(operator.getitem, legs[r], c, key=(kx, r, c))
+                       for c in range(nm)] for r in range(nr)]
+            alm_c = [client.submit(_adjoint_legendre_task, layout, ref, ring_lists, mr, name,
+                                   alm_c[c], *[pieces[r][c] for r in range(nr)],
+                                   key=(kl, c), resources=resources)
+                     for c, mr in enumerate(mranges)]
+            if it < iter:
+                ks, kx2 = _key("legendre"), _key("exchange")
+                sl = [client.submit(_legendre_task, alm_c[c], layout, ref, mr, ring_lists, name,
+                                    key=(ks, c), resources=resources)
+                      for c, mr in enumerate(mranges)]
+                synth = [[client.submit(operator.getitem, sl[c], r, key=(kx2, c, r))
+                          for r in range(nr)] for c in range(nm)]
+        return alm_c
+
+    [parts] = _run_items(client, 1, build, progress=progress)
+    alm = np.concatenate(parts, axis=1)
+    return alm[0] if arr.ndim == 1 else alm

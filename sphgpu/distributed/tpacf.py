@@ -1,0 +1,168 @@
+"""Pair counts on a Dask cluster: one count split over catalog chunk pairs, and one catalog
+against several others (the data against each random catalog) in parallel.
+
+Counts of disjoint sets of pairs add exactly (:class:`sphgpu.tpacf.PairCounts`), so the
+distributed result equals the serial one as integers, jackknife region counts included. The
+catalogs are sent to every eligible worker once; each task counts its chunk pair there.
+"""
+
+from __future__ import annotations
+
+from ..tpacf import Catalog, PairCounts
+from ..tpacf import pair_counts as _serial_pair_counts
+from ..tpacf.api import _catalogs
+from . import cluster as _cluster
+from .partition import chunk_pairs
+from .sht import _eligible, _placement
+
+__all__ = ["pair_counts", "pair_counts_many"]
+
+
+def _count_task(c1, s1, c2, s2, same, bins, n_regions, backend):
+    """Pair counts of c1[s1] against c2[s2] (``same``: c1[s1] with itself, each pair once).
+
+    Whole catalogs are counted as they are: a Catalog kept in a worker's memory caches its
+    sorted (and device) copies on first use, so later counts against it skip that work.
+    """
+    def part(c, s):
+        c = _as_catalog(c, "catalog")
+        if s == slice(None):
+            return c
+        return Catalog(c.ra[s], c.dec[s], weights=None if c.weights is None else c.weights[s],
+                       labels=None if c.labels is None else c.labels[s])
+
+    return _serial_pair_counts(part(c1, s1), None if same else part(c2, s2), bins=bins,
+                               n_regions=n_regions, backend=backend)
+
+
+def _n_regions(n_regions, *cats):
+    if n_regions is not None:
+        return n_regions
+    labels = [c.labels for c in cats if c is not None and c.labels is not None]
+    return max(int(lab.max()) + 1 for lab in labels) if labels else 0
+
+
+def _whole(parts, n1, n2, auto):
+    """The sum of the parts, labelled as the count of the whole catalogs."""
+    s = sum(parts[1:], parts[0])
+    return PairCounts(s.bins, s.counts, n1=n1, n2=n2, auto=auto, total=s.total,
+                      weights=s.weights, weighted_total=s.weighted_total,
+                      region_counts=s.region_counts, region_weights=s.region_weights,
+                      region_total=s.region_total,
+                      region_weighted_total=s.region_weighted_total,
+                      pairs_compared=s.pairs_compared, refined=s.refined)
+
+
+def _submit(client, tasks, backend, progress, home=None):
+    """Run the tasks; ``home[i]``, a future, names the data task i should run next to (Dask
+    sizes a Catalog by its Python object, not its arrays, so it would not know)."""
+    name, resources = _placement(client, backend)
+    holders = client.who_has([h for h in home if h is not None]) if home else {}
+    futures = []
+    for i, t in enumerate(tasks):
+        where = list(holders.get(home[i].key, ())) if home and home[i] is not None else []
+        futures.append(client.submit(_count_task, *t, name, resources=resources, pure=False,
+                                     workers=where or None, allow_other_workers=bool(where)))
+    if progress:
+        _cluster.show_progress(futures)
+    return client.gather(futures)            # raises if a task failed for good: no partial sum
+
+
+def _scatter(client, backend, data):
+    _, resources = _placement(client, backend)
+    # hash=False: equal catalogs scattered by two calls must not share (and release) one key
+    return client.scatter(data, broadcast=True, workers=_eligible(client, resources), hash=False)
+
+
+def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
+                labels1=None, labels2=None, n_regions=None, nchunks=None, client=None,
+                backend="auto", progress=False):
+    """:func:`sphgpu.tpacf.pair_counts` over a Dask cluster, equal to it as integers.
+
+    Catalog 1 (and catalog 2) are cut into ``nchunks`` contiguous chunks (default: the number
+    of workers that can run the tasks); an auto count runs the ``nchunks (nchunks + 1) / 2``
+    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs. Other arguments as in
+    :func:`sphgpu.tpacf.pair_counts`, plus ``client`` (default: the current Dask client),
+    ``backend`` ("auto": the GPU workers when there are any) and ``progress`` (Dask's
+    progress bar).
+
+    Returns
+    -------
+    PairCounts
+        With ``n1``, ``n2`` and ``auto`` of the whole catalogs.
+    """
+    client = _cluster.get_client(client)
+    cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
+    nreg = _n_regions(n_regions, cat1, cat2)
+    if nchunks is None:
+        _, resources = _placement(client, backend)
+        nchunks = max(1, len(_eligible(client, resources)))
+    n1 = cat1.size
+    n2 = n1 if cat2 is None else cat2.size
+    sent = _scatter(client, backend, [c for c in (cat1, cat2) if c is not None])
+    c1, c2 = sent[0], sent[-1]
+    tasks = [(c1, p.first, c2, p.second, p.same, bins, nreg)
+             for p in chunk_pairs(n1, None if cat2 is None else n2, nchunks)]
+    return _whole(_submit(client, tasks, backend, progress), n1, n2, cat2 is None)
+
+
+def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, backend="auto",
+                     progress=False):
+    """Counts of one catalog against each of several others, one task each, in parallel: the
+    slides' loop over random catalogs (DR for every random file, or RR with ``catalog`` None
+    for the auto counts of each).
+
+    Parameters
+    ----------
+    catalog : Catalog or (ra, dec) in degrees, a Dask future of one, or None
+        The data; None counts each of ``others`` with itself (RR). A future (e.g.
+        ``client.scatter(Catalog(ra, dec), broadcast=True)``) is not sent again, and each
+        worker keeps the sorted copies it makes on the first call for the later ones.
+    others : list of Catalog or (ra, dec), or Dask futures of them
+        The random catalogs. Futures (catalogs made on the workers) are counted where they
+        are; give ``n_regions`` when they carry jackknife labels.
+    bins, n_regions, client, backend, progress
+        As in :func:`pair_counts`.
+
+    Returns
+    -------
+    list of PairCounts, in the order of ``others``; equal to the serial counts as integers.
+    """
+    client = _cluster.get_client(client)
+    if not isinstance(others, (list, tuple)) or not others:
+        raise ValueError("others must be a non-empty list of catalogs")
+    remote = [_is_future(o) for o in others]
+    cats = [None if r else _as_catalog(o, f"others[{i}]")
+            for i, (o, r) in enumerate(zip(others, remote))]
+    data_remote = _is_future(catalog)
+    data = None if catalog is None or data_remote else _as_catalog(catalog, "catalog")
+    if any(remote) and n_regions is None:
+        n_regions = _n_regions(None, data, *cats)     # labels of the remote ones are not seen
+    nreg = _n_regions(n_regions, data, *cats)
+    # the data go to every worker; each random catalog to one worker, where its task runs
+    _, resources = _placement(client, backend)
+    where = _eligible(client, resources)
+    local = [c for c in cats if c is not None]
+    sent = iter(client.scatter(local, workers=where, hash=False) if local else [])
+    rs = [o if r else next(sent) for o, r in zip(others, remote)]
+    everything = slice(None)
+    if catalog is None:
+        tasks = [(r, everything, r, everything, True, bins, nreg) for r in rs]
+    else:
+        (d,) = [catalog] if data_remote else _scatter(client, backend, [data])
+        tasks = [(d, everything, r, everything, False, bins, nreg) for r in rs]
+    return _submit(client, tasks, backend, progress, home=rs)
+
+
+def _is_future(x):
+    return type(x).__name__ == "Future" and hasattr(x, "key")
+
+
+def _as_catalog(obj, name):
+    if isinstance(obj, Catalog):
+        return obj
+    if isinstance(obj, (list, tuple)) and len(obj) == 2:
+        return Catalog(obj[0], obj[1], names=(f"{name}[0] (ra)", f"{name}[1] (dec)",
+                                              "weights", "labels"))
+    raise TypeError(f"{name} must be a Catalog or an (ra, dec) pair of arrays in degrees, got "
+                    f"{type(obj).__name__}")

@@ -1,0 +1,221 @@
+"""The two steps of a transform as separate functions, on subsets of m and of rings.
+
+A synthesis is ``leg2map(alm2leg(alm))`` and an analysis ``leg2alm(map2leg(maps))``, where the
+"leg" array holds Delta_m(theta) = sum_l a_lm lambda_lm(cos theta) for every ring and m (the
+paper's Delta_m; ducc0's "leg"). Splitting the transform here is what lets
+:mod:`sphgpu.distributed` give each task a chunk of m for the Legendre step and a chunk of rings
+for the ring-FFT step, as in the SHT paper's distributed algorithm.
+
+Shapes and conventions, shared by every function:
+
+* ``alm`` (k, n) complex128 holds the orders ``mvals`` *packed*: the block l = m..lmax of each m
+  in ``mvals``, one after the other in the order given. For ``mvals = 0..mmax`` this is exactly
+  healpy's m-major layout (:class:`sphgpu.AlmLayout`); for a contiguous range of m it is one
+  slice of it (:func:`sphgpu.distributed.partition.alm_slice`).
+* ``leg`` (k, nrings, len(mvals)) complex128: column i belongs to order ``mvals[i]``.
+* ``maps`` (k, npix) float64 on ``geometry``, which may be a part of a larger grid
+  (``RingGeometry.rings``): only its rings are computed.
+
+Backends: "cpu" runs ducc0's own Legendre and ring steps (``ducc0.sht.experimental``), the
+"reference" backend plain NumPy (small sizes). "cuda" stages are not written yet.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backends
+from .._validate import check_int
+
+__all__ = ["packed_size", "alm2leg", "leg2alm", "leg2map", "map2leg"]
+
+
+def _mvals(mvals, mmax):
+    """mvals as a unique int64 array within 0..mmax (all of 0..mmax when None)."""
+    if mvals is None:
+        return np.arange(mmax + 1, dtype=np.int64)
+    if isinstance(mvals, range):
+        mvals = np.arange(mvals.start, mvals.stop, mvals.step)
+    m = np.asarray(mvals)
+    if m.ndim != 1 or m.shape[0] == 0 or np.dtype(m.dtype).kind not in "iu":
+        raise ValueError(f"mvals must be a non-empty 1-D array of integers, got {mvals!r}")
+    m = m.astype(np.int64)
+    if m.min() < 0 or m.max() > mmax:
+        raise ValueError(f"mvals must lie in 0..mmax={mmax}, got {m.min()}..{m.max()}")
+    if np.unique(m).shape[0] != m.shape[0]:
+        raise ValueError("mvals must not repeat an order m")
+    return m
+
+
+def _packed_mstart(layout, m):
+    """Where (l=0, m) would sit in the packed array, for each m (ducc0's ``mstart``).
+
+    Returns ``(mstart, pad)``: ducc0 takes unsigned offsets, but a packed block that does not
+    start at m = 0 puts the hypothetical l = 0 entry before the array; the caller then works on
+    a copy with ``pad`` leading zeros, and the offsets count from that copy's start.
+    """
+    sizes = layout.lmax + 1 - m
+    mstart = np.concatenate(([0], np.cumsum(sizes)[:-1])) - m
+    pad = int(max(0, -mstart.min()))
+    return (mstart + pad).astype(np.uintp), pad
+
+
+def packed_size(layout, mvals=None) -> int:
+    """Number of coefficients of the orders ``mvals`` (all when None): sum of lmax - m + 1."""
+    m = _mvals(mvals, layout.mmax)
+    return int(np.sum(layout.lmax + 1 - m))
+
+
+def _backend(backend):
+    name = backends.resolve(backend, "sht")
+    if name == "cuda":
+        raise NotImplementedError(
+            "the Legendre and ring-FFT stages have no CUDA implementation yet; use "
+            "backend='cpu', or pattern='rings' in sphgpu.distributed (whole transforms per ring "
+            "chunk, which run on the GPU)")
+    return name
+
+
+def _nthreads(nthreads):
+    if nthreads is None:
+        from ._cpu import _nthreads as default
+
+        return default()
+    return check_int("nthreads", nthreads, minimum=0)
+
+
+def _check_2d(name, a, dtype, width=None):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    if a.ndim != 2 or (width is not None and a.shape[1] != width):
+        want = f"(k, {width})" if width is not None else "(k, n)"
+        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
+    return a
+
+
+def _check_leg(leg, nrings, nm):
+    leg = np.ascontiguousarray(leg, dtype=np.complex128)
+    if leg.ndim != 3 or leg.shape[1:] != (nrings, nm):
+        raise ValueError(f"leg must have shape (k, {nrings}, {nm}) (maps, rings, orders), "
+                         f"got {leg.shape}")
+    return leg
+
+
+def alm2leg(alm, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
+    """Legendre step of a synthesis for the orders ``mvals`` on every ring of ``geometry``.
+
+    alm (k, packed_size(layout, mvals)) complex128 -> leg (k, nrings, len(mvals)) complex128.
+    """
+    m = _mvals(mvals, layout.mmax)
+    alm = _check_2d("alm", alm, np.complex128, packed_size(layout, m))
+    name = _backend(backend)
+    mstart, pad = _packed_mstart(layout, m)
+    if name == "reference":
+        from .reference import _check, _legendre_rows
+
+        _check(layout)
+        leg = np.zeros((alm.shape[0], geometry.nrings, m.shape[0]), dtype=np.complex128)
+        start = mstart.astype(np.int64) - pad
+        for i, mi in enumerate(m):
+            for l, lam in _legendre_rows(layout, geometry.theta, int(mi)):
+                leg[:, :, i] += alm[:, start[i] + l, None] * lam[None, :]
+        return leg
+    import ducc0
+
+    if pad:
+        alm = np.concatenate([np.zeros((alm.shape[0], pad), dtype=np.complex128), alm], axis=1)
+    leg = np.empty((alm.shape[0], geometry.nrings, m.shape[0]), dtype=np.complex128)
+    for i in range(alm.shape[0]):       # ducc0 takes one coefficient set per call (spin 0)
+        ducc0.sht.experimental.alm2leg(
+            alm=alm[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
+            mval=m.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
+            leg=leg[i:i + 1])
+    return leg
+
+
+def leg2alm(leg, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
+    """Adjoint Legendre step: leg (k, nrings, len(mvals)) -> alm (k, packed_size) complex128,
+    ``alm_lm = sum over rings of leg[ring, m] * lambda_lm(cos theta_ring)``."""
+    m = _mvals(mvals, layout.mmax)
+    leg = _check_leg(leg, geometry.nrings, m.shape[0])
+    name = _backend(backend)
+    mstart, pad = _packed_mstart(layout, m)
+    if name == "reference":
+        from .reference import _check, _legendre_rows
+
+        _check(layout)
+        alm = np.zeros((leg.shape[0], packed_size(layout, m)), dtype=np.complex128)
+        start = mstart.astype(np.int64) - pad
+        for i, mi in enumerate(m):
+            for l, lam in _legendre_rows(layout, geometry.theta, int(mi)):
+                alm[:, start[i] + l] = leg[:, :, i] @ lam
+        return alm
+    import ducc0
+
+    out = np.empty((leg.shape[0], pad + packed_size(layout, m)), dtype=np.complex128)
+    for i in range(leg.shape[0]):
+        ducc0.sht.experimental.leg2alm(
+            leg=leg[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
+            mval=m.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
+            alm=out[i:i + 1])
+    return out[:, pad:]
+
+
+def _geometry_args(geometry):
+    return dict(nphi=geometry.nphi.astype(np.uintp), phi0=geometry.phi0,
+                ringstart=geometry.ringstart.astype(np.uintp))
+
+
+def leg2map(leg, geometry, mvals=None, *, backend="cpu", nthreads=None):
+    """Ring-FFT step of a synthesis: leg (k, nrings, nm) -> maps (k, npix) float64.
+
+    ``mvals`` names the order of each column of ``leg`` (default 0..nm-1); orders missing from
+    it contribute nothing, so a part of the orders gives that part's share of the map.
+    """
+    leg = np.asarray(leg)
+    if leg.ndim != 3:
+        raise ValueError(f"leg must have shape (k, nrings, nm), got {leg.shape}")
+    leg = _check_leg(leg, geometry.nrings, leg.shape[2])
+    if mvals is not None:
+        m = _mvals(mvals, np.iinfo(np.int64).max)
+        if m.shape[0] != leg.shape[2]:
+            raise ValueError(f"mvals names {m.shape[0]} orders but leg has {leg.shape[2]} columns")
+        if not np.array_equal(m, np.arange(m.shape[0])):
+            full = np.zeros(leg.shape[:2] + (int(m.max()) + 1,), dtype=np.complex128)
+            full[:, :, m] = leg
+            leg = full
+    name = _backend(backend)
+    if name == "reference":
+        from . import ringfft
+
+        return ringfft.leg2map(leg, geometry)
+    import ducc0
+
+    out = np.empty((leg.shape[0], geometry.npix))
+    ducc0.sht.experimental.leg2map(leg=leg, map=out, nthreads=_nthreads(nthreads),
+                                   **_geometry_args(geometry))
+    return out
+
+
+def map2leg(maps, geometry, mmax, mvals=None, *, quadrature=True, backend="cpu", nthreads=None):
+    """Ring-FFT step of an analysis: maps (k, npix) -> leg (k, nrings, len(mvals)) complex128.
+
+    ``leg[ring, m] = w_ring * sum_j map_j e^{-i m phi_j}`` over the ring's pixels, with ``w`` the
+    pixel quadrature weight (``quadrature=True``, as map2alm needs; ``False`` gives the plain
+    adjoint of :func:`leg2map`). ``mvals`` (default 0..mmax) selects the orders returned.
+    """
+    mmax = check_int("mmax", mmax, minimum=0)
+    m = _mvals(mvals, mmax)
+    maps = _check_2d("maps", maps, np.float64, geometry.npix)
+    name = _backend(backend)
+    if name == "reference":
+        from . import ringfft
+
+        w = geometry.pixel_weights() if quadrature else 1.0
+        leg = ringfft.map2leg(maps * w, geometry, int(m.max()))
+    else:
+        import ducc0
+
+        leg = ducc0.sht.experimental.map2leg(
+            map=maps, mmax=int(m.max()), nthreads=_nthreads(nthreads),
+            ringfactor=geometry.weight if quadrature else None, **_geometry_args(geometry))
+    return leg if m.shape[0] == leg.shape[2] else np.ascontiguousarray(leg[:, :, m])

@@ -1,0 +1,26 @@
+"""Angular two-point correlation functions: exact DD/DR/RR pair counts, estimators, jackknife.
+
+:func:`pair_counts` counts pairs of points (RA/Dec in degrees) in :class:`AngularBins`, exactly:
+a pair's bin is decided on its float64 squared chord distance (never on ``acos`` of a rounded
+dot product), identically on every backend -- "cuda" (Numba CUDA), "cpu" (Numba, parallel) and
+"reference" (NumPy brute force). Grid pruning (:mod:`sphgpu.tpacf.grid`) makes the cost follow
+the pairs inside theta_max. The result is a :class:`PairCounts` accumulator (adds with ``+``,
+pickles) with optional weights and per-region jackknife counts.
+
+:func:`angular_correlation` runs DD, DR and RR over one or several random catalogs and applies
+the natural, Landy-Szalay or the slides' multi-random estimator, with leave-one-out jackknife
+errors from one counting pass (:class:`JackknifeRegions` makes k-means or HEALPix regions).
+:mod:`sphgpu.tpacf.mocks` draws uniform and clustered mock catalogs.
+"""
+
+from . import mocks
+from .api import CorrelationResult, angular_correlation, pair_counts
+from .bins import AngularBins
+from .catalog import Catalog
+from .counts import PairCounts
+from .estimators import landy_szalay, multi_random, natural
+from .jackknife import JackknifeRegions, jackknife_covariance
+
+__all__ = ["AngularBins", "PairCounts", "pair_counts", "angular_correlation", "Catalog",
+           "CorrelationResult", "JackknifeRegions", "jackknife_covariance", "natural",
+           "landy_szalay", "multi_random", "mocks"]

@@ -1,0 +1,255 @@
+"""@cuda.jit kernel of the pair counts: one block per group of work items (grid.PairPlan).
+
+A work item is (chunk of the first catalog: sorted positions [i0, i1), at most ``i_tile``;
+range [j0, j1) of the second catalog; label_i; label_j). A block walks its group's items in
+order; when the chunk changes it stages the chunk's coordinates (and weights) in shared memory,
+then each thread takes points j = j0 + t, j0 + t + threads, ... of the range, keeps them in
+registers and compares them with every staged point (all threads read the same staged point at
+once: a shared-memory broadcast). This is the slides' scheme with the roles of the catalogs
+swapped (the chunk is small, the ranges long), plus the grid pruning.
+
+Binning (:mod:`sphgpu.tpacf.exact`): in float32 mode the squared chord s is computed in float32
+and classified by a branch-free binary search in the threshold table (shared memory); an odd
+position means "near an edge" and the pair is recomputed from the float64 unit vectors with
+``__dsub``/``__dmul_rn``/``__dadd_rn`` (never contracted into an FMA, so bit-identical to NumPy)
+and searched in the float64 edges. In float64 mode every pair takes that second path.
+
+Histograms: each thread owns a column of a per-block shared table ``hist[bin * threads + t]``
+(uint32; conflict-free: thread t always hits bank t mod 32), so no atomics in the inner loop.
+The columns are summed by a tree reduction and added to the global int64 histograms with one
+atomic per bin: at the end of the group, or with jackknife labels whenever the next item has
+other labels (the items of a chunk are ordered by label_j). A jackknife region k receives every
+flushed histogram whose label_i or label_j is k (once when both are) -- the slides' "inverse
+jackknife". The host keeps each group's work below 2**31 pairs so the uint32 columns cannot
+overflow.
+
+Barriers are never inside a branch or a loop that differs between threads of a block: the item
+loop, the staging and the reduction loop have the same trip counts for every thread. Only
+shared memory and atomics are used, so the kernel runs in Numba's CUDA simulator (where
+libdevice's rounding intrinsics are replaced by plain Python arithmetic, which rounds the same).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from numba import cuda, float32, float64, int32, int64, uint32
+
+from .._device import SIMULATOR
+
+__all__ = ["pair_kernel", "shared_bytes"]
+
+if SIMULATOR:
+    def _dmul(a, b):
+        return a * b
+
+    def _dadd(a, b):
+        return a + b
+else:  # pragma: no cover - real GPU only
+    from numba.cuda import libdevice
+
+    _dmul = libdevice.dmul_rn
+    _dadd = libdevice.dadd_rn
+
+
+def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted):
+    """Static shared memory of one block (must stay <= 48 KiB)."""
+    stage = 3 * i_tile * (4 if use32 else 8) + (8 * i_tile if weighted else 0)
+    hist = nbins * threads * (4 + (8 if weighted else 0))
+    tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64
+    return stage + hist + tables
+
+
+@functools.lru_cache(maxsize=None)
+def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32: bool,
+                weighted: bool, jack: bool, auto: bool):
+    """The counting kernel for one configuration (compile-time constants).
+
+    Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments:
+    items (nitems, 6) int32; group_start (ngroups + 1,) int32; f1, f2 (3, n) float32 and
+    x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
+    gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; smax float32 and emax float64
+    scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
+    int64; wsum (nbins,) float64; rc (nreg * nbins,) int64 and rw (nreg * nbins,) float64,
+    region-major (jack only); nref (1,) int64 (pairs recomputed in float64). Outputs are added to.
+    """
+    NB = nbins
+    TH = threads
+    PG = p32 // 2 + 1
+    STAGE_T = float32 if use32 else float64
+    NI = i_tile
+    NW = i_tile if weighted else 1
+    HN = NB * TH                              # shared shapes must be compile-time constants
+    HW = NB * TH if weighted else 1
+
+    # Index arithmetic in the inner loop is unsigned 32-bit: signed indices make Numba emit a
+    # negative-index wrap-around test at every array access.
+    @cuda.jit(device=True, inline=True)
+    def count_lt(T, v):                       # #{T < v}, T padded with +inf to p32 = 2**k
+        pos = uint32(0)
+        step = uint32(p32 >> 1)
+        while step > uint32(0):
+            if T[pos + step - uint32(1)] < v:
+                pos += step
+            step >>= uint32(1)
+        return pos
+
+    @cuda.jit(device=True, inline=True)
+    def count_le(E, v):                       # #{E <= v}, E padded with +inf to p64 = 2**k
+        pos = uint32(0)
+        step = uint32(p64 >> 1)
+        while step > uint32(0):
+            if E[pos + step - uint32(1)] <= v:
+                pos += step
+            step >>= uint32(1)
+        return pos
+
+    @cuda.jit(device=True, inline=True)
+    def d2_exact(x1, i, x2, j):              # the defining float64 expression, no FMA
+        dx = x1[0, i] - x2[0, j]
+        dy = x1[1, i] - x2[1, j]
+        dz = x1[2, i] - x2[2, j]
+        return _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
+
+    @cuda.jit(device=True, inline=True)
+    def flush(hist, whist, t, li, lj, cnt, wsum, rc, rw):
+        cuda.syncthreads()
+        s = TH >> 1
+        while s > 0:                          # tree reduction of the columns into column 0
+            for idx in range(t, NB * s, TH):
+                k = idx // s
+                c = idx - k * s
+                hist[k * TH + c] += hist[k * TH + c + s]
+                if weighted:
+                    whist[k * TH + c] += whist[k * TH + c + s]
+            cuda.syncthreads()
+            s >>= 1
+        for k in range(t, NB, TH):
+            v = int64(hist[k * TH])
+            if v != 0:
+                cuda.atomic.add(cnt, k, v)
+                if jack:
+                    cuda.atomic.add(rc, li * NB + k, v)
+                    if lj != li:
+                        cuda.atomic.add(rc, lj * NB + k, v)
+            if weighted:
+                wv = whist[k * TH]
+                if wv != 0.0:
+                    cuda.atomic.add(wsum, k, wv)
+                    if jack:
+                        cuda.atomic.add(rw, li * NB + k, wv)
+                        if lj != li:
+                            cuda.atomic.add(rw, lj * NB + k, wv)
+        cuda.syncthreads()
+        for k in range(NB):
+            hist[k * TH + t] = 0
+            if weighted:
+                whist[k * TH + t] = 0.0
+
+    @cuda.jit
+    def kernel(items, group_start, f1, f2, x1, x2, T, gap, E, smax, emax, w1, w2, cnt, wsum,
+               rc, rw, nref):
+        t = cuda.threadIdx.x
+        g = cuda.blockIdx.x
+        sT = cuda.shared.array(p32, float32)
+        sgap = cuda.shared.array(PG, int32)
+        sE = cuda.shared.array(p64, float64)
+        sx = cuda.shared.array(NI, STAGE_T)
+        sy = cuda.shared.array(NI, STAGE_T)
+        sz = cuda.shared.array(NI, STAGE_T)
+        sw = cuda.shared.array(NW, float64)
+        hist = cuda.shared.array(HN, uint32)
+        whist = cuda.shared.array(HW, float64)
+        for m in range(t, p32, TH):
+            sT[m] = T[m]
+        for m in range(t, PG, TH):
+            sgap[m] = gap[m]
+        for m in range(t, p64, TH):
+            sE[m] = E[m]
+        for k in range(NB):
+            hist[k * TH + t] = 0
+            if weighted:
+                whist[k * TH + t] = 0.0
+        my_ref = int64(0)
+        loaded = int32(-1)
+        it1 = group_start[g + 1]
+        for it in range(group_start[g], it1):
+            i0 = items[it, 0]
+            ni = items[it, 1] - i0
+            cuda.syncthreads()                # the previous chunk is no longer read
+            if i0 != loaded:                  # same decision in every thread
+                for k in range(t, ni, TH):
+                    if use32:
+                        sx[k] = f1[0, i0 + k]
+                        sy[k] = f1[1, i0 + k]
+                        sz[k] = f1[2, i0 + k]
+                    else:
+                        sx[k] = x1[0, i0 + k]
+                        sy[k] = x1[1, i0 + k]
+                        sz[k] = x1[2, i0 + k]
+                    if weighted:
+                        sw[k] = w1[i0 + k]
+                loaded = i0
+            cuda.syncthreads()
+            j1 = items[it, 3]
+            for j in range(items[it, 2] + t, j1, TH):
+                if use32:
+                    xj = f2[0, j]
+                    yj = f2[1, j]
+                    zj = f2[2, j]
+                else:
+                    xj = x2[0, j]
+                    yj = x2[1, j]
+                    zj = x2[2, j]
+                wj = w2[j] if weighted else 0.0
+                # auto: only i < j (items start at their chunk, so j - i0 >= 0)
+                kend = uint32(max(0, min(ni, j - i0)) if auto else ni)
+                tcol = uint32(t)
+                k = uint32(0)
+                while k < kend:
+                    if use32:
+                        dx = sx[k] - xj
+                        dy = sy[k] - yj
+                        dz = sz[k] - zj
+                        s = (dx * dx + dy * dy) + dz * dz
+                        b = uint32(NB)                # "no bin"
+                        if s <= smax:
+                            c = count_lt(sT, s)
+                            if c & uint32(1):
+                                my_ref += 1
+                                e = count_le(sE, d2_exact(x1, i0 + int32(k), x2, j))
+                                if e >= uint32(1) and e <= uint32(NB):
+                                    b = e - uint32(1)
+                            else:
+                                g = sgap[c >> uint32(1)]
+                                if g >= 0:
+                                    b = uint32(g)
+                    else:
+                        dx = sx[k] - xj
+                        dy = sy[k] - yj
+                        dz = sz[k] - zj
+                        d = _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
+                        b = uint32(NB)
+                        if d < emax:
+                            e = count_le(sE, d)
+                            if e >= uint32(1):
+                                b = e - uint32(1)
+                    if b < uint32(NB):
+                        hist[b * uint32(TH) + tcol] += uint32(1)
+                        if weighted:
+                            whist[b * uint32(TH) + tcol] += sw[k] * wj
+                    k += uint32(1)
+            if jack:
+                li = items[it, 4]
+                lj = items[it, 5]
+                last = it + 1 == it1
+                if not last:
+                    last = items[it + 1, 4] != li or items[it + 1, 5] != lj
+                if last:                      # same decision in every thread
+                    flush(hist, whist, t, li, lj, cnt, wsum, rc, rw)
+        if not jack:
+            flush(hist, whist, t, 0, 0, cnt, wsum, rc, rw)
+        if my_ref != 0:
+            cuda.atomic.add(nref, 0, my_ref)
+
+    return kernel

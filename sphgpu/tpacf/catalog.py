@@ -1,0 +1,263 @@
+"""Point catalogs on the sky: validation, unit vectors, loading from NumPy, CSV and FITS.
+
+RA and Dec are in degrees. The unit vector of a point is computed once, here, in one fixed way
+that every backend shares (so the squared chord distance of a pair, and hence its bin, is the
+same float64 number everywhere):
+
+    ra  = mod(ra_deg, 360) in radians (an exact 360 becomes 0, so RA 0 and 360 are one point)
+    dec = dec_deg in radians
+    x, y, z = cos(dec) cos(ra), cos(dec) sin(ra), sin(dec)          (NumPy, float64)
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .._device import to_host
+from .._validate import is_device_array
+
+__all__ = ["Catalog", "unit_vectors", "as_catalog"]
+
+
+def unit_vectors(ra_deg, dec_deg):
+    """Unit vectors of points given in degrees: array (3, n), float64 (rows x, y, z)."""
+    ra = np.deg2rad(_wrap_ra(np.asarray(ra_deg, dtype=np.float64)))
+    dec = np.deg2rad(np.asarray(dec_deg, dtype=np.float64))
+    c = np.cos(dec)
+    out = np.empty((3,) + ra.shape)
+    out[0] = c * np.cos(ra)
+    out[1] = c * np.sin(ra)
+    out[2] = np.sin(dec)
+    return out
+
+
+def _wrap_ra(ra):
+    """RA modulo 360 in [0, 360): values that round to 360 (tiny negatives) become 0."""
+    r = np.mod(ra, 360.0)
+    return np.where(r >= 360.0, 0.0, r)
+
+
+def _array(name, a, n=None, kind="f"):
+    if a is None or isinstance(a, (str, bytes)):
+        raise TypeError(f"{name} must be a 1-D array, got {type(a).__name__}")
+    if is_device_array(a):
+        a = to_host(a) if hasattr(a, "get") else np.asarray(a.copy_to_host())
+    arr = np.asarray(a)
+    if arr.dtype.kind not in ("fiu" if kind == "f" else "iu"):
+        want = "real numbers" if kind == "f" else "integers"
+        raise TypeError(f"{name} must hold {want}, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"{name} must have one entry per point ({n}), got {arr.shape[0]}")
+    return arr
+
+
+class Catalog:
+    """Points on the sky with optional weights and jackknife region labels.
+
+    Parameters
+    ----------
+    ra, dec : array, shape (n,), degrees
+        Right ascension (any finite value, taken modulo 360) and declination in [-90, 90].
+        Device arrays are copied to the host (catalogs are prepared on the host once).
+    weights : array, shape (n,), optional
+        Finite real weights; weighted pair sums use w_i * w_j.
+    labels : array, shape (n,), int, optional
+        Jackknife region of each point, 0 <= label. Catalogs counted together share the numbering.
+    names : tuple of 4 str
+        Argument names used in error messages (ra, dec, weights, labels).
+
+    Attributes
+    ----------
+    ra, dec : ndarray (n,), float64, degrees
+    weights : ndarray (n,), float64, or None
+    labels : ndarray (n,), int64, or None
+    size : int
+    xyz : ndarray (3, n), float64 (computed on first use by :func:`unit_vectors`)
+    """
+
+    def __init__(self, ra, dec, *, weights=None, labels=None,
+                 names=("ra", "dec", "weights", "labels")):
+        n_ra, n_dec, n_w, n_l = names
+        ra = _array(n_ra, ra)
+        dec = _array(n_dec, dec)
+        if ra.shape != dec.shape:
+            raise ValueError(f"{n_ra} and {n_dec} must have the same length, got {ra.shape[0]} "
+                             f"and {dec.shape[0]}")
+        if ra.shape[0] == 0:
+            raise ValueError(f"{n_ra} and {n_dec} are empty: a catalog needs at least one point")
+        ra = np.ascontiguousarray(ra, dtype=np.float64)
+        dec = np.ascontiguousarray(dec, dtype=np.float64)
+        if not np.all(np.isfinite(ra)):
+            raise ValueError(f"{n_ra} contains NaN or infinite values")
+        if not np.all(np.isfinite(dec)):
+            raise ValueError(f"{n_dec} contains NaN or infinite values")
+        if dec.min() < -90.0 or dec.max() > 90.0:
+            raise ValueError(f"{n_dec} must be in [-90, 90] degrees, got values from "
+                             f"{dec.min()} to {dec.max()}")
+        n = ra.shape[0]
+        if weights is not None:
+            weights = np.ascontiguousarray(_array(n_w, weights, n), dtype=np.float64)
+            if not np.all(np.isfinite(weights)):
+                raise ValueError(f"{n_w} contains NaN or infinite values")
+        if labels is not None:
+            lab = _array(n_l, labels, n, kind="i")
+            if lab.size and lab.min() < 0:
+                raise ValueError(f"{n_l} must be >= 0 (region numbers), got {lab.min()}")
+            labels = np.ascontiguousarray(lab, dtype=np.int64)
+        # private read-only copies: sorted orders and device copies are cached on the catalog
+        ra, dec, weights, labels = (None if a is None else np.array(a) for a in
+                                    (ra, dec, weights, labels))
+        for a in (ra, dec, weights, labels):
+            if a is not None:
+                a.setflags(write=False)
+        self.ra, self.dec, self.weights, self.labels = ra, dec, weights, labels
+        self._xyz = None
+        self._cache = {}
+
+    @property
+    def size(self) -> int:
+        return self.ra.shape[0]
+
+    def __len__(self):
+        return self.size
+
+    @property
+    def xyz(self):
+        if self._xyz is None:
+            self._xyz = unit_vectors(self.ra, self.dec)
+            self._xyz.setflags(write=False)
+        return self._xyz
+
+    @property
+    def n_regions(self) -> int:
+        """1 + the largest label (0 without labels)."""
+        return 0 if self.labels is None else int(self.labels.max()) + 1
+
+    def with_labels(self, labels):
+        """The same points with jackknife labels (a new Catalog sharing the arrays)."""
+        return Catalog(self.ra, self.dec, weights=self.weights, labels=labels)
+
+    def subset(self, mask):
+        """The points where ``mask`` (boolean, shape (n,)) is true, as a new Catalog."""
+        mask = np.asarray(mask, dtype=bool)
+        return Catalog(self.ra[mask], self.dec[mask],
+                       weights=None if self.weights is None else self.weights[mask],
+                       labels=None if self.labels is None else self.labels[mask])
+
+    def __repr__(self):
+        extra = ("" if self.weights is None else ", weighted") + (
+            "" if self.labels is None else f", {self.n_regions} regions")
+        return f"Catalog({self.size} points{extra})"
+
+    def __getstate__(self):
+        return {"ra": self.ra, "dec": self.dec, "weights": self.weights, "labels": self.labels}
+
+    def __setstate__(self, state):
+        self.__init__(state["ra"], state["dec"], weights=state["weights"],
+                      labels=state["labels"])
+
+    # --- loading ------------------------------------------------------------------------------
+    @classmethod
+    def from_csv(cls, path, *, ra="ra", dec="dec", weights=None, labels=None, delimiter=","):
+        """Read a CSV (or other delimited) text file of numbers.
+
+        Lines starting with ``#`` are skipped. If the first remaining line is not numeric it
+        names the columns, and ``ra``, ``dec``, ``weights``, ``labels`` are column names;
+        0-based column numbers work with or without a header. Names match exactly, else
+        ignoring case. RA/Dec in degrees.
+        """
+        path = os.fspath(path)
+        with open(path, encoding="utf-8") as f:
+            lines = [ln for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+        if not lines:
+            raise ValueError(f"{path} holds no data")
+        first = [x.strip().strip('"') for x in lines[0].split(delimiter)]
+        try:
+            [float(x) for x in first]
+            names = None
+        except ValueError:
+            names, lines = first, lines[1:]
+        table = np.loadtxt(lines, delimiter=delimiter, ndmin=2)
+
+        def get(c):
+            if isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+                if not 0 <= c < table.shape[1]:
+                    raise ValueError(f"column {c} not in {path}, which has {table.shape[1]}")
+                return table[:, c]
+            k = _column(c, names or [])
+            if k is None:
+                raise ValueError(f"column {c!r} not found in {path}; columns are "
+                                 f"{names if names else 'unnamed (use column numbers)'}")
+            return table[:, k]
+        lab = None
+        if labels is not None:
+            lab = get(labels)
+            if np.any(lab != np.round(lab)):
+                raise ValueError(f"column {labels!r} of {path} must hold integer labels")
+            lab = lab.astype(np.int64)
+        return cls(get(ra), get(dec), weights=None if weights is None else get(weights),
+                   labels=lab)
+
+    @classmethod
+    def from_fits(cls, path, *, ra="RA", dec="DEC", weights=None, labels=None, hdu=1):
+        """Read a FITS binary table (needs astropy). Names match exactly, else ignoring case."""
+        try:
+            from astropy.io import fits
+        except ImportError as exc:  # optional dependency
+            raise ImportError("reading FITS tables needs astropy (pip install astropy)") from exc
+        with fits.open(os.fspath(path), memmap=False) as f:
+            data = f[hdu].data
+            names = list(data.columns.names)
+
+            def get(c, dtype=np.float64):
+                k = _column(c, names)
+                if k is None:
+                    raise ValueError(f"column {c!r} not found in {path} (HDU {hdu}); columns "
+                                     f"are {names}")
+                return np.array(data[names[k]]).astype(dtype)   # big-endian: a native copy
+            return cls(get(ra), get(dec),
+                       weights=None if weights is None else get(weights),
+                       labels=None if labels is None else get(labels, np.int64))
+
+    @classmethod
+    def read(cls, path, **columns):
+        """Read a catalog from ``.fits``/``.fit``/``.fits.gz``, ``.csv``/``.txt`` or ``.npz``
+        (arrays named by ``ra=``, ``dec=``... defaults "ra"/"dec", "RA"/"DEC" for FITS)."""
+        p = os.fspath(path).lower()
+        if p.endswith((".fits", ".fit", ".fits.gz", ".fts")):
+            return cls.from_fits(path, **columns)
+        if p.endswith(".npz"):
+            names = {"ra": "ra", "dec": "dec", "weights": None, "labels": None, **columns}
+            with np.load(path) as z:
+                return cls(z[names["ra"]], z[names["dec"]],
+                           weights=None if names["weights"] is None else z[names["weights"]],
+                           labels=None if names["labels"] is None else z[names["labels"]])
+        if p.endswith((".csv", ".txt", ".dat", ".tsv")):
+            if p.endswith(".tsv"):
+                columns.setdefault("delimiter", "\t")
+            return cls.from_csv(path, **columns)
+        raise ValueError(f"path {path!r}: unknown catalog format (use .fits, .csv or .npz)")
+
+
+def _column(name, names):
+    """Index of column ``name`` in ``names`` (exact match first, then ignoring case)."""
+    if name in names:
+        return names.index(name)
+    low = [n.lower() for n in names]
+    return low.index(name.lower()) if name.lower() in low else None
+
+
+def as_catalog(obj, name="catalog"):
+    """A Catalog from a Catalog, an (ra, dec) pair of arrays, or a file path."""
+    if isinstance(obj, Catalog):
+        return obj
+    if isinstance(obj, (str, os.PathLike)):
+        return Catalog.read(obj)
+    if isinstance(obj, tuple) and len(obj) == 2:
+        return Catalog(obj[0], obj[1], names=(f"{name} ra", f"{name} dec", "weights", "labels"))
+    raise TypeError(f"{name} must be a Catalog, an (ra, dec) tuple of arrays or a file path, "
+                    f"got {type(obj).__name__}")

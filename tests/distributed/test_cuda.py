@@ -1,0 +1,61 @@
+"""sphgpu.distributed on real GPUs (run on the GPU machine with SPHGPU_TEST_REAL_GPU=1): one
+worker process per GPU, results against the serial CPU transforms."""
+
+import os
+
+import numpy as np
+import pytest
+
+import sphgpu
+import sphgpu.distributed as sd
+from sphgpu import AlmLayout
+
+from ..conftest import TOL, random_alm, rel_err
+
+pytestmark = pytest.mark.skipif(os.environ.get("SPHGPU_TEST_REAL_GPU") != "1",
+                                reason="real GPUs only (SPHGPU_TEST_REAL_GPU=1)")
+
+
+@pytest.fixture(scope="module")
+def gpu_client():
+    if not sd.visible_gpus():
+        pytest.skip("no GPU visible")
+    c = sd.local_cluster(gpus="all", cpu_workers=1, dashboard_address=":0")
+    yield c
+    c.shutdown()
+    c.close()
+
+
+def test_every_gpu_has_a_pinned_worker(gpu_client):
+    seen = gpu_client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"),
+                          workers=sd.gpu_workers(gpu_client))
+    assert sorted(seen.values()) == sorted(sd.visible_gpus())
+
+
+def test_batches_and_split_transforms_on_the_gpus(gpu_client, rng):
+    nside, layout = 64, AlmLayout(128)
+    alms = random_alm(rng, layout, k=2 * len(sd.gpu_workers(gpu_client)) + 1)
+    want = sphgpu.alm2map(alms, nside, backend="cpu")
+    got = sd.alm2map_many(alms, nside, client=gpu_client, backend="cuda")
+    assert rel_err(got, want) <= TOL["vs_ducc0"]
+    back = sd.map2alm_many(want, 128, iter=3, client=gpu_client, backend="cuda")
+    assert rel_err(back, sphgpu.map2alm(want, 128, iter=3, backend="cpu")) <= TOL["vs_healpy_iter"]
+    one = sd.alm2map(alms[0], nside, client=gpu_client, backend="cuda", pattern="rings")
+    assert rel_err(one, want[0]) <= TOL["vs_ducc0"]
+    a = sd.map2alm(want[0], 128, iter=3, client=gpu_client, backend="cuda", pattern="rings")
+    assert rel_err(a, back[0]) <= TOL["vs_healpy_iter"]
+
+
+def test_device_arrays_stay_on_the_workers_gpus(gpu_client, rng):
+    import cupy
+
+    layout = AlmLayout(64)
+    alms = random_alm(rng, layout, k=3)
+    ws = sd.gpu_workers(gpu_client)
+    futs = [gpu_client.submit(cupy.asarray, a, workers=[ws[i % len(ws)]], resources={"GPU": 1})
+            for i, a in enumerate(alms)]
+    out = sd.alm2map_many(futs, 32, 64, client=gpu_client, backend="cuda", gather=False)
+    kinds = gpu_client.gather([gpu_client.submit(lambda m: type(m).__module__, f) for f in out])
+    assert all(k.startswith("cupy") for k in kinds)
+    maps = np.stack([m.get() for m in gpu_client.gather(out)])
+    assert rel_err(maps, sphgpu.alm2map(alms, 32, backend="cpu")) <= TOL["vs_ducc0"]

@@ -1,0 +1,73 @@
+"""Distributed pair counts equal the serial ones as integers (CPU workers in this process)."""
+
+import numpy as np
+import pytest
+
+import sphgpu.distributed as sd
+from sphgpu.tpacf import AngularBins, pair_counts
+from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
+
+BINS = AngularBins.log(0.05, 20, 8, unit="deg")
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.counts, b.counts)
+    assert (a.n1, a.n2, a.auto) == (b.n1, b.n2, b.auto) and a.total == b.total
+    for name in ("weights", "region_counts", "region_total"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=1e-12)
+
+
+@pytest.mark.parametrize("nchunks", [1, 3])
+def test_auto_and_cross_counts_equal_the_serial_counts(client, nchunks):
+    ra, dec = clustered_catalog(700, seed=3)
+    rra, rdec = uniform_randoms(900, seed=4)
+    labels = (np.arange(ra.size) % 5).astype(np.int64)
+    rlabels = (np.arange(rra.size) % 5).astype(np.int64)
+    w = np.linspace(0.5, 1.5, ra.size)
+    for kw in ({}, {"labels1": labels}, {"weights1": w}):
+        want = pair_counts(ra, dec, bins=BINS, backend="cpu", **kw)
+        got = sd.pair_counts(ra, dec, bins=BINS, nchunks=nchunks, client=client, **kw)
+        _same(got, want)
+    want = pair_counts(ra, dec, rra, rdec, bins=BINS, labels1=labels, labels2=rlabels,
+                       backend="cpu")
+    got = sd.pair_counts(ra, dec, rra, rdec, bins=BINS, labels1=labels, labels2=rlabels,
+                         nchunks=nchunks, client=client)
+    _same(got, want)
+    assert got.counts.sum() > 0
+
+
+def test_several_random_catalogs_in_parallel(client):
+    data = clustered_catalog(500, seed=5)
+    randoms = [uniform_randoms(600, seed=s) for s in range(3)]
+    drs = sd.pair_counts_many(data, randoms, bins=BINS, client=client)
+    rrs = sd.pair_counts_many(None, randoms, bins=BINS, client=client)
+    for r, dr, rr in zip(randoms, drs, rrs):
+        _same(dr, pair_counts(*data, *r, bins=BINS, backend="cpu"))
+        _same(rr, pair_counts(*r, bins=BINS, backend="cpu"))
+    with pytest.raises(ValueError, match="others"):
+        sd.pair_counts_many(data, [], bins=BINS, client=client)
+    with pytest.raises(TypeError, match=r"others\[0\]"):
+        sd.pair_counts_many(data, [np.zeros(3)], bins=BINS, client=client)
+
+
+def test_random_catalogs_made_on_the_workers(client):
+    data = clustered_catalog(400, seed=6)
+    futs = [client.submit(uniform_randoms, 500, seed=s, pure=False) for s in range(2)]
+    drs = sd.pair_counts_many(data, futs, bins=BINS, client=client)
+    for f, dr in zip(futs, drs):
+        _same(dr, pair_counts(*data, *f.result(), bins=BINS, backend="cpu"))
+
+
+def test_data_sent_once_as_a_future(client):
+    from sphgpu.tpacf import Catalog
+
+    data = clustered_catalog(300, seed=7)
+    randoms = [uniform_randoms(400, seed=s) for s in (8, 9)]
+    d = client.scatter(Catalog(*data), broadcast=True, hash=False)
+    for _ in range(2):                       # the second call reuses the workers' copies
+        drs = sd.pair_counts_many(d, randoms, bins=BINS, client=client)
+        for r, dr in zip(randoms, drs):
+            _same(dr, pair_counts(*data, *r, bins=BINS, backend="cpu"))

@@ -1,0 +1,98 @@
+"""Bad input to the public tpacf functions raises a clear error naming the argument."""
+
+import numpy as np
+import pytest
+
+from sphgpu.backends import BackendUnavailableError
+from sphgpu.tpacf import AngularBins, Catalog, JackknifeRegions, angular_correlation, pair_counts
+from sphgpu.tpacf.mocks import uniform_randoms
+
+B = AngularBins.log(0.1, 10, 5)
+RA = np.array([10.0, 11.0, 12.0])
+DEC = np.array([0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: pair_counts(RA, np.array([0.0, 91.0, 2.0]), bins=B), ValueError,
+     r"dec1 must be in \[-90, 90\]"),
+    (lambda: pair_counts(RA, DEC, RA, np.array([0.0, -90.5, 2.0]), bins=B), ValueError,
+     r"dec2 must be in \[-90, 90\]"),
+    (lambda: pair_counts(np.array([np.nan, 1.0, 2.0]), DEC, bins=B), ValueError,
+     "ra1 contains NaN"),
+    (lambda: pair_counts(RA, DEC, RA, np.array([0.0, np.inf, 2.0]), bins=B), ValueError,
+     "dec2 contains NaN or infinite"),
+    (lambda: pair_counts(np.array([]), np.array([]), bins=B), ValueError, "empty"),
+    (lambda: pair_counts(RA, DEC, np.array([]), np.array([]), bins=B), ValueError,
+     "ra2 and dec2 are empty"),
+    (lambda: pair_counts(RA, DEC[:2], bins=B), ValueError, "same length"),
+    (lambda: pair_counts(RA, DEC, bins=B, weights1=np.ones(2)), ValueError,
+     r"weights1 must have one entry per point \(3\)"),
+    (lambda: pair_counts(RA, DEC, RA, DEC, bins=B, weights2=np.ones(4)), ValueError,
+     "weights2 must have one entry"),
+    (lambda: pair_counts(RA, DEC, bins=B, weights1=np.array([1.0, np.nan, 1.0])), ValueError,
+     "weights1 contains NaN"),
+    (lambda: pair_counts(RA, DEC, bins=B, labels1=np.array([0, 1])), ValueError,
+     "labels1 must have one entry"),
+    (lambda: pair_counts(RA, DEC, RA, DEC, bins=B, labels1=np.zeros(3, int),
+                         labels2=np.zeros(5, int)), ValueError, "labels2 must have one entry"),
+    (lambda: pair_counts(RA, DEC, bins=B, labels1=np.array([0, -1, 0])), ValueError,
+     "labels1 must be >= 0"),
+    (lambda: pair_counts(RA, DEC, bins=B, labels1=np.array([0.5, 1, 0])), TypeError,
+     "labels1 must hold integers"),
+    (lambda: pair_counts(RA, DEC, RA, DEC, bins=B, labels1=np.zeros(3, int)), ValueError,
+     "labels1 and labels2 must both be given"),
+    (lambda: pair_counts(RA, DEC, bins=B, labels2=np.zeros(3, int)), ValueError,
+     "labels2 was given without ra2"),
+    (lambda: pair_counts(RA, DEC, RA, bins=B), ValueError, "give both ra2 and dec2"),
+    (lambda: pair_counts(RA, bins=B), TypeError, "dec1 is missing"),
+    (lambda: pair_counts(RA.reshape(3, 1), DEC, bins=B), ValueError, "ra1 must be 1-D"),
+    (lambda: pair_counts(RA.astype(complex), DEC, bins=B), TypeError, "ra1 must hold real"),
+    (lambda: pair_counts("ra", DEC, bins=B), TypeError, "ra1 must be a 1-D array"),
+    (lambda: pair_counts(RA, DEC, bins=[0.1, 1.0]), TypeError, "bins must be an AngularBins"),
+    (lambda: pair_counts(RA, DEC, bins=B, backend="gpu"), ValueError, "backend must be one of"),
+    (lambda: pair_counts(RA, DEC, bins=B, precision="float16", backend="cpu"), ValueError,
+     "precision must be one of"),
+    (lambda: pair_counts(RA, DEC, bins=B, n_regions=3), ValueError, "n_regions was given"),
+    (lambda: pair_counts(Catalog(RA, DEC), RA, bins=B), TypeError, "must be a Catalog or None"),
+    (lambda: pair_counts(Catalog(RA, DEC), bins=B, weights1=np.ones(3)), TypeError,
+     "weights1 must be None"),
+    (lambda: AngularBins.from_edges([1.0, 0.5]), ValueError, "strictly increasing"),
+    (lambda: AngularBins.from_edges([-1.0, 0.5]), ValueError, ">= 0"),
+    (lambda: AngularBins.log(1, 181, 3), ValueError, "theta_max must be <= 180"),
+])
+def test_bad_pair_counts_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+D = Catalog(*uniform_randoms(50, (0, 20, 0, 20), seed=1))
+R = Catalog(*uniform_randoms(80, (0, 20, 0, 20), seed=2))
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: angular_correlation(D, R, bins=B, estimator="hamilton"), ValueError,
+     "estimator must be one of"),
+    (lambda: angular_correlation(D, [], bins=B), ValueError, "randoms is an empty list"),
+    (lambda: angular_correlation(D, R, bins=B, jackknife="healpix"), ValueError,
+     "jackknife must be"),
+    (lambda: angular_correlation(D, R, bins=B, jackknife=2.5), TypeError, "jackknife must be"),
+    (lambda: angular_correlation(D, R, bins=B, jackknife="labels"), ValueError,
+     "needs labels"),
+    (lambda: angular_correlation(D, R, bins=B, jackknife=1), ValueError,
+     "n_regions must be between 2"),
+    (lambda: angular_correlation(42, R, bins=B), TypeError, "data must be a Catalog"),
+    (lambda: angular_correlation(D, [R, 7], bins=B), TypeError, r"randoms\[1\] must be"),
+    (lambda: angular_correlation((RA, DEC[:1]), R, bins=B), ValueError, "same length"),
+    (lambda: JackknifeRegions.kmeans(RA, DEC, 5), ValueError, "n_regions must be between"),
+    (lambda: JackknifeRegions.kmeans(RA, np.array([0, 0, 95.0]), 2), ValueError, "dec"),
+])
+def test_bad_correlation_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_cuda_without_a_gpu_raises(monkeypatch):
+    from sphgpu import backends
+    monkeypatch.setattr(backends, "_cuda_status", lambda: (False, "no GPU here"))
+    with pytest.raises(BackendUnavailableError, match="no GPU here"):
+        pair_counts(RA, DEC, bins=B, backend="cuda")

@@ -1,0 +1,85 @@
+"""Catalogs from NumPy arrays, CSV, NPZ and FITS files; unit vectors; the public API on them."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sphgpu.tpacf import AngularBins, Catalog, angular_correlation, pair_counts
+from sphgpu.tpacf.catalog import unit_vectors
+
+from .cases import sky
+
+BINS = AngularBins.log(0.5, 10, 4)
+
+
+def test_unit_vectors_and_ra_wrap():
+    u = unit_vectors([0.0, 360.0, -1e-14, 90.0, 123.0], [0.0, 0.0, 0.0, 0.0, 90.0])
+    np.testing.assert_array_equal(u[:, 0], [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(u[:, 1], u[:, 0])            # 360 is 0, bit for bit
+    np.testing.assert_array_equal(u[:, 2], u[:, 0])            # tiny negatives wrap to 0
+    np.testing.assert_allclose(u[:, 3], [0, 1, 0], atol=1e-16)
+    assert u[2, 4] == 1.0
+    np.testing.assert_allclose(np.sum(u * u, axis=0), 1.0, rtol=1e-15)
+
+
+def test_csv_npz_and_arrays_give_the_same_catalog(tmp_path, rng):
+    ra, dec = sky(rng, 50, dec=(0, 20), ra=(0, 20))
+    w, lab = rng.uniform(1, 2, 50), rng.integers(0, 3, 50)
+    csv = tmp_path / "cat.csv"
+    with open(csv, "w") as f:
+        f.write("# a comment line\nRA,DEC,W,JK\n")
+        for row in zip(ra, dec, w, lab):
+            f.write(f"{float(row[0])!r},{float(row[1])!r},{float(row[2])!r},{row[3]}\n")
+    c = Catalog.from_csv(csv, ra="RA", dec="DEC", weights="W", labels="JK")
+    np.testing.assert_array_equal(c.ra, ra)
+    np.testing.assert_array_equal(c.dec, dec)
+    np.testing.assert_array_equal(c.weights, w)
+    np.testing.assert_array_equal(c.labels, lab)
+    nohead = tmp_path / "cat.txt"
+    np.savetxt(nohead, np.stack([dec, ra], axis=1), delimiter=",")
+    c2 = Catalog.from_csv(nohead, ra=1, dec=0)
+    np.testing.assert_array_equal(c2.ra, ra)
+    npz = tmp_path / "cat.npz"
+    np.savez(npz, ra=ra, dec=dec)
+    c3 = Catalog.read(npz)
+    np.testing.assert_array_equal(c3.dec, dec)
+    a = pair_counts(ra, dec, bins=BINS, backend="cpu")
+    for cat in (c, c2, c3, pickle.loads(pickle.dumps(c3))):
+        np.testing.assert_array_equal(pair_counts(cat, bins=BINS, backend="cpu").counts,
+                                      a.counts)
+    with pytest.raises(ValueError, match="column 'RAX' not found"):
+        Catalog.from_csv(csv, ra="RAX", dec="DEC")
+    with pytest.raises(ValueError, match="unknown catalog format"):
+        Catalog.read(tmp_path / "cat.xlsx")
+    # a path works wherever a catalog does
+    res = angular_correlation(str(csv), str(npz), bins=BINS, backend="cpu")
+    assert res.w.shape == (4,)
+
+
+def test_fits_table(tmp_path, rng):
+    fits = pytest.importorskip("astropy.io.fits")
+    ra, dec = sky(rng, 40, dec=(0, 20), ra=(0, 20))
+    w = rng.uniform(1, 2, 40)
+    cols = [fits.Column(name="RA", format="D", array=ra),
+            fits.Column(name="DEC", format="E", array=dec.astype(np.float32)),
+            fits.Column(name="WEIGHT", format="D", array=w),
+            fits.Column(name="JK", format="J", array=np.arange(40) % 3)]
+    path = tmp_path / "cat.fits"
+    fits.BinTableHDU.from_columns(cols).writeto(path)
+    c = Catalog.read(path, weights="WEIGHT", labels="JK")
+    np.testing.assert_array_equal(c.ra, ra)
+    np.testing.assert_array_equal(c.dec, dec.astype(np.float32).astype(np.float64))
+    np.testing.assert_array_equal(c.labels, np.arange(40) % 3)
+    assert c.ra.dtype == np.float64 and c.ra.dtype.isnative
+    with pytest.raises(ValueError, match="column 'Z' not found"):
+        Catalog.from_fits(path, ra="Z")
+
+
+def test_catalog_helpers(rng):
+    ra, dec = sky(rng, 30)
+    c = Catalog(ra, dec, labels=np.arange(30) % 4)
+    assert len(c) == 30 and c.n_regions == 4 and "4 regions" in repr(c)
+    s = c.subset(c.labels != 1)
+    assert s.size == 30 - np.count_nonzero(np.arange(30) % 4 == 1)
+    assert c.with_labels(None).labels is None

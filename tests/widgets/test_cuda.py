@@ -1,0 +1,48 @@
+"""The panels on a real GPU (run on the GPU machine with SPHGPU_TEST_REAL_GPU=1 and CuPy):
+the models on the cuda backend agree with the CPU, and the fresh measurements time
+device-resident arrays and CuPy's sort. The simulator is far too slow for these sizes."""
+
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(os.environ.get("SPHGPU_TEST_REAL_GPU") != "1",
+                                reason="needs a real GPU and CuPy (SPHGPU_TEST_REAL_GPU=1)")
+
+
+def test_transform_model_on_cuda_matches_cpu():
+    pytest.importorskip("cupy")
+    from sphgpu.widgets.transforms import TransformModel
+
+    gpu = TransformModel(nside=256, backend="cuda").run()
+    cpu = TransformModel(nside=256, backend="cpu").run()
+    assert gpu is not None and gpu.backend == "cuda"
+    assert np.linalg.norm(gpu.map - cpu.map) / np.linalg.norm(cpu.map) < 1e-11
+    np.testing.assert_allclose(gpu.cl_hat, cpu.cl_hat, rtol=1e-9)
+
+
+def test_sort_model_on_cuda_compares_with_cub():
+    pytest.importorskip("cupy")
+    from sphgpu.widgets.sort import SortModel
+
+    m = SortModel(log2n=20, key_bits=32, radix_bits=4, backend="cuda", pic_log2n=16)
+    r = m.run()
+    assert r is not None and all(r.matches_numpy.values())
+    assert "cupy.sort (CUB)" in r.peers_s
+    assert m.run_pic().sorted_ok
+
+
+def test_fresh_measurements_on_cuda_use_device_arrays():
+    pytest.importorskip("cupy")
+    from sphgpu.widgets.speedup import SpeedupModel
+
+    m = SpeedupModel(benchmark="sht", group="alm2map", backend="cuda", sizes="128, 256")
+    assert m.measure(), m.message
+    assert set(m.fresh[("sht", "alm2map", "cuda")][256]) == {"cuda_device_alm2map",
+                                                               "ducc0_all_alm2map"}
+    m.set(benchmark="sort", group="keys", sizes="2^20")
+    assert m.measure(), m.message
+    assert set(m.fresh[("sort", "keys", "cuda")][2**20]) == {"sphgpu_keys", "numpy_sort_stable",
+                                                             "cupy_sort"}
+    assert any(c["fresh"] for c in m.curves())

@@ -1,0 +1,142 @@
+"""Transform explorer: the model against direct sphgpu calls, messages for invalid settings,
+and the panel driven headless."""
+
+import numpy as np
+import pytest
+
+import sphgpu
+from sphgpu.data import planck2018_cl
+from sphgpu.widgets.transforms import TransformModel, transform_panel
+
+from .conftest import INTERACTION_BUDGET_S, png, timed
+
+
+def test_model_result_is_the_public_api_pipeline():
+    m = TransformModel(nside=16, lmax=32, fwhm_arcmin=120.0, seed=7, iter=2, backend="cpu")
+    r = m.run()
+    assert m.message == "" and r is not None
+    bl = sphgpu.gauss_beam(fwhm_arcmin=120.0, lmax=32)
+    alm = sphgpu.almxfl(sphgpu.synalm(planck2018_cl(32), 32, seed=7), bl)
+    sky = sphgpu.alm2map(alm, 16, 32, backend="cpu")
+    back = sphgpu.map2alm(sky, 32, iter=2, backend="cpu")
+    np.testing.assert_array_equal(r.map, sky)
+    np.testing.assert_allclose(r.cl_hat, sphgpu.alm2cl(back), rtol=1e-14)
+    np.testing.assert_allclose(r.cl_model, planck2018_cl(32) * bl**2, rtol=1e-14)
+    assert r.roundtrip_error == pytest.approx(np.linalg.norm(back - alm) / np.linalg.norm(alm))
+    assert r.synthesis_s > 0 and r.analysis_s > 0 and r.map.size == 12 * 16**2
+
+
+def test_each_parameter_changes_the_output():
+    m = TransformModel(nside=16, backend="cpu")
+    base = m.run()
+    assert m.set(seed=1) and not np.array_equal(m.run().map, base.map)
+    m.set(seed=0)
+    assert np.array_equal(m.run().map, base.map)                 # reproducible (and cached)
+    m.set(fwhm_arcmin=300.0)
+    assert m.run().map.std() < base.map.std()                    # a wider beam smooths
+    m.set(fwhm_arcmin=60.0, iter=0)
+    assert m.run().roundtrip_error > base.roundtrip_error        # Jacobi iterations help
+    m.set(iter=3, lmax=20)
+    r = m.run()
+    assert r.cl_hat.shape == (21,) and r.lmax == 20
+    m.set(nside=8, lmax=16)
+    assert m.run().map.size == 12 * 8**2
+
+
+def test_spectrum_is_recovered_within_cosmic_variance():
+    m = TransformModel(nside=32, lmax=64, backend="cpu", seed=3)
+    r = m.run()
+    ell = np.arange(2, 65)
+    sigma = np.sqrt(2.0 / (2 * ell + 1))          # relative cosmic variance per multipole
+    ratio = r.cl_hat[2:] / r.cl_model[2:]
+    # the mean of 63 ratios scatters by about sqrt(mean(sigma^2) / 63); allow 4 of those
+    assert abs(ratio.mean() - 1) < 4 * np.sqrt(np.mean(sigma**2) / ell.size)
+    assert r.spectrum_ratio == pytest.approx(ratio.mean())
+
+
+def test_results_are_cached():
+    m = TransformModel(nside=16, backend="cpu")
+    m.run()
+    m.set(iter=1)
+    m.run()
+    assert m._synth.misses == 1 and m._analysis.misses == 2     # iter reuses the synthesis
+    m.set(iter=3)
+    m.run()
+    assert m._analysis.misses == 2
+
+
+@pytest.mark.parametrize("settings, words", [
+    (dict(nside=16, lmax=65), "lmax must be a whole number from 2 to 64"),
+    (dict(nside=0), "nside must be a whole number >= 1"),
+    (dict(nside="16"), "nside must be a whole number"),
+    (dict(nside=1024, backend="cpu"), "nside 1024 is not allowed on the cpu backend"),
+    (dict(nside=64, backend="reference"), "at most 32"),
+    (dict(backend="gpu"), "backend must be one of"),
+    (dict(iter=-1), "iter must be"),
+    (dict(fwhm_arcmin=-5.0), "fwhm_arcmin must be"),
+])
+def test_invalid_settings_give_a_message_not_an_exception(settings, words):
+    m = TransformModel(nside=16, backend="cpu")
+    assert not m.set(**settings)
+    assert words in m.message
+    assert m.run() is None and m.result is None and words in m.message
+
+
+def test_cuda_without_a_gpu_is_a_message(no_gpu):
+    m = TransformModel(nside=16, backend="cuda")
+    assert "the cuda backend cannot run here" in m.message and m.run() is None
+
+
+def test_live_only_at_small_sizes():
+    m = TransformModel(nside=64, backend="cpu")
+    assert m.live
+    m.set(nside=128, lmax=256)
+    assert not m.live and m.message == ""
+
+
+# -- the panel, headless ------------------------------------------------------------------------
+def test_panel_controls_change_the_plot_and_numbers():
+    p = transform_panel(nside=16, backend="cpu")
+    img, numbers = png(p.figure), p.numbers.value
+    assert img is not None and "μK" in numbers and p.message.value == ""
+    p.seed.value = 5
+    assert png(p.figure) != img and p.numbers.value != numbers
+    img, numbers = png(p.figure), p.numbers.value
+    p.iter.value = 0                               # only the analysis changes
+    assert p.model.result.iter == 0 and p.numbers.value != numbers
+    p.nside.value = 32                             # lmax follows nside: range 2..4 nside
+    assert p.lmax.max == 128 and p.lmax.value == 64 and p.model.result.nside == 32
+    p.lmax.value = 40
+    assert p.model.result.lmax == 40
+
+
+def test_panel_large_sizes_wait_for_run():
+    p = transform_panel(nside=16, backend="cpu", live_max_nside=16)
+    p.nside.value = 32
+    assert "press Run" in p.message.value and png(p.figure) is None and p.numbers.value == ""
+    p.run_button.click()
+    assert png(p.figure) is not None and p.model.result.nside == 32
+    assert p.progress.value == 1.0 and p.message.value == ""
+
+
+def test_panel_shows_messages_for_invalid_settings(no_gpu):
+    p = transform_panel(nside=16, backend="cpu")
+    p.backend.value = "cuda"
+    assert "cuda backend cannot run here" in p.message.value and png(p.figure) is None
+    p.backend.value = "cpu"
+    assert p.message.value == "" and png(p.figure) is not None
+    p.nside.value = 1024
+    assert "not allowed on the cpu backend" in p.message.value
+    p.run_button.click()                           # Run on invalid settings: still a message
+    assert "not allowed" in p.message.value and png(p.figure) is None
+    q = transform_panel(nside=16, lmax=500, backend="cpu")
+    assert "lmax must be" in q.message.value
+
+
+def test_panel_interactions_answer_within_a_second():
+    p = transform_panel(nside=64, backend="cpu")            # Binder size; warm
+    p.seed.value = 1
+    for control, value in [(p.seed, 2), (p.fwhm, 30.0), (p.iter, 1), (p.lmax, 100),
+                           (p.nside, 32), (p.backend, "reference"), (p.nside, 128)]:
+        seconds = timed(lambda: setattr(control, "value", value))
+        assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)

@@ -1,0 +1,243 @@
+"""The pattern every panel follows: a pure-Python model and a thin ipywidgets view over it.
+
+A panel module ``widgets/<name>.py`` holds
+
+``<Name>Model(PanelModel)``
+    The state (plain attributes) and the compute methods, which call the public sphgpu API.
+    ``set(**params)`` changes parameters and validates the combination: an invalid one sets
+    ``model.message`` (a sentence for the user) and leaves the results empty instead of
+    raising. Expensive results are cached (:class:`LRU`) by the parameters they depend on.
+    Models never touch widgets, so they are tested without a browser or a kernel.
+``<Name>Panel(Panel)``
+    The view, an ``ipywidgets.VBox``: controls bound to the model, a Run button with a
+    progress bar for long work, matplotlib figures shown in ``Output`` widgets
+    (:func:`show_figure`, as PNG: no ipympl and no pyplot state), and HTML widgets for
+    ``model.message`` and the numbers. Changing a control is answered at once (in well
+    under a second at Binder sizes) when the model says the work is small (``model.live``);
+    otherwise it only marks the shown results as stale until Run is pressed.
+``<name>_panel(**kw)``
+    The factory users call in a notebook: ``display(transform_panel(nside=16))``.
+
+Everything here is presentation; numerics live in sphgpu.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import html
+import io
+import os
+import time
+from collections import OrderedDict
+
+import ipywidgets as w
+import numpy as np
+
+__all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
+           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int"]
+
+#: Exceptions that mean "these settings cannot run here" (bad values, no GPU, not enough
+#: memory): the model turns them into ``message``. Anything else is a bug and propagates.
+USER_ERRORS = (ValueError, TypeError, RuntimeError, MemoryError)
+
+
+def default_backend() -> str:
+    """A panel's starting backend: SPHGPU_BACKEND when it names one, else "cuda" where a GPU
+    is usable, else "cpu" (panels show the backend they use rather than "auto")."""
+    from sphgpu import backends
+
+    env = os.environ.get("SPHGPU_BACKEND", "auto").strip().lower()
+    if env in backends.BACKENDS:
+        return env
+    return "cuda" if backends.cuda_available() else "cpu"
+
+
+def fmt_seconds(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def is_int(x) -> bool:
+    """A whole number as a setting: Python or NumPy integer, not bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+class LRU:
+    """A small least-recently-used cache: ``get(key, compute)`` runs ``compute()`` on a miss.
+
+    Results hold maps of up to tens of MB, so a handful of entries is plenty.
+    """
+
+    def __init__(self, maxsize: int = 4):
+        self.maxsize = maxsize
+        self._items: OrderedDict = OrderedDict()
+        self.misses = 0
+
+    def get(self, key, compute):
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        self.misses += 1
+        value = compute()
+        self._items[key] = value
+        while len(self._items) > self.maxsize:
+            self._items.popitem(last=False)
+        return value
+
+    def __contains__(self, key):
+        return key in self._items
+
+    def clear(self):
+        self._items.clear()
+
+
+class PanelModel:
+    """Base of the panel models: ``message`` and the ``capture`` guard.
+
+    ``message`` is "" when the settings are valid; otherwise one sentence saying what is wrong
+    and what would be allowed. Subclasses implement ``validate() -> str`` and call
+    ``set(**params)``, which assigns known attributes only (a typo raises, as it is a bug of
+    the caller, not a user setting).
+    """
+
+    #: Names ``set`` accepts; subclasses list their parameters.
+    PARAMS: tuple[str, ...] = ()
+
+    def __init__(self):
+        self.message = ""
+
+    def set(self, **params) -> bool:
+        """Assign parameters, then validate. Returns True when the combination is valid."""
+        for name, value in params.items():
+            if name not in self.PARAMS:
+                raise AttributeError(f"{type(self).__name__} has no parameter {name!r}; "
+                                     f"parameters: {', '.join(self.PARAMS)}")
+            setattr(self, name, value)
+        self.message = self.validate()
+        return not self.message
+
+    def validate(self) -> str:
+        return ""
+
+    @property
+    def params(self) -> dict:
+        return {name: getattr(self, name) for name in self.PARAMS}
+
+    @contextlib.contextmanager
+    def capture(self, what: str = ""):
+        """Turn a user error raised by sphgpu inside the block into ``message``.
+
+        The block is abandoned; callers check ``message`` (or a result left as None).
+        """
+        try:
+            yield
+        except USER_ERRORS as exc:
+            prefix = f"{what}: " if what else ""
+            self.message = f"{prefix}{exc}"
+
+
+def new_figure(width: float, height: float):
+    """A matplotlib Figure outside pyplot (no global state, freed with its last reference)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=80, layout="constrained")
+
+
+def figure_png(fig) -> bytes:
+    """The figure rendered as PNG bytes (Agg)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def show_figure(output, fig) -> None:
+    """Replace what ``output`` (an ``ipywidgets.Output``) shows by ``fig`` as a PNG.
+
+    Setting ``outputs`` directly (rather than ``with output: display(fig)``) works the same
+    inside and outside a kernel, so headless tests see exactly what the browser shows.
+    """
+    png = base64.b64encode(figure_png(fig)).decode("ascii")
+    output.outputs = ({"output_type": "display_data",
+                       "data": {"image/png": png, "text/plain": f"<{fig.get_label() or 'figure'}>"},
+                       "metadata": {}},)
+
+
+def numbers_html(rows) -> str:
+    """A two-column HTML table of (label, value) rows, values already formatted."""
+    cells = "".join(f"<tr><td style='padding-right:1em'>{html.escape(str(k))}</td>"
+                    f"<td><b>{html.escape(str(v))}</b></td></tr>" for k, v in rows)
+    return f"<table class='sphgpu-numbers'>{cells}</table>"
+
+
+def _message_html(text: str, kind: str) -> str:
+    if not text:
+        return ""
+    color = {"error": "#b2182b", "note": "#555555"}[kind]
+    return f"<span class='sphgpu-message' style='color:{color}'>{html.escape(text)}</span>"
+
+
+class Panel(w.VBox):
+    """Shared parts of a panel view: message line, numbers, Run button and progress bar.
+
+    Subclasses set ``self.model``, call ``super().__init__()``, build their controls, then set
+    ``self.children`` using the shared parts below.
+    """
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.message = w.HTML(layout=w.Layout(min_height="1.5em"))
+        self.numbers = w.HTML()
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play",
+                                   tooltip="run the long computation with these settings")
+        self.progress = w.FloatProgress(value=0.0, min=0.0, max=1.0,
+                                        layout=w.Layout(width="16em"))
+        self.progress_label = w.Label()
+        self.last_seconds = 0.0          # wall time of the last handled interaction
+
+    # -- messages ---------------------------------------------------------------------------
+    def show_message(self, text: str, kind: str = "error"):
+        self.message.value = _message_html(text, kind)
+
+    def report(self, fraction: float, text: str = ""):
+        """Progress callback handed to the model: fraction in [0, 1] and a short text."""
+        self.progress.value = min(max(float(fraction), 0.0), 1.0)
+        self.progress_label.value = text
+
+    # -- event plumbing ---------------------------------------------------------------------
+    def guarded(self, handler):
+        """Wrap a callback so that an unexpected exception shows in the panel (rather than as
+        a traceback in the browser's log) and the call is timed (``last_seconds``)."""
+
+        @functools.wraps(handler)
+        def wrapper(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return handler(*args, **kw)
+            except Exception as exc:  # a bug: show it where the user looks
+                self.show_message(f"unexpected error: {type(exc).__name__}: {exc}")
+            finally:
+                self.last_seconds = time.perf_counter() - t0
+
+        return wrapper
+
+    def observe_values(self, controls, handler):
+        """Call ``handler()`` (guarded) whenever one of ``controls`` changes value."""
+        h = self.guarded(lambda change: handler())
+        for c in controls:
+            c.observe(h, names="value")
+
+    def on_run(self, handler):
+        """Call ``handler()`` (guarded) on Run; the button is disabled while it works."""
+
+        def clicked(_button):
+            self.run_button.disabled = True
+            try:
+                handler()
+            finally:
+                self.run_button.disabled = False
+
+        self.run_button.on_click(self.guarded(clicked))
+
+    def run_row(self):
+        return w.HBox([self.run_button, self.progress, self.progress_label])
