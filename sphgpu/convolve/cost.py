@@ -161,12 +161,16 @@ class MeasuredCostModel(CostModel):
         "quick" times fewer, smaller cases (tests, Binder).
     progress : callable(str), optional
         Called with a line of text before each timing.
+    measure : bool
+        False: use the disk cache only and raise LookupError when a part was never timed
+        (panels use this to stay quick until asked to measure).
     """
 
     name = "measured"
 
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
-                 sizes="full", use_cache=True, progress=None, realspace_nside=None):
+                 sizes="full", use_cache=True, progress=None, realspace_nside=None,
+                 measure=True):
         from ..backends import cuda_available
 
         self.nside = check_int("nside", nside, minimum=1)
@@ -181,6 +185,7 @@ class MeasuredCostModel(CostModel):
         default_rs_nside = 2048 if gpu else (64 if sizes == "quick" else 256)
         self.realspace_nside = min(self.nside, realspace_nside or default_rs_nside)
         self.use_cache = use_cache
+        self.measure = measure
         self.harmonic = {}
         self.realspace = {}
         for b in self.harmonic_backends:
@@ -226,6 +231,9 @@ class MeasuredCostModel(CostModel):
         if key in cache:
             c = cache[key]
             return _Fit(c["a"], c["b"], [tuple(p) for p in c.get("points", [])])
+        if not self.measure:
+            raise LookupError(f"the {part} part on {backend} was never timed at nside "
+                              f"{self.nside}, lmax {self.lmax} on this machine")
         fit = measure(backend)
         if self.use_cache:
             cache = _load_cache()

@@ -28,6 +28,7 @@ Two classes:
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -91,8 +92,12 @@ def _u_of_theta(theta):
 
 
 # ------------------------------------------------------------------ quadrature of piecewise data
+@functools.lru_cache(maxsize=64)
 def _gauss(q):
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached: every piece asks again)."""
     x, w = np.polynomial.legendre.leggauss(q)
+    x.setflags(write=False)
+    w.setflags(write=False)
     return x, w
 
 
