@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -25,7 +23,7 @@ from .._validate import as_real_array, check_int, is_device_array
 from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
 from .harmonic import harmonic_convolve
-from .kernels import ARCMIN, CompactKernel, RadialKernel, _check_angle
+from .kernels import CompactKernel, _check_angle
 from .realspace import brute_force, ring_plan
 from .split import KernelSplit, _check_kernel
 
@@ -88,31 +86,29 @@ def _cached_plan(kernel, nside, error_bound, fit):
 
 def _run_split(maps, geometry, harmonic_bl, compact, harmonic_backend, realspace_backend):
     """Both parts at the same time: the harmonic one in a worker thread (ducc0 releases the GIL;
-    on the GPU it keeps the default stream), the real-space one here (on the GPU on its own
-    non-blocking stream, so the two overlap)."""
-    stream = None
-    cupy_stream = None
-    if realspace_backend == "cuda" and not _simulator():
-        import cupy
-        from numba import cuda
-
-        cupy_stream = cupy.cuda.Stream(non_blocking=True)
-        stream = cuda.external_stream(cupy_stream.ptr)
-    work = maps
-    if realspace_backend == "cuda" and is_device_array(maps):
-        import cupy
-
-        work = cupy.asarray(maps)
+    on the GPU it keeps the default stream), the real-space one here, on the GPU on a stream of
+    its own that does not wait for the default stream's later work (so the two overlap) but
+    does wait for what was queued before this call (the caller's input may still be in
+    flight)."""
     hmaps = maps
     if harmonic_backend != "cuda" and is_device_array(maps):
         hmaps = _host(maps)
     with ThreadPoolExecutor(max_workers=1) as pool:
         fut = pool.submit(harmonic_convolve, hmaps, harmonic_bl, geometry,
                           backend=harmonic_backend)
-        rs = _realspace(work, geometry, compact, realspace_backend, stream=stream)
+        if realspace_backend == "cuda" and not _simulator():
+            import cupy
+            from numba import cuda
+
+            side = cupy.cuda.Stream(non_blocking=True)
+            side.wait_event(cupy.cuda.get_current_stream().record())
+            with side:                   # CuPy copies and buffers on the side stream too
+                rs = _realspace(cupy.asarray(maps), geometry, compact, realspace_backend,
+                                stream=cuda.external_stream(side.ptr))
+            side.synchronize()
+        else:
+            rs = _realspace(maps, geometry, compact, realspace_backend)
         hs = fut.result()
-    if cupy_stream is not None:
-        cupy_stream.synchronize()
     return _add(hs, rs)
 
 

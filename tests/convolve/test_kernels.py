@@ -7,7 +7,7 @@ import pytest
 from scipy.special import eval_legendre
 
 import sphgpu
-from sphgpu.convolve import ARCMIN, CompactKernel, RadialKernel
+from sphgpu.convolve import CompactKernel, RadialKernel
 from sphgpu.convolve import _series
 from sphgpu.convolve.kernels import bspline_knots
 from sphgpu.data import planck2018_cl

@@ -2,14 +2,12 @@
 plans that explain themselves, unreachable bounds."""
 
 import json
-import math
 
 import numpy as np
 import pytest
 
 from sphgpu.convolve import (ARCMIN, Candidate, CostModel, MeasuredCostModel, PaperCostModel,
-                             Plan, RadialKernel, optimize_split)
-from sphgpu.convolve import cost as cost_mod
+                             RadialKernel, optimize_split)
 from sphgpu.convolve.optimize import make_fitter
 
 #: Sutter, Wandelt & Elsner, Table 1: FWHM (arcmin) -> (l_cut, theta_cut in arcmin), for
