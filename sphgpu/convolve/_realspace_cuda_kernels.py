@@ -1,0 +1,125 @@
+"""The CUDA kernel of the real-space convolution (see :mod:`sphgpu.convolve.realspace`).
+
+Launch contract of the kernel returned by :func:`realspace_kernel` (``tpb`` threads per block,
+one block per work item):
+
+    grid = (n_items,), block = (tpb,)
+    item_ring[b], item_start[b]   block b computes output pixels item_start[b] + tid of ring
+                                  item_ring[b] (threads past the ring's end only help and wait)
+    maps (nmaps, npix) float64    input, read-only
+    out  (nmaps, npix) float64    output; every pixel is written by exactly one thread
+
+For each input ring within theta_cut, a block whose ring has as many pixels as the input ring
+fills a shared "row" of kernel values (one per pixel offset, at most ``rowmax``) cooperatively,
+then each thread correlates it with the input ring; otherwise each thread evaluates the kernel
+per pixel pair, stepping sin(dphi/2) by an exact rotation and recomputing it every
+``RESYNC`` pixels. Both barriers of the ring loop are reached by every thread of the block
+(the branch that fills the row depends only on the ring pair, and nothing returns early).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from numba import cuda, float64
+
+from .realspace import kernel_value, ring_window
+
+__all__ = ["realspace_kernel", "RESYNC"]
+
+#: Pixels between direct evaluations of sin(dphi/2) on the per-pair path.
+RESYNC = 32
+
+
+@functools.lru_cache(maxsize=None)
+def realspace_kernel(tpb: int, rowmax: int, nmaps: int):
+    """The kernel for ``tpb`` threads per block, a shared row of ``rowmax`` float64 and
+    ``nmaps`` maps per launch (all compile-time constants)."""
+    TWO_PI = 2.0 * math.pi
+
+    @cuda.jit(fastmath=False)
+    def kernel(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
+               item_ring, item_start, h, n, coef, out):
+        row = cuda.shared.array(rowmax, dtype=float64)
+        acc = cuda.local.array(nmaps, dtype=float64)
+        tid = cuda.threadIdx.x
+        blk = cuda.blockIdx.x
+        i = item_ring[blk]
+        ni = nphi[i]
+        p = item_start[blk] + tid
+        active = p < ni
+        for q in range(nmaps):
+            acc[q] = 0.0
+        inv_h = 1.0 / h
+        inv_h2 = 1.0 / (h * h)
+        cc = min(n * h, 2.0)
+        hu_cut = 0.25 * cc * cc
+        phi = phi0[i] + p * (TWO_PI / ni)
+        for r in range(r_lo[i], r_hi[i] + 1):
+            a, b, dmax, kind = ring_window(theta[i], theta[r], sin_theta[i], sin_theta[r],
+                                           hu_cut)
+            nr = nphi[r]
+            sr = ringstart[r]
+            dphi_r = TWO_PI / nr
+            w = weight[r]
+            # the shared row: same ring length, offsets d0 .. d0 + length - 1
+            half = int(dmax / dphi_r) + 2
+            if kind == 1 or 2 * half + 1 >= nr:
+                d0 = -(nr // 2)
+                length = nr
+            else:
+                d0 = -half
+                length = 2 * half + 1
+            use_row = kind != 0 and nr == ni and length <= rowmax
+            if use_row:
+                delta = phi0[r] - phi0[i]
+                t = tid
+                while t < length:
+                    s = math.sin(0.5 * (delta + (d0 + t) * dphi_r))
+                    row[t] = w * kernel_value(a + b * s * s, h, inv_h, inv_h2, n, coef)
+                    t += tpb
+            cuda.syncthreads()
+            if active and kind != 0:
+                if use_row:
+                    j = (p + d0) % nr
+                    for t in range(length):
+                        kv = row[t]
+                        for q in range(nmaps):
+                            acc[q] += kv * maps[q, sr + j]
+                        j += 1
+                        if j == nr:
+                            j = 0
+                else:
+                    if kind == 1:
+                        jlo = 0
+                        jhi = nr - 1
+                    else:
+                        jlo = int(math.floor((phi - dmax - phi0[r]) / dphi_r))
+                        jhi = int(math.ceil((phi + dmax - phi0[r]) / dphi_r))
+                        if jhi - jlo + 1 >= nr:
+                            jlo = 0
+                            jhi = nr - 1
+                    step_s = math.sin(0.5 * dphi_r)
+                    step_c = math.cos(0.5 * dphi_r)
+                    s = 0.0
+                    c = 1.0
+                    for j in range(jlo, jhi + 1):
+                        if (j - jlo) % RESYNC == 0:
+                            x = 0.5 * (phi0[r] + j * dphi_r - phi)
+                            s = math.sin(x)
+                            c = math.cos(x)
+                        kv = kernel_value(a + b * s * s, h, inv_h, inv_h2, n, coef)
+                        if kv != 0.0:
+                            jj = j % nr
+                            kv *= w
+                            for q in range(nmaps):
+                                acc[q] += kv * maps[q, sr + jj]
+                        s, c = s * step_c + c * step_s, c * step_c - s * step_s
+            cuda.syncthreads()
+        if active:
+            pix = ringstart[i] + p
+            for q in range(nmaps):
+                out[q, pix] = acc[q]
+
+    return kernel

@@ -1,0 +1,347 @@
+"""Cost models of the two parts of a split convolution: how long each takes, in seconds.
+
+A cost model answers three questions for the optimizer:
+
+* ``harmonic_time(l_cut, nside, lmax, backend)``: map2alm + alm2map up to l_cut on a HEALPix
+  map of ``nside`` (0 when l_cut < 0);
+* ``realspace_time(theta_cut, nside, backend)``: the real-space sum within theta_cut (0 when
+  theta_cut <= 0);
+* ``concurrent(harmonic_backend, realspace_backend)``: whether both parts run at the same time
+  (then a split costs the longer of the two, else their sum).
+
+:class:`PaperCostModel` is the paper's pair of fits (Eqs. 7 and 8; a GTX 480 GPU and one core of
+a 2.8 GHz Core2 Quad, nside 2048, lmax 4096), kept to reproduce its Table 1 and Fig. 10.
+:class:`MeasuredCostModel` times both parts on this machine, fits the same kind of formula
+(a constant plus the work: (l_cut+1)^2 for the harmonic part at a fixed nside, pixel pairs for
+the real-space part) and keeps the constants in ``~/.cache/sphgpu/convolve_cost.json``
+(``SPHGPU_CACHE_DIR`` moves it), per device, backend and nside.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import check_int
+from .kernels import ARCMIN
+from .realspace import pair_count
+
+__all__ = ["CostModel", "PaperCostModel", "MeasuredCostModel", "resolve_cost_model",
+           "cache_path"]
+
+
+class CostModel:
+    """Interface of the cost models (see the module docstring). Subclasses set ``name``,
+    ``harmonic_backends`` and ``realspace_backends`` (the backends they can price)."""
+
+    name = "abstract"
+    harmonic_backends: tuple = ("cpu",)
+    realspace_backends: tuple = ("cpu",)
+
+    def harmonic_time(self, l_cut: int, nside: int, lmax: int, backend: str) -> float:
+        raise NotImplementedError
+
+    def realspace_time(self, theta_cut: float, nside: int, backend: str) -> float:
+        raise NotImplementedError
+
+    def concurrent(self, harmonic_backend: str, realspace_backend: str) -> bool:
+        """Parts on different devices (CPU and GPU) overlap; on one device they add up."""
+        return harmonic_backend != realspace_backend
+
+    def split_time(self, t_harmonic, t_realspace, harmonic_backend, realspace_backend):
+        if self.concurrent(harmonic_backend, realspace_backend):
+            return max(t_harmonic, t_realspace)
+        return t_harmonic + t_realspace
+
+    def describe(self) -> str:
+        return self.name
+
+
+class PaperCostModel(CostModel):
+    """The paper's formulas, Eqs. (7) and (8):
+
+        t_ARKCoS = 0.0232 s * theta_cut[arcmin] + 2.428 s           (real space, GPU)
+        t_libpsht = 160 s * l_cut^2 * lmax / 4096^3                  (harmonic, one CPU core)
+
+    fitted at nside 2048, lmax 4096. At other resolutions the real-space time is scaled by
+    npix / npix(2048) (an extrapolation the paper does not make). The two parts run in parallel
+    (a split costs the longer one), and the paper's baseline, the whole kernel in harmonic
+    space, is ``harmonic_time(lmax, ...)`` = 160 s at lmax 4096.
+    """
+
+    name = "paper"
+    harmonic_backends = ("cpu",)
+    realspace_backends = ("cuda",)
+    ARKCOS_PER_ARCMIN = 0.0232
+    ARKCOS_CONSTANT = 2.428
+    LIBPSHT_FULL = 160.0
+
+    def harmonic_time(self, l_cut, nside, lmax, backend="cpu"):
+        if l_cut < 0:
+            return 0.0
+        return self.LIBPSHT_FULL * l_cut ** 2 * lmax / 4096.0 ** 3
+
+    def realspace_time(self, theta_cut, nside, backend="cuda"):
+        if theta_cut <= 0:
+            return 0.0
+        scale = (nside / 2048.0) ** 2
+        return (self.ARKCOS_PER_ARCMIN * theta_cut / ARCMIN + self.ARKCOS_CONSTANT) * scale
+
+    def concurrent(self, harmonic_backend, realspace_backend):
+        return True
+
+    def describe(self):
+        return ("paper (Eqs. 7-8): t_ARKCoS = 0.0232 s/arcmin * theta_cut + 2.428 s on a GTX 480; "
+                "t_libpsht = 160 s * l_cut^2 lmax / 4096^3 on one CPU core")
+
+
+def cache_path() -> str:
+    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "sphgpu")
+    return os.path.join(root, "convolve_cost.json")
+
+
+def _device_name(backend):
+    if backend == "cuda":
+        from numba import cuda
+
+        dev = cuda.get_current_device()
+        return dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    threads = os.environ.get("SPHGPU_NUM_THREADS", "all")
+    return f"{platform.processor() or platform.machine()} x{os.cpu_count()} threads={threads}"
+
+
+def _fit_line(x, t):
+    """Least-squares t = a + b x with a, b >= 0 (the work never takes negative time)."""
+    x = np.asarray(x, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    A = np.stack([np.ones_like(x), x], axis=1)
+    (a, b), *_ = np.linalg.lstsq(A, t, rcond=None)
+    if b < 0:
+        return float(np.mean(t)), 0.0
+    if a < 0:
+        return 0.0, float(np.dot(x, t) / np.dot(x, x))
+    return float(a), float(b)
+
+
+@dataclass
+class _Fit:
+    a: float
+    b: float
+    points: list = field(default_factory=list)     # (work, seconds)
+
+    def __call__(self, work):
+        return self.a + self.b * work
+
+
+class MeasuredCostModel(CostModel):
+    """Costs timed on this machine, for one nside.
+
+    Harmonic part, per backend: t = a + b (l_cut + 1)^2 from map2alm + alm2map at a few l_cut
+    on the real nside (a holds the ring FFTs, which do not shrink with l_cut). Real-space part:
+    t = a + b * pairs(theta_cut) from a few small theta_cut at nside ``min(nside,
+    realspace_nside)`` (the work per pixel pair does not depend on nside). Fitted constants are
+    cached on disk per (device, backend, nside, lmax); ``measure=False`` refuses to time and
+    needs the cache.
+
+    Parameters
+    ----------
+    nside, lmax : int
+        Resolution and band limit of the maps to convolve.
+    harmonic_backends, realspace_backends : tuple of str, optional
+        What to price; default: "cpu" and, with a GPU, "cuda" for both.
+    sizes : "full" or "quick"
+        "quick" times fewer, smaller cases (tests, Binder).
+    progress : callable(str), optional
+        Called with a line of text before each timing.
+    measure : bool
+        False: use the disk cache only and raise LookupError when a part was never timed
+        (panels use this to stay quick until asked to measure).
+    """
+
+    name = "measured"
+
+    def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
+                 sizes="full", use_cache=True, progress=None, realspace_nside=None,
+                 measure=True):
+        from ..backends import cuda_available
+
+        self.nside = check_int("nside", nside, minimum=1)
+        self.lmax = check_int("lmax", lmax, minimum=1)
+        gpu = ("cuda",) if cuda_available() and not _simulator() else ()
+        self.harmonic_backends = tuple(harmonic_backends or ("cpu",) + gpu)
+        self.realspace_backends = tuple(realspace_backends or gpu or ("cpu",))
+        if sizes not in ("full", "quick"):
+            raise ValueError(f"sizes must be 'full' or 'quick', got {sizes!r}")
+        self.sizes = sizes
+        self.progress = progress or (lambda s: None)
+        default_rs_nside = 2048 if gpu else (64 if sizes == "quick" else 256)
+        self.realspace_nside = min(self.nside, realspace_nside or default_rs_nside)
+        self.use_cache = use_cache
+        self.measure = measure
+        self.harmonic = {}
+        self.realspace = {}
+        for b in self.harmonic_backends:
+            self.harmonic[b] = self._cached("harmonic", b, self._measure_harmonic)
+        for b in self.realspace_backends:
+            self.realspace[b] = self._cached("realspace", b, self._measure_realspace)
+
+    # ------------------------------------------------------------------ pricing
+    def harmonic_time(self, l_cut, nside, lmax, backend):
+        if l_cut < 0:
+            return 0.0
+        self._check_nside(nside)
+        return self.harmonic[backend]((l_cut + 1) ** 2)
+
+    def realspace_time(self, theta_cut, nside, backend):
+        if theta_cut <= 0:
+            return 0.0
+        self._check_nside(nside)
+        return self.realspace[backend](pair_count(nside, theta_cut))
+
+    def _check_nside(self, nside):
+        if nside != self.nside:
+            raise ValueError(f"this MeasuredCostModel was timed for nside={self.nside}, not "
+                             f"{nside}; build one for nside={nside}")
+
+    def describe(self):
+        lines = [f"measured on this machine (nside {self.nside}, lmax {self.lmax}):"]
+        for b, f in self.harmonic.items():
+            lines.append(f"  harmonic [{b}]: {f.a * 1e3:.3g} ms + {f.b * 1e9:.3g} ns * (l_cut+1)^2")
+        for b, f in self.realspace.items():
+            lines.append(f"  real space [{b}]: {f.a * 1e3:.3g} ms + {f.b * 1e12:.3g} ps * pairs")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ cache
+    def _key(self, part, backend):
+        extra = f"|rs_nside={self.realspace_nside}" if part == "realspace" else ""
+        return (f"{part}|{backend}|{_device_name(backend)}|nside={self.nside}|lmax={self.lmax}"
+                f"|{self.sizes}{extra}")
+
+    def _cached(self, part, backend, measure):
+        key = self._key(part, backend)
+        cache = _load_cache() if self.use_cache else {}
+        if key in cache:
+            c = cache[key]
+            return _Fit(c["a"], c["b"], [tuple(p) for p in c.get("points", [])])
+        if not self.measure:
+            raise LookupError(f"the {part} part on {backend} was never timed at nside "
+                              f"{self.nside}, lmax {self.lmax} on this machine")
+        fit = measure(backend)
+        if self.use_cache:
+            cache = _load_cache()
+            cache[key] = {"a": fit.a, "b": fit.b, "points": fit.points,
+                          "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+            _save_cache(cache)
+        return fit
+
+    # ------------------------------------------------------------------ timing
+    def _measure_harmonic(self, backend):
+        from ..geometry import RingGeometry
+        from .harmonic import harmonic_convolve
+
+        geom = RingGeometry.healpix(self.nside)
+        rng = np.random.default_rng(0)
+        m = rng.standard_normal(geom.npix)
+        m = _to_backend(m, backend)
+        fractions = (0.125, 0.5, 1.0) if self.sizes == "quick" else (0.0625, 0.25, 0.5, 0.75, 1.0)
+        work, secs = [], []
+        for f in fractions:
+            l_cut = max(1, int(round(f * self.lmax)))
+            self.progress(f"timing the harmonic part [{backend}] at l_cut {l_cut}")
+            bl = np.ones(l_cut + 1)
+            secs.append(_time(lambda: harmonic_convolve(m, bl, geom, backend=backend), backend))
+            work.append((l_cut + 1) ** 2)
+        a, b = _fit_line(work, secs)
+        return _Fit(a, b, list(zip(work, secs)))
+
+    def _measure_realspace(self, backend):
+        from ..geometry import RingGeometry
+        from .kernels import RadialKernel
+        from .realspace import ring_plan
+        from .api import _realspace_impl
+
+        nside = self.realspace_nside
+        geom = RingGeometry.healpix(nside)
+        rng = np.random.default_rng(0)
+        m = _to_backend(rng.standard_normal((1, geom.npix)), backend)
+        # supports of about 30 to 3000 pixels (quick: 10 to 300)
+        targets = (10, 40, 160) if self.sizes == "quick" else (30, 120, 500, 2000)
+        pix = 4 * math.pi / geom.npix
+        kernel = RadialKernel.gaussian(max(1.0, 2.0 * math.sqrt(pix) / ARCMIN), 3 * nside)
+        impl = _realspace_impl(backend)
+        work, secs = [], []
+        for npix_disc in targets:
+            theta = min(math.pi, 2.0 * math.asin(min(1.0, math.sqrt(npix_disc * pix / math.pi) / 2)))
+            ck = kernel.tabulate(theta, rtol=1e-6)
+            pl = ring_plan(geom, ck.theta_cut)
+            self.progress(f"timing the real-space part [{backend}] at theta_cut "
+                          f"{ck.theta_cut / ARCMIN:.3g} arcmin, nside {nside}")
+            secs.append(_time(lambda: impl.convolve(m, pl, ck), backend))
+            work.append(pair_count(nside, ck.theta_cut))
+        a, b = _fit_line(work, secs)
+        # the constant was measured at realspace_nside; launch/row overheads grow with npix
+        a *= (self.nside / nside) ** 2
+        return _Fit(a, b, list(zip(work, secs)))
+
+
+def _simulator():
+    from .._device import SIMULATOR
+
+    return SIMULATOR
+
+
+def _to_backend(a, backend):
+    if backend == "cuda" and not _simulator():
+        import cupy
+
+        return cupy.asarray(a)
+    return a
+
+
+def _time(fn, backend, repeat=3):
+    from ..bench.timing import time_call
+
+    sync = None
+    if backend == "cuda" and not _simulator():
+        import cupy
+
+        sync = cupy.cuda.Device().synchronize
+    return time_call(fn, repeat=repeat, warmup=1, sync=sync, max_seconds=10.0).median
+
+
+def _load_cache():
+    try:
+        with open(cache_path()) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_cache(cache):
+    path = cache_path()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(cache, f, indent=1)
+    except OSError:   # read-only home: the constants still serve this process
+        pass
+
+
+def resolve_cost_model(cost_model, nside, lmax, **kw) -> CostModel:
+    """A CostModel from a name ("paper", "measured") or an instance (returned as is)."""
+    if isinstance(cost_model, CostModel):
+        return cost_model
+    if cost_model == "paper":
+        return PaperCostModel()
+    if cost_model == "measured":
+        return MeasuredCostModel(nside, lmax, **kw)
+    raise ValueError(f"cost_model must be 'paper', 'measured' or a CostModel instance, got "
+                     f"{cost_model!r}")

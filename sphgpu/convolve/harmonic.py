@@ -1,0 +1,50 @@
+"""Convolution in harmonic space: map2alm (one quadrature pass), multiply by K_l, alm2map.
+
+map2alm runs with ``iter=0`` so that the result is exactly the pixel sum
+sum_j K(theta_ij) m_j w_j with the kernel band-limited at lmax (see
+:mod:`sphgpu.convolve.kernels`): the harmonic part of a split and its real-space part then
+apply one operator between them, and the split's error is the kernel's error only. healpy's
+``smoothing(m, beam_window=K_l, iter=0, lmax=lmax)`` computes the same thing.
+
+Backends are the SHT's: "cpu" (ducc0 on all host threads unless ``SPHGPU_NUM_THREADS``), "cuda"
+(device arrays stay on the device), "reference".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import check_int, is_device_array
+from ..geometry import RingGeometry
+from ..sht import alm2map, map2alm
+
+__all__ = ["harmonic_convolve"]
+
+
+def _scale_alm(alm, bl, lmax):
+    """alm (k, nalm) or (nalm,) times bl[l], in the array module of alm (NumPy or CuPy)."""
+    from ..alm import AlmLayout
+
+    l_of = AlmLayout(lmax).lm()[0]
+    factor = np.asarray(bl, dtype=np.float64)[l_of]
+    if is_device_array(alm):
+        import cupy
+
+        return alm * cupy.asarray(factor)
+    return alm * factor
+
+
+def harmonic_convolve(maps, bl, geometry: RingGeometry, *, backend="auto"):
+    """Convolve ``maps`` ((npix,) or (k, npix), host or device) with a kernel of Legendre
+    coefficients ``bl`` (K_l, l = 0..L; L = len(bl) - 1 is the band limit used, mmax = L).
+    Returns an array of the same shape and kind. ``bl`` of length 0 gives zeros."""
+    bl = np.asarray(bl, dtype=np.float64)
+    if bl.ndim != 1:
+        raise ValueError(f"bl must be 1-D, got shape {bl.shape}")
+    lmax = bl.shape[0] - 1
+    if lmax < 0:
+        return maps * 0.0
+    check_int("lmax", lmax, minimum=0)
+    alm = map2alm(maps, lmax, lmax, iter=0, backend=backend, geometry=geometry)
+    alm = _scale_alm(alm, bl, lmax)
+    return alm2map(alm, lmax=lmax, mmax=lmax, backend=backend, geometry=geometry)

@@ -1,0 +1,292 @@
+"""Choosing the split: scan theta_cut, bisect l_cut for the error bound, price each candidate
+with a cost model, and compare with the all-harmonic and all-real-space plans.
+
+The result is a :class:`Plan` that says what it will do and why (``print(plan)``), carries
+every candidate it considered (for plots), and runs itself (``plan.apply(maps)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import check_int
+from .cost import CostModel, PaperCostModel, resolve_cost_model
+from .kernels import ARCMIN, RadialKernel
+from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
+
+__all__ = ["Plan", "Candidate", "optimize_split", "default_theta_grid", "FIT_PRESETS",
+           "SMALLEST_REACHABLE_ERROR"]
+
+#: Below this the float64 transforms' own rounding dominates: no plan can promise less.
+SMALLEST_REACHABLE_ERROR = 1e-12
+
+
+def default_theta_grid(lmax: int, steps: int = 20) -> np.ndarray:
+    """theta_cut values to scan (radians): the paper's 30 arcmin steps at lmax 4096, scaled by
+    4096 / lmax (the same number of pixels per support at any resolution), ``steps`` of them,
+    capped at pi."""
+    step = 30.0 * ARCMIN * 4096.0 / max(lmax, 1)
+    grid = step * np.arange(1, steps + 1)
+    return grid[grid <= math.pi]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One priced option: method, cuts, predicted error and times (seconds)."""
+
+    method: str                 # "harmonic", "split" or "realspace"
+    l_cut: int                  # lmax for harmonic, -1 for real space only
+    theta_cut: float            # radians; 0 for harmonic
+    error: float                # predicted (alpha included)
+    time_harmonic: float
+    time_realspace: float
+    time_total: float
+    harmonic_backend: str | None
+    realspace_backend: str | None
+
+    @property
+    def theta_cut_arcmin(self) -> float:
+        return self.theta_cut / ARCMIN
+
+
+@dataclass(eq=False)
+class Plan:
+    """The optimizer's choice for one kernel, resolution and error bound.
+
+    Attributes
+    ----------
+    method : {"harmonic", "split", "realspace"}
+    l_cut : int
+        Harmonic band limit (lmax for "harmonic", -1 for "realspace").
+    theta_cut : float
+        Real-space support radius in radians (0 for "harmonic"); ``theta_cut_arcmin`` too.
+    predicted_error : float
+        The paper's sigma (Eq. 6, alpha included) of the chosen split.
+    time_harmonic, time_realspace, time_total : float
+        Predicted seconds of each part and of the whole (parts on different devices overlap).
+    time_all_harmonic : float
+        Predicted seconds of the whole kernel in harmonic space (the baseline).
+    speedup : float
+        time_all_harmonic / time_total.
+    all_realspace : Candidate or None
+        The cheapest real-space-only plan that meets the bound, if any.
+    candidates : list of Candidate
+        Every (theta_cut, smallest l_cut) the scan priced, for plots.
+    split : KernelSplit or None
+        The fitted kernels of the chosen plan.
+    """
+
+    kernel: RadialKernel
+    nside: int
+    error_bound: float
+    alpha: float
+    cost_model: CostModel
+    method: str
+    l_cut: int
+    theta_cut: float
+    predicted_error: float
+    time_harmonic: float
+    time_realspace: float
+    time_total: float
+    time_all_harmonic: float
+    harmonic_backend: str | None
+    realspace_backend: str | None
+    all_harmonic: Candidate
+    all_realspace: Candidate | None
+    candidates: list = field(default_factory=list)
+    split: KernelSplit | None = None
+    fit: str = "sphgpu"
+
+    @property
+    def lmax(self) -> int:
+        return self.kernel.lmax
+
+    @property
+    def theta_cut_arcmin(self) -> float:
+        return self.theta_cut / ARCMIN
+
+    @property
+    def speedup(self) -> float:
+        return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
+
+    def apply(self, maps, *, backend=None):
+        """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`)."""
+        from .api import run_plan
+
+        return run_plan(self, maps, backend=backend)
+
+    def explain(self) -> str:
+        k = self.kernel
+        lines = [f"Plan for {k.name} (lmax {k.lmax}) at nside {self.nside}, error bound "
+                 f"{self.error_bound:g} (alpha = {self.alpha:g}), cost model "
+                 f"'{self.cost_model.name}':"]
+        if self.method == "harmonic":
+            lines.append(f"  all harmonic on {self.harmonic_backend}: predicted "
+                         f"{_fmt_t(self.time_total)}; no split met the bound more cheaply.")
+        elif self.method == "realspace":
+            lines.append(f"  real space only on {self.realspace_backend} within "
+                         f"{self.theta_cut_arcmin:.4g} arcmin: predicted error "
+                         f"{self.predicted_error:.3g}, time {_fmt_t(self.time_total)}.")
+        else:
+            how = ("at the same time" if self.cost_model.concurrent(self.harmonic_backend,
+                                                                      self.realspace_backend)
+                   else "one after the other")
+            lines.append(f"  split: harmonic part l <= {self.l_cut} on {self.harmonic_backend} "
+                         f"({_fmt_t(self.time_harmonic)}) and real-space part within "
+                         f"{self.theta_cut_arcmin:.4g} arcmin on {self.realspace_backend} "
+                         f"({_fmt_t(self.time_realspace)}), {how}: {_fmt_t(self.time_total)}.")
+            lines.append(f"  predicted error {self.predicted_error:.3g} <= bound "
+                         f"{self.error_bound:g}.")
+        lines.append(f"  all harmonic: {_fmt_t(self.time_all_harmonic)} -> speedup "
+                     f"{self.speedup:.3g}x.")
+        if self.all_realspace is not None:
+            r = self.all_realspace
+            lines.append(f"  all real space: within {r.theta_cut_arcmin:.4g} arcmin, "
+                         f"{_fmt_t(r.time_total)}.")
+        else:
+            lines.append("  all real space: no support in the scanned range meets the bound.")
+        feasible = [c for c in self.candidates if c.method == "split"]
+        if feasible:
+            lines.append(f"  scanned {len(self.candidates)} theta_cut values; "
+                         f"{len(feasible)} gave a valid split.")
+        if isinstance(self.cost_model, PaperCostModel):
+            lines.append(f"  ({self.cost_model.describe()})")
+        return "\n".join(lines)
+
+    __str__ = explain
+
+    def __repr__(self):
+        return (f"Plan(method={self.method!r}, l_cut={self.l_cut}, theta_cut_arcmin="
+                f"{self.theta_cut_arcmin:.4g}, predicted_error={self.predicted_error:.3g}, "
+                f"time_total={self.time_total:.3g} s, speedup={self.speedup:.3g})")
+
+
+def _fmt_t(t):
+    if t >= 1:
+        return f"{t:.3g} s"
+    return f"{t * 1e3:.3g} ms"
+
+
+def _check_bound(error_bound):
+    if isinstance(error_bound, bool) or not isinstance(error_bound, (int, float, np.floating)):
+        raise TypeError(f"error_bound must be a number, got {type(error_bound).__name__}")
+    e = float(error_bound)
+    if not math.isfinite(e) or e <= 0:
+        raise ValueError(f"error_bound must be a positive number, got {error_bound!r}")
+    if e < SMALLEST_REACHABLE_ERROR:
+        raise ValueError(f"error_bound={e:g} is unreachable: the smallest reachable bound is "
+                         f"{SMALLEST_REACHABLE_ERROR:g} (the float64 rounding of the transforms)")
+    return e
+
+
+def make_fitter(kernel, theta_max, *, input_cl=None, alpha=DEFAULT_ALPHA, fit="sphgpu"):
+    """The :class:`SplitFitter` of a fit preset (:data:`FIT_PRESETS`)."""
+    return SplitFitter(kernel, theta_max, input_cl=input_cl, alpha=alpha, fit=fit)
+
+
+def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", alpha=None,
+                   input_cl=None, theta_grid=None, methods=("harmonic", "split", "realspace"),
+                   fit="sphgpu", cost_model_options=None, fitter=None, prune=True) -> Plan:
+    """Find the cheapest way to convolve HEALPix maps of ``nside`` with ``kernel`` within
+    ``error_bound`` (the paper's fractional error sigma, Eq. 6).
+
+    For every theta_cut of ``theta_grid`` (radians; :func:`default_theta_grid` by default) the
+    smallest l_cut meeting the bound is found by bisection; each (l_cut, theta_cut) is priced
+    with ``cost_model`` ("paper", "measured" or a :class:`CostModel`) on every pair of backends
+    it knows, and compared with the whole kernel in harmonic space and the cheapest real-space-
+    only plan. Returns a :class:`Plan`.
+
+    alpha : float, optional
+        Error factor (default 5, the paper's; see :func:`calibrate_alpha` to measure it).
+    methods : tuple
+        Which kinds of plan may be chosen ("harmonic" is always priced as the baseline).
+    fit : "sphgpu" or "paper"
+        Fit preset (:data:`FIT_PRESETS`).
+    prune : bool
+        Stop the scan at the first theta_cut whose real-space part alone costs more than the
+        best plan found so far (real-space time grows with theta_cut). ``False`` scans the
+        whole grid (for plots of l_cut against theta_cut).
+    fitter : SplitFitter, optional
+        Reuse a fitter (its kernel, alpha and input_cl win over the arguments).
+    """
+    kernel = _check_kernel(kernel)
+    nside = check_int("nside", nside, minimum=1)
+    lmax = kernel.lmax
+    error_bound = _check_bound(error_bound)
+    alpha = DEFAULT_ALPHA if alpha is None else float(alpha)
+    bad = set(methods) - {"harmonic", "split", "realspace"}
+    if bad or not methods:
+        raise ValueError(f"methods must be a non-empty subset of ('harmonic', 'split', "
+                         f"'realspace'), got {methods!r}")
+    if theta_grid is None:
+        theta_grid = default_theta_grid(lmax)
+    theta_grid = np.asarray(theta_grid, dtype=np.float64)
+    if theta_grid.ndim != 1 or theta_grid.size == 0 or np.any(theta_grid <= 0) or np.any(
+            theta_grid > math.pi) or not np.all(np.isfinite(theta_grid)):
+        raise ValueError("theta_grid must be a non-empty 1-D array of angles in (0, pi] radians")
+    cm = resolve_cost_model(cost_model, nside, lmax, **(cost_model_options or {}))
+    if fitter is None:
+        fitter = make_fitter(kernel, float(theta_grid.max()), input_cl=input_cl, alpha=alpha,
+                             fit=fit)
+
+    # the baseline: the whole kernel in harmonic space on the cheapest backend
+    hb_best = min(cm.harmonic_backends, key=lambda b: cm.harmonic_time(lmax, nside, lmax, b))
+    t_full = cm.harmonic_time(lmax, nside, lmax, hb_best)
+    all_harm = Candidate("harmonic", lmax, 0.0, 0.0, t_full, 0.0, t_full, hb_best, None)
+
+    candidates = []
+    best_err_seen = math.inf
+    best_total = t_full if "harmonic" in methods else math.inf
+    hint = None
+    for theta in np.sort(theta_grid):
+        if fitter.n_basis(theta) == 0:
+            continue
+        if prune and min(cm.realspace_time(float(theta), nside, rb)
+                         for rb in cm.realspace_backends) >= best_total:
+            break        # the real-space part alone costs more than the best plan so far
+        l_cut = fitter.smallest_l_cut(float(theta), error_bound, lo=-1, hint=hint)
+        if l_cut is None:
+            best_err_seen = min(best_err_seen, fitter.error(lmax - 1, float(theta)))
+            continue
+        hint = l_cut
+        err = fitter.error(l_cut, float(theta))
+        best_err_seen = min(best_err_seen, err)
+        method = "realspace" if l_cut < 0 else "split"
+        for rb in cm.realspace_backends:
+            t_r = cm.realspace_time(float(theta), nside, rb)
+            hbs = cm.harmonic_backends if l_cut >= 0 else (None,)
+            for hb in hbs:
+                t_h = cm.harmonic_time(l_cut, nside, lmax, hb) if hb else 0.0
+                total = cm.split_time(t_h, t_r, hb, rb) if hb else t_r
+                candidates.append(Candidate(method, l_cut, float(theta), err, t_h, t_r, total,
+                                            hb, rb))
+                if method in methods:
+                    best_total = min(best_total, total)
+
+    real_only = [c for c in candidates if c.method == "realspace"]
+    all_real = min(real_only, key=lambda c: c.time_total) if real_only else None
+    allowed = [c for c in candidates if c.method in methods]
+    if "harmonic" in methods:
+        allowed.append(all_harm)
+    if not allowed:
+        raise ValueError(
+            f"error_bound={error_bound:g} is unreachable with methods={tuple(methods)} over "
+            f"theta_cut up to {theta_grid.max() / ARCMIN:.4g} arcmin: the smallest reachable "
+            f"bound there is {best_err_seen:.3g}; allow 'harmonic', raise error_bound or "
+            "widen theta_grid")
+    chosen = min(allowed, key=lambda c: c.time_total)
+    split = None
+    if chosen.method != "harmonic":
+        split = fitter.split(chosen.l_cut, chosen.theta_cut)
+    return Plan(kernel=kernel, nside=nside, error_bound=error_bound, alpha=fitter.alpha,
+                cost_model=cm, method=chosen.method, l_cut=chosen.l_cut,
+                theta_cut=split.theta_cut if split is not None else 0.0,
+                predicted_error=chosen.error, time_harmonic=chosen.time_harmonic,
+                time_realspace=chosen.time_realspace, time_total=chosen.time_total,
+                time_all_harmonic=t_full, harmonic_backend=chosen.harmonic_backend,
+                realspace_backend=chosen.realspace_backend, all_harmonic=all_harm,
+                all_realspace=all_real, candidates=candidates, split=split,
+                fit=fit if isinstance(fit, str) else "custom")

@@ -1,0 +1,175 @@
+"""Convolution with a compact radial kernel by summing over neighbouring pixels (ARKCoS-like).
+
+    out_i = sum_j K(theta_ij) m_j w_j        over pixels j with theta_ij < theta_cut,
+
+w_j being the quadrature weight of pixel j (4 pi / npix on HEALPix), K a :class:`CompactKernel`
+(evaluated exactly: it is a piecewise cubic in u = 1 - cos theta). With a kernel band-limited at
+lmax this is exactly what the harmonic route computes with map2alm ``iter=0`` (see
+:mod:`sphgpu.convolve.kernels`).
+
+The algorithm works ring by ring, as the paper's ARKCoS does: for an output ring i and an input
+ring r the half-chord formula
+
+    u_ij / 2 = sin^2((theta_i - theta_r)/2) + sin(theta_i) sin(theta_r) sin^2(dphi_ij / 2)
+
+needs two numbers per ring pair (``a``, ``b``) and one per pixel pair (sin^2 of half the azimuth
+difference), and tells which azimuths fall inside theta_cut (the spherical triangle). When both
+rings have the same number of pixels (all equatorial HEALPix rings) every output pixel sees the
+same kernel values at the same pixel offsets, so the kernel is evaluated once per ring pair into
+a "row" and the sum becomes a short circular correlation; other ring pairs (the polar caps)
+evaluate the kernel per pixel pair.
+
+Backends: "cpu" (Numba, parallel over output rings, :mod:`._realspace_cpu`), "cuda" (one block
+per output ring chunk, :mod:`._realspace_cuda`), "reference" (:func:`brute_force`, every pair,
+small maps only).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+from ..geometry import RingGeometry
+from .kernels import FULL_CHORD, CompactKernel
+
+__all__ = ["RingPlan", "ring_plan", "brute_force", "pair_count", "kernel_value", "ring_window"]
+
+_jit = register_jitable(inline="always")
+
+#: Azimuth margin (radians) added to each ring's window so that rounding never drops a pixel;
+#: pixels beyond theta_cut inside the margin get K = 0 from the kernel itself.
+PHI_MARGIN = 1e-9
+
+
+@_jit
+def kernel_value(hu, h, inv_h, inv_h2, n, coef):
+    """K at half-squared-chord ``hu`` = u/2 = c^2/4 of a CompactKernel (h, coef[n, 4]);
+    0 outside the support (which includes its end, c = n h, and every pair when n h = 2)."""
+    c = 2.0 * math.sqrt(hu)
+    end = n * h
+    if c > end and end < FULL_CHORD:
+        return 0.0
+    k = min(int(c * inv_h), n - 1)
+    kh = k * h
+    s = (c - kh) * (c + kh) * inv_h2 / (2.0 * k + 1.0)
+    return coef[k, 0] + s * (coef[k, 1] + s * (coef[k, 2] + s * coef[k, 3]))
+
+
+@_jit
+def ring_window(theta_i, theta_r, sin_i, sin_r, hu_cut):
+    """For output ring at theta_i and input ring at theta_r: (a, b, dphi_max, kind) with
+    hu = a + b sin^2(dphi/2); kind 0: no pixel within the cut, 1: the whole ring, 2: the pixels
+    with |dphi| <= dphi_max (radians, margin included)."""
+    sd = math.sin(0.5 * (theta_i - theta_r))
+    a = sd * sd
+    b = sin_i * sin_r
+    if a >= hu_cut:
+        return a, b, 0.0, 0
+    if b <= 0.0:
+        return a, b, math.pi, 1
+    s2 = (hu_cut - a) / b
+    if s2 >= 1.0:
+        return a, b, math.pi, 1
+    dphi = 2.0 * math.asin(math.sqrt(s2)) + PHI_MARGIN
+    if dphi >= math.pi:
+        return a, b, math.pi, 1
+    return a, b, dphi, 2
+
+
+class RingPlan:
+    """What the real-space backends need about a geometry and a support radius, computed once:
+    ring arrays and, for every output ring, the range of input rings within theta_cut.
+
+    Attributes (NumPy arrays over rings, float64 unless said): theta, sin_theta, phi0,
+    nphi (int64), ringstart (int64), weight (pixel weight of the ring), r_lo, r_hi (int64,
+    inclusive ranges of input rings), and ``shuffle`` (int64: the output rings in a fixed
+    pseudo-random order, so that equal contiguous chunks of it carry similar work whatever
+    the scheduler).
+    """
+
+    def __init__(self, geometry: RingGeometry, theta_cut: float):
+        order = np.argsort(geometry.theta, kind="stable")
+        if not np.array_equal(order, np.arange(geometry.nrings)):
+            raise ValueError("the real-space convolution needs rings sorted by theta")
+        if geometry.pixel_offset:
+            raise ValueError("the real-space convolution needs a whole-sphere geometry "
+                             "(pixel_offset 0)")
+        self.geometry = geometry
+        self.theta_cut = float(theta_cut)
+        self.theta = np.ascontiguousarray(geometry.theta)
+        self.sin_theta = np.sin(self.theta)
+        self.phi0 = np.ascontiguousarray(geometry.phi0)
+        self.nphi = np.ascontiguousarray(geometry.nphi, dtype=np.int64)
+        self.ringstart = np.ascontiguousarray(geometry.ringstart, dtype=np.int64)
+        self.weight = np.ascontiguousarray(geometry.weight)
+        margin = 1e-12 + 1e-9 * self.theta_cut
+        self.r_lo = np.searchsorted(self.theta, self.theta - self.theta_cut - margin,
+                                    side="left").astype(np.int64)
+        self.r_hi = (np.searchsorted(self.theta, self.theta + self.theta_cut + margin,
+                                     side="right") - 1).astype(np.int64)
+        self.shuffle = np.random.default_rng(0).permutation(geometry.nrings).astype(np.int64)
+
+    @property
+    def npix(self) -> int:
+        return self.geometry.npix
+
+    @property
+    def nrings(self) -> int:
+        return self.geometry.nrings
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_plan(geometry, theta_cut):
+    return RingPlan(geometry, theta_cut)
+
+
+def ring_plan(geometry: RingGeometry, theta_cut: float) -> RingPlan:
+    """The (cached) :class:`RingPlan` of a geometry and support radius."""
+    return _cached_plan(geometry, float(theta_cut))
+
+
+def pair_count(nside: int, theta_cut: float) -> float:
+    """Approximate number of (output, input) pixel pairs within theta_cut on a HEALPix map:
+    npix times the pixels in a disc of radius theta_cut (at least 1). The cost models use it."""
+    npix = 12.0 * nside * nside
+    disc = npix * 0.5 * (1.0 - math.cos(theta_cut))
+    return npix * max(disc, 1.0)
+
+
+# ------------------------------------------------------------------ the reference twin
+def brute_force(maps, geometry: RingGeometry, kernel, theta_cut: float | None = None):
+    """The obvious sum over every pair of pixels: the specification of the real-space path.
+
+    maps : (npix,) or (k, npix) float64. kernel : a :class:`CompactKernel` (evaluated with its
+    own formula) or any callable ``K(u)`` of u = 1 - cos(theta) (then ``theta_cut`` limits the
+    support: pairs with theta > theta_cut contribute 0; theta_cut = pi keeps every pair). Cost npix^2: small maps only.
+    Separations come from 3-D unit vectors, u = |x_i - x_j|^2 / 2 (no cos/acos rounding).
+    """
+    m = np.asarray(maps, dtype=np.float64)
+    single = m.ndim == 1
+    m2 = m[None, :] if single else m
+    theta, phi = geometry.pixel_angles()
+    xyz = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], 1)
+    w = geometry.pixel_weights()
+    if isinstance(kernel, CompactKernel):
+        def kfun(u):
+            return kernel.evaluate_chord(np.sqrt(2.0 * u))
+        u_cut = None
+    else:
+        kfun = kernel
+        u_cut = None
+        if theta_cut is not None and theta_cut < math.pi:
+            u_cut = 2.0 * math.sin(0.5 * theta_cut) ** 2
+    out = np.zeros_like(m2)
+    step = max(1, 2_000_000 // max(1, xyz.shape[0]))
+    for s in range(0, xyz.shape[0], step):
+        d = xyz[s:s + step, None, :] - xyz[None, :, :]
+        u = 0.5 * np.einsum("ijk,ijk->ij", d, d)
+        kv = kfun(u)
+        if u_cut is not None:
+            kv = np.where(u <= u_cut, kv, 0.0)
+        out[:, s:s + step] = (m2 * w[None, :]) @ kv.T
+    return out[0] if single else out

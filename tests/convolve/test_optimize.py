@@ -1,0 +1,139 @@
+"""The optimizer: the paper's Table 1 with its cost model, injected and measured cost models,
+plans that explain themselves, unreachable bounds."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sphgpu.convolve import (ARCMIN, Candidate, CostModel, MeasuredCostModel, PaperCostModel,
+                             RadialKernel, optimize_split)
+from sphgpu.convolve.optimize import make_fitter
+
+#: Sutter, Wandelt & Elsner, Table 1: FWHM (arcmin) -> (l_cut, theta_cut in arcmin), for
+#: nside 2048, lmax 4096, C_l^input = 1, alpha = 5, error bound 1e-5 (WMAP7 C_l there).
+TABLE1 = {7: (1158, 390), 8: (1070, 390), 9: (1055, 360), 10: (979, 360), 11: (1014, 330),
+          12: (960, 330), 13: (940, 330), 14: (929, 300), 15: (961, 270)}
+GRID = np.arange(30, 601, 30) * ARCMIN          # the paper's 30 arcmin steps
+
+
+@pytest.fixture(scope="module")
+def table_plans():
+    """One paper-cost-model optimisation per FWHM (5..15 arcmin), as in the paper."""
+    return {fw: optimize_split(RadialKernel.cmb(fw, 4096), nside=2048, cost_model="paper",
+                               theta_grid=GRID)
+            for fw in [5, 6] + list(TABLE1)}
+
+
+def test_paper_cost_model_formulas():
+    cm = PaperCostModel()
+    assert cm.realspace_time(390 * ARCMIN, 2048) == pytest.approx(0.0232 * 390 + 2.428)
+    assert cm.harmonic_time(1158, 2048, 4096) == pytest.approx(160 * 1158 ** 2 * 4096 / 4096 ** 3)
+    assert cm.harmonic_time(4096, 2048, 4096) == pytest.approx(160.0)
+    assert cm.split_time(3.0, 5.0, "cpu", "cuda") == 5.0          # the parts run in parallel
+
+
+def test_no_valid_split_below_7_arcmin(table_plans):
+    # the paper: "Below 7' we could not find suitable truncations". Here a split that meets the
+    # bound needs l_cut within a few multipoles of lmax (no gain) below 7 arcmin, and 7 arcmin
+    # and above split with a speedup over 10 under the paper's cost model.
+    for fw in (5, 6):
+        p = table_plans[fw]
+        assert p.method == "harmonic" or p.l_cut >= 4096 - 8
+        assert p.speedup < 1.01
+    for fw in TABLE1:
+        p = table_plans[fw]
+        assert p.method == "split" and p.predicted_error <= 1e-5 and p.speedup > 10
+
+
+def test_papers_choices_meet_the_bound_and_ours_cost_no_more(table_plans):
+    cm = PaperCostModel()
+    for fw, (l_cut, theta) in TABLE1.items():
+        fitter = make_fitter(RadialKernel.cmb(fw, 4096), GRID.max())
+        assert fitter.error(l_cut, theta * ARCMIN) <= 1e-5
+        papers = max(cm.harmonic_time(l_cut, 2048, 4096), cm.realspace_time(theta * ARCMIN, 2048))
+        assert table_plans[fw].time_total <= papers
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Table 1 is not reproduced within 15%: this least-squares fit (exact Legendre transforms "
+    "of a spline basis) meets the bound at smaller cuts than the paper's (l_cut 770-880 at "
+    "theta_cut 180-210 arcmin instead of 930-1160 at 270-390), so the optimum moves there; "
+    "the paper's own pairs do meet the bound here (test above). See the notebook."))
+def test_table1_within_15_percent(table_plans):
+    for fw, (l_cut, theta) in TABLE1.items():
+        p = table_plans[fw]
+        assert p.l_cut == pytest.approx(l_cut, rel=0.15)
+        assert p.theta_cut_arcmin == pytest.approx(theta, rel=0.15)
+
+
+class _Toy(CostModel):
+    """A cost model with chosen constants: harmonic ~ l_cut^2, real space ~ theta^2."""
+
+    name = "toy"
+    harmonic_backends = ("cpu",)
+    realspace_backends = ("cuda",)
+
+    def __init__(self, real_cost):
+        self.real_cost = real_cost
+
+    def harmonic_time(self, l_cut, nside, lmax, backend):
+        return 0.0 if l_cut < 0 else 1.0 * ((l_cut + 1) / (lmax + 1)) ** 2
+
+    def realspace_time(self, theta_cut, nside, backend):
+        return 0.0 if theta_cut <= 0 else self.real_cost * theta_cut ** 2
+
+
+def test_injected_cost_model_decides_the_method():
+    k = RadialKernel.cmb(640.0, 64)
+    cheap = optimize_split(k, nside=32, cost_model=_Toy(1e-3))
+    assert cheap.method == "split" and cheap.cost_model.name == "toy"
+    assert cheap.speedup > 1 and cheap.time_total < cheap.time_all_harmonic
+    assert cheap.predicted_error <= 1e-5 and cheap.split is not None
+    assert cheap.theta_cut_arcmin == pytest.approx(cheap.theta_cut / ARCMIN)
+    dear = optimize_split(k, nside=32, cost_model=_Toy(1e3))
+    assert dear.method == "harmonic" and dear.speedup == 1.0 and dear.split is None
+    text = cheap.explain()
+    assert f"l <= {cheap.l_cut}" in text and "speedup" in text and str(cheap) == text
+    assert all(isinstance(c, Candidate) for c in cheap.candidates)
+    assert "Plan(method='split'" in repr(cheap)
+
+
+def test_a_compact_beam_can_go_all_real_space():
+    k = RadialKernel.gaussian(900.0, 64)
+    p = optimize_split(k, nside=32, cost_model=_Toy(1e-4), methods=("realspace",))
+    assert p.method == "realspace" and p.l_cut == -1 and p.all_realspace is not None
+
+
+def test_unreachable_bounds_say_what_is_reachable():
+    k = RadialKernel.cmb(640.0, 64)
+    with pytest.raises(ValueError, match="smallest reachable bound is 1e-12"):
+        optimize_split(k, nside=32, cost_model=_Toy(1.0), error_bound=1e-14)
+    with pytest.raises(ValueError, match=r"smallest reachable bound there is \d"):
+        optimize_split(k, nside=32, cost_model=_Toy(1.0), error_bound=1e-11,
+                       methods=("split",), theta_grid=[0.3])
+    with pytest.raises(ValueError, match="error_bound must be a positive"):
+        optimize_split(k, nside=32, cost_model=_Toy(1.0), error_bound=-1.0)
+    with pytest.raises(ValueError, match="cost_model must be"):
+        optimize_split(k, nside=32, cost_model="fast")
+
+
+def test_measured_cost_model_is_timed_once_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+    cm = MeasuredCostModel(16, 32, sizes="quick", harmonic_backends=("cpu",),
+                           realspace_backends=("cpu",))
+    # timings on a shared machine are noisy: only the model's shape is certain
+    assert cm.harmonic_time(31, 16, 32, "cpu") >= cm.harmonic_time(3, 16, 32, "cpu") > 0
+    assert cm.realspace_time(0.5, 16, "cpu") >= cm.realspace_time(0.1, 16, "cpu") > 0
+    assert len(cm.harmonic["cpu"].points) == 3 and len(cm.realspace["cpu"].points) == 3
+    cache = json.loads((tmp_path / "convolve_cost.json").read_text())
+    assert len(cache) == 2 and all("nside=16" in key for key in cache)
+    monkeypatch.setattr(MeasuredCostModel, "_measure_harmonic", lambda *a: pytest.fail("again"))
+    again = MeasuredCostModel(16, 32, sizes="quick", harmonic_backends=("cpu",),
+                              realspace_backends=("cpu",))
+    assert again.harmonic["cpu"].b == cm.harmonic["cpu"].b
+    assert "harmonic [cpu]" in again.describe()
+    with pytest.raises(ValueError, match="nside=16"):
+        again.harmonic_time(10, 32, 64, "cpu")
+    plan = optimize_split(RadialKernel.cmb(640.0, 32), nside=16, cost_model=again)
+    assert plan.cost_model is again and plan.time_total > 0

@@ -1,0 +1,145 @@
+"""Kernel-split tuner: the model against direct sphgpu.convolve calls, messages for invalid
+settings, and the panel driven headless (controls, Optimize, Run, the one-second budget)."""
+
+import numpy as np
+import pytest
+
+from sphgpu.convolve import ARCMIN, PaperCostModel, RadialKernel, SplitFitter, split_kernel
+from sphgpu.widgets.kernel_split import KernelSplitModel, kernel_split_panel
+
+from .conftest import INTERACTION_BUDGET_S, png, timed
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    """Measured cost constants go to a fresh directory: tests start unmeasured."""
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+
+
+def test_model_split_is_the_public_api_split():
+    m = KernelSplitModel(nside=32, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0)
+    assert m.message == "" and m.lmax == 64 and m.fwhm_arcmin == pytest.approx(640.0)
+    s = m.split()
+    ref = split_kernel(RadialKernel.cmb(640.0, 64), 20, 3000.0 * ARCMIN)
+    # (the model fits within its scan range, split_kernel within theta_cut: same basis, rounding)
+    np.testing.assert_allclose(s.approx_bl, ref.approx_bl, rtol=0, atol=1e-11)
+    assert s.predicted_error == pytest.approx(ref.predicted_error, rel=1e-6)
+    ls, errs = m.error_curve()
+    fit = SplitFitter(RadialKernel.cmb(640.0, 64), m._fitter().theta_max)
+    assert errs[3] == pytest.approx(fit.error(int(ls[3]), 3000.0 * ARCMIN))
+    assert dict(m.numbers())["cuts"].startswith("l_cut 20")
+
+
+def test_starting_cuts_meet_the_bound():
+    m = KernelSplitModel(nside=32, backend="cpu")
+    assert m.message == "" and m.split().predicted_error <= m.error_bound
+    assert m.theta_cut_arcmin == pytest.approx(60.0 * 4096 / 64)
+
+
+def test_each_parameter_changes_the_prediction():
+    m = KernelSplitModel(nside=32, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0)
+    base = m.split().predicted_error
+    assert m.set(l_cut=40) and m.split().predicted_error < base
+    m.set(l_cut=20, theta_cut_arcmin=1500.0)
+    assert m.split().predicted_error != base
+    m.set(theta_cut_arcmin=3000.0, fwhm_arcmin=900.0)
+    assert m.split().predicted_error != base
+    m.set(fwhm_arcmin=640.0, kernel="gaussian")
+    assert m.split().predicted_error != base
+    m.set(kernel="cmb", alpha=1.0)
+    assert m.split().predicted_error == pytest.approx(base / 5)
+
+
+def test_predicted_times_follow_the_cost_model():
+    m = KernelSplitModel(nside=32, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0,
+                         cost_model="paper")
+    t = m.predicted_times()
+    cm = PaperCostModel()
+    assert t["harmonic"] == pytest.approx(cm.harmonic_time(20, 32, 64))
+    assert t["realspace"] == pytest.approx(cm.realspace_time(m.split().theta_cut, 32))
+    assert t["speedup"] == pytest.approx(t["all_harmonic"] / t["total"])
+    m.set(cost_model="measured")
+    assert m.predicted_times() is None                          # not timed here yet
+    assert "not measured" in dict(m.numbers())["predicted times"]
+
+
+def test_optimize_and_run_measure():
+    m = KernelSplitModel(nside=16, backend="cpu", cost_model="measured")
+    plan = m.optimize()
+    assert plan is not None and m.message == "" and m.predicted_times() is not None
+    m.set(l_cut=16, theta_cut_arcmin=60.0 * 4096 / 32)
+    r = m.run()
+    assert r is not None and m.message == ""
+    assert r.measured_spectrum_error <= 1e-5 and r.predicted_error == m.split().predicted_error
+    assert len(r.curve) >= 3 and r.full_map.shape == (12 * 16 ** 2,)
+    assert np.linalg.norm(r.residual) / np.linalg.norm(r.full_map) == pytest.approx(
+        r.measured_map_error, rel=1e-6)
+    assert m.map_figure() is not None and "measured speedup" in dict(m.numbers())
+
+
+@pytest.mark.parametrize("settings, words", [
+    (dict(l_cut=65), "l_cut must be a whole number from -1"),
+    (dict(l_cut=-2), "l_cut must be a whole number from -1"),
+    (dict(theta_cut_arcmin=0.0), "theta_cut must be above 0"),
+    (dict(theta_cut_arcmin=20000.0), "at most 180 degrees"),
+    (dict(theta_cut_arcmin=1.0), "too small"),
+    (dict(nside=48, lmax=96), "nside must be a power of two"),
+    (dict(nside=1024, lmax=2048), "not allowed on the cpu backend"),
+    (dict(lmax=500), "lmax must be a whole number from 2 to 128"),
+    (dict(fwhm_arcmin=-7.0), "fwhm_arcmin must be above 0"),
+    (dict(error_bound=1e-20), "error_bound must be from 1e-12"),
+    (dict(cost_model="fast"), "cost_model must be one of"),
+])
+def test_invalid_settings_give_a_message_not_an_exception(settings, words):
+    m = KernelSplitModel(nside=32, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0)
+    assert not m.set(**settings)
+    assert words in m.message
+    assert m.split() is None and m.figure() is None and m.run() is None
+
+
+def test_theta_above_the_scan_range_is_a_message():
+    # the scan range is 20 steps of 30 arcmin scaled by 4096 / lmax: 4800 arcmin at lmax 512
+    m = KernelSplitModel(nside=128, lmax=512, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0)
+    assert m.message == ""
+    assert not m.set(theta_cut_arcmin=6000.0) and "too large: at most 4800" in m.message
+
+
+# -- the panel, headless ------------------------------------------------------------------------
+def test_panel_controls_change_the_plot_and_numbers():
+    p = kernel_split_panel(nside=32, backend="cpu", cost_model="paper")
+    img, numbers = png(p.figure), p.numbers.value
+    assert img is not None and "predicted error" in numbers
+    p.l_cut.value = p.l_cut.value + 7
+    assert png(p.figure) != img and p.numbers.value != numbers
+    img = png(p.figure)
+    p.theta.value = p.theta.max / 2
+    assert png(p.figure) != img and p.model.theta_cut_arcmin == pytest.approx(p.theta.value)
+    p.nside.value = 16                             # lmax follows: 2 nside
+    assert p.l_cut.max == 32 and p.model.lmax == 32
+
+
+def test_panel_messages_and_run_and_optimize():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="measured")
+    p.l_cut.value = -1
+    p.theta.value = p.theta.min
+    assert "above the bound" in p.message.value
+    p.optimize_button.click()
+    assert p.model.plan is not None and p.progress.value == 1.0
+    assert p.l_cut.value == p.model.l_cut
+    p.l_cut.value = 16
+    p.theta.value = 60.0 * 4096 / 32
+    p.run_button.click()
+    assert png(p.map_figure) is not None and "measured speedup" in p.numbers.value
+    p.backend.value = "reference"                  # nside 16 is above the reference's limit
+    assert "not allowed on the reference backend" in p.message.value
+    assert png(p.figure) is None
+
+
+def test_panel_interactions_answer_within_a_second():
+    p = kernel_split_panel(nside=64, backend="cpu", cost_model="paper")
+    p.l_cut.value = p.l_cut.value + 1                              # warm
+    for control, value in [(p.l_cut, p.l_cut.value + 5), (p.theta, p.theta.value * 1.5),
+                           (p.bound, 1e-6), (p.fwhm, 200.0), (p.kernel, "gaussian"),
+                           (p.cost, "measured"), (p.nside, 128), (p.nside, 32)]:
+        seconds = timed(lambda: setattr(control, "value", value))
+        assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
