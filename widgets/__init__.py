@@ -23,6 +23,8 @@ import importlib
 _EXPORTS = {
     "TransformModel": "transforms", "TransformPanel": "transforms", "transform_panel": "transforms",
     "SortModel": "sort", "SortPanel": "sort", "sort_panel": "sort",
+    "KernelSplitModel": "kernel_split", "KernelSplitPanel": "kernel_split",
+    "kernel_split_panel": "kernel_split",
     "CorrelationModel": "correlation", "CorrelationPanel": "correlation",
     "correlation_panel": "correlation",
     "SpeedupModel": "speedup", "SpeedupPanel": "speedup", "speedup_panel": "speedup",
