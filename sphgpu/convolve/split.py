@@ -171,7 +171,7 @@ class _Design:
 
     _cache: dict = {}
     _order: list = []
-    KEEP = 3
+    KEEP = 2          # one at Planck size is ~200 MB
 
     @classmethod
     def get(cls, h, n_max, l_fit, w):
