@@ -40,7 +40,8 @@ LIVE_MAX_NSIDE = 128
 COST_MODELS = ("measured", "paper")
 KERNELS = ("cmb", "gaussian")
 #: Points of the predicted-error curve against l_cut.
-CURVE_POINTS = 12
+CURVE_POINTS = 4                # predicted-error points per curve: each is one least-squares solve
+#                                (~0.1 s at nside 64), and the curve is redrawn on every beam change
 
 
 @dataclasses.dataclass
