@@ -13,6 +13,9 @@ os.environ.setdefault("SPHGPU_BACKEND", "cpu")
 # Numba's OpenMP threads busy-wait by default; with pytest-xdist workers sharing two cores that
 # turns millisecond calls into tens of milliseconds.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Likewise one BLAS thread per test worker: two workers on two cores, each with a spinning
+# OpenBLAS pool, inflated the panels' measured interaction times past their 1 s budget.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
