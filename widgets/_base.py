@@ -241,3 +241,26 @@ class Panel(w.VBox):
 
     def run_row(self):
         return w.HBox([self.run_button, self.progress, self.progress_label])
+
+    # -- state shown ------------------------------------------------------------------------
+    def _refresh(self):
+        """Show the model's state: its message, fresh results when it is live, else the
+        results cleared and :meth:`stale_note` (press Run). Subclasses provide ``run()``."""
+        m = self.model
+        if m.message:
+            self._stale()
+            self.show_message(m.message)
+        elif m.live:
+            self.run()
+        else:
+            self._stale()
+            self.show_message(self.stale_note(), "note")
+
+    def _stale(self):
+        """Clear the shown results (subclasses with more outputs extend this)."""
+        self.figure.outputs = ()
+        self.numbers.value = ""
+        self.report(0.0, "")
+
+    def stale_note(self) -> str:
+        return "press Run to compute"

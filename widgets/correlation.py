@@ -661,21 +661,8 @@ class CorrelationPanel(Panel):
         if self.model.result is not None and not self.model.message:
             show_figure(self.figure, self.model.figure())
 
-    def _refresh(self):
-        m = self.model
-        if m.message:
-            self._stale()
-            self.show_message(m.message)
-        elif m.live:
-            self.run()
-        else:
-            self._stale()
-            self.show_message(m.size_note, "note")
-
-    def _stale(self):
-        self.figure.outputs = ()
-        self.numbers.value = ""
-        self.report(0.0, "")
+    def stale_note(self):
+        return self.model.size_note
 
     def run(self):
         r = self.model.run(progress=self.report)

@@ -457,24 +457,16 @@ class SortPanel(Panel):
                        pic_steps=self.pic_steps.value)
         self._refresh()
 
-    def _refresh(self):
+    def stale_note(self):
         m = self.model
-        if m.message:
-            self._stale()
-            self.show_message(m.message)
-        elif m.live:
-            self.run()
-        else:
-            self._stale()
-            self.show_message(f"2^{m.log2n} keys, 2^{m.pic_log2n} particles × {m.pic_steps} "
-                              f"steps on {m.backend}: press Run to measure", "note")
+        return (f"2^{m.log2n} keys, 2^{m.pic_log2n} particles × {m.pic_steps} steps on "
+                f"{m.backend}: press Run to measure")
 
     def _stale(self):
-        for out in (self.figure, self.pic_figure):
-            out.outputs = ()
-        self.numbers.value = self.pic_numbers.value = ""
+        super()._stale()
+        self.pic_figure.outputs = ()
+        self.pic_numbers.value = ""
         self._drawn = {}
-        self.report(0.0, "")
 
     def run(self):
         m = self.model

@@ -284,22 +284,9 @@ class TransformPanel(Panel):
               seed=self.seed.value, iter=self.iter.value, backend=self.backend.value)
         self._refresh()
 
-    def _refresh(self):
-        """Show the model's state: its message, fresh results when live, or a note."""
+    def stale_note(self):
         m = self.model
-        if m.message:
-            self._stale()
-            self.show_message(m.message)
-        elif m.live:
-            self.run()
-        else:
-            self._stale()
-            self.show_message(f"nside {m.nside} on {m.backend}: press Run to compute", "note")
-
-    def _stale(self):
-        self.figure.outputs = ()
-        self.numbers.value = ""
-        self.report(0.0, "")
+        return f"nside {m.nside} on {m.backend}: press Run to compute"
 
     def run(self):
         r = self.model.run(progress=self.report)
