@@ -40,7 +40,7 @@ LIVE_MAX_NSIDE = 128
 COST_MODELS = ("measured", "paper")
 KERNELS = ("cmb", "gaussian")
 #: Points of the predicted-error curve against l_cut.
-CURVE_POINTS = 12
+CURVE_POINTS = 8
 
 
 @dataclasses.dataclass
