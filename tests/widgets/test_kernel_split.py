@@ -98,10 +98,10 @@ def test_invalid_settings_give_a_message_not_an_exception(settings, words):
 
 
 def test_theta_above_the_scan_range_is_a_message():
-    # the scan range is 20 steps of 30 arcmin scaled by 4096 / lmax: 4800 arcmin at lmax 512
-    m = KernelSplitModel(nside=128, lmax=512, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0)
+    # the scan range is 12 steps of 30 arcmin scaled by 4096 / lmax: 2880 arcmin at lmax 512
+    m = KernelSplitModel(nside=128, lmax=512, backend="cpu", l_cut=20, theta_cut_arcmin=2000.0)
     assert m.message == ""
-    assert not m.set(theta_cut_arcmin=6000.0) and "too large: at most 4800" in m.message
+    assert not m.set(theta_cut_arcmin=3000.0) and "too large: at most 2880" in m.message
 
 
 # -- the panel, headless ------------------------------------------------------------------------
