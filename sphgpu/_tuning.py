@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
-__all__ = ["enabled", "cache_path", "device_name", "lookup", "store"]
+__all__ = ["enabled", "cache_path", "device_name", "lookup", "store", "seconds"]
 
 
 def enabled() -> bool:
@@ -57,3 +58,18 @@ def store(name: str, key: str, value) -> None:
             json.dump(cache, f, indent=1)
     except OSError:
         pass
+
+
+def seconds(run, repeat: int) -> float:
+    """Wall seconds of ``repeat`` calls of ``run`` on the GPU, after one call that compiles
+    and warms up (synchronised before and after)."""
+    import cupy
+
+    sync = cupy.cuda.Device().synchronize
+    run()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        run()
+    sync()
+    return time.perf_counter() - t0

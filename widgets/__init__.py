@@ -7,7 +7,9 @@ view over it (the pattern is described in ``widgets/README.md`` and :mod:`sphgpu
     transform_panel(nside=32)          # the last expression of a cell displays the panel
 
 Panels: :func:`transform_panel` (synthesize a CMB sky and measure its spectrum back),
-:func:`sort_panel` (radix sort throughput and the particle-in-cell demo), :func:`speedup_panel`
+:func:`sort_panel` (radix sort throughput and the particle-in-cell demo),
+:func:`correlation_panel` (w(theta) of a catalog with jackknife errors, and its DD/DR/RR),
+:func:`speedup_panel`
 (the committed benchmark results and fresh measurements). :func:`mollview` draws a map with
 matplotlib alone.
 
@@ -21,6 +23,10 @@ import importlib
 _EXPORTS = {
     "TransformModel": "transforms", "TransformPanel": "transforms", "transform_panel": "transforms",
     "SortModel": "sort", "SortPanel": "sort", "sort_panel": "sort",
+    "KernelSplitModel": "kernel_split", "KernelSplitPanel": "kernel_split",
+    "kernel_split_panel": "kernel_split",
+    "CorrelationModel": "correlation", "CorrelationPanel": "correlation",
+    "correlation_panel": "correlation",
     "SpeedupModel": "speedup", "SpeedupPanel": "speedup", "speedup_panel": "speedup",
     "BenchmarkSpec": "speedup", "register_benchmark": "speedup",
     "mollview": "plots", "spectrum_plot": "plots",

@@ -39,8 +39,9 @@ MAX_NSIDE = {"cpu": 256, "cuda": 2048, "reference": 8}
 LIVE_MAX_NSIDE = 128
 COST_MODELS = ("measured", "paper")
 KERNELS = ("cmb", "gaussian")
-#: Points of the predicted-error curve against l_cut.
-CURVE_POINTS = 8
+#: Points of the predicted-error curve against l_cut: each is one least-squares solve, and the
+#: curve is redrawn on every beam or theta_cut change.
+CURVE_POINTS = 4
 #: theta_cut steps the tuner scans and offers: the first 12 of the optimizer's default grid
 #: (30 arcmin steps at lmax 4096, scaled by 4096 / lmax), which hold every optimum seen; a
 #: shorter range keeps the fit's basis small, so changing nside answers within a second.

@@ -2,8 +2,9 @@
 against several others (the data against each random catalog) in parallel.
 
 Counts of disjoint sets of pairs add exactly (:class:`sphgpu.tpacf.PairCounts`), so the
-distributed result equals the serial one as integers, jackknife region counts included. The
-catalogs are sent to every eligible worker once; each task counts its chunk pair there.
+distributed result equals the serial one as integers, jackknife region counts included. A
+split count sends its catalogs to every eligible worker once; a count against several random
+catalogs sends each random catalog to one worker and runs its task there.
 """
 
 from __future__ import annotations
@@ -136,9 +137,7 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
             for i, (o, r) in enumerate(zip(others, remote))]
     data_remote = _is_future(catalog)
     data = None if catalog is None or data_remote else _as_catalog(catalog, "catalog")
-    if any(remote) and n_regions is None:
-        n_regions = _n_regions(None, data, *cats)     # labels of the remote ones are not seen
-    nreg = _n_regions(n_regions, data, *cats)
+    nreg = _n_regions(n_regions, data, *cats)         # labels of remote catalogs are not seen
     # the data go to every worker; each random catalog to one worker, where its task runs
     _, resources = _placement(client, backend)
     where = _eligible(client, resources)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 
 import numpy as np
 
@@ -177,13 +176,7 @@ def _measure(pl):
         times = {}
         for cand in CANDIDATES[name]:
             pl.launch[name] = cand
-            run()                                  # compile and warm up
-            cupy.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            for _ in range(2):
-                run()
-            cupy.cuda.Device().synchronize()
-            times[cand] = time.perf_counter() - t0
+            times[cand] = _tuning.seconds(run, 2)
         best[name] = min(times, key=times.get)
         pl.launch[name] = best[name]
     return best

@@ -9,7 +9,6 @@ out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same code runs o
 from __future__ import annotations
 
 import math
-import time
 
 import numba
 import numpy as np
@@ -57,14 +56,8 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     for bits in range(4, min(MAX_RADIX_BITS, key_bits) + 1):
         threads, items = K.tile_shape(bits, itemsize)
         for it in sorted({items, items // 2}):
-            run = lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it)  # noqa: E731
-            run()                                           # compile and warm up
-            cupy.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            for _ in range(3):
-                run()
-            cupy.cuda.Device().synchronize()
-            times[(bits, it)] = time.perf_counter() - t0
+            times[(bits, it)] = _tuning.seconds(
+                lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
     return min(times, key=times.get) if times else (DEFAULT_RADIX_BITS, None)
 
 

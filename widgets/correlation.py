@@ -1,0 +1,696 @@
+"""Correlation-function panel: w(theta) of a catalog with jackknife errors, and its DD/DR/RR.
+
+``CorrelationModel`` takes a catalog (the shipped example, a clustered Neyman-Scott mock from
+:func:`sphgpu.tpacf.mocks.clustered_catalog`, or an uploaded CSV/NPZ/FITS file with RA/Dec in
+degrees), draws random catalogs uniform over its footprint
+(:func:`sphgpu.tpacf.mocks.uniform_randoms`), counts DD, DR and RR with
+:func:`sphgpu.tpacf.pair_counts` one count at a time (so Run can report progress per count and
+every count is cached by the parameters it depends on), and applies the chosen estimator with
+leave-one-out jackknife errors over k-means regions fitted on the first random catalog -- the
+same steps as :func:`sphgpu.tpacf.angular_correlation`, whose numbers it reproduces.
+``CorrelationPanel`` shows w(theta) with error bars, the normalised counts per bin and the
+numbers. See :mod:`sphgpu.widgets._base` for the pattern.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import os
+import tempfile
+import time
+
+import ipywidgets as w
+import numpy as np
+
+from sphgpu import backends
+from sphgpu.tpacf import (AngularBins, Catalog, JackknifeRegions, jackknife_covariance,
+                          landy_szalay, multi_random, natural, pair_counts)
+from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
+
+from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
+                    numbers_html, show_figure)
+
+__all__ = ["CorrelationModel", "CorrelationResult", "CorrelationPanel", "correlation_panel",
+           "EXAMPLE_BOX"]
+
+#: Footprint of the shipped example (RA min, RA max, Dec min, Dec max in degrees): 60 x 60
+#: degrees, as in notebooks/04_correlation.ipynb.
+EXAMPLE_BOX = (0.0, 60.0, -20.0, 40.0)
+ESTIMATORS = ("landy-szalay", "natural", "multi-random")
+SPACINGS = ("log", "linear")
+YSCALES = ("symlog", "linear", "log")
+SOURCES = ("example", "upload")
+#: Largest number of points (data + all randoms) each backend counts here by default: the CPU
+#: limit keeps a Binder session (two cores) within about a minute for wide bins; the NumPy
+#: reference compares every pair.
+MAX_POINTS = {"cpu": 2_000_000, "cuda": 50_000_000, "reference": 30_000}
+#: Up to these sizes a change of a control recounts at once (well under a second on a CPU).
+LIVE_MAX_DATA = 3000
+LIVE_MAX_RANDOM_POINTS = 6 * LIVE_MAX_DATA        # all random catalogs together
+#: ... and up to this many pairs to compare, estimated (:meth:`CorrelationModel.pair_work`):
+#: the CPU backend compares some 5e7 pairs a second on one Binder core, so wide bins
+#: (theta_max of tens of degrees) wait for Run even with few points.
+LIVE_MAX_PAIRS = 2e7
+MAX_BINS = 100
+MAX_RANDOM_CATALOGS = 20
+MAX_RANDOM_FACTOR = 50.0
+MAX_REGIONS = 200
+#: Uploaded files larger than this are refused (a browser upload travels through the kernel).
+MAX_UPLOAD_BYTES = 200 * 2**20
+
+
+@dataclasses.dataclass
+class CorrelationResult:
+    """One w(theta) measurement with its counts. Arrays are float64 unless stated."""
+
+    bins: AngularBins
+    theta: np.ndarray            # (nbins,) bin centres, degrees
+    w: np.ndarray                # (nbins,)
+    sigma: np.ndarray | None     # (nbins,) jackknife error, None without regions
+    covariance: np.ndarray | None   # (nbins, nbins)
+    w_jackknife: np.ndarray | None  # (n_regions, nbins) leave-one-out w
+    estimator: str
+    dd: object                   # PairCounts
+    dr: list                     # PairCounts per random catalog (empty for "natural")
+    rr: list                     # PairCounts per random catalog
+    seconds: dict                # "DD", "DR 1", "RR 1", ... -> wall seconds of that count
+    cached: int                  # counts taken from the cache (not timed again)
+    backend: str
+    n_data: int
+    n_random: int                # points per random catalog
+    n_regions: int               # 0: no jackknife
+    source: str                  # "example mock" or the uploaded file's name
+
+    @property
+    def count_seconds(self) -> float:
+        return float(sum(self.seconds.values()))
+
+    def numbers(self) -> list[tuple[str, str]]:
+        pooled_rr = sum(self.rr[1:], self.rr[0])
+        rows = [
+            ("catalog", f"{self.source}: {self.n_data:,} points"),
+            ("randoms", f"{len(self.rr)} × {self.n_random:,} points"),
+            ("bins", f"{self.bins.nbins} {self.bins.spacing}, {self.bins.edges[0]:g}° to "
+                     f"{self.bins.edges[-1]:g}°"),
+            ("estimator", self.estimator),
+            ("jackknife regions", str(self.n_regions) if self.n_regions else "none"),
+            ("backend", self.backend),
+            ("DD pairs in bins", f"{int(self.dd.counts.sum()):,}"),
+        ]
+        if self.dr:
+            rows.append(("DR pairs in bins (all catalogs)",
+                         f"{int(sum(int(c.counts.sum()) for c in self.dr)):,}"))
+        rows.append(("RR pairs in bins (all catalogs)", f"{int(pooled_rr.counts.sum()):,}"))
+        for name, s in self.seconds.items():
+            rows.append((f"time {name}", fmt_seconds(s)))
+        rows.append(("counts from cache", str(self.cached)))
+        finite = np.isfinite(self.w)
+        if finite.any():
+            k = int(np.argmax(finite))
+            err = "" if self.sigma is None else f" ± {self.sigma[k]:.3g}"
+            rows.append((f"w({self.theta[k]:.3g}°)", f"{self.w[k]:.4g}{err}"))
+        return rows
+
+
+class CorrelationModel(PanelModel):
+    """State and computation of the correlation-function panel.
+
+    Parameters
+    ----------
+    source : {"example", "upload"}
+        The shipped clustered mock (``n_points`` points in :data:`EXAMPLE_BOX`), or the
+        catalog given to :meth:`load_file`.
+    n_points : int >= 2
+        Size of the example catalog.
+    seed : int >= 0
+        Seed of the example catalog; random catalog i uses seed + 1 + i.
+    theta_min, theta_max : float, degrees
+        Bin range, 0 <= theta_min < theta_max <= 180 (theta_min > 0 for log bins).
+    nbins : int, 1 to 100
+    spacing : {"log", "linear"}
+    n_randoms : int, 1 to 20
+        Number of random catalogs (DR and RR are counted for each).
+    random_factor : float
+        Points per random catalog as a multiple of the data size (0 < factor <= 50).
+    estimator : {"landy-szalay", "natural", "multi-random"}
+    jackknife : int
+        0: no errors; K >= 2: K k-means regions fitted on the first random catalog.
+    backend : {"cpu", "cuda", "reference"}, optional
+        Default: ``SPHGPU_BACKEND`` if set, else "cuda" where a GPU is usable, else "cpu".
+    yscale : {"symlog", "linear", "log"}
+        y axis of the w(theta) plot (a view setting: changing it recounts nothing).
+    max_points : dict, optional
+        Largest data + random points per backend (default :data:`MAX_POINTS`).
+    live_max_data, live_max_random_points : int; live_max_pairs : float
+        Up to these sizes (points, random points in all, estimated pairs to compare) the
+        panel recounts on every change (``live``).
+
+    Randoms of an uploaded catalog are uniform over its RA/Dec bounding box (the footprint
+    the panel can infer); the example's randoms cover :data:`EXAMPLE_BOX`.
+    """
+
+    PARAMS = ("source", "n_points", "seed", "theta_min", "theta_max", "nbins", "spacing",
+              "n_randoms", "random_factor", "estimator", "jackknife", "backend", "yscale")
+
+    def __init__(self, source="example", n_points=2000, seed=0, theta_min=0.05, theta_max=10.0,
+                 nbins=12, spacing="log", n_randoms=2, random_factor=3.0,
+                 estimator="landy-szalay", jackknife=10, backend=None, yscale="symlog", *,
+                 max_points=None, live_max_data=LIVE_MAX_DATA,
+                 live_max_random_points=LIVE_MAX_RANDOM_POINTS, live_max_pairs=LIVE_MAX_PAIRS):
+        super().__init__()
+        self.max_points = dict(MAX_POINTS, **(max_points or {}))
+        self.live_max_data = live_max_data
+        self.live_max_random_points = live_max_random_points
+        self.live_max_pairs = live_max_pairs
+        self.source = source
+        self.n_points = n_points
+        self.seed = seed
+        self.theta_min = theta_min
+        self.theta_max = theta_max
+        self.nbins = nbins
+        self.spacing = spacing
+        self.n_randoms = n_randoms
+        self.random_factor = random_factor
+        self.estimator = estimator
+        self.jackknife = jackknife
+        self.backend = default_backend() if backend is None else backend
+        self.yscale = yscale
+        self.uploaded: Catalog | None = None   # the catalog of the last good load_file
+        self.upload_name = ""
+        self.upload_error = ""                 # why the last load_file failed ("" if it did not)
+        self._upload_key = None
+        self.result: CorrelationResult | None = None
+        self._catalogs = LRU(48)     # catalog key -> Catalog (data, randoms, labelled copies)
+        self._regions = LRU(8)       # (random 0 key, K) -> JackknifeRegions
+        self._counts = LRU(64)       # (kind, catalog keys, bins, K, backend) -> (PairCounts, s)
+        self.set()
+
+    # -- uploads ------------------------------------------------------------------------------
+    def load_file(self, name: str, content: bytes) -> bool:
+        """Parse an uploaded catalog (``.csv``/``.txt``/``.tsv``, ``.npz`` with ``ra`` and
+        ``dec``, or ``.fits`` with RA/DEC when astropy is installed); RA/Dec in degrees.
+
+        Selects ``source="upload"``. Returns True when the file gave a catalog; otherwise
+        ``message`` says why (the previous upload is dropped).
+        """
+        self.uploaded, self.upload_name, self.upload_error, self._upload_key = None, "", "", None
+        name = os.path.basename(str(name or "upload"))
+        content = bytes(content or b"")
+        self.upload_name = name
+        try:
+            self.uploaded = _parse_catalog(name, content)
+            self._upload_key = ("upload", name, hashlib.sha1(content).hexdigest())
+        except (ValueError, TypeError, KeyError, OSError, ImportError, UnicodeDecodeError,
+                EOFError) as exc:
+            self.upload_error = f"cannot read {name!r}: {exc}"
+        return self.set(source="upload")
+
+    # -- validation ---------------------------------------------------------------------------
+    def validate(self) -> str:
+        if self.source not in SOURCES:
+            return f"source must be one of {', '.join(SOURCES)}, not {self.source!r}"
+        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
+            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if self.source == "example":
+            if not is_int(self.n_points) or self.n_points < 2:
+                return f"n_points must be a whole number >= 2, not {self.n_points!r}"
+            if not is_int(self.seed) or self.seed < 0:
+                return f"seed must be a whole number >= 0, not {self.seed!r}"
+        elif self.upload_error:
+            return self.upload_error
+        elif self.uploaded is None:
+            return "no catalog uploaded yet: choose a CSV, NPZ or FITS file with ra/dec columns"
+        elif self.uploaded.size < 2:
+            return f"the uploaded catalog has {self.uploaded.size} point: at least 2 are needed"
+        elif _footprint(self.uploaded) is None:
+            return ("the uploaded catalog spans no area (all points share one RA or one Dec): "
+                    "randoms cannot be drawn over its footprint")
+        if not _is_real(self.theta_min) or not _is_real(self.theta_max):
+            return "theta_min and theta_max must be numbers of degrees"
+        if self.spacing not in SPACINGS:
+            return f"spacing must be one of {', '.join(SPACINGS)}, not {self.spacing!r}"
+        if self.theta_min < 0 or (self.spacing == "log" and self.theta_min <= 0):
+            need = "> 0 for log bins" if self.spacing == "log" else ">= 0"
+            return f"theta_min must be {need}, not {self.theta_min:g}°"
+        if self.theta_max > 180:
+            return f"theta_max must be at most 180°, not {self.theta_max:g}°"
+        if self.theta_max <= self.theta_min:
+            return (f"theta_max ({self.theta_max:g}°) must be larger than theta_min "
+                    f"({self.theta_min:g}°)")
+        if not is_int(self.nbins) or not 1 <= self.nbins <= MAX_BINS:
+            return f"the number of bins must be a whole number from 1 to {MAX_BINS}, not {self.nbins!r}"
+        if not is_int(self.n_randoms) or not 1 <= self.n_randoms <= MAX_RANDOM_CATALOGS:
+            return (f"the number of random catalogs must be a whole number from 1 to "
+                    f"{MAX_RANDOM_CATALOGS}, not {self.n_randoms!r}")
+        if not _is_real(self.random_factor) or not 0 < self.random_factor <= MAX_RANDOM_FACTOR:
+            return (f"randoms per catalog must be more than 0 and at most {MAX_RANDOM_FACTOR:g} "
+                    f"times the data size, not {self.random_factor!r}")
+        if not isinstance(self.estimator, str) or self.estimator not in ESTIMATORS:
+            return f"estimator must be one of {', '.join(ESTIMATORS)}, not {self.estimator!r}"
+        if self.yscale not in YSCALES:
+            return f"yscale must be one of {', '.join(YSCALES)}, not {self.yscale!r}"
+        n_data, n_random = self.n_data, self.n_random
+        if not is_int(self.jackknife) or self.jackknife < 0 or self.jackknife == 1:
+            return (f"jackknife regions must be 0 (none) or a whole number >= 2, not "
+                    f"{self.jackknife!r}")
+        if self.jackknife > min(n_random, n_data, MAX_REGIONS):
+            return (f"{self.jackknife} jackknife regions is more than allowed here: at most "
+                    f"{min(n_random, n_data, MAX_REGIONS)} (no more than the {n_data} data "
+                    f"points, the {n_random} points of a random catalog, or {MAX_REGIONS})")
+        total = n_data + self.n_randoms * n_random
+        limit = self.max_points[self.backend]
+        if total > limit:
+            return (f"{total:,} points (data + {self.n_randoms} × {n_random:,} randoms) are too "
+                    f"many for the {self.backend} backend here (at most {limit:,}); use fewer "
+                    f"points or randoms, or another backend")
+        try:
+            backends.resolve(self.backend, "tpacf")
+        except backends.BackendUnavailableError as exc:
+            return f"the {self.backend} backend cannot run here: {exc}"
+        return ""
+
+    @property
+    def n_data(self) -> int:
+        """Points of the current catalog (0 when there is none)."""
+        if self.source == "upload":
+            return 0 if self.uploaded is None else self.uploaded.size
+        return int(self.n_points) if is_int(self.n_points) else 0
+
+    @property
+    def n_random(self) -> int:
+        """Points per random catalog: random_factor times the data size, at least 1."""
+        f = float(self.random_factor) if _is_real(self.random_factor) else 0.0
+        return max(1, int(round(f * self.n_data)))
+
+    @property
+    def live(self) -> bool:
+        """True when the counts are small enough to redo on every change of a control."""
+        return (not self.message and self.n_data <= self.live_max_data
+                and self.n_randoms * self.n_random <= self.live_max_random_points
+                and self.pair_work() <= self.live_max_pairs and self.backend != "reference")
+
+    def pair_work(self) -> float:
+        """Estimated pairs the counts compare: all pairs of DD, DR and RR times the fraction
+        of the footprint within theta_max of a point (the grid prunes the others)."""
+        if self.source == "example":
+            box = EXAMPLE_BOX
+        else:
+            box = None if self.uploaded is None else _footprint(self.uploaded)
+        if box is None or not _is_real(self.theta_max):
+            return 0.0
+        area = np.deg2rad(box[1] - box[0]) * (np.sin(np.deg2rad(box[3]))
+                                              - np.sin(np.deg2rad(box[2])))
+        cap = 2 * np.pi * (1 - np.cos(np.deg2rad(min(max(self.theta_max, 0.0), 180.0))))
+        nd, nr = self.n_data, self.n_random
+        pairs = nd * (nd - 1) / 2 + self.n_randoms * nr * (nr - 1) / 2
+        if self.estimator != "natural":
+            pairs += self.n_randoms * nd * nr
+        return float(pairs * min(1.0, cap / area))
+
+    @property
+    def size_note(self) -> str:
+        """Why the panel waits for Run ("" when it recounts live)."""
+        if self.message or self.live:
+            return ""
+        return (f"{self.n_data:,} points and {self.n_randoms} × {self.n_random:,} randoms on "
+                f"{self.backend} with θ max {self.theta_max:g}° are too many to recount on "
+                f"every change (live up to {self.live_max_data:,} points, "
+                f"{self.live_max_random_points:,} randoms in all and about "
+                f"{self.live_max_pairs:.0e} pairs to compare; these need "
+                f"{self.pair_work():.1e}): press Run to count")
+
+    # -- computation --------------------------------------------------------------------------
+    def bins(self) -> AngularBins:
+        make = AngularBins.log if self.spacing == "log" else AngularBins.linear
+        return make(float(self.theta_min), float(self.theta_max), int(self.nbins), unit="deg")
+
+    def _data_key(self):
+        if self.source == "upload":
+            return self._upload_key
+        return ("example", int(self.n_points), int(self.seed))
+
+    def data_catalog(self) -> Catalog:
+        """The current data catalog (unlabelled), cached."""
+        if self.source == "upload":
+            return self.uploaded
+        n, seed = int(self.n_points), int(self.seed)
+        return self._catalogs.get(self._data_key(), lambda: Catalog(
+            *clustered_catalog(n, EXAMPLE_BOX, seed=seed, members=25, sigma_deg=(0.03, 1.0))))
+
+    def _random_key(self, i):
+        return ("random", self._data_key(), self.n_random, i)
+
+    def random_catalog(self, i: int) -> Catalog:
+        """Random catalog i (0-based): n_random points uniform over the footprint, seed
+        ``seed + 1 + i`` (cached)."""
+        box = EXAMPLE_BOX if self.source == "example" else _footprint(self.uploaded)
+        seed = (int(self.seed) if is_int(self.seed) else 0) + 1 + i
+        n = self.n_random
+        return self._catalogs.get(self._random_key(i),
+                                  lambda: Catalog(*uniform_randoms(n, box, seed=seed)))
+
+    def regions(self) -> JackknifeRegions | None:
+        """k-means regions fitted on the first random catalog (None without jackknife)."""
+        if not self.jackknife:
+            return None
+        r0, k = self.random_catalog(0), int(self.jackknife)
+        return self._regions.get((self._random_key(0), k),
+                                 lambda: JackknifeRegions.kmeans(r0.ra, r0.dec, k))
+
+    def counts_needed(self) -> list[str]:
+        """Names of the counts the current settings need, in counting order."""
+        names = ["DD"]
+        for i in range(self.n_randoms):
+            if self.estimator != "natural":
+                names.append(f"DR {i + 1}")
+            names.append(f"RR {i + 1}")
+        return names
+
+    def _count(self, name, bins, regions, seconds):
+        """One count by name ("DD", "DR i", "RR i"), cached; wall time into ``seconds``."""
+        kind, _, idx = name.partition(" ")
+        keys = [self._data_key()] if kind in ("DD", "DR") else []
+        cats = [self.data_catalog()] if kind in ("DD", "DR") else []
+        if idx:
+            i = int(idx) - 1
+            keys.append(self._random_key(i))
+            cats.append(self.random_catalog(i))
+        k = 0 if regions is None else regions.n_regions
+        region_key = None if regions is None else (self._random_key(0), k)
+        key = (kind, tuple(keys), bins.chord2_edges.tobytes(), region_key, self.backend)
+
+        if regions is not None:     # labelled copies, cached: they keep their grid orders
+            cats = [self._catalogs.get(("labelled", ck, region_key),
+                                       lambda c=c: c.with_labels(regions.labels(c.ra, c.dec)))
+                    for c, ck in zip(cats, keys)]
+
+        def compute():
+            t0 = time.perf_counter()
+            pc = pair_counts(cats[0], cats[1] if len(cats) > 1 else None, bins=bins,
+                             n_regions=k, backend=self.backend)
+            return pc, time.perf_counter() - t0
+
+        hit = key in self._counts
+        pc, s = self._counts.get(key, compute)
+        if not hit:
+            seconds[name] = s
+        return pc, hit
+
+    def run(self, progress=None) -> CorrelationResult | None:
+        """Count and estimate with the current settings (counts cached); None if invalid.
+
+        progress : callable(fraction, text), optional; called before each count.
+        """
+        progress = progress or (lambda f, t="": None)
+        self.result = None
+        if not self.set():
+            return None
+        names = self.counts_needed()
+        seconds, got, cached = {}, {}, 0
+        with self.capture("correlation"):
+            bins = self.bins()
+            progress(0.0, "catalogs" + (" and jackknife regions" if self.jackknife else ""))
+            regions = self.regions()
+            for j, name in enumerate(names):
+                progress(j / (len(names) + 1), f"counting {name} ({j + 1} of {len(names)})")
+                got[name], hit = self._count(name, bins, regions, seconds)
+                cached += hit
+            progress(len(names) / (len(names) + 1), "estimator")
+            result = self._estimate(bins, got, regions, seconds, cached)
+        if self.message:
+            return None
+        progress(1.0, "done")
+        self.result = result
+        return result
+
+    def _estimate(self, bins, got, regions, seconds, cached):
+        dd = got["DD"]
+        rr = [got[f"RR {i + 1}"] for i in range(self.n_randoms)]
+        dr = [] if self.estimator == "natural" else [got[f"DR {i + 1}"]
+                                                     for i in range(self.n_randoms)]
+
+        def estimate(loo):
+            if self.estimator == "natural":
+                return natural(dd, rr, leave_one_out=loo)
+            if self.estimator == "landy-szalay":
+                return landy_szalay(dd, dr, rr, leave_one_out=loo)
+            return multi_random(dd, dr, rr, leave_one_out=loo)
+
+        with np.errstate(divide="ignore", invalid="ignore"):   # bins with RR = 0 give NaN
+            return self._result(bins, estimate, dd, dr, rr, regions, seconds, cached)
+
+    def _result(self, bins, estimate, dd, dr, rr, regions, seconds, cached):
+        w_ = estimate(False)
+        w_loo = cov = sigma = None
+        if regions is not None:
+            w_loo = estimate(True)
+            # regions that hold no point of any catalog carry no leave-one-out estimate
+            present = np.zeros(regions.n_regions, bool)
+            for pc in [dd] + dr + rr:
+                present |= pc.region_total < pc.total
+            _, cov = jackknife_covariance(w_loo[present])
+            sigma = np.sqrt(np.diag(cov))
+        return CorrelationResult(
+            bins=bins, theta=bins.centers, w=w_, sigma=sigma, covariance=cov,
+            w_jackknife=w_loo, estimator=self.estimator, dd=dd, dr=dr, rr=rr, seconds=seconds,
+            cached=cached, backend=self.backend, n_data=self.n_data, n_random=self.n_random,
+            n_regions=0 if regions is None else regions.n_regions,
+            source="example mock" if self.source == "example" else self.upload_name)
+
+    # -- views --------------------------------------------------------------------------------
+    def figure(self):
+        """w(theta) with jackknife error bars and the normalised DD/DR/RR per bin, as a
+        matplotlib Figure (or None without a result)."""
+        r = self.result
+        if r is None:
+            return None
+        fig = new_figure(11.0, 3.8)
+        # fixed margins: constrained layout measures every tick label of the log axes and
+        # would take most of the 1 s an interaction may use
+        fig.set_layout_engine("none")
+        ax, bx = fig.subplots(1, 2, gridspec_kw=dict(left=0.07, right=0.99, bottom=0.14,
+                                                     top=0.92, wspace=0.22))
+        log_x = r.bins.spacing == "log"
+        label = f"{r.estimator}" + (f", {r.n_regions} jackknife regions" if r.n_regions else "")
+        ax.errorbar(r.theta, r.w, yerr=r.sigma, fmt="o-", color="#b2182b", ms=4, capsize=2,
+                    lw=1, label=label)
+        if log_x:
+            ax.set_xscale("log")
+        if self.yscale == "symlog":
+            finite = np.abs(r.w[np.isfinite(r.w) & (r.w != 0)])
+            ax.set_yscale("symlog", linthresh=float(max(finite.min(), 1e-4)) if finite.size
+                          else 1e-2)
+        elif self.yscale == "log":
+            ax.set_yscale("log", nonpositive="mask")
+        ax.axhline(0, color="0.6", lw=0.8)
+        ax.set_xlabel(r"$\theta$ [deg]")
+        ax.set_ylabel(r"$w(\theta)$")
+        ax.set_title(f"{r.source}, {r.n_data:,} points", fontsize="medium")
+        ax.legend(frameon=False, fontsize="small")
+        curves = [("DD", r.dd, "o-")]
+        if r.dr:
+            curves.append(("DR" + (" (pooled)" if len(r.dr) > 1 else ""),
+                           sum(r.dr[1:], r.dr[0]), "s-"))
+        curves.append(("RR" + (" (pooled)" if len(r.rr) > 1 else ""), sum(r.rr[1:], r.rr[0]),
+                       "^-"))
+        for name, pc, style in curves:
+            y = pc.normalized()
+            bx.plot(r.theta, np.where(y > 0, y, np.nan), style, ms=4, lw=1,
+                    label=f"{name}: {int(pc.counts.sum()):,} pairs")
+        if log_x:
+            bx.set_xscale("log")
+        bx.set_yscale("log")
+        bx.set_xlabel(r"$\theta$ [deg]")
+        bx.set_ylabel("pairs / possible pairs")
+        bx.set_title("pair counts per bin", fontsize="medium")
+        bx.legend(frameon=False, fontsize="small")
+        return fig
+
+
+def _is_real(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
+        and bool(np.isfinite(x))
+
+
+def _footprint(cat):
+    """The RA/Dec bounding box of a catalog, for its randoms; None when it has no area."""
+    ra0, ra1 = float(cat.ra.min()), float(cat.ra.max())
+    dec0, dec1 = float(cat.dec.min()), float(cat.dec.max())
+    if not (ra0 < ra1 and dec0 < dec1):
+        return None
+    return (ra0, ra1, dec0, dec1)
+
+
+def _parse_catalog(name: str, content: bytes) -> Catalog:
+    """A Catalog from an uploaded file's bytes, through :meth:`Catalog.read` (by suffix)."""
+    if not content:
+        raise ValueError("the file is empty")
+    if len(content) > MAX_UPLOAD_BYTES:
+        raise ValueError(f"the file is larger than {MAX_UPLOAD_BYTES // 2**20} MB")
+    low = name.lower()
+    if low.endswith(".npz"):
+        with np.load(io.BytesIO(content)) as z:
+            missing = [k for k in ("ra", "dec") if k not in z.files]
+            if missing:
+                raise ValueError(f"the NPZ file has no array named {missing[0]!r} (arrays: "
+                                 f"{', '.join(z.files) or 'none'})")
+            return Catalog(z["ra"], z["dec"])
+    if not low.endswith((".csv", ".txt", ".dat", ".tsv", ".fits", ".fit", ".fits.gz", ".fts")):
+        raise ValueError("unknown format: upload a .csv, .txt, .tsv, .npz or .fits file")
+    # Catalog.read takes a path: write the bytes to a private temporary file with the name's
+    # suffix so the same reader (and its messages) serve files and uploads.
+    suffix = ".fits.gz" if low.endswith(".fits.gz") else os.path.splitext(low)[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "catalog" + suffix)
+        with open(path, "wb") as f:
+            f.write(content)
+        try:
+            return Catalog.read(path)
+        except (ValueError, TypeError, KeyError, OSError) as exc:
+            # messages name the file: the user's name, not the temporary one
+            raise ValueError(str(exc).replace(path, name)) from None
+
+
+class CorrelationPanel(Panel):
+    """The correlation-function panel's view: catalog, bins, randoms, estimator, jackknife,
+    backend; Run; w(theta) and the counts; the numbers."""
+
+    def __init__(self, model: CorrelationModel):
+        super().__init__()
+        self.model = model
+        m = model
+        style = {"description_width": "9em"}
+        narrow = w.Layout(width="19em")
+
+        def num(v, default):
+            return v if _is_real(v) else default
+
+        self.source = w.ToggleButtons(options=[("example mock", "example"),
+                                               ("uploaded file", "upload")],
+                                      value=m.source if m.source in SOURCES else "example",
+                                      description="catalog", style=dict(style, button_width="8em"))
+        self.upload = w.FileUpload(accept=".csv,.txt,.tsv,.npz,.fits,.fit,.fits.gz",
+                                   multiple=False, description="upload")
+        self.n_points = w.BoundedIntText(value=int(num(m.n_points, 2000)), min=2,
+                                         max=max(m.max_points.values()), step=500,
+                                         description="example points", style=style,
+                                         layout=narrow)
+        self.seed = w.BoundedIntText(value=int(num(m.seed, 0)), min=0, max=10**6,
+                                     description="seed", style=style, layout=narrow)
+        # FloatText (not bounded) so that out-of-range angles reach the model and its message
+        self.theta_min = w.FloatText(value=float(num(m.theta_min, 0.05)),
+                                     description="θ min [deg]", style=style, layout=narrow)
+        self.theta_max = w.FloatText(value=float(num(m.theta_max, 10.0)),
+                                     description="θ max [deg]", style=style, layout=narrow)
+        self.nbins = w.IntText(value=int(num(m.nbins, 12)), description="bins", style=style,
+                               layout=narrow)
+        self.spacing = w.ToggleButtons(options=list(SPACINGS),
+                                       value=m.spacing if m.spacing in SPACINGS else "log",
+                                       description="spacing",
+                                       style=dict(style, button_width="5em"))
+        self.n_randoms = w.IntText(value=int(num(m.n_randoms, 2)),
+                                   description="random catalogs", style=style, layout=narrow)
+        self.random_factor = w.FloatText(value=float(num(m.random_factor, 3.0)),
+                                         description="randoms × data", style=style,
+                                         layout=narrow)
+        self.estimator = w.Dropdown(options=list(ESTIMATORS),
+                                    value=m.estimator if m.estimator in ESTIMATORS
+                                    else ESTIMATORS[0], description="estimator", style=style,
+                                    layout=narrow)
+        self.jackknife = w.IntText(value=int(num(m.jackknife, 0)),
+                                   description="jackknife regions", style=style, layout=narrow)
+        options = [b for b in ("cpu", "cuda") if b == "cpu" or backends.cuda_available()]
+        if m.backend not in options and m.backend in backends.BACKENDS:
+            options.append(m.backend)
+        self.backend = w.ToggleButtons(options=options,
+                                       value=m.backend if m.backend in options else "cpu",
+                                       description="backend",
+                                       style=dict(style, button_width="5em"))
+        self.yscale = w.ToggleButtons(options=list(YSCALES),
+                                      value=m.yscale if m.yscale in YSCALES else "symlog",
+                                      description="w axis", style=dict(style, button_width="5em"))
+        self.figure = w.Output()
+        self.observe_values([self.source, self.n_points, self.seed, self.theta_min,
+                             self.theta_max, self.nbins, self.spacing, self.n_randoms,
+                             self.random_factor, self.estimator, self.jackknife, self.backend],
+                            self._changed)
+        self.yscale.observe(self.guarded(self._view_changed), names="value")
+        self.upload.observe(self.guarded(self._uploaded), names="value")
+        self.on_run(self.run)
+        controls = w.HBox([
+            w.VBox([self.source, w.HBox([self.upload]), self.n_points, self.seed]),
+            w.VBox([self.theta_min, self.theta_max, self.nbins, self.spacing]),
+            w.VBox([self.n_randoms, self.random_factor, self.estimator, self.jackknife,
+                    self.backend, self.yscale]),
+        ])
+        self.children = [w.HTML("<b>Angular correlation function</b>: exact DD, DR and RR pair "
+                                "counts, w(θ) with jackknife errors"),
+                         controls, self.run_row(), self.message, self.figure, self.numbers]
+        self.add_class("sphgpu-correlation-panel")
+        self.guarded(self._refresh)()
+
+    # -- callbacks ----------------------------------------------------------------------------
+    def _uploaded(self, change):
+        files = change["new"]
+        if not files:
+            return
+        f = files[0] if isinstance(files, (list, tuple)) else next(iter(files.values()))
+        name = f.get("name", "upload") if isinstance(f, dict) else getattr(f, "name", "upload")
+        content = f["content"] if isinstance(f, dict) else f.content
+        self.model.load_file(name, bytes(content))
+        if self.source.value != "upload":
+            self.source.value = "upload"       # observed: refreshes through _changed
+        else:
+            self._changed()
+
+    def _changed(self):
+        self.model.set(source=self.source.value, n_points=self.n_points.value,
+                       seed=self.seed.value, theta_min=self.theta_min.value,
+                       theta_max=self.theta_max.value, nbins=self.nbins.value,
+                       spacing=self.spacing.value, n_randoms=self.n_randoms.value,
+                       random_factor=self.random_factor.value,
+                       estimator=self.estimator.value, jackknife=self.jackknife.value,
+                       backend=self.backend.value)
+        self._refresh()
+
+    def _view_changed(self, change):
+        """The w axis only redraws the last result (no counting)."""
+        self.model.set(yscale=self.yscale.value)
+        if self.model.result is not None and not self.model.message:
+            show_figure(self.figure, self.model.figure())
+
+    def _refresh(self):
+        m = self.model
+        if m.message:
+            self._stale()
+            self.show_message(m.message)
+        elif m.live:
+            self.run()
+        else:
+            self._stale()
+            self.show_message(m.size_note, "note")
+
+    def _stale(self):
+        self.figure.outputs = ()
+        self.numbers.value = ""
+        self.report(0.0, "")
+
+    def run(self):
+        r = self.model.run(progress=self.report)
+        if r is None:
+            self._stale()
+            self.show_message(self.model.message)
+            return
+        self.show_message("")
+        show_figure(self.figure, self.model.figure())
+        self.numbers.value = numbers_html(r.numbers())
+
+
+def correlation_panel(**kw) -> CorrelationPanel:
+    """The correlation-function panel. Keywords are :class:`CorrelationModel`'s (source,
+    n_points, seed, theta_min, theta_max, nbins, spacing, n_randoms, random_factor, estimator,
+    jackknife, backend, yscale, max_points, live_max_data, live_max_random_points,
+    live_max_pairs)."""
+    return CorrelationPanel(CorrelationModel(**kw))
