@@ -229,6 +229,10 @@ def speed(log, nside, lmax, fwhm, repeat):
                        repeat=max(2, repeat // 2), sync=sync, max_seconds=30)
         row["realspace_s"] = tt.median
         row["pairs_per_s"] = row["pairs"] / tt.median
+        if theta_arcmin <= 60:           # the quarter-turn symmetry's gain
+            tt = time_call(lambda: _realspace_cuda.convolve(d[None], pl, s.realspace, fold=1),
+                           repeat=2, sync=sync, max_seconds=30)
+            row["realspace_fold1_s"] = tt.median
         tt = time_call(lambda: harmonic_convolve(d, s.harmonic_bl, geom, backend="cuda"),
                        repeat=repeat, sync=sync)
         row["harmonic_cuda_s"] = tt.median

@@ -13,10 +13,10 @@ from .conftest import INTERACTION_BUDGET_S, png
 
 
 def timed_here(action):
-    """Like the shared ``timed`` helper but counting the CPU time of this thread only: the fits call LAPACK,
-    whose OpenBLAS helper threads spin while they wait for a core, so on a loaded two-core
-    machine the process's CPU time grows with the load as wall time does; the work the panel
-    itself does is what the budget is about."""
+    """Like the shared ``timed`` helper but counting the CPU time of this thread only: the
+    fits call LAPACK, whose OpenBLAS helper threads spin while they wait for a core, so on a
+    loaded two-core machine the process's CPU time grows with the load as wall time does; the
+    work the panel itself does is what the budget is about."""
     w0, t0 = time.perf_counter(), time.thread_time()
     action()
     return min(time.perf_counter() - w0, time.thread_time() - t0)
