@@ -39,9 +39,13 @@ MAX_NSIDE = {"cpu": 256, "cuda": 2048, "reference": 8}
 LIVE_MAX_NSIDE = 128
 COST_MODELS = ("measured", "paper")
 KERNELS = ("cmb", "gaussian")
-#: Points of the predicted-error curve against l_cut.
-CURVE_POINTS = 4                # predicted-error points per curve: each is one least-squares solve
-#                                (~0.1 s at nside 64), and the curve is redrawn on every beam change
+#: Points of the predicted-error curve against l_cut: each is one least-squares solve, and the
+#: curve is redrawn on every beam or theta_cut change.
+CURVE_POINTS = 4
+#: theta_cut steps the tuner scans and offers: the first 12 of the optimizer's default grid
+#: (30 arcmin steps at lmax 4096, scaled by 4096 / lmax), which hold every optimum seen; a
+#: shorter range keeps the fit's basis small, so changing nside answers within a second.
+SCAN_STEPS = 12
 
 
 @dataclasses.dataclass
@@ -150,7 +154,7 @@ class KernelSplitModel(PanelModel):
         """Cuts to start from: the second support of the optimizer's scan (60 arcmin scaled
         to this lmax: a few thousand pixels per disc, quick to Run on a CPU) with the smallest
         l_cut meeting the bound there."""
-        grid = default_theta_grid(self.lmax)
+        grid = self.scan_grid()
         theta = float(grid[min(1, len(grid) - 1)])
         l_cut = None
         with self.capture("start"):
@@ -206,7 +210,7 @@ class KernelSplitModel(PanelModel):
                     f"kernel needs at least one knot, {lo:.4g} arcmin at lmax {self.lmax}")
         if self.theta_cut_arcmin > hi * (1 + 1e-9):
             return (f"theta_cut {self.theta_cut_arcmin:.4g}' is too large: at most {hi:.4g} "
-                    f"arcmin (the optimizer's scan range at lmax {self.lmax})")
+                    f"arcmin (the tuner's scan range at lmax {self.lmax})")
         return ""
 
     @property
@@ -214,7 +218,11 @@ class KernelSplitModel(PanelModel):
         """(smallest, largest) theta_cut the tuner offers, arcmin: one knot spacing of the
         real-space basis, and the optimizer's scan range."""
         fit = self._fitter()
-        return (fit.h * 1.0001 / ARCMIN, default_theta_grid(self.lmax).max() / ARCMIN)
+        return (fit.h * 1.0001 / ARCMIN, self.scan_grid().max() / ARCMIN)
+
+    def scan_grid(self):
+        """theta_cut values (radians) the tuner's optimizer scans."""
+        return default_theta_grid(self.lmax, steps=SCAN_STEPS)
 
     @property
     def live(self) -> bool:
@@ -235,8 +243,7 @@ class KernelSplitModel(PanelModel):
     def _fitter(self) -> SplitFitter:
         key = self._kernel_key() + (float(self.alpha),)
         return self._fitters.get(key, lambda: SplitFitter(
-            self.radial_kernel(), float(default_theta_grid(self.lmax).max()),
-            alpha=float(self.alpha)))
+            self.radial_kernel(), float(self.scan_grid().max()), alpha=float(self.alpha)))
 
     def split(self):
         """The :class:`sphgpu.convolve.KernelSplit` of the current cuts (None if invalid)."""
@@ -306,7 +313,8 @@ class KernelSplitModel(PanelModel):
         with self.capture("optimize"):
             return optimize_split(self.radial_kernel(), nside=self.nside,
                                   error_bound=float(self.error_bound), cost_model=cm,
-                                  alpha=float(self.alpha), fitter=self._fitter())
+                                  alpha=float(self.alpha), fitter=self._fitter(),
+                                  theta_grid=self.scan_grid())
         return None
 
     def optimize(self, progress=None):

@@ -6,8 +6,8 @@ out (the public API turns them back into the caller's kind). Under Numba's CUDA 
 (``NUMBA_ENABLE_CUDASIM=1``) everything runs on NumPy arrays.
 
 Launch parameters are module attributes so the GPU machine can tune them:
-``THREADS_PER_BLOCK`` (output pixels per block), ``ROW_MAX`` (float64 entries of the shared
-kernel row; 4096 = 32 KB), ``MAPS_PER_LAUNCH``.
+``THREADS_PER_BLOCK`` (threads per block), ``ROW_MAX`` (float64 entries of the shared
+kernel row; 4096 = 32 KB), ``MAPS_PER_LAUNCH``, ``FOLD``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ from .._device import array_module as _xp
 from ._realspace_cuda_kernels import realspace_kernel
 
 __all__ = ["convolve", "ACCEPTS_DEVICE_ARRAYS", "THREADS_PER_BLOCK", "ROW_MAX",
-           "MAPS_PER_LAUNCH", "work_items"]
+           "MAPS_PER_LAUNCH", "FOLD", "work_items", "fold_of"]
 
 ACCEPTS_DEVICE_ARRAYS = True
 THREADS_PER_BLOCK = 32 if SIMULATOR else 128
 ROW_MAX = 256 if SIMULATOR else 4096
 MAPS_PER_LAUNCH = 4
+#: 4: use HEALPix's quarter-turn symmetry (one kernel value for four pixel pairs); 1: do not.
+FOLD = 4
 
 
 def _const(a):
@@ -37,43 +39,57 @@ def _const(a):
     return cuda.to_device(np.ascontiguousarray(a))
 
 
-def work_items(nphi, tpb):
-    """(item_ring, item_start), int64: one item per ``tpb`` consecutive pixels of a ring,
-    longest rings' items first (they have the most neighbours in the caps' corners)."""
-    counts = (np.asarray(nphi) + tpb - 1) // tpb
+def fold_of(plan) -> int:
+    """4 on whole-sphere HEALPix (a quarter turn about the pole maps the grid onto itself, see
+    :mod:`._realspace_cuda_kernels`), else 1."""
+    g = plan.geometry
+    ok = (g.kind == "healpix" and g.pixel_offset == 0 and bool(np.all(plan.nphi % 4 == 0))
+          and FOLD == 4)
+    return 4 if ok else 1
+
+
+def work_items(nphi, tpb, fold=1):
+    """(item_ring, item_start), int64: one item per ``tpb`` consecutive pixels of the first
+    ``1/fold`` of each ring."""
+    counts = (np.asarray(nphi) // fold + tpb - 1) // tpb
     ring = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     start = np.concatenate([np.arange(c, dtype=np.int64) * tpb for c in counts])
     return ring, start
 
 
-def _device_tables(plan, tpb):
+def _device_tables(plan, tpb, fold):
     cache = plan.__dict__.setdefault("_cuda_tables", {})
-    if tpb not in cache:
-        ring, start = work_items(plan.nphi, tpb)
-        cache[tpb] = dict(theta=_const(plan.theta), sin_theta=_const(plan.sin_theta),
+    if (tpb, fold) not in cache:
+        ring, start = work_items(plan.nphi, tpb, fold)
+        cache[tpb, fold] = dict(theta=_const(plan.theta), sin_theta=_const(plan.sin_theta),
                           phi0=_const(plan.phi0), nphi=_const(plan.nphi),
                           ringstart=_const(plan.ringstart), weight=_const(plan.weight),
                           r_lo=_const(plan.r_lo), r_hi=_const(plan.r_hi),
                           item_ring=_const(ring), item_start=_const(start), n_items=len(ring))
-    return cache[tpb]
+    return cache[tpb, fold]
 
 
-def convolve(maps, plan, kernel, *, stream=None, tpb=None, rowmax=None):
+def convolve(maps, plan, kernel, *, stream=None, tpb=None, rowmax=None, fold=None):
     """maps (k, npix) float64 (NumPy, CuPy or Numba) -> (k, npix) of the kind given (CuPy for
     device input): the real-space sum with ``kernel`` (CompactKernel) over ``plan``
-    (RingPlan). ``stream``: a Numba stream to launch on (default stream if None)."""
+    (RingPlan). ``stream``: a Numba stream to launch on (default stream if None); ``fold``:
+    1, or 4 to use HEALPix's quarter-turn symmetry (default: 4 where the grid has it)."""
     xp = _xp()
     tpb = THREADS_PER_BLOCK if tpb is None else int(tpb)
     rowmax = ROW_MAX if rowmax is None else int(rowmax)
     host = isinstance(maps, np.ndarray) and xp is not np
     d = xp.ascontiguousarray(xp.asarray(maps), dtype=np.float64)
     out = xp.empty_like(d)
-    t = _device_tables(plan, tpb)
+    fold = fold_of(plan) if fold is None else int(fold)
+    if fold not in (1, 4) or (fold == 4 and np.any(plan.nphi % 4)):
+        raise ValueError(f"fold must be 1, or 4 on a grid whose rings all have a multiple of 4 "
+                         f"pixels, got {fold}")
+    t = _device_tables(plan, tpb, fold)
     coef = _const(kernel.coef)
     nmaps = d.shape[0]
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
-        k = realspace_kernel(tpb, rowmax, j - i)
+        k = realspace_kernel(tpb, rowmax, j - i, fold)
         launch = k[t["n_items"], tpb] if stream is None else k[t["n_items"], tpb, stream]
         launch(d[i:j], t["theta"], t["sin_theta"], t["phi0"], t["nphi"], t["ringstart"],
                t["weight"], t["r_lo"], t["r_hi"], t["item_ring"], t["item_start"],
@@ -81,7 +97,7 @@ def convolve(maps, plan, kernel, *, stream=None, tpb=None, rowmax=None):
     return to_host(out) if host else out
 
 
-def simulator_launch_size(plan, tpb=None) -> int:
+def simulator_launch_size(plan, tpb=None, fold=1) -> int:
     """Threads one launch would start (the simulator runs one Python thread per CUDA thread)."""
     tpb = THREADS_PER_BLOCK if tpb is None else tpb
-    return int(math.fsum((n + tpb - 1) // tpb for n in plan.nphi)) * tpb
+    return int(math.fsum((n // fold + tpb - 1) // tpb for n in plan.nphi)) * tpb

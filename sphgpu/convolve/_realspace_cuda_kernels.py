@@ -1,13 +1,20 @@
 """The CUDA kernel of the real-space convolution (see :mod:`sphgpu.convolve.realspace`).
 
 Launch contract of the kernel returned by :func:`realspace_kernel` (``tpb`` threads per block,
-one block per work item):
+one block per work item, ``fold`` 1 or 4):
 
     grid = (n_items,), block = (tpb,)
-    item_ring[b], item_start[b]   block b computes output pixels item_start[b] + tid of ring
-                                  item_ring[b] (threads past the ring's end only help and wait)
+    item_ring[b], item_start[b]   block b computes output pixels p = item_start[b] + tid of ring
+                                  i = item_ring[b], p < nphi[i] / fold, and with fold 4 also
+                                  p + q nphi[i] / 4 for q = 1, 2, 3 (threads past the end only
+                                  help and wait)
     maps (nmaps, npix) float64    input, read-only
     out  (nmaps, npix) float64    output; every pixel is written by exactly one thread
+
+fold = 4 uses HEALPix's symmetry under a quarter turn about the pole: every ring has a multiple
+of 4 pixels and turning by pi/2 moves pixel p of any ring to p + nphi/4, so the output pixels
+p + q nphi_i/4 see the input pixels j + q nphi_r/4 at the same separations, and one kernel value
+serves four pairs (the caller checks that the geometry has this symmetry).
 
 For each input ring within theta_cut, a block whose ring has as many pixels as the input ring
 fills a shared "row" of kernel values (one per pixel offset, at most ``rowmax``) cooperatively,
@@ -33,24 +40,26 @@ RESYNC = 32
 
 
 @functools.lru_cache(maxsize=None)
-def realspace_kernel(tpb: int, rowmax: int, nmaps: int):
-    """The kernel for ``tpb`` threads per block, a shared row of ``rowmax`` float64 and
-    ``nmaps`` maps per launch (all compile-time constants)."""
+def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
+    """The kernel for ``tpb`` threads per block, a shared row of ``rowmax`` float64, ``nmaps``
+    maps per launch and symmetry ``fold`` (1 or 4), all compile-time constants."""
     TWO_PI = 2.0 * math.pi
+    NACC = nmaps * fold
 
     @cuda.jit(fastmath=False)
     def kernel(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
                item_ring, item_start, h, n, coef, out):
         row = cuda.shared.array(rowmax, dtype=float64)
-        acc = cuda.local.array(nmaps, dtype=float64)
+        acc = cuda.local.array(NACC, dtype=float64)
         tid = cuda.threadIdx.x
         blk = cuda.blockIdx.x
         i = item_ring[blk]
         ni = nphi[i]
+        qi = ni // fold                       # output pixels per symmetric sector
         p = item_start[blk] + tid
-        active = p < ni
-        for q in range(nmaps):
-            acc[q] = 0.0
+        active = p < qi
+        for k in range(NACC):
+            acc[k] = 0.0
         inv_h = 1.0 / h
         inv_h2 = 1.0 / (h * h)
         cc = min(n * h, 2.0)
@@ -60,6 +69,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int):
             a, b, dmax, kind = ring_window(theta[i], theta[r], sin_theta[i], sin_theta[r],
                                            hu_cut)
             nr = nphi[r]
+            qr = nr // fold
             sr = ringstart[r]
             dphi_r = TWO_PI / nr
             w = weight[r]
@@ -85,8 +95,13 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int):
                     j = (p + d0) % nr
                     for t in range(length):
                         kv = row[t]
-                        for q in range(nmaps):
-                            acc[q] += kv * maps[q, sr + j]
+                        jq = j
+                        for q in range(fold):
+                            for m in range(nmaps):
+                                acc[q * nmaps + m] += kv * maps[m, sr + jq]
+                            jq += qr
+                            if jq >= nr:
+                                jq -= nr
                         j += 1
                         if j == nr:
                             j = 0
@@ -111,15 +126,20 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int):
                             c = math.cos(x)
                         kv = kernel_value(a + b * s * s, h, inv_h, inv_h2, n, coef)
                         if kv != 0.0:
-                            jj = j % nr
                             kv *= w
-                            for q in range(nmaps):
-                                acc[q] += kv * maps[q, sr + jj]
+                            jq = j % nr
+                            for q in range(fold):
+                                for m in range(nmaps):
+                                    acc[q * nmaps + m] += kv * maps[m, sr + jq]
+                                jq += qr
+                                if jq >= nr:
+                                    jq -= nr
                         s, c = s * step_c + c * step_s, c * step_c - s * step_s
             cuda.syncthreads()
         if active:
-            pix = ringstart[i] + p
-            for q in range(nmaps):
-                out[q, pix] = acc[q]
+            for q in range(fold):
+                pix = ringstart[i] + p + q * qi
+                for m in range(nmaps):
+                    out[m, pix] = acc[q * nmaps + m]
 
     return kernel

@@ -84,6 +84,14 @@ def _cached_plan(kernel, nside, error_bound, fit):
                           fit=fit)
 
 
+@functools.lru_cache(maxsize=1)
+def _worker():
+    """The one thread that runs harmonic parts next to the real-space part. It lives as long
+    as the process, so what CuPy and Numba keep per thread (cuFFT plans, the CUDA context) is
+    set up once, not at every split."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="sphgpu-harmonic")
+
+
 def _run_split(maps, geometry, harmonic_bl, compact, harmonic_backend, realspace_backend):
     """Both parts at the same time: the harmonic one in a worker thread (ducc0 releases the GIL;
     on the GPU it keeps the default stream), the real-space one here, on the GPU on a stream of
@@ -93,9 +101,9 @@ def _run_split(maps, geometry, harmonic_bl, compact, harmonic_backend, realspace
     hmaps = maps
     if harmonic_backend != "cuda" and is_device_array(maps):
         hmaps = _host(maps)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        fut = pool.submit(harmonic_convolve, hmaps, harmonic_bl, geometry,
-                          backend=harmonic_backend)
+    fut = _worker().submit(harmonic_convolve, hmaps, harmonic_bl, geometry,
+                           backend=harmonic_backend)
+    try:
         if realspace_backend == "cuda" and not _simulator():
             import cupy
             from numba import cuda
@@ -108,7 +116,10 @@ def _run_split(maps, geometry, harmonic_bl, compact, harmonic_backend, realspace
             side.synchronize()
         else:
             rs = _realspace(maps, geometry, compact, realspace_backend)
-        hs = fut.result()
+    except BaseException:
+        fut.exception()                  # let the worker finish before the error propagates
+        raise
+    hs = fut.result()
     return _add(hs, rs)
 
 

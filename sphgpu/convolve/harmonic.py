@@ -12,26 +12,39 @@ Backends are the SHT's: "cpu" (ducc0 on all host threads unless ``SPHGPU_NUM_THR
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._validate import check_int, is_device_array
+from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import alm2map, map2alm
 
 __all__ = ["harmonic_convolve"]
 
 
-def _scale_alm(alm, bl, lmax):
-    """alm (k, nalm) or (nalm,) times bl[l], in the array module of alm (NumPy or CuPy)."""
-    from ..alm import AlmLayout
+@functools.lru_cache(maxsize=4)
+def _l_of(lmax, device):
+    """l of every a_lm (m-major, mmax = lmax), int32, on the host or the GPU: built once per
+    lmax (8.4 million entries at lmax 4096), not at every convolution."""
+    l = AlmLayout(lmax).lm()[0].astype(np.int32)
+    if device:
+        import cupy
 
-    l_of = AlmLayout(lmax).lm()[0]
-    factor = np.asarray(bl, dtype=np.float64)[l_of]
+        return cupy.asarray(l)
+    return l
+
+
+def _scale_alm(alm, bl, lmax):
+    """alm (k, nalm) or (nalm,) times bl[l], in the array module of alm (NumPy or CuPy); on
+    the GPU only bl (lmax+1 numbers) crosses the bus."""
+    bl = np.asarray(bl, dtype=np.float64)
     if is_device_array(alm):
         import cupy
 
-        return alm * cupy.asarray(factor)
-    return alm * factor
+        return alm * cupy.asarray(bl)[_l_of(lmax, True)]
+    return alm * bl[_l_of(lmax, False)]
 
 
 def harmonic_convolve(maps, bl, geometry: RingGeometry, *, backend="auto"):

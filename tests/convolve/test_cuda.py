@@ -21,31 +21,49 @@ def _real_gpu():
     return not _realspace_cuda.SIMULATOR
 
 
-@pytest.mark.parametrize("nside, theta_cut, rowmax", [(2, 0.8, 64), (3, 1.3, 64),
-                                                      (3, 0.6, 4), (2, math.pi, 64)])
-def test_kernel_matches_cpu_and_brute_force(nside, theta_cut, rowmax, rng):
+@pytest.mark.parametrize("nside, theta_cut, rowmax, fold", [
+    (2, 0.8, 64, 4), (3, 1.3, 64, 4), (3, 0.6, 4, 4), (2, math.pi, 64, 4), (3, 0.6, 4, 1),
+    (2, 1.1, 64, 1)])
+def test_kernel_matches_cpu_and_brute_force(nside, theta_cut, rowmax, fold, rng):
     # rowmax 4 forces the per-pair path on every ring pair; 64 takes the shared row where the
-    # ring lengths agree. Few threads per block so the simulator stays quick.
+    # ring lengths agree; fold 4 uses HEALPix's quarter-turn symmetry. Few threads per block
+    # so the simulator stays quick.
     g = RingGeometry.healpix(nside)
     ck = RadialKernel.gaussian(1200.0, 3 * nside).tabulate(theta_cut)
     pl = ring_plan(g, ck.theta_cut)
-    assert _realspace_cuda.simulator_launch_size(pl, 8) < 10_000
+    assert _realspace_cuda.fold_of(pl) == 4
+    assert _realspace_cuda.simulator_launch_size(pl, 8, fold) < 10_000
     maps = rng.standard_normal((2, g.npix))
-    got = _realspace_cuda.convolve(maps, pl, ck, tpb=8, rowmax=rowmax)
+    got = _realspace_cuda.convolve(maps, pl, ck, tpb=8, rowmax=rowmax, fold=fold)
     assert isinstance(got, np.ndarray) and got.shape == maps.shape
     assert rel_err(got, _realspace_cpu.convolve(maps, pl, ck)) <= 1e-13
     assert rel_err(got, brute_force(maps, g, ck)) <= TOL["realspace"]
 
 
-def test_work_items_cover_every_pixel_once():
+def test_grids_without_the_quarter_turn_symmetry_fold_once(rng):
+    g = RingGeometry.gauss_legendre(6)                  # 11 pixels per ring
+    ck = RadialKernel.gaussian(1500.0, 5).tabulate(1.0)
+    pl = ring_plan(g, ck.theta_cut)
+    assert _realspace_cuda.fold_of(pl) == 1
+    m = rng.standard_normal((1, g.npix))
+    got = _realspace_cuda.convolve(m, pl, ck, tpb=8)
+    assert rel_err(got, brute_force(m, g, ck)) <= TOL["realspace"]
+    with pytest.raises(ValueError, match="fold must be 1, or 4"):
+        _realspace_cuda.convolve(m, pl, ck, tpb=8, fold=4)
+
+
+@pytest.mark.parametrize("fold", [1, 4])
+def test_work_items_cover_every_pixel_once(fold):
     nphi = np.array([4, 8, 12, 16, 16, 12, 8, 4])
-    ring, start = _realspace_cuda.work_items(nphi, 5)
+    ring, start = _realspace_cuda.work_items(nphi, 3, fold)
     covered = np.zeros(nphi.sum(), dtype=int)
     first = np.concatenate([[0], np.cumsum(nphi)[:-1]])
     for r, s in zip(ring, start):
-        for t in range(5):
-            if s + t < nphi[r]:
-                covered[first[r] + s + t] += 1
+        for t in range(3):
+            p = s + t
+            if p < nphi[r] // fold:
+                for q in range(fold):
+                    covered[first[r] + p + q * nphi[r] // fold] += 1
     assert np.all(covered == 1)
 
 
