@@ -59,7 +59,7 @@ def main():
             default = dict(_cuda._launch(pl))
             for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
                 for tpb in (64, 128):
-                    for rp in (2, 4, 8):
+                    for rp in (1, 2, 4, 8):
                         pl.launch[kern] = (tpb, rp)
                         try:
                             t = time_call(fn, repeat=3, sync=sync)
