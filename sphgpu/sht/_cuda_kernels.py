@@ -77,14 +77,17 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
-    Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads`` (even);
-    blockIdx.y is m; thread t of block b owns the ``pairs`` consecutive ring pairs from
-    (b * threads + t) * pairs. Arguments:
-        alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int,
-        alpha, scale (nalm,) float64 from :func:`legendre.coefficient_tables`, mu (mmax+1,) float64,
+    Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
+    blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
+    consecutive ring pairs from (b * threads + t) * pairs. Arguments:
+        alm (nmaps, nalm) complex128 holding the orders mvals, coefficient (l, mvals[c]) at
+            alm[:, astart[c] + l]; astart, mvals (nm,) int64 (0..mmax and the m-major
+            offsets for a whole transform; a packed subset for :mod:`sphgpu.sht.stages`),
+        lmax int, alpha, scale (ntab,) float64 from :func:`legendre.coefficient_tables`, the
+            order m at tstart[m] + l; tstart, mu (mmax+1,),
         x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
         first (mmax+1,) int64 from :func:`first_alive_kernel`,
-        leg (nmaps, nrings, mmax+1) complex128, written.
+        leg (nmaps, nrings, nm) complex128, written.
     The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l in shared memory; each
     value a thread reads from there serves its ``pairs`` ring pairs and nmaps maps.
 
@@ -99,8 +102,10 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
 
     @cuda.jit
-    def kernel(alm, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, leg):
-        m = cuda.blockIdx.y
+    def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               leg):
+        col = cuda.blockIdx.y
+        m = mvals[col]
         t = cuda.threadIdx.x
         npairs = x.shape[0]
         p0 = (cuda.blockIdx.x * TPB + t) * RP
@@ -111,9 +116,9 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                 p = p0 + r
                 if p < npairs:
                     for i in range(K):
-                        leg[i, north[p], m] = 0j
+                        leg[i, north[p], col] = 0j
                         if south[p] >= 0:
-                            leg[i, south[p], m] = 0j
+                            leg[i, south[p], col] = 0j
             return
         sa = cuda.shared.array(TPB, float64)
         sre = cuda.shared.array((K, TPB), float64)
@@ -140,7 +145,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             for i in range(K):
                 for c in range(4):
                     acc[r, i, c] = 0.0
-        base = mstart[m]
+        base = tstart[m]
+        abase = astart[col]
         for l0 in range(m, lmax + 1, TPB):
             l = l0 + t
             # past lmax: alpha = 0 and a_lm = 0, so whole groups of steps can run there; the
@@ -148,7 +154,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             sa[t] = alpha[base + l] if l <= lmax else 0.0
             sc = scale[base + l] if l <= lmax else 0.0
             for i in range(K):
-                v = alm[i, base + l] if l <= lmax else 0j
+                v = alm[i, abase + l] if l <= lmax else 0j
                 sre[i, t] = v.real * sc
                 sim[i, t] = v.imag * sc
             cuda.syncthreads()
@@ -199,9 +205,10 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                         for c in range(4):
                             acc[r, i, c] = 0.0
                 for i in range(K):
-                    leg[i, rn, m] = complex(acc[r, i, 0] + acc[r, i, 2], acc[r, i, 1] + acc[r, i, 3])
+                    leg[i, rn, col] = complex(acc[r, i, 0] + acc[r, i, 2],
+                                              acc[r, i, 1] + acc[r, i, 3])
                     if rs >= 0:
-                        leg[i, rs, m] = complex(acc[r, i, 0] - acc[r, i, 2],
+                        leg[i, rs, col] = complex(acc[r, i, 0] - acc[r, i, 2],
                                                 acc[r, i, 1] - acc[r, i, 3])
 
     return kernel
@@ -211,11 +218,13 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
-    Launch: grid (1, mmax + 1), block ``threads``; blockIdx.y is m and the block owns every
-    a_lm of that m, walking over the ring pairs in groups of ``threads * pairs`` (thread t
-    owns ``pairs`` consecutive ones of each group). Arguments:
-        leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
-        mstart, lmax, alpha, scale, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
+    Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
+    m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
+    groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of each group).
+    Arguments:
+        leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
+        astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
+        :func:`alm2leg_kernel`,
         alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
     Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
     write those sums to shared memory and the block adds them up and into a_lm (with atomic adds,
@@ -239,8 +248,10 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     PART = TPB // SPLIT
 
     @cuda.jit
-    def kernel(leg, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, alm):
-        m = cuda.blockIdx.y
+    def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               alm):
+        col = cuda.blockIdx.y
+        m = mvals[col]
         t = cuda.threadIdx.x
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
@@ -251,7 +262,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         kk = cuda.local.array(RP, numba.int64)
         xv = cuda.local.array(RP, float64)
         sums = cuda.local.array(NC, float64)
-        base = mstart[m]
+        base = tstart[m]
+        abase = astart[col]
         fm = first[m]
         # groups before first[m] hold only pairs that are negligible for this m
         ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
@@ -273,7 +285,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     kk[r] = k
                     active = True
                     if k == 0:
-                        _load_rings(leg, north[p], south[p], m, ln, r)
+                        _load_rings(leg, north[p], south[p], col, ln, r)
             for l0 in range(m, lmax + 1, CH):
                 for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
                     # past lmax alpha = 0: the steps there are run (whole chunks unroll) and
@@ -320,7 +332,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                             kk[r] = k
                             if k == 0:
                                 p = (g * TPB + t) * RP + r
-                                _load_rings(leg, north[p], south[p], m, ln, r)
+                                _load_rings(leg, north[p], south[p], col, ln, r)
                 cuda.syncthreads()
                 # reduce over the block's threads: SPLIT threads per (j, component), each
                 # summing PART rows with four independent partial sums (a serial chain of
@@ -343,7 +355,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         s0 += buf[j, c, q]
                     # an atomic add whose result is unused does not wait for memory, where
                     # a += would stall this warp, and the block at the next barrier, on the load
-                    cuda.atomic.add(alm, (c // 2, 2 * (base + l0 + j) + (c & 1)),
+                    cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
                                     ((s0 + s1) + (s2 + s3)) * scale[base + l0 + j])
                 cuda.syncthreads()
 
@@ -351,11 +363,11 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
 
 
 @cuda.jit(device=True)
-def _load_rings(leg, rn, rs, m, ln, r):
-    # ln[r, i] = (north + south, north - south) of ring pair r's Fourier coefficients at m
+def _load_rings(leg, rn, rs, col, ln, r):
+    # ln[r, i] = (north + south, north - south) of ring pair r's Fourier coefficients, column col
     for i in range(ln.shape[1]):
-        vn = leg[i, rn, m]
-        vs = leg[i, rs, m] if rs >= 0 else 0j
+        vn = leg[i, rn, col]
+        vs = leg[i, rs, col] if rs >= 0 else 0j
         ln[r, i, 0] = vn.real + vs.real
         ln[r, i, 1] = vn.imag + vs.imag
         ln[r, i, 2] = vn.real - vs.real

@@ -152,12 +152,11 @@ def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng)
     nalm = int(mstart[-1]) + lmax + 1
     alm = rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm))
     leg = np.zeros((1, 6, lmax + 1), complex)
-    K.alm2leg_kernel(1, 16, 1)[(1, lmax + 1), 16](alm, mstart, lmax, alpha, scale, mu, x, s,
-                                                   north, south, first, leg)
+    args = (mstart, m, lmax, alpha, scale, mstart, mu, x, s, north, south, first)
+    K.alm2leg_kernel(1, 16, 1)[(1, lmax + 1), 16](alm, *args, leg)
     ring_leg = rng.standard_normal((1, 6, lmax + 1)) + 1j * rng.standard_normal((1, 6, lmax + 1))
     back = np.zeros((1, 2 * nalm))
-    K.leg2alm_kernel(1, 16, 1)[(1, lmax + 1), 16](ring_leg, mstart, lmax, alpha, scale, mu, x,
-                                                   s, north, south, first, back)
+    K.leg2alm_kernel(1, 16, 1)[(1, lmax + 1), 16](ring_leg, *args, back)
     back = back.view(complex)
     for mm in ms:
         sl = slice(mstart[mm] + mm, mstart[mm] + lmax + 1)
