@@ -52,6 +52,16 @@ def _grid2(rows, cols, threads=(4, 64)):
     return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
 
 
+def _bluestein_length(nphi):
+    """The FFT length of each ring's Bluestein convolution: the smallest 2**a or 3 * 2**a that
+    is >= 2n - 1 (and >= MIN_FFT_LENGTH). cuFFT is as quick on 3 * 2**a as on powers of two,
+    and the extra lengths cut the padding from 1.45x to 1.2x on average."""
+    need = np.maximum(2 * np.asarray(nphi, dtype=np.int64) - 1, MIN_FFT_LENGTH)
+    p2 = 1 << np.ceil(np.log2(need)).astype(np.int64)
+    p3 = 3 << np.maximum(np.ceil(np.log2(need / 3.0)), 0).astype(np.int64)
+    return np.minimum(p2, p3)
+
+
 class _Plan:
     """Everything about one (geometry, lmax, mmax) that does not depend on the data: ring pairs
     and their cos/sin, mu_m, alm offsets, and the ring classes of the FFT step with the
@@ -74,11 +84,10 @@ class _Plan:
         self.mvals = _const(m)
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
-        # rings are grouped by their Bluestein length M = next_pow2(2n - 1).
+        # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length).
         lengths, counts = np.unique(geometry.nphi, return_counts=True)
         plain = set(lengths[counts >= MIN_PLAIN_RINGS].tolist())
-        M_of_ring = 1 << np.ceil(np.log2(np.maximum(2 * geometry.nphi - 1, MIN_FFT_LENGTH))
-                                 ).astype(np.int64)
+        M_of_ring = _bluestein_length(geometry.nphi)
         key = np.where(np.isin(geometry.nphi, list(plain)), -geometry.nphi, M_of_ring)
         self.classes = []
         for k in np.unique(key):
@@ -235,10 +244,16 @@ def _leg2map(leg, pl, xp):
     maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
     for c in pl.classes:
         rows = nmaps * c["nr"]
-        a = xp.empty((rows, c["M"]), dtype=np.complex128)
-        K.fold_kernel[_grid2(rows, c["M"])](leg, c["rings"], c["nphi"], c["phi0"], c["nr"],
-                                            c["chirped"], a)
-        conv = _convolve(a, c, nmaps, xp)
+        # a plain class folds only the modes q <= n/2 of its (Hermitian) ring spectra and
+        # takes a complex-to-real FFT: half the work of a complex one
+        width = c["M"] if c["chirped"] else c["M"] // 2 + 1
+        a = xp.empty((rows, width), dtype=np.complex128)
+        K.fold_kernel[_grid2(rows, width)](leg, c["rings"], c["nphi"], c["phi0"], c["nr"],
+                                           c["chirped"], a)
+        if c["chirped"]:
+            conv = _convolve(a, c, nmaps, xp)
+        else:
+            conv = xp.fft.irfft(a, n=c["M"], axis=1, norm="forward")
         K.unchirp_kernel[_grid2(rows, c["nmax"])](conv, c["rings"], c["nphi"], c["ringstart"],
                                                   c["nr"], c["chirped"], maps)
     return maps
@@ -249,21 +264,25 @@ def _map2leg(maps, pl, xp, quadrature=True):
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
     for c in pl.classes:
         rows = nmaps * c["nr"]
-        a = xp.empty((rows, c["M"]), dtype=np.complex128)
-        K.chirp_map_kernel[_grid2(rows, c["M"])](maps, c["nphi"], c["ringstart"],
-                                                 c["weight"] if quadrature else c["unit"],
-                                                 c["nr"], c["chirped"], a)
-        conv = _convolve(a, c, nmaps, xp)
+        weight = c["weight"] if quadrature else c["unit"]
+        if c["chirped"]:
+            a = xp.empty((rows, c["M"]), dtype=np.complex128)
+            K.chirp_map_kernel[_grid2(rows, c["M"])](maps, c["nphi"], c["ringstart"], weight,
+                                                     c["nr"], c["chirped"], a)
+            conv = _convolve(a, c, nmaps, xp)
+        else:     # a real-to-complex FFT of the real ring values: half the work
+            a = xp.empty((rows, c["M"]), dtype=np.float64)
+            K.weighted_rings_kernel[_grid2(rows, c["M"])](maps, c["ringstart"], weight, c["nr"],
+                                                          a)
+            conv = xp.fft.rfft(a, axis=1)
         K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
                                                    c["nr"], c["chirped"], leg)
     return leg
 
 
 def _convolve(a, c, nmaps, xp):
-    """sum_q a_q e^{2 pi i j q / n} for each row: a plain inverse FFT for a class of one ring
-    length, else the circular convolution with the ring's chirp (cuFFT on the GPU)."""
-    if not c["chirped"]:
-        return xp.fft.ifft(a, axis=1) * c["M"]
+    """sum_q a_q e^{2 pi i j q / n} for each row of a Bluestein class: the circular
+    convolution with the ring's chirp (cuFFT on the GPU)."""
     f = xp.fft.fft(a, axis=1).reshape(nmaps, c["nr"], c["M"])
     f *= c["chirp_f"][None]
     return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)

@@ -27,7 +27,7 @@ from . import legendre
 
 __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel",
            "chirp_kernel", "fold_kernel", "unchirp_kernel",
-           "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
+           "chirp_map_kernel", "weighted_rings_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
            "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
@@ -43,6 +43,12 @@ LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with i
 #: (a factor 2**-SCALE_BITS) brings it back. Deferring the check moves the point where a value
 #: starts to count by < 16 steps, i.e. drops terms below 2**-200: far below float64 rounding.
 CHECK_EVERY = 16
+
+def _jit_kernel(max_registers):
+    # a register cap trades spills for occupancy (profiling only; the simulator has no such
+    # option, so it is passed only when set)
+    return cuda.jit if max_registers is None else cuda.jit(max_registers=max_registers)
+
 
 _start = legendre.start_value
 _step = legendre.step
@@ -74,7 +80,8 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 
 
 @functools.lru_cache(maxsize=None)
-def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
+def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS,
+                   max_registers=None):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
@@ -101,7 +108,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     RP = pairs
     G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
 
-    @cuda.jit
+    @_jit_kernel(max_registers)
     def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                leg):
         col = cuda.blockIdx.y
@@ -215,7 +222,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
+                   max_registers=None):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
@@ -247,7 +255,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         SPLIT -= 1
     PART = TPB // SPLIT
 
-    @cuda.jit
+    @_jit_kernel(max_registers)
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                alm):
         col = cuda.blockIdx.y
@@ -470,10 +478,25 @@ def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
 
 
 @cuda.jit
+def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
+    """map2alm ring pass 1 of a plain class (one ring length n): out[i*nr + row, j] =
+    weight * s_j, float64 rows for a real-to-complex FFT.
+
+    Launch: 2-D grid covering (nmaps*nr, n).
+    """
+    R, j = cuda.grid(2)
+    if R < out.shape[0] and j < out.shape[1]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        out[R, j] = weight[row] * maps[i, ringstart[row] + j]
+
+
+@cuda.jit
 def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
     """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
 
-    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum.
+    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum; a plain
+    class (chirped = 0) passes the real FFT of its rings, conv (nmaps*nr, n//2 + 1).
     Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
     """
     R, m = cuda.grid(2)
@@ -482,6 +505,11 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
         row = R - i * nmaps_rows
         n = nphi[row]
         q = m % n
-        g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
+        if chirped:
+            g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
+        elif 2 * q <= n:      # plain class: conv holds the real FFT (modes 0..n/2, e^{-i...})
+            g = conv[R, q]
+        else:
+            g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
