@@ -1,9 +1,12 @@
 """The "cuda" backend of the radix sort: host side of :mod:`sphgpu.sort._cuda_kernels`.
 
-Per pass: tile histograms, an exclusive scan of the (digit, tile) counts with CuPy (CUB), and
-the stable scatter; keys and the uint32 permutation ping-pong between two buffers. A pass whose
-digit is the same for every key is skipped. Device arrays (CuPy or Numba) in give CuPy arrays
-out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same code runs on NumPy arrays.
+One histogram kernel counts the digits of all passes; a CuPy cumsum turns each pass's row into
+the start of every digit, and one host sync learns which passes have a digit shared by all keys
+(those are skipped: nothing would move). Then one onesweep kernel per remaining pass moves the
+keys, and the uint32 permutation, between two buffers; the first pass makes the permutation up
+(the input order) instead of reading it, the last writes it as int64 directly. Device arrays
+(CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator
+the same code runs on NumPy arrays, with small tiles so that tests cross many of them.
 """
 
 from __future__ import annotations
@@ -18,13 +21,38 @@ from .._device import SIMULATOR
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
 
-__all__ = ["sort_pairs", "choose_radix_bits", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
+__all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "DEFAULT_RADIX_BITS",
+           "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
-DEFAULT_RADIX_BITS = 4       # fastest in the H200 sweep of benchmarks/sort.py (4..8)
-MAX_RADIX_BITS = 8           # the per-thread digit counters must fit in shared memory
+DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
+MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
+THREADS = 64 if SIMULATOR else 256          # the simulator runs one Python thread per thread
+DEFAULT_ITEMS = 3 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
+HIST_THREADS = 64 if SIMULATOR else 256
+HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
+HIST_MAX_BLOCKS = 1024
 AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
 _tuned = {}                  # this process's answers of :func:`_tune`
+
+
+def _balanced_bits(key_bits, most=MAX_RADIX_BITS):
+    """The smallest digit width that sorts key_bits in the fewest passes of at most ``most``
+    bits (10 bits: 2 passes of 5, not 8 + 2): a pass costs about the same for any width up to 8,
+    and narrower digits mean fewer counters and look-back words."""
+    passes = math.ceil(key_bits / most)
+    return math.ceil(key_bits / passes)
+
+
+def launch_shape(radix_bits, key_bytes, with_perm, items=None, threads=None):
+    """(threads, items per thread) of the onesweep kernel, items clipped to what fits in shared
+    memory at these radix bits."""
+    threads = threads or THREADS
+    most = K.max_items(radix_bits, threads, key_bytes, with_perm)
+    if most < 1:
+        raise ValueError(f"radix_bits={radix_bits} with {threads} threads does not fit in "
+                         f"shared memory")
+    return threads, max(1, min(items or DEFAULT_ITEMS, most))
 
 
 def _tune(n, key_bits, itemsize, want_perm):
@@ -34,8 +62,8 @@ def _tune(n, key_bits, itemsize, want_perm):
     if SIMULATOR or n < AUTOTUNE_MIN_N or not _tuning.enabled():
         return None
     size_class = math.ceil(math.log2(n))
-    key = (f"{_tuning.device_name()}|bytes={itemsize}|key_bits={key_bits}|log2n={size_class}"
-           f"|perm={int(want_perm)}")
+    key = (f"{_tuning.device_name()}|onesweep|bytes={itemsize}|key_bits={key_bits}"
+           f"|log2n={size_class}|perm={int(want_perm)}")
     if key not in _tuned:
         cached = _tuning.lookup("sort_launch", key)
         _tuned[key] = tuple(cached) if cached is not None else _measure(
@@ -46,34 +74,46 @@ def _tune(n, key_bits, itemsize, want_perm):
 
 
 def _measure(size_class, key_bits, itemsize, want_perm):
+    """Time the candidates: the balanced digit widths for the fewest passes and one pass more
+    (each pass reads and writes every key once, so the pass count dominates), each with the
+    default and a smaller tile. Every candidate compiles its kernels once, so the list is short."""
     import cupy
 
     n = 1 << min(size_class, 26)          # larger sorts scale like this one
     dtype = np.uint32 if itemsize == 4 else np.uint64
     rng = np.random.default_rng(0)
     keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype))
+    fewest = math.ceil(key_bits / MAX_RADIX_BITS)
+    widths = sorted({math.ceil(key_bits / p) for p in (fewest, fewest + 1)
+                     if p <= key_bits})
     times = {}
-    for bits in range(4, min(MAX_RADIX_BITS, key_bits) + 1):
-        threads, items = K.tile_shape(bits, itemsize)
-        for it in sorted({items, items // 2}):
+    for bits in widths:
+        for it in sorted({launch_shape(bits, itemsize, want_perm)[1],
+                          launch_shape(bits, itemsize, want_perm, items=9)[1]}):
+            sort_pairs(keys, key_bits, bits, want_perm, items=it)          # compile
             times[(bits, it)] = _tuning.seconds(
                 lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
-    return min(times, key=times.get) if times else (DEFAULT_RADIX_BITS, None)
+    return min(times, key=times.get)
 
 
 def choose_radix_bits(n, key_bits, itemsize, want_perm):
-    """Radix bits for a sort the caller left to us: the autotuner's choice, else the default."""
+    """Radix bits for a sort the caller left to us: the autotuner's choice, else the balanced
+    width of :func:`_balanced_bits`."""
     tuned = _tune(n, key_bits, itemsize, want_perm)
-    return tuned[0] if tuned else min(DEFAULT_RADIX_BITS, key_bits)
+    return tuned[0] if tuned else _balanced_bits(key_bits)
 
 
-def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None):
+def _host_bools(a):
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
-    ``radix_bits`` is the tuned one, else to :func:`_cuda_kernels.tile_shape`. Returns
-    ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same
-    kind (NumPy or device) as ``ukeys``.
+    ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
+    32) to :data:`THREADS`. Returns ``(sorted_keys, perm)`` (perm int64, or None without
+    ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never written.
     """
     if radix_bits > MAX_RADIX_BITS:
         raise ValueError(f"radix_bits={radix_bits}: the cuda backend supports at most "
@@ -82,41 +122,61 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None):
     host = isinstance(ukeys, np.ndarray) and xp is not np
     keys = xp.asarray(ukeys)
     n = keys.shape[0]
-    perm = xp.arange(n, dtype=np.uint32) if want_perm else None
+    if n >= 2**32:
+        raise ValueError("the cuda backend sorts fewer than 2**32 keys")
     if items is None:
         tuned = _tune(n, key_bits, keys.dtype.itemsize, want_perm)
         items = tuned[1] if tuned and tuned[0] == radix_bits else None
+    active = []
     if n > 1 and key_bits > 0:
-        if n >= 2**32:
-            raise ValueError("the cuda backend sorts fewer than 2**32 keys")
+        passes = math.ceil(key_bits / radix_bits)
+        R = 1 << radix_bits
         kt = numba.from_dtype(keys.dtype)
-        # ping-pong buffers of our own: the caller's keys are read, never written
-        kbufs = [xp.empty_like(keys), None]
-        pbufs = [xp.empty_like(perm), None] if want_perm else [xp.empty(1, np.uint32)] * 2
-        for shift in range(0, key_bits, radix_bits):
-            bits = min(radix_bits, key_bits - shift)
-            threads, default_items = K.tile_shape(bits, keys.dtype.itemsize)
-            items = items or default_items
-            ntiles = math.ceil(n / (threads * items))
-            hist = xp.empty((1 << bits) * ntiles, dtype=np.int32)
-            sh = keys.dtype.type(shift)
-            K.histogram_kernel(bits, threads, items, kt)[ntiles, threads](keys, sh, hist)
-            if int(xp.count_nonzero(hist.reshape(1 << bits, ntiles).sum(axis=1))) == 1:
-                continue                    # every key has the same digit: nothing moves
-            offsets = xp.cumsum(hist, dtype=np.int64) - hist
-            i = 1 if keys is kbufs[0] else 0
-            if kbufs[i] is None:
-                kbufs[i] = xp.empty_like(keys)
-                if want_perm:
-                    pbufs[i] = xp.empty_like(perm)
-            K.scatter_kernel(bits, threads, items, kt, want_perm)[ntiles, threads](
-                keys, perm if want_perm else pbufs[0], sh, offsets, kbufs[i], pbufs[i])
-            keys = kbufs[i]
-            if want_perm:
-                perm = pbufs[i]
-    if keys is ukeys or (host and n <= 1):
-        keys = keys.copy()                  # never hand back the caller's own array
-    out_perm = perm.astype(np.int64) if want_perm else None
+        hist = xp.zeros(passes * R, dtype=np.int64)
+        blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
+        K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
+            keys, key_bits, hist)
+        hist = hist.reshape(passes, R)
+        # the one host sync: a pass in which one digit holds every key moves nothing
+        constant = _host_bools((hist == n).any(axis=1))
+        active = [p for p in range(passes) if not constant[p]]
+    if not active:
+        out = keys.copy()
+        perm = xp.arange(n, dtype=np.int64) if want_perm else None
+    else:
+        digit_start = xp.cumsum(hist, axis=1) - hist
+        out, perm = _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start,
+                              items, threads, kt, xp)
     if host:
-        return keys.get(), (out_perm.get() if want_perm else None)
-    return keys, out_perm
+        return out.get(), (perm.get() if want_perm else None)
+    return out, perm
+
+
+def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items, threads, kt,
+              xp):
+    """The passes ``active`` (pass p sorts bits p*r .. p*r + r - 1) with one kernel each."""
+    n = keys.shape[0]
+    threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
+    ntiles = math.ceil(n / (threads * items))
+    shift_bits = K.status_shift(n)
+    status = xp.zeros((len(active), ntiles << radix_bits),
+                      dtype=np.uint32 if shift_bits == 30 else np.uint64)
+    counter = xp.zeros(len(active), dtype=np.int32)
+    kbufs = [xp.empty_like(keys), xp.empty_like(keys) if len(active) > 1 else None]
+    dummy = xp.empty(1, dtype=np.uint32)
+    pbufs = [xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 1 else dummy,
+             xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 2 else dummy]
+    perm_final = xp.empty(n, dtype=np.int64) if want_perm else dummy
+    src_keys, src_perm = keys, dummy
+    for which, p in enumerate(active):
+        shift = p * radix_bits
+        bits = min(radix_bits, key_bits - shift)
+        last = which == len(active) - 1
+        mode = 0 if not want_perm else (1 if which == 0 else 2)
+        dst_keys = kbufs[which % 2]
+        dst_perm = perm_final if last else pbufs[which % 2]
+        kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits)
+        kernel[ntiles, threads](src_keys, src_perm, dst_keys, dst_perm, kt(shift),
+                                digit_start[p], status[which], counter, which)
+        src_keys, src_perm = dst_keys, dst_perm
+    return src_keys, (perm_final if want_perm else None)
