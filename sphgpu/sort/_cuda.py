@@ -27,9 +27,13 @@ __all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "DEFAULT_RADIX_BIT
 ACCEPTS_DEVICE_ARRAYS = True
 DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
-THREADS = 64 if SIMULATOR else 256          # the simulator runs one Python thread per thread
-DEFAULT_ITEMS = 3 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
-HIST_THREADS = 64 if SIMULATOR else 256
+THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
+DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
+#: register cap of the onesweep kernel: None lets the compiler choose (about 100-115 for
+#: 256 x 15 uint32 keys with the permutation: 2 blocks of 256 threads per SM); 80 gives 3, 64
+#: gives 4 with a few spills. benchmarks/sort_check.py times the choices.
+MAX_REGISTERS = None
+HIST_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
 HIST_MAX_BLOCKS = 1024
 AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
@@ -89,7 +93,7 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     times = {}
     for bits in widths:
         for it in sorted({launch_shape(bits, itemsize, want_perm)[1],
-                          launch_shape(bits, itemsize, want_perm, items=9)[1]}):
+                          launch_shape(bits, itemsize, want_perm, items=10)[1]}):
             sort_pairs(keys, key_bits, bits, want_perm, items=it)          # compile
             times[(bits, it)] = _tuning.seconds(
                 lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
@@ -107,13 +111,15 @@ def _host_bools(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
-def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None):
+def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
+               max_registers=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
-    32) to :data:`THREADS`. Returns ``(sorted_keys, perm)`` (perm int64, or None without
-    ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never written.
+    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS`. Returns
+    ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same kind (NumPy
+    or device) as ``ukeys``; ``ukeys`` is never written.
     """
     if radix_bits > MAX_RADIX_BITS:
         raise ValueError(f"radix_bits={radix_bits}: the cuda backend supports at most "
@@ -146,14 +152,14 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None)
     else:
         digit_start = xp.cumsum(hist, axis=1) - hist
         out, perm = _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start,
-                              items, threads, kt, xp)
+                              items, threads, max_registers or MAX_REGISTERS, kt, xp)
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
 
 
-def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items, threads, kt,
-              xp):
+def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items, threads,
+              max_registers, kt, xp):
     """The passes ``active`` (pass p sorts bits p*r .. p*r + r - 1) with one kernel each."""
     n = keys.shape[0]
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
@@ -175,7 +181,7 @@ def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items,
         mode = 0 if not want_perm else (1 if which == 0 else 2)
         dst_keys = kbufs[which % 2]
         dst_perm = perm_final if last else pbufs[which % 2]
-        kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits)
+        kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
         kernel[ntiles, threads](src_keys, src_perm, dst_keys, dst_perm, kt(shift),
                                 digit_start[p], status[which], counter, which)
         src_keys, src_perm = dst_keys, dst_perm

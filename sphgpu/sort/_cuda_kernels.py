@@ -101,49 +101,49 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
     return kernel
 
 
-# -- peers of a lane: lanes of the same warp holding the same value, as a bit mask -------------
+# -- one ranking round of a warp (see the module docstring), in two builds ---------------------
 
 @cuda.jit(device=True, inline=True)
-def _peers_gpu(value, lane, warp, table):
-    return uint32(cuda.match_any_sync(int32(-1), value))
+def _rank_round_gpu(value, valid, lane, w, table, warp_count):
+    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting the
+    peers of this round in lower lanes; the lowest peer moves the warp's counter on. Invalid
+    lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
+    peers = uint32(cuda.match_any_sync(int32(-1), value))
+    below = int32(cuda.popc(peers & cuda.lanemask_lt()))
+    before = warp_count[w, value] if valid else int32(0)
+    cuda.syncwarp()                     # every peer has read the counter ...
+    if valid and below == 0:
+        warp_count[w, value] = before + int32(cuda.popc(peers))
+    cuda.syncwarp()                     # ... before the lowest peer moves it on
+    return before + below
 
 
 @cuda.jit(device=True)
-def _peers_table(value, lane, warp, table):
-    # every thread of the block calls this in the same round, so the barriers are uniform
-    table[warp, lane] = value
+def _rank_round_table(value, valid, lane, w, table, warp_count):
+    """The same without warp intrinsics (Numba's simulator): the lanes' values go through the
+    shared ``table``. Every thread of the block runs every round, so the barriers are uniform.
+    The write of the counter needs no barrier after it: the next round reads counters only
+    after its own first barrier."""
+    table[w, lane] = value
     cuda.syncthreads()
-    mask = 0
+    below = 0
+    total = 0
     for other in range(WARP):
-        if table[warp, other] == value:
-            mask |= 1 << other
-    cuda.syncthreads()
-    return mask
-
-
-@cuda.jit(device=True, inline=True)
-def _lanes_below_gpu(lane):
-    return cuda.lanemask_lt()
-
-
-@cuda.jit(device=True)
-def _lanes_below_table(lane):
-    return (1 << lane) - 1
-
-
-@cuda.jit(device=True, inline=True)
-def _warp_sync_gpu():
-    cuda.syncwarp()
-
-
-@cuda.jit(device=True)
-def _warp_sync_block():
-    cuda.syncthreads()
+        if table[w, other] == value:
+            total += 1
+            if other < lane:
+                below += 1
+    before = warp_count[w, value] if valid else 0
+    cuda.syncthreads()                  # table and counters read by every lane
+    if valid and below == 0:
+        warp_count[w, value] = before + total
+    return before + below
 
 
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
-                    shift_bits: int, publish_inclusive: bool = True):
+                    shift_bits: int, max_registers: int | None = None,
+                    publish_inclusive: bool = True):
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
@@ -160,7 +160,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     - status (ntiles * 2**radix_bits,) uint32 (``shift_bits`` 30) or uint64 (40), zeroed;
     - counter (passes,) int32, zeroed, and which: ``counter[which]`` hands out the tiles.
 
-    ``publish_inclusive=False`` is for tests only: tiles after the first then publish only their
+    ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
+    ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the first then publish only their
     own counts, so every look-back walks back to tile 0 over aggregates (Numba's simulator runs
     blocks one after another, so it would otherwise only ever meet inclusive words).
     """
@@ -179,14 +180,15 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     INC = INCLUSIVE << shift_bits
     COUNT_MASK = (1 << shift_bits) - 1
     if SIMULATOR:
-        peers_of, lanes_below, warp_sync = _peers_table, _lanes_below_table, _warp_sync_block
-        TABLE = (WARPS, WARP)
+        rank_round, TABLE = _rank_round_table, (WARPS, WARP)
     else:
-        peers_of, lanes_below, warp_sync = _peers_gpu, _lanes_below_gpu, _warp_sync_gpu
-        TABLE = (1, 1)
+        rank_round, TABLE = _rank_round_gpu, (1, 1)
     STAGE_PERM = TILE if with_perm else 1
+    PERM_REGS = items if perm_mode == 2 else 1
 
-    @cuda.jit
+    options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
+
+    @cuda.jit(**options)
     def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, counter,
                which):
         warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
@@ -199,6 +201,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         tile_sh = cuda.shared.array(1, int32)
         keys = cuda.local.array(items, key_type)
         rank = cuda.local.array(items, int32)
+        perm = cuda.local.array(PERM_REGS, uint32)
 
         t = cuda.threadIdx.x
         lane = t % WARP
@@ -213,22 +216,19 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         base = int64(tile) * TILE
         m = min(TILE, n - base)                  # keys in this tile
 
-        # 1. rank each key among the keys of its warp with the same digit, in input order
-        below_mask = lanes_below(lane)
+        # 1. load the warp's keys (all loads in flight at once), then rank each key among the
+        #    keys of its warp with the same digit, in input order
+        first = base + w * WSPAN + lane
         for k in range(items):
-            i = base + w * WSPAN + k * WARP + lane           # coalesced
-            valid = i < n
-            key = keys_in[i] if valid else key_type(0)
-            keys[k] = key
-            value = int32((key >> shift) & MASK) if valid else int32(R)   # R: no digit
-            peers = peers_of(value, lane, w, table)
-            below = int32(cuda.popc(peers & below_mask))
-            before = warp_count[w, value] if valid else int32(0)
-            warp_sync()                 # every peer has read the counter ...
-            if valid and below == 0:
-                warp_count[w, value] = before + int32(cuda.popc(peers))
-            warp_sync()                 # ... before the lowest peer moves it on
-            rank[k] = before + below
+            i = first + k * WARP                 # coalesced
+            if i < n:
+                keys[k] = keys_in[i]
+                if perm_mode == 2:
+                    perm[k] = perm_in[i]
+        for k in range(items):
+            valid = first + k * WARP < n
+            value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
+            rank[k] = rank_round(value, valid, lane, w, table, warp_count)
         cuda.syncthreads()
 
         # 2. per digit: exclusive scan over warps, the tile's count, published at once
@@ -258,16 +258,16 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
 
         # 4. stage the tile in shared memory, sorted by digit
         for k in range(items):
-            j = w * WSPAN + k * WARP + lane
-            if j < m:
+            i = first + k * WARP
+            if i < n:
                 key = keys[k]
                 d = int32((key >> shift) & MASK)
                 pos = scan[fin, d] - tile_count[d] + warp_count[w, d] + rank[k]
                 stage_keys[pos] = key
                 if perm_mode == 1:
-                    stage_perm[pos] = uint32(base + j)
+                    stage_perm[pos] = uint32(i)
                 elif perm_mode == 2:
-                    stage_perm[pos] = perm_in[base + j]
+                    stage_perm[pos] = perm[k]
 
         # 5. decoupled look-back: keys of digit d in tiles before this one
         for d in range(t, R, threads):
