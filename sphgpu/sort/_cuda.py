@@ -107,20 +107,26 @@ def choose_radix_bits(n, key_bits, itemsize, want_perm):
     return tuned[0] if tuned else _balanced_bits(key_bits)
 
 
+def _no_trace(label):
+    pass
+
+
 def _host_bools(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None):
+               max_registers=None, trace=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
     32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS`. Returns
     ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same kind (NumPy
-    or device) as ``ukeys``; ``ukeys`` is never written.
+    or device) as ``ukeys``; ``ukeys`` is never written. ``trace``, if given, is called with a
+    label after each stage is queued (benchmarks/sort_check.py records CUDA events there).
     """
+    trace = trace or _no_trace
     if radix_bits > MAX_RADIX_BITS:
         raise ValueError(f"radix_bits={radix_bits}: the cuda backend supports at most "
                          f"{MAX_RADIX_BITS}")
@@ -142,24 +148,27 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
         K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
             keys, key_bits, hist)
+        trace("histogram")
         hist = hist.reshape(passes, R)
         # the one host sync: a pass in which one digit holds every key moves nothing
         constant = _host_bools((hist == n).any(axis=1))
         active = [p for p in range(passes) if not constant[p]]
+        trace("constant-digit check")
     if not active:
         out = keys.copy()
         perm = xp.arange(n, dtype=np.int64) if want_perm else None
     else:
         digit_start = xp.cumsum(hist, axis=1) - hist
+        trace("digit scan")
         out, perm = _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start,
-                              items, threads, max_registers or MAX_REGISTERS, kt, xp)
+                              items, threads, max_registers or MAX_REGISTERS, kt, xp, trace)
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
 
 
 def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items, threads,
-              max_registers, kt, xp):
+              max_registers, kt, xp, trace):
     """The passes ``active`` (pass p sorts bits p*r .. p*r + r - 1) with one kernel each."""
     n = keys.shape[0]
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
@@ -174,6 +183,7 @@ def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items,
              xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 2 else dummy]
     perm_final = xp.empty(n, dtype=np.int64) if want_perm else dummy
     src_keys, src_perm = keys, dummy
+    trace("buffers")
     for which, p in enumerate(active):
         shift = p * radix_bits
         bits = min(radix_bits, key_bits - shift)
@@ -185,4 +195,5 @@ def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items,
         kernel[ntiles, threads](src_keys, src_perm, dst_keys, dst_perm, kt(shift),
                                 digit_start[p], status[which], counter, which)
         src_keys, src_perm = dst_keys, dst_perm
+        trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
     return src_keys, (perm_final if want_perm else None)

@@ -74,24 +74,32 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
     """
     R = 1 << radix_bits
     SIZE = passes * R
+    UNROLL = 4
 
     @cuda.jit
     def kernel(keys, key_bits, hist):
         counts = cuda.shared.array(SIZE, int32)
+        held = cuda.local.array(UNROLL, key_type)
         t = cuda.threadIdx.x
         for j in range(t, SIZE, threads):
             counts[j] = 0
         cuda.syncthreads()
         n = keys.shape[0]
         stride = cuda.gridDim.x * threads
-        for i in range(cuda.blockIdx.x * threads + t, n, stride):      # coalesced
-            key = keys[i]
-            for p in range(passes):
-                shift = p * radix_bits
-                bits = min(radix_bits, key_bits - shift)
-                mask = (1 << bits) - 1
-                d = int32((key >> key_type(shift)) & key_type(mask))
-                cuda.atomic.add(counts, p * R + d, 1)
+        # UNROLL coalesced loads in flight per thread before any is counted
+        for first in range(cuda.blockIdx.x * threads + t, n, stride * UNROLL):
+            for u in range(UNROLL):
+                i = first + u * stride
+                held[u] = keys[i] if i < n else key_type(0)
+            for u in range(UNROLL):
+                if first + u * stride < n:
+                    key = held[u]
+                    for p in range(passes):
+                        shift = p * radix_bits
+                        bits = min(radix_bits, key_bits - shift)
+                        mask = (1 << bits) - 1
+                        d = int32((key >> key_type(shift)) & key_type(mask))
+                        cuda.atomic.add(counts, p * R + d, 1)
         cuda.syncthreads()
         for j in range(t, SIZE, threads):
             c = counts[j]

@@ -21,9 +21,40 @@ real_gpu = pytest.mark.skipif(_cuda.SIMULATOR, reason="sizes for a real GPU")
 
 
 @pytest.fixture(autouse=True)
-def _fast_simulator_barriers():
+def _fast_simulator_barriers(monkeypatch):
     """The simulator's block manager polls its threads; with Python's default 5 ms switch
-    interval each barrier costs milliseconds. Shorter slices make these tests ~3x faster."""
+    interval each barrier costs milliseconds, and shorter slices make these tests ~3x faster.
+    But the simulator creates a block's shared arrays on first use, keyed by the calling source
+    line, without a lock, so more frequent switches let two threads each create their own copy
+    (seen as garbage indices). The shorter interval comes only with the same creation under a
+    lock."""
+    import threading
+    import traceback
+
+    try:
+        from numba.cuda.simulator.kernelapi import FakeCUDAShared
+        from numba.np.numpy_support import as_dtype
+    except ImportError:
+        FakeCUDAShared = None
+    if (not _cuda.SIMULATOR or FakeCUDAShared is None
+            or not hasattr(FakeCUDAShared(0), "_allocations")):
+        yield
+        return
+    lock = threading.Lock()
+    unlocked = FakeCUDAShared.array
+
+    def array(self, shape, dtype):
+        if shape == 0:                                      # dynamic shared memory
+            return unlocked(self, shape, dtype)
+        caller = tuple(traceback.extract_stack(sys._getframe(1), limit=1)[0][0:2])
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(
+                    shape, as_dtype(dtype) if not isinstance(dtype, np.dtype) else dtype)
+        return res
+
+    monkeypatch.setattr(FakeCUDAShared, "array", array)
     before = sys.getswitchinterval()
     sys.setswitchinterval(2e-4)
     yield
