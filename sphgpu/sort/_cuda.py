@@ -29,10 +29,11 @@ DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balance
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
 DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
-#: register cap of the onesweep kernel: None lets the compiler choose (about 100-115 for
-#: 256 x 15 uint32 keys with the permutation: 2 blocks of 256 threads per SM); 80 gives 3, 64
-#: gives 4 with a few spills. benchmarks/sort_check.py times the choices.
-MAX_REGISTERS = None
+#: register cap of the onesweep kernel, for 3 resident blocks of 256 threads per SM. Uncapped,
+#: ptxas (CUDA 13, sm_90) gives 72 registers to the passes carrying the permutation of uint32
+#: keys but 102 to keys-only passes (2 blocks per SM), which fit 80 without spilling; uint64
+#: keys spill a few words at 80. 0 means no cap. benchmarks/sort_check.py times the choices.
+MAX_REGISTERS = 80
 HIST_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
 HIST_MAX_BLOCKS = 1024
@@ -161,7 +162,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         digit_start = xp.cumsum(hist, axis=1) - hist
         trace("digit scan")
         out, perm = _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start,
-                              items, threads, max_registers or MAX_REGISTERS, kt, xp, trace)
+                              items, threads,
+                              MAX_REGISTERS if max_registers is None else max_registers,
+                              kt, xp, trace)
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm

@@ -192,7 +192,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     else:
         rank_round, TABLE = _rank_round_gpu, (1, 1)
     STAGE_PERM = TILE if with_perm else 1
-    PERM_REGS = items if perm_mode == 2 else 1
 
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
@@ -209,7 +208,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         tile_sh = cuda.shared.array(1, int32)
         keys = cuda.local.array(items, key_type)
         rank = cuda.local.array(items, int32)
-        perm = cuda.local.array(PERM_REGS, uint32)
 
         t = cuda.threadIdx.x
         lane = t % WARP
@@ -231,8 +229,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             i = first + k * WARP                 # coalesced
             if i < n:
                 keys[k] = keys_in[i]
-                if perm_mode == 2:
-                    perm[k] = perm_in[i]
         for k in range(items):
             valid = first + k * WARP < n
             value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
@@ -274,8 +270,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 stage_keys[pos] = key
                 if perm_mode == 1:
                     stage_perm[pos] = uint32(i)
-                elif perm_mode == 2:
-                    stage_perm[pos] = perm[k]
+                elif perm_mode == 2:        # loaded here: fewer registers (72, not 115)
+                    stage_perm[pos] = perm_in[i]
 
         # 5. decoupled look-back: keys of digit d in tiles before this one
         for d in range(t, R, threads):
