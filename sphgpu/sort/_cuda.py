@@ -147,8 +147,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         kt = numba.from_dtype(keys.dtype)
         hist = xp.zeros(passes * R, dtype=np.int64)
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
+        keys_view = _kernel_view(keys, sync=True)   # the caller's stream has made the keys
         K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
-            keys, key_bits, hist)
+            keys_view, key_bits, _kernel_view(hist))
         trace("histogram")
         hist = hist.reshape(passes, R)
         # the one host sync: a pass in which one digit holds every key moves nothing
@@ -161,7 +162,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     else:
         digit_start = xp.cumsum(hist, axis=1) - hist
         trace("digit scan")
-        out, perm = _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start,
+        out, perm = _onesweep(keys, keys_view, key_bits, radix_bits, want_perm, active, digit_start,
                               items, threads,
                               MAX_REGISTERS if max_registers is None else max_registers,
                               kt, xp, trace)
@@ -170,22 +171,27 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     return out, perm
 
 
-def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items, threads,
+def _onesweep(keys, keys_view, key_bits, radix_bits, want_perm, active, digit_start, items, threads,
               max_registers, kt, xp, trace):
     """The passes ``active`` (pass p sorts bits p*r .. p*r + r - 1) with one kernel each."""
     n = keys.shape[0]
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     shift_bits = K.status_shift(n)
-    status = xp.zeros((len(active), ntiles << radix_bits),
+    # look-back words of each launch, and its tile counter in the last column: one memset
+    status = xp.zeros((len(active), (ntiles << radix_bits) + 1),
                       dtype=np.uint32 if shift_bits == 30 else np.uint64)
-    counter = xp.zeros(len(active), dtype=np.int32)
     kbufs = [xp.empty_like(keys), xp.empty_like(keys) if len(active) > 1 else None]
-    dummy = xp.empty(1, dtype=np.uint32)
-    pbufs = [xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 1 else dummy,
-             xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 2 else dummy]
-    perm_final = xp.empty(n, dtype=np.int64) if want_perm else dummy
-    src_keys, src_perm = keys, dummy
+    pbufs = [xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 1 else None,
+             xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 2 else None]
+    perm_final = xp.empty(n, dtype=np.int64) if want_perm else None
+    # a stand-in for the permutation the first pass does not read (and that none reads without
+    # a permutation); not keys itself: the simulator copies each argument and writes it back
+    unused = xp.empty(1, dtype=np.uint32)
+    dev = {id(a): _kernel_view(a)
+           for a in (*kbufs, *pbufs, perm_final, unused, status, digit_start) if a is not None}
+    dev[id(keys)] = keys_view
+    src_keys, src_perm = keys, unused
     trace("buffers")
     for which, p in enumerate(active):
         shift = p * radix_bits
@@ -193,10 +199,25 @@ def _onesweep(keys, key_bits, radix_bits, want_perm, active, digit_start, items,
         last = which == len(active) - 1
         mode = 0 if not want_perm else (1 if which == 0 else 2)
         dst_keys = kbufs[which % 2]
-        dst_perm = perm_final if last else pbufs[which % 2]
+        dst_perm = (perm_final if last else pbufs[which % 2]) if want_perm else unused
         kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
-        kernel[ntiles, threads](src_keys, src_perm, dst_keys, dst_perm, kt(shift),
-                                digit_start[p], status[which], counter, which)
+        kernel[ntiles, threads](dev[id(src_keys)], dev[id(src_perm)], dev[id(dst_keys)],
+                                dev[id(dst_perm)], kt(shift), dev[id(digit_start)], p,
+                                dev[id(status)], which)
         src_keys, src_perm = dst_keys, dst_perm
         trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
     return src_keys, (perm_final if want_perm else None)
+
+
+def _kernel_view(a, sync=False):
+    """What a kernel launch takes for array ``a``: a Numba view of a CuPy array, made once per
+    sort. Numba would otherwise convert each CuPy argument at every launch and, by the CUDA
+    array interface's rules, synchronize the stream CuPy names in it, so every launch would
+    wait for the GPU to go idle. Our own buffers are made and used on the default stream in
+    order, so they need no sync; the caller's keys get one. NumPy arrays (the simulator) pass
+    through."""
+    if isinstance(a, np.ndarray):
+        return a
+    from numba import cuda
+
+    return cuda.as_cuda_array(a, sync=sync)

@@ -10,7 +10,7 @@ by a decoupled look-back over their published counts (Merrill & Garland 2016; Ad
 final places. The histogram / scan / reorder of the paper (Helluy 2011) are all still there, but
 the keys cross memory twice a pass (read, write) instead of three times, with no host round trip.
 
-Look-back words: ``status[tile * R + digit]`` (uint32, or uint64 for n >= 2**30) holds a flag in
+Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a flag in
 its top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`: the count
 of that digit over tiles 0..tile) and the count in the low bits, so one atomic read sees value
 and flag together. Tiles are taken in the order blocks start (an atomic counter, not blockIdx),
@@ -163,10 +163,13 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
       the first pass), 2: read perm_in;
     - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
-    - digit_start (>= 2**radix_bits,) int64: where the keys of each digit start in the output
-      (exclusive scan of the pass's row of the histogram);
-    - status (ntiles * 2**radix_bits,) uint32 (``shift_bits`` 30) or uint64 (40), zeroed;
-    - counter (passes,) int32, zeroed, and which: ``counter[which]`` hands out the tiles.
+    - digit_start (passes, >= 2**radix_bits) int64 and p: ``digit_start[p, d]`` is where the
+      keys of digit d start in the output (exclusive scan of the histogram's row p);
+    - status (launches, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
+      zeroed, and which: row ``which`` holds this launch's look-back words, and its last word
+      counts the tiles handed out.
+    Two-dimensional arrays with a row index, rather than row views, keep the host's work per
+    launch small.
 
     ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
     ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the first then publish only their
@@ -196,8 +199,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
     @cuda.jit(**options)
-    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, counter,
-               which):
+    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, p, status, which):
         warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
         scan = cuda.shared.array((2, R), int32)             # digit scan, double-buffered
         tile_count = cuda.shared.array(R, int32)
@@ -214,7 +216,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         w = t // WARP
         n = keys_in.shape[0]
         if t == 0:
-            tile_sh[0] = cuda.atomic.add(counter, which, 1)
+            tile_sh[0] = cuda.atomic.add(status, (which, status.shape[1] - 1), status_type(1))
         for j in range(t, WARPS * R, threads):
             warp_count[j // R, j % R] = 0
         cuda.syncthreads()
@@ -245,7 +247,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             tile_count[d] = run
             scan[0, d] = run
             flag = INC if tile == 0 else AGG
-            cuda.atomic.add(status, int64(tile) * R + d, status_type(int64(flag) + run))
+            cuda.atomic.add(status, (which, int64(tile) * R + d),
+                            status_type(int64(flag) + run))
         cuda.syncthreads()
 
         # 3. inclusive scan over digits (Hillis-Steele; every thread runs every step)
@@ -279,7 +282,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             if tile > 0:
                 k = tile - 1
                 while k >= 0:
-                    word = int64(cuda.atomic.add(status, int64(k) * R + d, status_type(0)))
+                    word = int64(cuda.atomic.add(status, (which, int64(k) * R + d),
+                                                 status_type(0)))
                     flag = word >> shift_bits
                     if flag != 0:
                         prefix += word & COUNT_MASK
@@ -289,8 +293,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 if publish_inclusive:
                     cuda.threadfence()
                     # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
-                    cuda.atomic.add(status, int64(tile) * R + d, status_type(AGG + prefix))
-            dest_base[d] = digit_start[d] + prefix - (scan[fin, d] - tile_count[d])
+                    cuda.atomic.add(status, (which, int64(tile) * R + d),
+                                    status_type(AGG + prefix))
+            dest_base[d] = digit_start[p, d] + prefix - (scan[fin, d] - tile_count[d])
         cuda.syncthreads()
 
         # 6. coalesced write-out: runs of equal digits go to consecutive places
