@@ -1,12 +1,13 @@
 """The "cuda" backend of the radix sort: host side of :mod:`sphgpu.sort._cuda_kernels`.
 
-One histogram kernel counts the digits of all passes; a CuPy cumsum turns each pass's row into
-the start of every digit, and one host sync learns which passes have a digit shared by all keys
-(those are skipped: nothing would move). Then one onesweep kernel per remaining pass moves the
-keys, and the uint32 permutation, between two buffers; the first pass makes the permutation up
-(the input order) instead of reading it, the last writes it as int64 directly. Device arrays
-(CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator
-the same code runs on NumPy arrays, with small tiles so that tests cross many of them.
+One histogram kernel counts the digits of all passes, and CuPy scans each pass's row into the
+start of every digit; while the GPU does that, the host makes the buffers of all passes. Then
+the one host sync of a sort learns which passes have a digit shared by all keys (those are
+skipped: nothing would move), and one onesweep kernel per remaining pass moves the keys, and the
+uint32 permutation, between two buffers; the first pass makes the permutation up (the input
+order) instead of reading it, the last writes it as int64 directly. Device arrays (CuPy or
+Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same
+code runs on NumPy arrays, with small tiles so that tests cross many of them.
 """
 
 from __future__ import annotations
@@ -140,73 +141,91 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     if items is None:
         tuned = _tune(n, key_bits, keys.dtype.itemsize, want_perm)
         items = tuned[1] if tuned and tuned[0] == radix_bits else None
-    active = []
-    if n > 1 and key_bits > 0:
-        passes = math.ceil(key_bits / radix_bits)
-        R = 1 << radix_bits
-        kt = numba.from_dtype(keys.dtype)
-        hist = xp.zeros(passes * R, dtype=np.int64)
-        blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
-        keys_view = _kernel_view(keys, sync=True)   # the caller's stream has made the keys
-        K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
-            keys_view, key_bits, _kernel_view(hist))
-        trace("histogram")
-        hist = hist.reshape(passes, R)
-        # the one host sync: a pass in which one digit holds every key moves nothing
-        constant = _host_bools((hist == n).any(axis=1))
-        active = [p for p in range(passes) if not constant[p]]
-        trace("constant-digit check")
-    if not active:
-        out = keys.copy()
-        perm = xp.arange(n, dtype=np.int64) if want_perm else None
-    else:
-        digit_start = xp.cumsum(hist, axis=1) - hist
-        trace("digit scan")
-        out, perm = _onesweep(keys, keys_view, key_bits, radix_bits, want_perm, active, digit_start,
-                              items, threads,
-                              MAX_REGISTERS if max_registers is None else max_registers,
-                              kt, xp, trace)
-    if host:
-        return out.get(), (perm.get() if want_perm else None)
-    return out, perm
-
-
-def _onesweep(keys, keys_view, key_bits, radix_bits, want_perm, active, digit_start, items, threads,
-              max_registers, kt, xp, trace):
-    """The passes ``active`` (pass p sorts bits p*r .. p*r + r - 1) with one kernel each."""
-    n = keys.shape[0]
+    if n <= 1 or key_bits == 0:
+        return _unmoved(keys, want_perm, host, xp)
+    passes = math.ceil(key_bits / radix_bits)
+    R = 1 << radix_bits
+    kt = numba.from_dtype(keys.dtype)
+    keys_view = _kernel_view(keys, sync=True)       # the caller's stream has made the keys
+    hist = xp.zeros((passes, R), dtype=np.int64)
+    blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
+    K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
+        keys_view, key_bits, _kernel_view(hist).reshape(passes * R))
+    constant = (hist == n).any(axis=1)  # a pass in which one digit holds every key moves nothing
+    digit_start = xp.cumsum(hist, axis=1) - hist
+    trace("histogram and digit scan")
+    # buffers for every pass, made while the GPU counts, so that after the sync below the
+    # host only launches kernels
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
-    shift_bits = K.status_shift(n)
-    # look-back words of each launch, and its tile counter in the last column: one memset
-    status = xp.zeros((len(active), (ntiles << radix_bits) + 1),
-                      dtype=np.uint32 if shift_bits == 30 else np.uint64)
-    kbufs = [xp.empty_like(keys), xp.empty_like(keys) if len(active) > 1 else None]
-    pbufs = [xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 1 else None,
-             xp.empty(n, dtype=np.uint32) if want_perm and len(active) > 2 else None]
-    perm_final = xp.empty(n, dtype=np.int64) if want_perm else None
-    # a stand-in for the permutation the first pass does not read (and that none reads without
-    # a permutation); not keys itself: the simulator copies each argument and writes it back
-    unused = xp.empty(1, dtype=np.uint32)
-    dev = {id(a): _kernel_view(a)
-           for a in (*kbufs, *pbufs, perm_final, unused, status, digit_start) if a is not None}
-    dev[id(keys)] = keys_view
-    src_keys, src_perm = keys, unused
+    bufs = _Buffers(keys, keys_view, passes, want_perm, ntiles << radix_bits, digit_start, xp)
     trace("buffers")
+    constant = _host_bools(constant)                # the one host sync
+    active = [p for p in range(passes) if not constant[p]]
+    trace("constant-digit check")
+    if not active:
+        return _unmoved(keys, want_perm, host, xp)
+    max_registers = MAX_REGISTERS if max_registers is None else max_registers
+    shift_bits = K.status_shift(n)
+    src_keys, src_perm = keys, bufs.unused
     for which, p in enumerate(active):
         shift = p * radix_bits
         bits = min(radix_bits, key_bits - shift)
         last = which == len(active) - 1
         mode = 0 if not want_perm else (1 if which == 0 else 2)
-        dst_keys = kbufs[which % 2]
-        dst_perm = (perm_final if last else pbufs[which % 2]) if want_perm else unused
+        dst_keys = bufs.keys[which % 2]
+        dst_perm = bufs.unused if not want_perm else (
+            bufs.perm_final if last else bufs.perm[which % 2])
         kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
-        kernel[ntiles, threads](dev[id(src_keys)], dev[id(src_perm)], dev[id(dst_keys)],
-                                dev[id(dst_perm)], kt(shift), dev[id(digit_start)], p,
-                                dev[id(status)], which)
+        kernel[ntiles, threads](bufs.view(src_keys), bufs.view(src_perm), bufs.view(dst_keys),
+                                bufs.view(dst_perm), kt(shift), bufs.view(digit_start), p,
+                                bufs.view(bufs.status), which)
         src_keys, src_perm = dst_keys, dst_perm
         trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
-    return src_keys, (perm_final if want_perm else None)
+    out, perm = src_keys, (bufs.perm_final if want_perm else None)
+    if host:
+        return out.get(), (perm.get() if want_perm else None)
+    return out, perm
+
+
+def _unmoved(keys, want_perm, host, xp):
+    """The result of a sort in which no key moves: a copy of the keys, the identity."""
+    n = keys.shape[0]
+    out = keys.copy()
+    perm = xp.arange(n, dtype=np.int64) if want_perm else None
+    if host:
+        return out.get(), (perm.get() if want_perm else None)
+    return out, perm
+
+
+class _Buffers:
+    """The arrays of the passes, with the views kernel launches take.
+
+    Keys ping-pong between ``keys[0]`` and ``keys[1]`` (the caller's keys are only read), the
+    uint32 permutation between ``perm[0]`` and ``perm[1]``; the last pass writes the int64
+    ``perm_final``. ``status`` holds a row of look-back words per pass (``words`` of them) and
+    the pass's tile counter in its last column: one memset for all. ``unused`` stands in for the
+    permutation the first pass does not read (and that none reads without one): not the keys
+    themselves, since the simulator copies each argument and writes every copy back.
+    """
+
+    def __init__(self, keys, keys_view, passes, want_perm, words, digit_start, xp):
+        n = keys.shape[0]
+        shift_bits = K.status_shift(n)
+        self.status = xp.zeros((passes, words + 1),
+                               dtype=np.uint32 if shift_bits == 30 else np.uint64)
+        self.keys = [xp.empty_like(keys), xp.empty_like(keys) if passes > 1 else None]
+        self.perm = [xp.empty(n, dtype=np.uint32) if want_perm and passes > 1 else None,
+                     xp.empty(n, dtype=np.uint32) if want_perm and passes > 2 else None]
+        self.perm_final = xp.empty(n, dtype=np.int64) if want_perm else None
+        self.unused = xp.empty(1, dtype=np.uint32)
+        self._views = {id(a): _kernel_view(a) for a in (
+            *self.keys, *self.perm, self.perm_final, self.unused, self.status, digit_start)
+            if a is not None}
+        self._views[id(keys)] = keys_view
+
+    def view(self, a):
+        return self._views[id(a)]
 
 
 def _kernel_view(a, sync=False):

@@ -8,13 +8,14 @@ digit, publishes its per-digit counts, learns how many keys of each digit the ea
 by a decoupled look-back over their published counts (Merrill & Garland 2016; Adinets & Merrill
 2022, "Onesweep"), and writes its keys, through a digit-sorted copy in shared memory, to their
 final places. The histogram / scan / reorder of the paper (Helluy 2011) are all still there, but
-the keys cross memory twice a pass (read, write) instead of three times, with no host round trip.
+the keys cross memory twice a pass (read, write) instead of three times, and the host waits for
+the GPU once a sort (after the histogram), not once a pass.
 
-Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a flag in
-its top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`: the count
-of that digit over tiles 0..tile) and the count in the low bits, so one atomic read sees value
-and flag together. Tiles are taken in the order blocks start (an atomic counter, not blockIdx),
-so a tile only ever waits for tiles that running blocks already hold: no deadlock.
+Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
+flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
+the count of that digit over tiles 0..tile) and the count in the low bits, so one atomic read
+sees value and flag together. Tiles are taken in the order blocks start (an atomic counter, not
+blockIdx), so a tile only ever waits for tiles that running blocks already hold: no deadlock.
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
 of 32 (lane order = input order). In each round the lanes holding the same digit find each other
@@ -172,9 +173,10 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     launch small.
 
     ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
-    ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the first then publish only their
-    own counts, so every look-back walks back to tile 0 over aggregates (Numba's simulator runs
-    blocks one after another, so it would otherwise only ever meet inclusive words).
+    ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
+    first then publish only their own counts, so every look-back walks back to tile 0 over
+    aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
+    ever meet inclusive words).
     """
     R = 1 << radix_bits
     WARPS = threads // WARP
