@@ -143,6 +143,28 @@ def test_constant_digits_skip_their_passes(rng, monkeypatch):
     assert launched == []
 
 
+@pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 13, 5), (np.uint64, 64, 8)])
+def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits, rng):
+    import numba
+
+    n = 500
+    keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
+    passes = -(-key_bits // radix_bits)
+    hist = np.zeros(passes << radix_bits, np.int64)
+    K.histogram_kernel(passes, radix_bits, 32, numba.from_dtype(keys.dtype))[3, 32](
+        keys, key_bits, hist)
+    for p, row in enumerate(hist.reshape(passes, -1)):
+        bits = min(radix_bits, key_bits - p * radix_bits)
+        digits = (keys >> dtype(p * radix_bits)) & dtype(2**bits - 1)
+        np.testing.assert_array_equal(row, np.bincount(digits.astype(np.int64),
+                                                       minlength=1 << radix_bits))
+
+
+def test_balanced_radix_bits():
+    assert [_cuda._balanced_bits(b) for b in (1, 8, 9, 10, 16, 20, 30, 32, 64)] == [
+        1, 8, 5, 5, 8, 7, 8, 8, 8]
+
+
 def test_full_width_keys(rng):
     keys = rng.integers(0, 2**32, 700, dtype=np.uint64) << np.uint64(31)   # low 31 bits zero
     want = np.argsort(keys, kind="stable")
