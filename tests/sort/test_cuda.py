@@ -210,9 +210,10 @@ def test_public_api_on_the_cuda_backend(dtype, rng):
 @pytest.mark.parametrize("log2n", [20, 22, 25])
 @pytest.mark.parametrize("dtype, key_bits", [(np.uint32, 32), (np.uint32, 10), (np.uint64, 64),
                                              (np.uint64, 40)])
-def test_large_sorts_on_the_gpu(log2n, dtype, key_bits, rng):
+def test_large_sorts_on_the_gpu(log2n, dtype, key_bits, rng, monkeypatch):
     import cupy
 
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")      # the tuner has its own test below
     n = (1 << log2n) + 7                                        # a ragged last tile
     keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
     keys[rng.integers(0, n, n // 8)] = keys[0]                  # ties across tiles
@@ -229,10 +230,11 @@ def test_large_sorts_on_the_gpu(log2n, dtype, key_bits, rng):
 
 
 @real_gpu
-def test_every_dtype_on_the_gpu(rng):
+def test_every_dtype_on_the_gpu(rng, monkeypatch):
     import cupy
 
     import sphgpu.sort as S
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
     n = (1 << 20) + 3
     for dtype in SUPPORTED_DTYPES:
         keys = (rng.standard_normal(n) * 1000).astype(dtype)
