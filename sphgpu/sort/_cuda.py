@@ -82,7 +82,8 @@ def _tune(n, key_bits, itemsize, want_perm):
 def _measure(size_class, key_bits, itemsize, want_perm):
     """Time the candidates: the balanced digit widths for the fewest passes and one pass more
     (each pass reads and writes every key once, so the pass count dominates), each with the
-    default and a smaller tile. Every candidate compiles its kernels once, so the list is short."""
+    default and a smaller tile. Every candidate compiles its kernels (in the warm-up call of
+    :func:`sphgpu._tuning.seconds`), so the list is short."""
     import cupy
 
     n = 1 << min(size_class, 26)          # larger sorts scale like this one
@@ -96,7 +97,6 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     for bits in widths:
         for it in sorted({launch_shape(bits, itemsize, want_perm)[1],
                           launch_shape(bits, itemsize, want_perm, items=10)[1]}):
-            sort_pairs(keys, key_bits, bits, want_perm, items=it)          # compile
             times[(bits, it)] = _tuning.seconds(
                 lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
     return min(times, key=times.get)
