@@ -4,7 +4,6 @@ Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
 """
 
 import argparse
-import functools
 
 import cupy
 import numpy as np
@@ -70,19 +69,6 @@ def main():
                         print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
                               flush=True)
                 pl.launch.update(default)
-            from sphgpu.sht import _cuda_kernels as K
-            factories = (K.alm2leg_kernel, K.leg2alm_kernel)
-            for regs in (64, 80, 96):
-                K.alm2leg_kernel = functools.partial(factories[0], max_registers=regs)
-                K.leg2alm_kernel = functools.partial(factories[1], max_registers=regs)
-                try:
-                    line = [f"  max_registers {regs}:"]
-                    for kern in ("alm2leg", "leg2alm"):
-                        t = time_call(steps[kern], repeat=3, sync=sync)
-                        line.append(f"{kern} {t.median * 1e3:.2f} ms")
-                    print("  ".join(line), flush=True)
-                finally:
-                    K.alm2leg_kernel, K.leg2alm_kernel = factories
 
 
 if __name__ == "__main__":

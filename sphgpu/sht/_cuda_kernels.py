@@ -44,12 +44,6 @@ LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with i
 #: starts to count by < 16 steps, i.e. drops terms below 2**-200: far below float64 rounding.
 CHECK_EVERY = 16
 
-def _jit_kernel(max_registers):
-    # a register cap trades spills for occupancy (profiling only; the simulator has no such
-    # option, so it is passed only when set)
-    return cuda.jit if max_registers is None else cuda.jit(max_registers=max_registers)
-
-
 _start = legendre.start_value
 _step = legendre.step
 _check = legendre.rescale
@@ -80,8 +74,7 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 
 
 @functools.lru_cache(maxsize=None)
-def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS,
-                   max_registers=None):
+def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
@@ -108,7 +101,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     RP = pairs
     G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
 
-    @_jit_kernel(max_registers)
+    @cuda.jit
     def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                leg):
         col = cuda.blockIdx.y
@@ -222,8 +215,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
-                   max_registers=None):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
@@ -255,7 +247,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         SPLIT -= 1
     PART = TPB // SPLIT
 
-    @_jit_kernel(max_registers)
+    @cuda.jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                alm):
         col = cuda.blockIdx.y
