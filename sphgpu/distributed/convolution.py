@@ -231,8 +231,9 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     if nbands is not None:
         nbands = check_int("nbands", nbands, minimum=1)
     batch = arr[None] if arr.ndim == 1 else np.ascontiguousarray(arr)
-    hb, h_res, h_where = _backend_and_resources(client, job.harmonic_backend)
-    rb, r_res, r_where = _backend_and_resources(client, job.realspace_backend)
+    with _cluster.one_view(client):                 # one question to the scheduler
+        hb, h_res, h_where = _backend_and_resources(client, job.harmonic_backend)
+        rb, r_res, r_where = _backend_and_resources(client, job.realspace_backend)
     ref = _geom_ref(geom)
     both = job.bl is not None and job.compact is not None
     if both and len(set(h_where) | set(r_where)) == 1 and nbands is None:
@@ -251,7 +252,8 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         if job.bl is not None:
             # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker);
             # workers are listed again at each attempt: some may have died since
-            h_at, r_now = _eligible(client, h_res), set(_eligible(client, r_res))
+            with _cluster.one_view(client):
+                h_at, r_now = _eligible(client, h_res), set(_eligible(client, r_res))
             at = [w for w in h_at if w not in r_now][:1] or h_at[:1]
             [whole] = _send(client, [batch], at, h_res)
             futures.append(client.submit(_harmonic_task, whole, ref, job.bl, hb,
@@ -356,8 +358,9 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
         items = [np.ascontiguousarray(arr[i:i + per]) for i in range(0, arr.shape[0], per)]
     job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
                geom)
-    hb, h_res, _ = _backend_and_resources(client, job.harmonic_backend)
-    rb, r_res, _ = _backend_and_resources(client, job.realspace_backend)
+    with _cluster.one_view(client):
+        hb, h_res, _ = _backend_and_resources(client, job.harmonic_backend)
+        rb, r_res, _ = _backend_and_resources(client, job.realspace_backend)
     used = [(b, r) for b, r, part in ((hb, h_res, job.bl), (rb, r_res, job.compact))
             if part is not None]
     res = next((r for b, r in used if b == "cuda"), used[0][1])
