@@ -104,12 +104,13 @@ def test_latitude_bands_give_the_whole_sphere_numbers(nbands, rng):
     whole = _realspace_cpu.convolve(maps, pl, ck)
     got = np.full_like(whole, np.nan)
     for b in latitude_bands(pl.theta, nbands, ck.theta_cut, cost=pl.nphi):
-        halo = slice(min(b.halo.start, pl.halo(b.own).start), max(b.halo.stop,
-                                                                 pl.halo(b.own).stop))
+        need = pl.halo(b.own)
+        halo = slice(min(b.halo.start, need.start), max(b.halo.stop, need.stop))
         band = pl.band(b.own, halo)
         a = band.geometry.pixel_offset
         out = _realspace_cpu.convolve(maps[:, a:a + band.geometry.npix], band, ck)
-        p0, p1 = g.ringstart[b.own.start] - a, g.ringstart[b.own.stop - 1] + g.nphi[b.own.stop - 1] - a
+        last = b.own.stop - 1
+        p0, p1 = g.ringstart[b.own.start] - a, g.ringstart[last] + g.nphi[last] - a
         got[:, a + p0:a + p1] = out[:, p0:p1]
         ref = brute_force(maps[:, a:a + band.geometry.npix], band.geometry, ck)
         assert rel_err(out[:, p0:p1], ref[:, p0:p1]) <= 1e-13
