@@ -131,3 +131,17 @@ def test_bands_on_the_gpu_worker_harmonic_part_on_the_cpu_worker():
     finally:
         c.shutdown()
         c.close()
+
+
+def test_an_optimizer_plan_runs_as_it_stands(client, rng):
+    from sphgpu.convolve import optimize_split
+
+    from ..convolve.test_optimize import _Toy
+
+    plan = optimize_split(RadialKernel.cmb(640.0, 64), nside=32, cost_model=_Toy(0.1))
+    assert plan.method == "split"
+    m = rng.standard_normal(12 * 32 ** 2)
+    want = plan.apply(m, backend="cpu")
+    assert rel_err(sd.convolve(m, plan, client=client, nbands=2), want) <= TOL["distributed"]
+    assert rel_err(sd.convolve_many(m[None], plan, client=client)[0], want) \
+        <= TOL["distributed"]
