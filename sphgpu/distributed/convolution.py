@@ -166,12 +166,14 @@ def _backend_and_resources(client, backend):
     return name, resources, _eligible(client, resources)
 
 
-def _bands(geom, compact, nbands):
+def _bands(geom, compact, nbands, shares=None):
     """Latitude bands of ``nbands`` (own rings, halo rings) as (start, stop) pairs, balanced
-    by pixels; each halo covers every ring the real-space plan reaches from its own rings."""
+    by pixels (in the proportions ``shares``, if given); each halo covers every ring the
+    real-space plan reaches from its own rings."""
     plan = ring_plan(geom, compact.theta_cut)
     out = []
-    for b in latitude_bands(plan.theta, nbands, compact.theta_cut, cost=plan.nphi):
+    for b in latitude_bands(plan.theta, nbands, compact.theta_cut, cost=plan.nphi,
+                            shares=shares):
         need = plan.halo(b.own)        # the plan's own reach (its margin included)
         out.append(((b.own.start, b.own.stop),
                     (min(b.halo.start, need.start), max(b.halo.stop, need.stop))))
@@ -189,9 +191,18 @@ def _key(stage):
     return f"sphgpu-{stage}-{uuid.uuid4().hex}"
 
 
+def _weighted_shares(weight, n_others):
+    """Band shares when the harmonic worker also takes a band: the harmonic part costs
+    ``weight`` times the whole real-space part; all ``n_others + 1`` workers should finish
+    together. None when the harmonic part alone fills its worker's share."""
+    total = (weight + 1.0) / (n_others + 1)          # each worker's time, real-space units
+    mine = total - weight
+    return [mine] + [total] * n_others if mine > 0.05 * total else None
+
+
 def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend="auto",
              harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None,
-             nbands=None, client=None, progress=False):
+             nbands=None, harmonic_weight=None, client=None, progress=False):
     """:func:`sphgpu.convolve.convolve` on a Dask cluster: the harmonic and real-space parts
     of a split at the same time on different workers, the real-space part in latitude bands.
 
@@ -210,7 +221,14 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         Where the harmonic part runs, e.g. "cpu" for a CPU worker next to GPU bands.
     nbands : int, optional
         Latitude bands of the real-space part (default: one per worker that can run them,
-        leaving out the worker of the harmonic part when there are others).
+        leaving out the worker of the harmonic part when there are others, unless
+        ``harmonic_weight`` gives it a band too).
+    harmonic_weight : float, optional
+        Time of the harmonic part over that of the whole real-space part, on one worker
+        (e.g. 0.15). When the harmonic part's worker can also run bands, it then gets a
+        smaller band of its own, sized so that every worker finishes at about the same
+        time. Default: from a Plan's predicted times when they are measured ones and both
+        parts run on one backend; else the harmonic worker runs the harmonic part only.
     client : distributed.Client, optional
         Default: the current Dask client.
     progress : bool
@@ -226,6 +244,12 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     for name, value in (("backend", backend), ("harmonic_backend", harmonic_backend)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    weight = _plan_weight(kernel) if harmonic_weight is None else harmonic_weight
+    if weight is not None:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
+                or not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"harmonic_weight must be a finite number >= 0, got {weight!r}")
+        weight = float(weight)
     job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
                geom)
     if nbands is not None:
@@ -242,29 +266,36 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         out = _run_whole(client, [batch], ref, job, hb, rb, res, progress)[0][0]
         return out[0] if arr.ndim == 1 else out
 
-    bands = []
+    # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker)
+    h_pick = [w for w in h_where if w not in r_where][:1] or h_where[:1]
+    bands, shares = [], None
     if job.compact is not None:
-        band_workers = [w for w in r_where if not (both and w == h_where[0])] or r_where
-        bands = _bands(geom, job.compact, nbands or len(band_workers))
+        others = [w for w in r_where if not (both and w in h_pick)] or r_where
+        if nbands is None and both and weight and h_pick[0] in r_where and others != r_where:
+            shares = _weighted_shares(weight, len(others))
+        bands = _bands(geom, job.compact, len(shares) if shares else nbands or len(others),
+                       shares)
 
     def build(_):
         futures, at = [], []
+        with _cluster.one_view(client):   # workers listed again at each attempt: some may die
+            h_at, r_at = _eligible(client, h_res), _eligible(client, r_res)
         if job.bl is not None:
-            # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker);
-            # workers are listed again at each attempt: some may have died since
-            with _cluster.one_view(client):
-                h_at, r_now = _eligible(client, h_res), set(_eligible(client, r_res))
-            at = [w for w in h_at if w not in r_now][:1] or h_at[:1]
+            at = [w for w in h_at if w not in r_at][:1] or h_at[:1]
             [whole] = _send(client, [batch], at, h_res)
             futures.append(client.submit(_harmonic_task, whole, ref, job.bl, hb,
                                          key=_key("harmonic"), resources=h_res,
                                          workers=at, allow_other_workers=True))
         if bands:
-            r_at = _eligible(client, r_res)
-            r_at = [w for w in r_at if w not in at] or r_at
+            rest = [w for w in r_at if w not in at] or r_at
+            # with shares, band 0 (the smaller one) goes to the harmonic part's worker
+            shared = int(bool(shares) and bool(at) and at[0] in r_at)
             kb = _key("band")
             for i, (own, halo) in enumerate(bands):
-                w = r_at[i % len(r_at)] if r_at else None
+                if shared and i == 0:
+                    w = at[0]
+                else:
+                    w = rest[(i - shared) % len(rest)] if rest else None
                 a, b = _pixels(geom, halo)
                 [piece] = _send(client, [np.ascontiguousarray(batch[:, a:b])],
                                 [w] if w else [], r_res)
@@ -286,6 +317,20 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         else:
             out[:, a:b] = piece
     return out[0] if arr.ndim == 1 else out
+
+
+def _plan_weight(kernel):
+    """harmonic / real-space time of a Plan priced by measurement with one backend for both
+    parts (then the ratio holds on any worker of that kind); else None."""
+    from ..convolve.cost import MeasuredCostModel
+    from ..convolve.optimize import Plan
+
+    if not isinstance(kernel, Plan) or kernel.method != "split" \
+            or not isinstance(kernel.cost_model, MeasuredCostModel) \
+            or kernel.harmonic_backend != kernel.realspace_backend \
+            or not kernel.time_realspace > 0:
+        return None
+    return kernel.time_harmonic / kernel.time_realspace
 
 
 def _send(client, data, workers, resources):

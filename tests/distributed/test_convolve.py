@@ -145,3 +145,27 @@ def test_an_optimizer_plan_runs_as_it_stands(client, rng):
     assert rel_err(sd.convolve(m, plan, client=client, nbands=2), want) <= TOL["distributed"]
     assert rel_err(sd.convolve_many(m[None], plan, client=client)[0], want) \
         <= TOL["distributed"]
+
+
+def test_harmonic_weight_gives_the_harmonic_worker_a_smaller_band(client, rng):
+    from sphgpu.distributed.convolution import _weighted_shares
+
+    assert _weighted_shares(0.2, 1) == pytest.approx([0.4, 0.6])     # both finish at 0.6
+    assert _weighted_shares(0.2, 3) == pytest.approx([0.1, 0.3, 0.3, 0.3])
+    assert _weighted_shares(1.0, 1) is None                            # harmonic part alone
+    m = rng.standard_normal(12 * NSIDE ** 2)
+    kw = dict(method="split", l_cut=L_CUT, theta_cut=THETA_CUT)
+    want = convolve(m, KERNEL, backend="cpu", **kw)
+    names = {a: w["name"] for a, w in sd.cluster.workers(client).items()}
+    with distributed.get_task_stream(client=client) as ts:
+        got = sd.convolve(m, KERNEL, harmonic_weight=0.2, client=client, **kw)
+    assert rel_err(got, want) <= TOL["distributed"]
+    ran = [(str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]).split("-")[1],
+            names[t["worker"]]) for t in ts.data]
+    [(_, h)] = [r for r in ran if r[0] == "harmonic"]
+    assert sorted(w for part, w in ran if part == "band") == ["cpu-0", "cpu-1"]   # one each
+    [small] = [names[t["worker"]] for t in ts.data if isinstance(t["key"], tuple)
+               and t["key"][1] == 0]
+    assert small == h                     # the smaller band, next to the harmonic part
+    with pytest.raises(ValueError, match="harmonic_weight"):
+        sd.convolve(m, KERNEL, harmonic_weight=-1.0, client=client, **kw)
