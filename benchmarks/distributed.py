@@ -22,7 +22,9 @@ Run on a multi-GPU machine:  python benchmarks/distributed.py --gpus 1 2 4 --out
    GPU, real-space latitude bands on the others; one GPU runs the serial split there), against
    the serial ``sphgpu.convolve.convolve`` in this process in the same run. Host to host
    (NumPy map in, NumPy map out, as the serial call here): the wall time, and the span of the
-   workers' tasks (first start to last end) without the client's sending and gathering.
+   workers' tasks (first start to last end) without the client's sending and gathering; on 2
+   and 4 units also with ``harmonic_weight`` (the measured time of the harmonic part over the
+   real-space part's), which gives the harmonic part's worker a smaller band too.
 Correctness: one map of the batch against ducc0, sample pixels of the split large transform
 against the one-GPU map, and every distributed convolution against the serial one, in the
 same run.
@@ -388,29 +390,49 @@ def bench_convolve(units, args, log):
                        max_seconds=60)
     out["serial_s"] = serial.median
     out["serial_all_s"] = serial.seconds
-    log(f"  serial in this process: {serial.median:.3f} s")
+    # each part alone (host to host): their ratio sizes the harmonic worker's own band
+    from sphgpu import RingGeometry
+    from sphgpu.convolve.harmonic import harmonic_convolve
+
+    geom = RingGeometry.healpix(nside)
+    th = time_call(lambda: harmonic_convolve(m, split.harmonic_bl, geom, backend=args.backend),
+                   repeat=args.repeat, max_seconds=60).median
+    tr = time_call(lambda: convolve(m, split.realspace, backend=args.backend),
+                   repeat=args.repeat, max_seconds=60).median
+    out["serial_harmonic_s"], out["serial_realspace_s"] = th, tr
+    weight = th / tr
+    log(f"  serial in this process: {serial.median:.3f} s (harmonic part alone {th:.3f} s, "
+        f"real-space part alone {tr:.3f} s)")
     for n in sorted(set(units)):
         client = _cluster(n, args.backend)
         try:
-            def run():
-                return sd.convolve(m, split, backend=args.backend, client=client)
+            def run(w=None):
+                return sd.convolve(m, split, backend=args.backend, client=client,
+                                   harmonic_weight=w)
 
             got = run()                                     # warm-up: JIT, plans, tables
             err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
             del got
-            t = time_call(run, repeat=args.repeat, warmup=0, max_seconds=60)
-            with get_task_stream(client) as stream:
-                run()
-            comp = [s for tk in stream.data for s in tk["startstops"]
-                    if s["action"] == "compute"]
-            span = max(s["stop"] for s in comp) - min(s["start"] for s in comp)
-            row = {"units": n, "seconds": t.median, "all_s": t.seconds, "task_span_s": span,
-                   "tasks": len(stream.data), "err_vs_serial": err,
-                   "speedup_vs_serial": out["serial_s"] / t.median,
-                   "span_speedup_vs_serial": out["serial_s"] / span}
+            row = {"units": n, "err_vs_serial": err}
+            # plain: the harmonic part's worker runs only it; weighted: it also gets a band
+            # sized by the measured ratio of the two parts (same as plain on one worker)
+            for mode, w in (("plain", None), ("weighted", weight)) if n > 1 else \
+                    (("plain", None),):
+                run(w)                                      # warm-up of this band layout
+                t = time_call(lambda: run(w), repeat=args.repeat, warmup=0, max_seconds=60)
+                with get_task_stream(client) as stream:
+                    run(w)
+                comp = [s for tk in stream.data for s in tk["startstops"]
+                        if s["action"] == "compute"]
+                span = max(s["stop"] for s in comp) - min(s["start"] for s in comp)
+                sfx = "" if mode == "plain" else "_weighted"
+                row.update({f"seconds{sfx}": t.median, f"all_s{sfx}": t.seconds,
+                            f"task_span_s{sfx}": span, f"tasks{sfx}": len(stream.data),
+                            f"speedup_vs_serial{sfx}": out["serial_s"] / t.median,
+                            f"span_speedup_vs_serial{sfx}": out["serial_s"] / span})
+                log(f"  {n} {_unit(args)}, {mode}: {t.median:.3f} s host to host, tasks' "
+                    f"span {span:.3f} s ({len(stream.data)} tasks), error vs serial {err:.1e}")
             out["rows"].append(row)
-            log(f"  {n} {_unit(args)}: {t.median:.3f} s host to host, tasks' span "
-                f"{span:.3f} s ({len(stream.data)} tasks), error vs serial {err:.1e}")
         finally:
             client.shutdown()
             client.close()
@@ -427,8 +449,12 @@ def plot_convolve(conv, path, machine):
     ns = [r["units"] for r in rows]
     fig, ax = plt.subplots(figsize=(6, 4.2))
     x = np.arange(len(ns))
-    ax.bar(x - 0.2, [r["seconds"] for r in rows], 0.4, label="host to host")
-    ax.bar(x + 0.2, [r["task_span_s"] for r in rows], 0.4, label="span of the tasks (one call)")
+    ax.bar(x - 0.3, [r["seconds"] for r in rows], 0.2, label="host to host")
+    ax.bar(x - 0.1, [r["task_span_s"] for r in rows], 0.2, label="span of the tasks (one call)")
+    ax.bar(x + 0.1, [r.get("seconds_weighted", np.nan) for r in rows], 0.2,
+           label="host to host, harmonic worker with a band")
+    ax.bar(x + 0.3, [r.get("task_span_s_weighted", np.nan) for r in rows], 0.2,
+           label="span, harmonic worker with a band")
     ax.axhline(conv["serial_s"], color="k", ls="--", lw=1, label="serial, one process")
     ax.set_xticks(x)
     ax.set_xticklabels([str(n) for n in ns])
