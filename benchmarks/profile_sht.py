@@ -4,6 +4,7 @@ Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
 """
 
 import argparse
+import functools
 
 import cupy
 import numpy as np
@@ -59,7 +60,7 @@ def main():
             default = dict(_cuda._launch(pl))
             for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
                 for tpb in (64, 128):
-                    for rp in (2, 4, 8):
+                    for rp in (1, 2, 4, 8):
                         pl.launch[kern] = (tpb, rp)
                         try:
                             t = time_call(fn, repeat=3, sync=sync)
@@ -69,6 +70,19 @@ def main():
                         print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
                               flush=True)
                 pl.launch.update(default)
+            from sphgpu.sht import _cuda_kernels as K
+            factories = (K.alm2leg_kernel, K.leg2alm_kernel)
+            for regs in (64, 80, 96):
+                K.alm2leg_kernel = functools.partial(factories[0], max_registers=regs)
+                K.leg2alm_kernel = functools.partial(factories[1], max_registers=regs)
+                try:
+                    line = [f"  max_registers {regs}:"]
+                    for kern in ("alm2leg", "leg2alm"):
+                        t = time_call(steps[kern], repeat=3, sync=sync)
+                        line.append(f"{kern} {t.median * 1e3:.2f} ms")
+                    print("  ".join(line), flush=True)
+                finally:
+                    K.alm2leg_kernel, K.leg2alm_kernel = factories
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ One large transform (:func:`alm2map`, :func:`map2alm`), in one of two patterns:
     whole transform for its rings (a sub-grid of the geometry; chunks keep mirror rings
     together so the Legendre recurrence still serves two rings at once). map2alm adds the
     chunks' partial a_lm. Cheaper in traffic when the a_lm are much smaller than Delta_m
-    (always, for lmax ~ 2 nside), and it runs on the GPU today; ``"m"`` needs the Legendre
-    and ring-FFT stages of the backend (:mod:`sphgpu.sht.stages`), written for the CPU so far.
+    (always, for lmax ~ 2 nside). Both run on CPU and GPU workers (``"m"`` through the
+    Legendre and ring-FFT stages of :mod:`sphgpu.sht.stages`).
 
 Results equal the serial ones to rounding (see ``TOL["distributed"]`` in the tests).
 

@@ -27,7 +27,7 @@ from . import legendre
 
 __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel",
            "chirp_kernel", "fold_kernel", "unchirp_kernel",
-           "chirp_map_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
+           "chirp_map_kernel", "weighted_rings_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
            "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
 
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
@@ -37,8 +37,22 @@ LEG2ALM_PAIRS = 4          # ring pairs per thread in leg2alm
 LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
 
+#: recurrence steps between rescaling checks. Over 16 steps |y| grows at most by the product of
+#: (|alpha_l| + 1), below 2**100 for every m at lmax <= 16384 (2**54 over 8 steps), so a value
+#: checked at <= 2**HALF_BITS stays far from overflow until the next check, and one check
+#: (a factor 2**-SCALE_BITS) brings it back. Deferring the check moves the point where a value
+#: starts to count by < 16 steps, i.e. drops terms below 2**-200: far below float64 rounding.
+CHECK_EVERY = 16
+
+def _jit_kernel(max_registers):
+    # a register cap trades spills for occupancy (profiling only; the simulator has no such
+    # option, so it is passed only when set)
+    return cuda.jit if max_registers is None else cuda.jit(max_registers=max_registers)
+
+
 _start = legendre.start_value
 _step = legendre.step
+_check = legendre.rescale
 
 
 @cuda.jit
@@ -66,37 +80,52 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 
 
 @functools.lru_cache(maxsize=None)
-def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
+def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS,
+                   max_registers=None):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
-    Launch: grid (ceil(npairs / (threads * pairs)), mmax + 1), block ``threads`` (even);
-    blockIdx.y is m, each thread ``pairs`` ring pairs. Arguments:
-        alm (nmaps, nalm) complex128, mstart (mmax+1,) int64, lmax int,
-        alpha, scale (nalm,) float64 from :func:`legendre.coefficient_tables`, mu (mmax+1,) float64,
+    Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
+    blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
+    consecutive ring pairs from (b * threads + t) * pairs. Arguments:
+        alm (nmaps, nalm) complex128 holding the orders mvals, coefficient (l, mvals[c]) at
+            alm[:, astart[c] + l]; astart, mvals (nm,) int64 (0..mmax and the m-major
+            offsets for a whole transform; a packed subset for :mod:`sphgpu.sht.stages`),
+        lmax int, alpha, scale (ntab,) float64 from :func:`legendre.coefficient_tables`, the
+            order m at tstart[m] + l; tstart, mu (mmax+1,),
         x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
         first (mmax+1,) int64 from :func:`first_alive_kernel`,
-        leg (nmaps, nrings, mmax+1) complex128, written.
-    The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l in shared memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps
-    maps, so the step is bound by arithmetic rather than by shared-memory loads.
-    """
-    K = nmaps
-    TPB = threads        # must be even
-    RP = pairs
+        leg (nmaps, nrings, nm) complex128, written.
+    The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l in shared memory; each
+    value a thread reads from there serves its ``pairs`` ring pairs and nmaps maps.
 
-    @cuda.jit
-    def kernel(alm, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, leg):
-        m = cuda.blockIdx.y
+    Every step is the same straight-line code (see :func:`_check`): accumulation runs from
+    l = m on, and the rescaling check runs once per CHECK_EVERY steps, so the steps below
+    2**-HALF_BITS near the poles cost what the others cost instead of twice as much.
+    """
+    assert threads % 2 == 0, "alm2leg takes steps two at a time"
+    K = nmaps
+    TPB = threads
+    RP = pairs
+    G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
+
+    @_jit_kernel(max_registers)
+    def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               leg):
+        col = cuda.blockIdx.y
+        m = mvals[col]
         t = cuda.threadIdx.x
         npairs = x.shape[0]
-        if (cuda.blockIdx.x + 1) * RP * TPB <= first[m]:
+        p0 = (cuda.blockIdx.x * TPB + t) * RP
+        fm = first[m]
+        if (cuda.blockIdx.x + 1) * RP * TPB <= fm or fm >= npairs:
             # every pair of this block stays negligible for this m: write zeros, skip the work
             for r in range(RP):
-                p = (cuda.blockIdx.x * RP + r) * TPB + t
+                p = p0 + r
                 if p < npairs:
                     for i in range(K):
-                        leg[i, north[p], m] = 0j
+                        leg[i, north[p], col] = 0j
                         if south[p] >= 0:
-                            leg[i, south[p], m] = 0j
+                            leg[i, south[p], col] = 0j
             return
         sa = cuda.shared.array(TPB, float64)
         sre = cuda.shared.array((K, TPB), float64)
@@ -106,51 +135,52 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
         prev = cuda.local.array(RP, float64)
         kk = cuda.local.array(RP, numba.int64)
         xv = cuda.local.array(RP, float64)
+        active = False
         for r in range(RP):
-            p = (cuda.blockIdx.x * RP + r) * TPB + t
-            prev[r] = 0.0
+            p = p0 + r
+            # pairs past the end or before first[m] run on zeros (y stays 0, k = 0)
             cur[r] = 0.0
-            kk[r] = -1
+            prev[r] = 0.0
+            kk[r] = 0
             xv[r] = 0.0
-            if p < npairs:       # idle slots run the recurrence on zeros and add nothing
+            if p < npairs and p >= fm:
                 xv[r] = x[p]
                 v, k = _start(mu[m], m, sin[p])
-                cur[r] = v
-                kk[r] = k
+                prev[r] = -v     # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the
+                kk[r] = k        # first step gives y_m = lambda_mm (legendre.recurrence_coefficients)
+                active = True
             for i in range(K):
                 for c in range(4):
                     acc[r, i, c] = 0.0
-        base = mstart[m]
+        base = tstart[m]
+        abase = astart[col]
         for l0 in range(m, lmax + 1, TPB):
             l = l0 + t
-            if l <= lmax:
-                sa[t] = alpha[base + l]
-                sc = scale[base + l]
-                for i in range(K):
-                    v = alm[i, base + l]
-                    sre[i, t] = v.real * sc
-                    sim[i, t] = v.imag * sc
+            # past lmax: alpha = 0 and a_lm = 0, so whole groups of steps can run there; the
+            # recurrence just alternates signs of the values it has and adds nothing
+            sa[t] = alpha[base + l] if l <= lmax else 0.0
+            sc = scale[base + l] if l <= lmax else 0.0
+            for i in range(K):
+                v = alm[i, abase + l] if l <= lmax else 0j
+                sre[i, t] = v.real * sc
+                sim[i, t] = v.imag * sc
             cuda.syncthreads()
-            # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
-            # terms: taking them two at a time keeps every accumulator index constant.
             n = min(TPB, lmax + 1 - l0)
-            settled = l0 > m
-            for r in range(RP):
-                settled = settled and kk[r] == 0
-            if settled:
-                # Fast path: every pair of this thread holds true values (k = 0 is final), so
-                # the steps need no rescaling checks; Nsight Compute showed those integer
-                # instructions, not FP64, limiting the issue rate.
-                for j in range(0, n, 2):
-                    a = sa[j]
-                    for r in range(RP):
-                        nxt = (a * xv[r]) * cur[r] - prev[r]
-                        prev[r] = cur[r]
-                        cur[r] = nxt
-                        for i in range(K):
-                            acc[r, i, 0] += nxt * sre[i, j]
-                            acc[r, i, 1] += nxt * sim[i, j]
-                    if j + 1 < n:
+            if active:
+                # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
+                # terms: taking them two at a time keeps every accumulator index constant.
+                # Groups are whole (a constant trip count the compiler can unroll).
+                for g0 in range(0, n, G):
+                    for jj in range(G // 2):
+                        j = g0 + 2 * jj
+                        a = sa[j]
+                        for r in range(RP):
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                acc[r, i, 0] += nxt * sre[i, j]
+                                acc[r, i, 1] += nxt * sim[i, j]
                         a = sa[j + 1]
                         for r in range(RP):
                             nxt = (a * xv[r]) * cur[r] - prev[r]
@@ -159,72 +189,77 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                             for i in range(K):
                                 acc[r, i, 2] += nxt * sre[i, j + 1]
                                 acc[r, i, 3] += nxt * sim[i, j + 1]
-                n = 0           # slow loop below is skipped; the barrier stays common to all
-            for j in range(0, n, 2):
-                if l0 + j > m:
-                    a = sa[j]
                     for r in range(RP):
-                        c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
-                        cur[r] = c1
-                        prev[r] = c0
-                        kk[r] = k
-                for r in range(RP):
-                    if kk[r] == 0:
-                        for i in range(K):
-                            acc[r, i, 0] += cur[r] * sre[i, j]
-                            acc[r, i, 1] += cur[r] * sim[i, j]
-                if j + 1 < n:
-                    a = sa[j + 1]
-                    for r in range(RP):
-                        c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
-                        cur[r] = c1
-                        prev[r] = c0
-                        kk[r] = k
-                        if k == 0:
-                            for i in range(K):
-                                acc[r, i, 2] += c1 * sre[i, j + 1]
-                                acc[r, i, 3] += c1 * sim[i, j + 1]
+                        if kk[r] < 0:
+                            c0, c1, k = _check(prev[r], cur[r], kk[r])
+                            cur[r] = c1
+                            prev[r] = c0
+                            kk[r] = k
+                            if k == 0:
+                                # the sums so far hold scaled values below 2**-HALF_BITS
+                                # times 2**(SCALE_BITS * -k): start them over
+                                for i in range(K):
+                                    for c in range(4):
+                                        acc[r, i, c] = 0.0
             cuda.syncthreads()
         for r in range(RP):
-            p = (cuda.blockIdx.x * RP + r) * TPB + t
+            p = p0 + r
             if p < npairs:
                 rn = north[p]
                 rs = south[p]
+                if kk[r] < 0:          # never reached a non-negligible value
+                    for i in range(K):
+                        for c in range(4):
+                            acc[r, i, c] = 0.0
                 for i in range(K):
-                    leg[i, rn, m] = complex(acc[r, i, 0] + acc[r, i, 2], acc[r, i, 1] + acc[r, i, 3])
+                    leg[i, rn, col] = complex(acc[r, i, 0] + acc[r, i, 2],
+                                              acc[r, i, 1] + acc[r, i, 3])
                     if rs >= 0:
-                        leg[i, rs, m] = complex(acc[r, i, 0] - acc[r, i, 2],
+                        leg[i, rs, col] = complex(acc[r, i, 0] - acc[r, i, 2],
                                                 acc[r, i, 1] - acc[r, i, 3])
 
     return kernel
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
+                   max_registers=None):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
-    Launch: grid (1, mmax + 1), block ``threads``; blockIdx.y is m and the block owns every
-    a_lm of that m, walking over the ring pairs in groups of ``threads * pairs`` (each thread
-    ``pairs`` of them). Arguments:
-        leg (nmaps, nrings, mmax+1) complex128 (weighted ring Fourier coefficients),
-        mstart, lmax, alpha, scale, mu, x, sin, north, south, first as in :func:`alm2leg_kernel`,
+    Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
+    m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
+    groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of each group).
+    Arguments:
+        leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
+        astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
+        :func:`alm2leg_kernel`,
         alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
     Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
-    write those sums to shared memory and the block adds them up and into a_lm. One block per m
-    needs no atomics: the m with most work (m = 0) still takes well under a millisecond.
+    write those sums to shared memory and the block adds them up and into a_lm (with atomic adds,
+    only so that the warp need not wait for the old value). One block per m: the m with most
+    work (m = 0) still takes well under a millisecond.
+    A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
+    until then they are held as zeros and loaded at the check that finds k = 0.
     """
     K = nmaps
     TPB = threads
-    CH = LEG2ALM_CHUNK
+    CH = LEG2ALM_CHUNK     # also the distance between rescaling checks: <= CHECK_EVERY
     RP = pairs
     NC = 2 * K
     # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit different
     # shared-memory banks (a constant tuple: Numba needs the shape at compile time)
     BUF = (CH, NC, TPB + 1)
+    # threads per row of the reduction, so that every thread of the block takes part
+    SPLIT = max(1, TPB // (CH * NC))
+    while TPB % SPLIT:
+        SPLIT -= 1
+    PART = TPB // SPLIT
 
-    @cuda.jit
-    def kernel(leg, mstart, lmax, alpha, scale, mu, x, sin, north, south, first, alm):
-        m = cuda.blockIdx.y
+    @_jit_kernel(max_registers)
+    def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               alm):
+        col = cuda.blockIdx.y
+        m = mvals[col]
         t = cuda.threadIdx.x
         npairs = x.shape[0]
         sa = cuda.shared.array(CH, float64)
@@ -235,47 +270,43 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         kk = cuda.local.array(RP, numba.int64)
         xv = cuda.local.array(RP, float64)
         sums = cuda.local.array(NC, float64)
-        base = mstart[m]
-        for g in range(first[m] // (RP * TPB), (npairs + RP * TPB - 1) // (RP * TPB)):
-            # groups before first[m] hold only pairs that are negligible for this m
+        base = tstart[m]
+        abase = astart[col]
+        fm = first[m]
+        # groups before first[m] hold only pairs that are negligible for this m
+        ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
+        for g in range(fm // (RP * TPB), ngroups):
+            active = False
             for r in range(RP):
-                p = (g * RP + r) * TPB + t
-                prev[r] = 0.0
+                p = (g * TPB + t) * RP + r
                 cur[r] = 0.0
-                kk[r] = -1
+                prev[r] = 0.0
+                kk[r] = 0
                 xv[r] = 0.0
                 for i in range(K):
                     for c in range(4):
                         ln[r, i, c] = 0.0
-                if p < npairs:
+                if p < npairs and p >= fm:
                     xv[r] = x[p]
                     v, k = _start(mu[m], m, sin[p])
-                    cur[r] = v
+                    prev[r] = -v         # the first step gives y_m = lambda_mm (alm2leg_kernel)
                     kk[r] = k
-                    rn = north[p]
-                    rs = south[p]
-                    for i in range(K):
-                        vn = leg[i, rn, m]
-                        vs = leg[i, rs, m] if rs >= 0 else 0j
-                        ln[r, i, 0] = vn.real + vs.real
-                        ln[r, i, 1] = vn.imag + vs.imag
-                        ln[r, i, 2] = vn.real - vs.real
-                        ln[r, i, 3] = vn.imag - vs.imag
+                    active = True
+                    if k == 0:
+                        _load_rings(leg, north[p], south[p], col, ln, r)
             for l0 in range(m, lmax + 1, CH):
                 for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
-                    if l0 + u <= lmax:
-                        sa[u] = alpha[base + l0 + u]
+                    # past lmax alpha = 0: the steps there are run (whole chunks unroll) and
+                    # their sums never read
+                    sa[u] = alpha[base + l0 + u] if l0 + u <= lmax else 0.0
                 cuda.syncthreads()
                 n = min(CH, lmax + 1 - l0)
-                settled = l0 > m
-                for r in range(RP):
-                    settled = settled and kk[r] == 0
                 # even j <-> even l - m (CH is even): two steps per pass keep indices constant
-                for j in range(0, n, 2):
-                    if settled:         # no rescaling checks needed (see alm2leg_kernel)
+                if active:
+                    for j in range(0, CH, 2):
+                        a = sa[j]
                         for c in range(NC):
                             sums[c] = 0.0
-                        a = sa[j]
                         for r in range(RP):
                             nxt = (a * xv[r]) * cur[r] - prev[r]
                             prev[r] = cur[r]
@@ -285,74 +316,70 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                                 sums[2 * i + 1] += nxt * ln[r, i, 1]
                         for c in range(NC):
                             buf[j, c, t] = sums[c]
-                        if j + 1 < n:
-                            for c in range(NC):
-                                sums[c] = 0.0
-                            a = sa[j + 1]
-                            for r in range(RP):
-                                nxt = (a * xv[r]) * cur[r] - prev[r]
-                                prev[r] = cur[r]
-                                cur[r] = nxt
-                                for i in range(K):
-                                    sums[2 * i] += nxt * ln[r, i, 2]
-                                    sums[2 * i + 1] += nxt * ln[r, i, 3]
-                            for c in range(NC):
-                                buf[j + 1, c, t] = sums[c]
-                        continue
-                    for c in range(NC):
-                        sums[c] = 0.0
-                    if l0 + j > m:
-                        a = sa[j]
-                        for r in range(RP):
-                            c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
-                            cur[r] = c1
-                            prev[r] = c0
-                            kk[r] = k
-                    for r in range(RP):
-                        if kk[r] == 0:
-                            for i in range(K):
-                                sums[2 * i] += cur[r] * ln[r, i, 0]
-                                sums[2 * i + 1] += cur[r] * ln[r, i, 1]
-                    for c in range(NC):
-                        buf[j, c, t] = sums[c]
-                    if j + 1 < n:
-                        for c in range(NC):
                             sums[c] = 0.0
                         a = sa[j + 1]
                         for r in range(RP):
-                            c1, c0, k = _step(a, xv[r], cur[r], prev[r], kk[r])
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                sums[2 * i] += nxt * ln[r, i, 2]
+                                sums[2 * i + 1] += nxt * ln[r, i, 3]
+                        for c in range(NC):
+                            buf[j + 1, c, t] = sums[c]
+                else:
+                    for j in range(CH):
+                        for c in range(NC):
+                            buf[j, c, t] = 0.0
+                if active:
+                    for r in range(RP):
+                        if kk[r] < 0:
+                            c0, c1, k = _check(prev[r], cur[r], kk[r])
                             cur[r] = c1
                             prev[r] = c0
                             kk[r] = k
                             if k == 0:
-                                for i in range(K):
-                                    sums[2 * i] += c1 * ln[r, i, 2]
-                                    sums[2 * i + 1] += c1 * ln[r, i, 3]
-                        for c in range(NC):
-                            buf[j + 1, c, t] = sums[c]
+                                p = (g * TPB + t) * RP + r
+                                _load_rings(leg, north[p], south[p], col, ln, r)
                 cuda.syncthreads()
-                # reduce over the block's threads: one thread per (j, component)
-                for w in range(t, n * NC, TPB):
-                    j = w // NC
-                    c = w - j * NC
-                    # four independent partial sums: a serial chain of TPB dependent adds
-                    # would stall the whole block at the next barrier
+                # reduce over the block's threads: SPLIT threads per (j, component), each
+                # summing PART rows with four independent partial sums (a serial chain of
+                # dependent adds would stall the block at the next barrier)
+                for w in range(t, n * NC * SPLIT, TPB):
+                    item = w // SPLIT
+                    q0 = (w - item * SPLIT) * PART
+                    j = item // NC
+                    c = item - j * NC
                     s0 = 0.0
                     s1 = 0.0
                     s2 = 0.0
                     s3 = 0.0
-                    for q in range(0, TPB - 3, 4):
+                    for q in range(q0, q0 + PART - 3, 4):
                         s0 += buf[j, c, q]
                         s1 += buf[j, c, q + 1]
                         s2 += buf[j, c, q + 2]
                         s3 += buf[j, c, q + 3]
-                    for q in range(TPB - TPB % 4, TPB):
+                    for q in range(q0 + PART - PART % 4, q0 + PART):
                         s0 += buf[j, c, q]
-                    alm[c // 2, 2 * (base + l0 + j) + (c & 1)] += (((s0 + s1) + (s2 + s3))
-                                                                   * scale[base + l0 + j])
+                    # an atomic add whose result is unused does not wait for memory, where
+                    # a += would stall this warp, and the block at the next barrier, on the load
+                    cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
+                                    ((s0 + s1) + (s2 + s3)) * scale[base + l0 + j])
                 cuda.syncthreads()
 
     return kernel
+
+
+@cuda.jit(device=True)
+def _load_rings(leg, rn, rs, col, ln, r):
+    # ln[r, i] = (north + south, north - south) of ring pair r's Fourier coefficients, column col
+    for i in range(ln.shape[1]):
+        vn = leg[i, rn, col]
+        vs = leg[i, rs, col] if rs >= 0 else 0j
+        ln[r, i, 0] = vn.real + vs.real
+        ln[r, i, 1] = vn.imag + vs.imag
+        ln[r, i, 2] = vn.real - vs.real
+        ln[r, i, 3] = vn.imag - vs.imag
 
 
 # ----------------------------------------------------------------------------- ring FFT passes
@@ -451,10 +478,25 @@ def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
 
 
 @cuda.jit
+def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
+    """map2alm ring pass 1 of a plain class (one ring length n): out[i*nr + row, j] =
+    weight * s_j, float64 rows for a real-to-complex FFT.
+
+    Launch: 2-D grid covering (nmaps*nr, n).
+    """
+    R, j = cuda.grid(2)
+    if R < out.shape[0] and j < out.shape[1]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        out[R, j] = weight[row] * maps[i, ringstart[row] + j]
+
+
+@cuda.jit
 def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
     """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
 
-    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum.
+    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum; a plain
+    class (chirped = 0) passes the real FFT of its rings, conv (nmaps*nr, n//2 + 1).
     Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
     """
     R, m = cuda.grid(2)
@@ -463,6 +505,11 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
         row = R - i * nmaps_rows
         n = nphi[row]
         q = m % n
-        g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
+        if chirped:
+            g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
+        elif 2 * q <= n:      # plain class: conv holds the real FFT (modes 0..n/2, e^{-i...})
+            g = conv[R, q]
+        else:
+            g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))

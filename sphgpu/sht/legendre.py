@@ -63,11 +63,12 @@ def mu_table(mmax: int) -> np.ndarray:
 
 @_jit
 def recurrence_coefficients(m, lmax, alpha, scale, off):
-    """Fill alpha[off + l] (l = m+1..lmax) and scale[off + l] (l = m..lmax), float64, for this m:
+    """Fill alpha[off + l] (l = m..lmax; alpha_m = 0) and scale[off + l] (l = m..lmax), float64, for this m:
     the scaled recurrence's alpha_l and s_l (module docstring). With ``off`` = the alm offset of
     m, the tables share the alm layout (:func:`coefficient_tables`)."""
     mm = float(m) * float(m)
     scale[off + m] = 1.0
+    alpha[off + m] = 0.0    # with y_{m-1} = 0 and y_{m-2} = -lambda_mm, one uniform step gives y_m
     if m + 1 <= lmax:
         fl = float(m + 1)
         alpha[off + m + 1] = math.sqrt((4.0 * fl * fl - 1.0) / (fl * fl - mm))

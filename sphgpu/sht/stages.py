@@ -16,8 +16,9 @@ Shapes and conventions, shared by every function:
 * ``maps`` (k, npix) float64 on ``geometry``, which may be a part of a larger grid
   (``RingGeometry.rings``): only its rings are computed.
 
-Backends: "cpu" runs ducc0's own Legendre and ring steps (``ducc0.sht.experimental``), the
-"reference" backend plain NumPy (small sizes). "cuda" stages are not written yet.
+Backends: "cpu" runs ducc0's own Legendre and ring steps (``ducc0.sht.experimental``), "cuda"
+the kernels of the GPU transforms (NumPy in gives NumPy out, device arrays in give device arrays
+out), the "reference" backend plain NumPy (small sizes).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from .._validate import check_int
+from .._device import array_module
+from .._validate import check_int, is_device_array
 
 __all__ = ["packed_size", "alm2leg", "leg2alm", "leg2map", "map2leg"]
 
@@ -66,14 +68,13 @@ def packed_size(layout, mvals=None) -> int:
     return int(np.sum(layout.lmax + 1 - m))
 
 
+def _xp_of(a):
+    """NumPy for host arrays, the device array module (CuPy) for device arrays."""
+    return np if isinstance(a, np.ndarray) else array_module()
+
+
 def _backend(backend):
-    name = backends.resolve(backend, "sht")
-    if name == "cuda":
-        raise NotImplementedError(
-            "the Legendre and ring-FFT stages have no CUDA implementation yet; use "
-            "backend='cpu', or pattern='rings' in sphgpu.distributed (whole transforms per ring "
-            "chunk, which run on the GPU)")
-    return name
+    return backends.resolve(backend, "sht")
 
 
 def _nthreads(nthreads):
@@ -85,7 +86,7 @@ def _nthreads(nthreads):
 
 
 def _check_2d(name, a, dtype, width=None):
-    a = np.ascontiguousarray(a, dtype=dtype)
+    a = a.astype(dtype, copy=False) if is_device_array(a) else np.ascontiguousarray(a, dtype=dtype)
     if a.ndim != 2 or (width is not None and a.shape[1] != width):
         want = f"(k, {width})" if width is not None else "(k, n)"
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
@@ -93,7 +94,8 @@ def _check_2d(name, a, dtype, width=None):
 
 
 def _check_leg(leg, nrings, nm):
-    leg = np.ascontiguousarray(leg, dtype=np.complex128)
+    leg = (leg.astype(np.complex128, copy=False) if is_device_array(leg)
+           else np.ascontiguousarray(leg, dtype=np.complex128))
     if leg.ndim != 3 or leg.shape[1:] != (nrings, nm):
         raise ValueError(f"leg must have shape (k, {nrings}, {nm}) (maps, rings, orders), "
                          f"got {leg.shape}")
@@ -109,6 +111,10 @@ def alm2leg(alm, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
     alm = _check_2d("alm", alm, np.complex128, packed_size(layout, m))
     name = _backend(backend)
     mstart, pad = _packed_mstart(layout, m)
+    if name == "cuda":
+        from . import _cuda
+
+        return _cuda.stage_alm2leg(alm, layout, geometry, m, mstart.astype(np.int64) - pad)
     if name == "reference":
         from .reference import _check, _legendre_rows
 
@@ -139,6 +145,11 @@ def leg2alm(leg, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
     leg = _check_leg(leg, geometry.nrings, m.shape[0])
     name = _backend(backend)
     mstart, pad = _packed_mstart(layout, m)
+    if name == "cuda":
+        from . import _cuda
+
+        return _cuda.stage_leg2alm(leg, layout, geometry, m, mstart.astype(np.int64) - pad,
+                                   packed_size(layout, m))
     if name == "reference":
         from .reference import _check, _legendre_rows
 
@@ -171,7 +182,7 @@ def leg2map(leg, geometry, mvals=None, *, backend="cpu", nthreads=None):
     ``mvals`` names the order of each column of ``leg`` (default 0..nm-1); orders missing from
     it contribute nothing, so a part of the orders gives that part's share of the map.
     """
-    leg = np.asarray(leg)
+    leg = leg if is_device_array(leg) else np.asarray(leg)
     if leg.ndim != 3:
         raise ValueError(f"leg must have shape (k, nrings, nm), got {leg.shape}")
     leg = _check_leg(leg, geometry.nrings, leg.shape[2])
@@ -180,10 +191,15 @@ def leg2map(leg, geometry, mvals=None, *, backend="cpu", nthreads=None):
         if m.shape[0] != leg.shape[2]:
             raise ValueError(f"mvals names {m.shape[0]} orders but leg has {leg.shape[2]} columns")
         if not np.array_equal(m, np.arange(m.shape[0])):
-            full = np.zeros(leg.shape[:2] + (int(m.max()) + 1,), dtype=np.complex128)
-            full[:, :, m] = leg
+            xp = _xp_of(leg)
+            full = xp.zeros(leg.shape[:2] + (int(m.max()) + 1,), dtype=np.complex128)
+            full[:, :, xp.asarray(m)] = leg
             leg = full
     name = _backend(backend)
+    if name == "cuda":
+        from . import _cuda
+
+        return _cuda.stage_leg2map(leg, geometry)
     if name == "reference":
         from . import ringfft
 
@@ -207,7 +223,11 @@ def map2leg(maps, geometry, mmax, mvals=None, *, quadrature=True, backend="cpu",
     m = _mvals(mvals, mmax)
     maps = _check_2d("maps", maps, np.float64, geometry.npix)
     name = _backend(backend)
-    if name == "reference":
+    if name == "cuda":
+        from . import _cuda
+
+        leg = _cuda.stage_map2leg(maps, geometry, int(m.max()), quadrature)
+    elif name == "reference":
         from . import ringfft
 
         w = geometry.pixel_weights() if quadrature else 1.0
@@ -218,4 +238,7 @@ def map2leg(maps, geometry, mmax, mvals=None, *, quadrature=True, backend="cpu",
         leg = ducc0.sht.experimental.map2leg(
             map=maps, mmax=int(m.max()), nthreads=_nthreads(nthreads),
             ringfactor=geometry.weight if quadrature else None, **_geometry_args(geometry))
-    return leg if m.shape[0] == leg.shape[2] else np.ascontiguousarray(leg[:, :, m])
+    if m.shape[0] == leg.shape[2]:
+        return leg
+    xp = _xp_of(leg)
+    return xp.ascontiguousarray(leg[:, :, xp.asarray(m)])

@@ -1,13 +1,29 @@
-"""@cuda.jit kernels of the LSD radix sort: per pass, a tile histogram and a stable scatter.
+"""@cuda.jit kernels of the onesweep LSD radix sort: one histogram kernel, then one kernel a pass.
 
-One pass sorts by the digit ``(key >> shift) & (R - 1)``. The input is cut into tiles of
-``threads * items`` keys, one tile per block. :func:`histogram_kernel` counts each tile's digits;
-the host scans the (digit, tile) counts in digit-major order (each tile learns where its keys of
-each digit go); :func:`scatter_kernel` then sorts its tile by digit in shared memory, stably, and
-writes each digit's run to its place with coalesced stores. This is the paper's histogram / scan /
-reorder, with the per-item counters of its "local memory" scheme held in shared memory.
-Only plain shared memory and barriers are used (no warp intrinsics), so the kernels also run in
-Numba's CUDA simulator.
+:func:`histogram_kernel` reads the keys once and counts the digits of *every* pass into a
+``(passes, 2**r)`` array; the host scans each row into the global start of each digit.
+:func:`onesweep_kernel` then does a whole pass in one launch, reading each key once: a block
+takes the next tile (``threads * items`` keys) from a global counter, ranks its keys stably by
+digit, publishes its per-digit counts, learns how many keys of each digit the earlier tiles hold
+by a decoupled look-back over their published counts (Merrill & Garland 2016; Adinets & Merrill
+2022, "Onesweep"), and writes its keys, through a digit-sorted copy in shared memory, to their
+final places. The histogram / scan / reorder of the paper (Helluy 2011) are all still there, but
+the keys cross memory twice a pass (read, write) instead of three times, and the host waits for
+the GPU once a sort (after the histogram), not once a pass.
+
+Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
+flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
+the count of that digit over tiles 0..tile) and the count in the low bits, so one atomic read
+sees value and flag together. Tiles are taken in the order blocks start (an atomic counter, not
+blockIdx), so a tile only ever waits for tiles that running blocks already hold: no deadlock.
+
+Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
+of 32 (lane order = input order). In each round the lanes holding the same digit find each other
+(``match_any_sync`` on the GPU; a shared-memory table under Numba's simulator, which lacks warp
+intrinsics, chosen when the kernel is built), the lowest of them bumps the warp's counter of the
+digit, and each key's rank is the counter before the round plus the number of its peers in lower
+lanes. A scan over warps and one over digits turn these into positions in the tile. Equal digits
+keep their input order, so every pass is stable.
 """
 
 from __future__ import annotations
@@ -15,145 +31,284 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import cuda, int32, uint16, uint32
+from numba import cuda, int32, int64, uint32, uint64
 
-__all__ = ["histogram_kernel", "scatter_kernel", "tile_shape"]
+from .._device import SIMULATOR
+
+__all__ = ["histogram_kernel", "onesweep_kernel", "max_items", "status_shift",
+           "AGGREGATE", "INCLUSIVE", "WARP"]
+
+WARP = 32
+#: Flag values of a look-back word, above its count (see :func:`status_shift`).
+AGGREGATE = 1
+INCLUSIVE = 2
+_SHARED_BYTES = 48 * 1024          # static shared memory a block may declare
 
 
-def tile_shape(radix_bits: int, key_bytes: int) -> tuple[int, int]:
-    """(threads, items per thread) of a tile: the per-thread digit counters (2**radix_bits x
-    threads x 2 bytes) and the staged tile must fit in 48 KiB of shared memory."""
-    threads = 128 if radix_bits <= 6 else 64
-    items = 16 if key_bytes == 4 else 8
-    return threads, items          # at most 2048 keys: tile indices fit the uint16 counters
+def status_shift(n: int) -> int:
+    """Bit position of the flag in a look-back word for n keys: counts must stay below it.
+    uint32 words (shift 30) up to 2**30 keys, uint64 words (shift 40) beyond."""
+    return 30 if n < (1 << 30) else 40
+
+
+def _fixed_shared_bytes(radix_bits: int, threads: int) -> int:
+    R = 1 << radix_bits
+    warps = threads // WARP
+    return 4 * warps * R + 4 * 3 * R + 8 * R + 4 * warps * WARP + 64
+
+
+def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) -> int:
+    """Most keys per thread whose staged tile (keys, and the uint32 permutation) still fits in
+    static shared memory next to the counters of :func:`onesweep_kernel`."""
+    per_key = key_bytes + (4 if with_perm else 0)
+    return (_SHARED_BYTES - _fixed_shared_bytes(radix_bits, threads)) // (per_key * threads)
 
 
 @functools.lru_cache(maxsize=None)
-def histogram_kernel(radix_bits: int, threads: int, items: int, key_dtype):
-    """Digit counts of each tile.
+def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
+    """Digit counts of all passes at once.
 
-    Launch: grid (ntiles,), block ``threads``. Arguments: keys (n,) of ``key_dtype`` (uint32 or
-    uint64), shift (a scalar of the same dtype: mixing signed and unsigned 64-bit integers
-    would make Numba compute in floating point), hist (2**radix_bits * ntiles,) int32 written
-    digit-major: hist[d * ntiles + tile].
+    Launch: any grid (grid-stride loop), block ``threads``. Arguments: keys (n,) of
+    ``key_type`` (uint32 or uint64), key_bits (int), hist (passes * 2**radix_bits,) int64,
+    zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
+    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d.
     """
     R = 1 << radix_bits
-    TILE = threads * items
-    MASK = np.dtype(str(key_dtype)).type(R - 1)
+    SIZE = passes * R
+    UNROLL = 4
 
     @cuda.jit
-    def kernel(keys, shift, hist):
-        counts = cuda.shared.array(R, int32)
+    def kernel(keys, key_bits, hist):
+        counts = cuda.shared.array(SIZE, int32)
+        held = cuda.local.array(UNROLL, key_type)
         t = cuda.threadIdx.x
-        b = cuda.blockIdx.x
-        ntiles = cuda.gridDim.x
-        for d in range(t, R, threads):
-            counts[d] = 0
+        for j in range(t, SIZE, threads):
+            counts[j] = 0
         cuda.syncthreads()
         n = keys.shape[0]
-        start = b * TILE
-        for k in range(items):
-            i = start + k * threads + t          # coalesced
-            if i < n:
-                d = int32((keys[i] >> shift) & MASK)
-                cuda.atomic.add(counts, d, 1)
+        stride = cuda.gridDim.x * threads
+        # UNROLL coalesced loads in flight per thread before any is counted
+        for first in range(cuda.blockIdx.x * threads + t, n, stride * UNROLL):
+            for u in range(UNROLL):
+                i = first + u * stride
+                held[u] = keys[i] if i < n else key_type(0)
+            for u in range(UNROLL):
+                if first + u * stride < n:
+                    key = held[u]
+                    for p in range(passes):
+                        shift = p * radix_bits
+                        bits = min(radix_bits, key_bits - shift)
+                        mask = (1 << bits) - 1
+                        d = int32((key >> key_type(shift)) & key_type(mask))
+                        cuda.atomic.add(counts, p * R + d, 1)
         cuda.syncthreads()
-        for d in range(t, R, threads):
-            hist[d * ntiles + b] = counts[d]
+        for j in range(t, SIZE, threads):
+            c = counts[j]
+            if c != 0:
+                cuda.atomic.add(hist, j, int64(c))
 
     return kernel
 
 
+# -- one ranking round of a warp (see the module docstring), in two builds ---------------------
+
+@cuda.jit(device=True, inline=True)
+def _rank_round_gpu(value, valid, lane, w, table, warp_count):
+    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting the
+    peers of this round in lower lanes; the lowest peer moves the warp's counter on. Invalid
+    lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
+    peers = uint32(cuda.match_any_sync(int32(-1), value))
+    below = int32(cuda.popc(peers & cuda.lanemask_lt()))
+    before = warp_count[w, value] if valid else int32(0)
+    cuda.syncwarp()                     # every peer has read the counter ...
+    if valid and below == 0:
+        warp_count[w, value] = before + int32(cuda.popc(peers))
+    cuda.syncwarp()                     # ... before the lowest peer moves it on
+    return before + below
+
+
+@cuda.jit(device=True)
+def _rank_round_table(value, valid, lane, w, table, warp_count):
+    """The same without warp intrinsics (Numba's simulator): the lanes' values go through the
+    shared ``table``. Every thread of the block runs every round, so the barriers are uniform.
+    The write of the counter needs no barrier after it: the next round reads counters only
+    after its own first barrier."""
+    table[w, lane] = value
+    cuda.syncthreads()
+    below = 0
+    total = 0
+    for other in range(WARP):
+        if table[w, other] == value:
+            total += 1
+            if other < lane:
+                below += 1
+    before = warp_count[w, value] if valid else 0
+    cuda.syncthreads()                  # table and counters read by every lane
+    if valid and below == 0:
+        warp_count[w, value] = before + total
+    return before + below
+
+
 @functools.lru_cache(maxsize=None)
-def scatter_kernel(radix_bits: int, threads: int, items: int, key_dtype, with_perm: bool):
-    """Stable scatter of each tile's keys (and permutation) to their sorted places.
+def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
+                    shift_bits: int, max_registers: int | None = None,
+                    publish_inclusive: bool = True):
+    """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
-    Launch: grid (ntiles,), block ``threads``. Arguments: keys_in (n,), perm_in (n,) uint32,
-    shift int, offsets (2**radix_bits * ntiles,) int64 (exclusive scan of the histogram),
-    keys_out, perm_out (n,). Without ``with_perm`` the perm arrays are ignored (pass any).
+    Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
+    multiple of 32). Arguments:
 
-    Inside the tile, thread t owns the consecutive keys [t*items, (t+1)*items): it counts their
-    digits, the block scans those counts over threads (per digit) and over digits, and each
-    thread places its keys in order; so equal digits keep their input order (stability).
-    Shared-memory indices are skewed by one word per 32 so that threads walking their own
-    segments do not collide on banks.
+    - keys_in (n,) ``key_type``; keys_out (n,) the same dtype;
+    - perm_in (n,) uint32 and perm_out (n,) uint32 or int64: the permutation carried along.
+      ``perm_mode`` 0: none (pass any arrays), 1: the input order itself (perm_in is not read:
+      the first pass), 2: read perm_in;
+    - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
+      compute in floating point);
+    - digit_start (passes, >= 2**radix_bits) int64 and p: ``digit_start[p, d]`` is where the
+      keys of digit d start in the output (exclusive scan of the histogram's row p);
+    - status (launches, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
+      zeroed, and which: row ``which`` holds this launch's look-back words, and its last word
+      counts the tiles handed out.
+    Two-dimensional arrays with a row index, rather than row views, keep the host's work per
+    launch small.
+
+    ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
+    ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
+    first then publish only their own counts, so every look-back walks back to tile 0 over
+    aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
+    ever meet inclusive words).
     """
     R = 1 << radix_bits
+    WARPS = threads // WARP
     TILE = threads * items
-    PADDED = TILE + TILE // 32 + 1
-    MASK = np.dtype(str(key_dtype)).type(R - 1)
+    WSPAN = WARP * items                       # keys of one warp
+    LOG_R = radix_bits
+    if threads % WARP or items < 1:
+        raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
+    np_key = np.dtype(str(key_type))
+    MASK = np_key.type(R - 1)
+    with_perm = perm_mode != 0
+    status_type = uint32 if shift_bits == 30 else uint64
+    AGG = AGGREGATE << shift_bits
+    INC = INCLUSIVE << shift_bits
+    COUNT_MASK = (1 << shift_bits) - 1
+    if SIMULATOR:
+        rank_round, TABLE = _rank_round_table, (WARPS, WARP)
+    else:
+        rank_round, TABLE = _rank_round_gpu, (1, 1)
+    STAGE_PERM = TILE if with_perm else 1
 
-    @cuda.jit(device=True, inline=True)
-    def skew(i):
-        return i + i // 32
+    options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
-    @cuda.jit
-    def kernel(keys_in, perm_in, shift, offsets, keys_out, perm_out):
-        tile_keys = cuda.shared.array(PADDED, key_dtype)
-        tile_perm = cuda.shared.array(PADDED if with_perm else 1, uint32)
-        order = cuda.shared.array(PADDED, uint16)      # order[sorted position] = tile index
-        # cnt[thread, digit]: the scan in step 2 reads consecutive digits across threads
-        cnt = cuda.shared.array((threads, R), uint16)
-        tile_off = cuda.shared.array(R, int32)
+    @cuda.jit(**options)
+    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, p, status, which):
+        warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
+        scan = cuda.shared.array((2, R), int32)             # digit scan, double-buffered
+        tile_count = cuda.shared.array(R, int32)
+        dest_base = cuda.shared.array(R, int64)             # output index = dest_base[d] + j
+        stage_keys = cuda.shared.array(TILE, key_type)      # the tile, sorted by digit
+        stage_perm = cuda.shared.array(STAGE_PERM, uint32)
+        table = cuda.shared.array(TABLE, int32)
+        tile_sh = cuda.shared.array(1, int32)
+        keys = cuda.local.array(items, key_type)
+        rank = cuda.local.array(items, int32)
+
         t = cuda.threadIdx.x
-        b = cuda.blockIdx.x
-        ntiles = cuda.gridDim.x
+        lane = t % WARP
+        w = t // WARP
         n = keys_in.shape[0]
-        start = b * TILE
-        m = min(TILE, n - start)                 # keys in this tile
-        for k in range(items):                   # coalesced load of the tile
-            j = k * threads + t
-            if j < m:
-                tile_keys[skew(j)] = keys_in[start + j]
-                if with_perm:
-                    tile_perm[skew(j)] = perm_in[start + j]
-        for d in range(R):
-            cnt[t, d] = 0
-        cuda.syncthreads()
-        # 1. each thread counts the digits of its own segment
-        seg = t * items
-        for k in range(items):
-            j = seg + k
-            if j < m:
-                d = int32((tile_keys[skew(j)] >> shift) & MASK)
-                cnt[t, d] += 1
-        cuda.syncthreads()
-        # 2. per digit, exclusive scan over threads; totals become the digit's tile offset
-        for d in range(t, R, threads):
-            run = 0
-            for s in range(threads):
-                c = int32(cnt[s, d])
-                cnt[s, d] = run
-                run += c
-            tile_off[d] = run
-        cuda.syncthreads()
         if t == 0:
-            run = 0
-            for d in range(R):
-                c = tile_off[d]
-                tile_off[d] = run
-                run += c
+            tile_sh[0] = cuda.atomic.add(status, (which, status.shape[1] - 1), status_type(1))
+        for j in range(t, WARPS * R, threads):
+            warp_count[j // R, j % R] = 0
         cuda.syncthreads()
-        # 3. each thread ranks its keys, in order, within the tile sorted by digit
+        tile = tile_sh[0]
+        base = int64(tile) * TILE
+        m = min(TILE, n - base)                  # keys in this tile
+
+        # 1. load the warp's keys (all loads in flight at once), then rank each key among the
+        #    keys of its warp with the same digit, in input order
+        first = base + w * WSPAN + lane
         for k in range(items):
-            j = seg + k
-            if j < m:
-                d = int32((tile_keys[skew(j)] >> shift) & MASK)
-                pos = tile_off[d] + int32(cnt[t, d])
-                cnt[t, d] += 1
-                order[skew(pos)] = j
+            i = first + k * WARP                 # coalesced
+            if i < n:
+                keys[k] = keys_in[i]
+        for k in range(items):
+            valid = first + k * WARP < n
+            value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
+            rank[k] = rank_round(value, valid, lane, w, table, warp_count)
         cuda.syncthreads()
-        # 4. coalesced write-out: the run of digit d goes to offsets[d, tile] onwards
+
+        # 2. per digit: exclusive scan over warps, the tile's count, published at once
+        for d in range(t, R, threads):
+            run = int32(0)
+            for v in range(WARPS):
+                c = warp_count[v, d]
+                warp_count[v, d] = run
+                run += c
+            tile_count[d] = run
+            scan[0, d] = run
+            flag = INC if tile == 0 else AGG
+            cuda.atomic.add(status, (which, int64(tile) * R + d),
+                            status_type(int64(flag) + run))
+        cuda.syncthreads()
+
+        # 3. inclusive scan over digits (Hillis-Steele; every thread runs every step)
+        for s in range(LOG_R):
+            src = s % 2
+            step = 1 << s
+            for d in range(t, R, threads):
+                v = scan[src, d]
+                if d >= step:
+                    v += scan[src, d - step]
+                scan[1 - src, d] = v
+            cuda.syncthreads()
+        fin = LOG_R % 2                          # the buffer holding the inclusive scan
+
+        # 4. stage the tile in shared memory, sorted by digit
+        for k in range(items):
+            i = first + k * WARP
+            if i < n:
+                key = keys[k]
+                d = int32((key >> shift) & MASK)
+                pos = scan[fin, d] - tile_count[d] + warp_count[w, d] + rank[k]
+                stage_keys[pos] = key
+                if perm_mode == 1:
+                    stage_perm[pos] = uint32(i)
+                elif perm_mode == 2:        # loaded here: fewer registers (72, not 115)
+                    stage_perm[pos] = perm_in[i]
+
+        # 5. decoupled look-back: keys of digit d in tiles before this one
+        for d in range(t, R, threads):
+            prefix = int64(0)
+            if tile > 0:
+                k = tile - 1
+                while k >= 0:
+                    word = int64(cuda.atomic.add(status, (which, int64(k) * R + d),
+                                                 status_type(0)))
+                    flag = word >> shift_bits
+                    if flag != 0:
+                        prefix += word & COUNT_MASK
+                        if flag == INCLUSIVE:
+                            break
+                        k -= 1
+                if publish_inclusive:
+                    cuda.threadfence()
+                    # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
+                    cuda.atomic.add(status, (which, int64(tile) * R + d),
+                                    status_type(AGG + prefix))
+            dest_base[d] = digit_start[p, d] + prefix - (scan[fin, d] - tile_count[d])
+        cuda.syncthreads()
+
+        # 6. coalesced write-out: runs of equal digits go to consecutive places
         for k in range(items):
             j = k * threads + t
             if j < m:
-                src = int32(order[skew(j)])
-                key = tile_keys[skew(src)]
-                d = int32((key >> shift) & MASK)
-                dest = offsets[d * ntiles + b] + (j - tile_off[d])
+                key = stage_keys[j]
+                dest = dest_base[int32((key >> shift) & MASK)] + j
                 keys_out[dest] = key
                 if with_perm:
-                    perm_out[dest] = tile_perm[skew(src)]
+                    perm_out[dest] = stage_perm[j]
 
     return kernel
 

@@ -148,8 +148,12 @@ def test_gpu_tasks_run_only_on_gpu_workers():
             assert rel_err(np.concatenate(c.gather(futs)), want) <= TOL["vs_ducc0"]
         got = sd.alm2map(alms, 1, client=c, backend="cuda", pattern="rings", nchunks=2)
         assert rel_err(got, want) <= TOL["vs_ducc0"]
-        with pytest.raises(NotImplementedError, match="CUDA"):
-            sd.alm2map(alms, 1, client=c, backend="cuda", pattern="m")
+        got = sd.alm2map(alms, 1, client=c, backend="cuda", pattern="m", nchunks=2)
+        assert rel_err(got, want) <= TOL["vs_ducc0"]
+        maps = np.random.default_rng(6).standard_normal((2, 12))
+        assert rel_err(sd.map2alm(maps, 2, iter=1, client=c, backend="cuda", pattern="m",
+                                  nchunks=2),
+                       sphgpu.map2alm(maps, 2, iter=1, backend="cpu")) <= TOL["vs_ducc0"]
     finally:
         c.shutdown()
         c.close()

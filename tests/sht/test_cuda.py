@@ -128,3 +128,49 @@ def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
                         lambda: type("Pool", (), {"free_bytes": lambda self: 0})())
     with pytest.raises(MemoryError, match="GiB of GPU memory per map"):
         sphgpu.alm2map(np.zeros(AlmLayout(256).size, complex), 128, backend="cuda")
+
+
+def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng):
+    # Rings at sin(theta) ~ 0.5 and m ~ 320: lambda_mm ~ 2**-320 starts at scale k = -1 and
+    # the recurrence lifts it past 2**-300 before l = m / sin(theta) < lmax. The kernels check
+    # the scale every CHECK_EVERY steps instead of every step; against the twin's per-step
+    # recurrence the results must agree to rounding. Only the m below run (first[m] = npairs
+    # makes the kernels skip every other m), to keep the simulator quick.
+    from sphgpu.sht import _cuda_kernels as K
+    from sphgpu.sht import legendre
+    lmax, ms = 700, [0, 7, 312, 340]
+    theta = np.array([0.5, 0.53, 1.3])
+    north, south = np.arange(3), np.array([5, 4, 3])
+    x, s = np.cos(theta), np.sin(theta)
+    m = np.arange(lmax + 1)
+    mstart = m * (2 * lmax + 1 - m) // 2
+    alpha, scale = legendre.coefficient_tables(lmax, lmax, mstart)
+    mu = legendre.mu_table(lmax)
+    first = np.full(lmax + 1, 3)
+    first[ms] = 0
+    assert legendre.start_value(mu[312], 312, s[0])[1] == -1    # starts below 2**-300
+    nalm = int(mstart[-1]) + lmax + 1
+    alm = rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm))
+    leg = np.zeros((1, 6, lmax + 1), complex)
+    args = (mstart, m, lmax, alpha, scale, mstart, mu, x, s, north, south, first)
+    K.alm2leg_kernel(1, 16, 1)[(1, lmax + 1), 16](alm, *args, leg)
+    ring_leg = rng.standard_normal((1, 6, lmax + 1)) + 1j * rng.standard_normal((1, 6, lmax + 1))
+    back = np.zeros((1, 2 * nalm))
+    K.leg2alm_kernel(1, 16, 1)[(1, lmax + 1), 16](ring_leg, *args, back)
+    back = back.view(complex)
+    for mm in ms:
+        sl = slice(mstart[mm] + mm, mstart[mm] + lmax + 1)
+        want_alm = np.zeros((1, nalm), complex)
+        for p in range(3):
+            v, k = legendre.start_value(mu[mm], mm, s[p])
+            out = np.zeros((1, 2), complex)
+            legendre.legendre_sum(alm, mstart[mm], mm, lmax, alpha, scale, x[p], v, k, out)
+            if mm >= 312 and p < 2:          # dead at l = m, alive before lmax
+                assert k == -1 and np.abs(out).max() > 0.1
+            np.testing.assert_allclose(leg[0, [north[p], south[p]], mm], out[0],
+                                       rtol=1e-12, atol=1e-14 * np.abs(out).max())
+            two = ring_leg[:, [north[p], south[p]], mm]
+            legendre.legendre_adjoint(two, mstart[mm], mm, lmax, alpha, scale, x[p], v, k,
+                                      want_alm)
+        assert np.abs(want_alm[0, sl]).max() > 0
+        assert rel_err(back[0, sl], want_alm[0, sl]) <= 1e-13

@@ -1,40 +1,176 @@
 """The CUDA radix sort kernels (Numba's simulator in CI, the GPU on the GPU machine) against
-numpy.argsort(kind="stable")."""
+numpy.argsort(kind="stable").
+
+Under the simulator a tile is 32 threads x 8 keys (``_cuda.THREADS``, ``DEFAULT_ITEMS``), so a
+few hundred keys already cross several tiles and the decoupled look-back runs; the tests that
+pick ``threads`` and ``items`` themselves use several warps per tile.
+"""
+
+import sys
 
 import numpy as np
 import pytest
 
 from sphgpu.backends import cuda_available
 from sphgpu.sort import _cuda
+from sphgpu.sort import _cuda_kernels as K
+from sphgpu.sort.keys import SUPPORTED_DTYPES
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
+real_gpu = pytest.mark.skipif(_cuda.SIMULATOR, reason="sizes for a real GPU")
+
+
+@pytest.fixture(autouse=True)
+def _fast_simulator_barriers(monkeypatch):
+    """The simulator's block manager polls its threads; with Python's default 5 ms switch
+    interval each barrier costs milliseconds, and shorter slices make these tests ~3x faster.
+    But the simulator creates a block's shared arrays on first use, keyed by the calling source
+    line, without a lock, so more frequent switches let two threads each create their own copy
+    (seen as garbage indices). The shorter interval comes only with the same creation under a
+    lock."""
+    import threading
+    import traceback
+
+    try:
+        from numba.cuda.simulator.kernelapi import FakeCUDAShared
+        from numba.np.numpy_support import as_dtype
+    except ImportError:
+        FakeCUDAShared = None
+    if (not _cuda.SIMULATOR or FakeCUDAShared is None
+            or not hasattr(FakeCUDAShared(0), "_allocations")):
+        yield
+        return
+    lock = threading.Lock()
+    unlocked = FakeCUDAShared.array
+
+    def array(self, shape, dtype):
+        if shape == 0:                                      # dynamic shared memory
+            return unlocked(self, shape, dtype)
+        caller = tuple(traceback.extract_stack(sys._getframe(1), limit=1)[0][0:2])
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(
+                    shape, as_dtype(dtype) if not isinstance(dtype, np.dtype) else dtype)
+        return res
+
+    monkeypatch.setattr(FakeCUDAShared, "array", array)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(2e-4)
+    yield
+    sys.setswitchinterval(before)
+
+
+def tied_keys(rng, n, key_bits, dtype):
+    """n keys below 2**key_bits, a third of them equal (stability matters), largest present."""
+    keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
+    if n:
+        keys[: n // 3] = keys[n // 2]
+        keys[-1] = 2**key_bits - 1
+    return keys
+
+
+def check_pairs(keys, key_bits, radix_bits, **launch):
+    before = keys.copy()
+    want = np.argsort(keys, kind="stable")
+    out, perm = _cuda.sort_pairs(keys, key_bits, radix_bits, True, **launch)
+    assert perm.dtype == np.int64
+    np.testing.assert_array_equal(perm, want)
+    np.testing.assert_array_equal(out, keys[want])
+    out2, none = _cuda.sort_pairs(keys, key_bits, radix_bits, False, **launch)
+    assert none is None
+    np.testing.assert_array_equal(out2, keys[want])
+    np.testing.assert_array_equal(keys, before)                # input untouched
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
-@pytest.mark.parametrize("n", [0, 1, 31, 33, 1025])
+@pytest.mark.parametrize("n", [0, 1, 31, 33, 300])
 @pytest.mark.parametrize("key_bits, radix_bits", [(10, 5), (10, 3), (7, 8), (12, 4)])
 def test_sort_pairs_is_a_stable_sort(dtype, n, key_bits, radix_bits, rng):
-    keys = rng.integers(0, 2**key_bits, n).astype(dtype)
-    keys[: n // 3] = keys[n // 2] if n else 0          # many duplicates: stability matters
-    before = keys.copy()
+    check_pairs(tied_keys(rng, n, key_bits, dtype), key_bits, min(radix_bits, key_bits))
+
+
+@pytest.mark.parametrize("threads, items, dtype, key_bits, radix_bits", [
+    (64, 2, np.uint32, 16, 8),       # 2 warps, R = 256 > threads: several digits per thread
+    (96, 1, np.uint64, 12, 6),       # 3 warps, one key each
+    (32, 3, np.uint32, 9, 3),        # one warp, 3 passes
+])
+def test_look_back_over_many_tiles(threads, items, dtype, key_bits, radix_bits, rng):
+    """At least 6 tiles, ragged last tile, many equal keys."""
+    n = 6 * threads * items + 5
+    check_pairs(tied_keys(rng, n, key_bits, dtype), key_bits, radix_bits, threads=threads,
+                items=items)
+
+
+def test_look_back_over_aggregates_only(rng, monkeypatch):
+    """Tiles that publish only their own counts: every look-back sums aggregates back to tile
+    0 (the simulator runs blocks in order, so otherwise it meets only inclusive prefixes)."""
+    build = K.onesweep_kernel
+    monkeypatch.setattr(K, "onesweep_kernel",
+                        lambda *a: build(*a, publish_inclusive=False))
+    check_pairs(tied_keys(rng, 7 * 64 + 3, 11, np.uint32), 11, 6, threads=32, items=2)
+
+
+def test_wide_look_back_words(rng, monkeypatch):
+    """The uint64 look-back words of sorts of 2**30 keys or more, at a small size."""
+    monkeypatch.setattr(K, "status_shift", lambda n: 40)
+    check_pairs(tied_keys(rng, 5 * 64 + 1, 14, np.uint64), 14, 7, threads=32, items=2)
+
+
+def test_constant_digits_skip_their_passes(rng, monkeypatch):
+    """Keys whose middle and top digits are constant: only two onesweep passes run."""
+    launched = []
+    build = K.onesweep_kernel
+
+    def counting(*a, **kw):
+        launched.append(a[:1])
+        return build(*a, **kw)
+
+    monkeypatch.setattr(K, "onesweep_kernel", counting)
+    n = 600
+    keys = (rng.integers(0, 256, n) | (0xAB << 8) | (rng.integers(0, 256, n) << 16)
+            | (0x7F << 24)).astype(np.uint32)
+    keys[: n // 2] = keys[n // 4]
     want = np.argsort(keys, kind="stable")
-    out, perm = _cuda.sort_pairs(keys, key_bits, min(radix_bits, key_bits), True)
+    out, perm = _cuda.sort_pairs(keys, 32, 8, True)
     np.testing.assert_array_equal(perm, want)
     np.testing.assert_array_equal(out, keys[want])
-    np.testing.assert_array_equal(keys, before)                # input untouched
-    out2, none = _cuda.sort_pairs(keys, key_bits, radix_bits, False)
-    assert none is None
-    np.testing.assert_array_equal(out2, keys[want])
+    assert len(launched) == 2
+    launched.clear()
+    out, perm = _cuda.sort_pairs(np.full(300, 5, np.uint64), 3, 2, True)   # no pass at all
+    np.testing.assert_array_equal(perm, np.arange(300))
+    np.testing.assert_array_equal(out, np.full(300, 5))
+    assert launched == []
 
 
-def test_full_width_keys_and_skipped_passes(rng):
+@pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 13, 5), (np.uint64, 64, 8)])
+def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits, rng):
+    import numba
+
+    n = 500
+    keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
+    passes = -(-key_bits // radix_bits)
+    hist = np.zeros(passes << radix_bits, np.int64)
+    K.histogram_kernel(passes, radix_bits, 32, numba.from_dtype(keys.dtype))[3, 32](
+        keys, key_bits, hist)
+    for p, row in enumerate(hist.reshape(passes, -1)):
+        bits = min(radix_bits, key_bits - p * radix_bits)
+        digits = (keys >> dtype(p * radix_bits)) & dtype(2**bits - 1)
+        np.testing.assert_array_equal(row, np.bincount(digits.astype(np.int64),
+                                                       minlength=1 << radix_bits))
+
+
+def test_balanced_radix_bits():
+    assert [_cuda._balanced_bits(b) for b in (1, 8, 9, 10, 16, 20, 30, 32, 64)] == [
+        1, 8, 5, 5, 8, 7, 8, 8, 8]
+
+
+def test_full_width_keys(rng):
     keys = rng.integers(0, 2**32, 700, dtype=np.uint64) << np.uint64(31)   # low 31 bits zero
     want = np.argsort(keys, kind="stable")
     out, perm = _cuda.sort_pairs(keys, 64, 8, True)
     np.testing.assert_array_equal(perm, want)
-    same = np.full(300, 5, dtype=np.uint32)
-    out, perm = _cuda.sort_pairs(same, 3, 2, True)
-    np.testing.assert_array_equal(perm, np.arange(300))
+    np.testing.assert_array_equal(out, keys[want])
 
 
 def test_radix_bits_above_the_shared_memory_limit_is_refused():
@@ -42,21 +178,75 @@ def test_radix_bits_above_the_shared_memory_limit_is_refused():
         _cuda.sort_pairs(np.zeros(4, np.uint32), 16, 9, True)
 
 
-@pytest.mark.parametrize("dtype", [np.int16, np.float64, np.uint8])
+def test_launch_shape_fits_shared_memory():
+    for bits in range(1, _cuda.MAX_RADIX_BITS + 1):
+        for key_bytes in (4, 8):
+            for perm in (False, True):
+                threads, items = _cuda.launch_shape(bits, key_bytes, perm, items=64,
+                                                    threads=256)
+                assert items >= 1 and items <= K.max_items(bits, 256, key_bytes, perm)
+    assert _cuda.launch_shape(8, 4, True, threads=256)[1] == min(_cuda.DEFAULT_ITEMS, 16)
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES, ids=str)
 def test_public_api_on_the_cuda_backend(dtype, rng):
     import sphgpu.sort as S
-    keys = (rng.standard_normal(300) * 50).astype(dtype)
-    if dtype == np.float64:
+    n = 300
+    keys = (rng.standard_normal(n) * 50).astype(dtype)
+    keys[rng.integers(0, n, n // 2)] = keys[7]                  # ties
+    if dtype.kind == "f":
         keys[[3, 7]] = np.nan
         keys[10] = -0.0
     want = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(S.argsort(keys, backend="cuda"), want)
-    out, vals = S.radix_sort(keys, values=np.arange(300.0), backend="cuda")
+    out, vals = S.radix_sort(keys, values=np.arange(float(n)), backend="cuda")
     np.testing.assert_array_equal(vals, want.astype(float))
-    np.testing.assert_array_equal(out, keys[want])
+    np.testing.assert_array_equal(out.view(np.uint8), keys[want].view(np.uint8))
 
 
-@pytest.mark.skipif(_cuda.SIMULATOR, reason="the autotuner measures on a real GPU only")
+# -- real GPU only --------------------------------------------------------------------------
+
+@real_gpu
+@pytest.mark.parametrize("log2n", [20, 22, 25])
+@pytest.mark.parametrize("dtype, key_bits", [(np.uint32, 32), (np.uint32, 10), (np.uint64, 64),
+                                             (np.uint64, 40)])
+def test_large_sorts_on_the_gpu(log2n, dtype, key_bits, rng, monkeypatch):
+    import cupy
+
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")      # the tuner has its own test below
+    n = (1 << log2n) + 7                                        # a ragged last tile
+    keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
+    keys[rng.integers(0, n, n // 8)] = keys[0]                  # ties across tiles
+    want = np.argsort(keys, kind="stable")
+    d = cupy.asarray(keys)
+    for bits in sorted({_cuda.choose_radix_bits(n, key_bits, keys.itemsize, True), 8, 5}):
+        out, perm = _cuda.sort_pairs(d, key_bits, bits, True)
+        assert isinstance(perm, cupy.ndarray) and perm.dtype == np.int64
+        np.testing.assert_array_equal(perm.get(), want)
+        np.testing.assert_array_equal(out.get(), keys[want])
+        out = _cuda.sort_pairs(d, key_bits, bits, False)[0]
+        np.testing.assert_array_equal(out.get(), keys[want])
+    np.testing.assert_array_equal(d.get(), keys)                # input untouched
+
+
+@real_gpu
+def test_every_dtype_on_the_gpu(rng, monkeypatch):
+    import cupy
+
+    import sphgpu.sort as S
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
+    n = (1 << 20) + 3
+    for dtype in SUPPORTED_DTYPES:
+        keys = (rng.standard_normal(n) * 1000).astype(dtype)
+        if dtype.kind == "f":
+            keys[[5, 9]] = np.nan
+            keys[11] = -0.0
+        want = np.argsort(keys, kind="stable")
+        perm = S.argsort(cupy.asarray(keys), backend="cuda")
+        np.testing.assert_array_equal(perm.get(), want)
+
+
+@real_gpu
 def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, monkeypatch, rng):
     import json
 

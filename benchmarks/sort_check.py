@@ -1,0 +1,198 @@
+"""One-shot GPU check of the onesweep radix sort: does it sort, and where does the time go.
+
+Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
+
+    python3 benchmarks/sort_check.py [--out DIR] [--quick]
+
+1. Correctness of ``sphgpu.sort._cuda.sort_pairs`` at several sizes, key widths and radix bits
+   (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
+   the GPU beyond (sorted keys equal cupy.sort's, keys[perm] equal them, perm is a permutation
+   and increases within runs of equal keys, i.e. the sort is stable).
+2. Per-stage GPU time of one sort (CUDA events after each queued stage: the all-pass histogram,
+   the host sync of the constant-digit check, the digit scan, buffer set-up, each onesweep
+   pass) and the host time spent issuing it, at 2^20, 2^25 (and 2^28 without --quick).
+3. Launch-shape variants (items per thread x register cap) at 2^25 uint32 keys, keys only and
+   keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit keys
+   + permutation, 2 passes of 5 bits) against cupy.argsort.
+Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from sphgpu.sort import _cuda
+
+
+def _events_trace(cupy):
+    """A trace callback for sort_pairs recording a CUDA event after each queued stage."""
+    marks = []
+
+    def trace(label):
+        ev = cupy.cuda.Event()
+        ev.record()
+        marks.append((label, ev))
+
+    return marks, trace
+
+
+def staged(cupy, d, key_bits, bits, perm, **launch):
+    """(total GPU ms, host issue ms, [(stage, GPU ms)]) of one sort, after a warm-up."""
+    _cuda.sort_pairs(d, key_bits, bits, perm, **launch)
+    cupy.cuda.Device().synchronize()
+    marks, trace = _events_trace(cupy)
+    start = cupy.cuda.Event()
+    start.record()
+    t0 = time.perf_counter()
+    _cuda.sort_pairs(d, key_bits, bits, perm, trace=trace, **launch)
+    t_issue = time.perf_counter() - t0
+    end = cupy.cuda.Event()
+    end.record()
+    end.synchronize()
+    stages, prev = [], start
+    for label, ev in marks:
+        stages.append((label, cupy.cuda.get_elapsed_time(prev, ev)))
+        prev = ev
+    return cupy.cuda.get_elapsed_time(start, end), t_issue * 1e3, stages
+
+
+def median_ms(cupy, fn, repeat=7):
+    fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeat):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(a, b))
+    return float(np.median(times))
+
+
+def random_keys(rng, n, key_bits, dtype, ties=True):
+    keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
+    if ties and n > 8:
+        keys[rng.integers(0, n, n // 8)] = keys[n // 2]
+    return keys
+
+
+def check_one(cupy, rng, n, dtype, key_bits, bits, **launch):
+    """True when keys + permutation and keys alone come back right."""
+    h = random_keys(rng, n, key_bits, dtype)
+    d = cupy.asarray(h)
+    out, perm = _cuda.sort_pairs(d, key_bits, bits, True, **launch)
+    out2, _ = _cuda.sort_pairs(d, key_bits, bits, False, **launch)
+    if n <= 1 << 22:
+        want = np.argsort(h, kind="stable")
+        return (np.array_equal(perm.get(), want) and np.array_equal(out.get(), h[want])
+                and np.array_equal(out2.get(), h[want]) and np.array_equal(d.get(), h))
+    ref = cupy.sort(d)
+    ok = bool((out == ref).all()) and bool((out2 == ref).all()) and bool((d[perm] == ref).all())
+    ok = ok and bool((cupy.sort(perm) == cupy.arange(n)).all())
+    same = out[1:] == out[:-1]
+    return ok and bool((perm[1:][same] > perm[:-1][same]).all())
+
+
+def main():
+    import cupy
+
+    from sphgpu.bench import machine_info
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None)
+    p.add_argument("--quick", action="store_true", help="skip 2^28 and most launch variants")
+    args = p.parse_args()
+    info = machine_info()
+    print(json.dumps(info), flush=True)
+    rng = np.random.default_rng(7)
+    result = {"machine": info, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+
+    # 1. correctness
+    cases = [(1000, np.uint32, 32, 8), (3841, np.uint32, 32, 8), (1 << 16, np.uint32, 10, 5),
+             ((1 << 20) + 7, np.uint32, 32, 8), ((1 << 20) + 7, np.uint32, 32, 7),
+             ((1 << 20) + 7, np.uint32, 32, 4), ((1 << 20) + 7, np.uint64, 64, 8),
+             ((1 << 20) + 7, np.uint64, 40, 7), ((1 << 22) + 1, np.uint32, 10, 5),
+             ((1 << 25) + 3, np.uint32, 32, 8)]
+    checks = []
+    t0 = time.perf_counter()
+    for n, dtype, kb, rb in cases:
+        ok = check_one(cupy, rng, n, dtype, kb, rb)
+        checks.append({"n": n, "dtype": np.dtype(dtype).name, "key_bits": kb, "radix_bits": rb,
+                       "ok": ok})
+        print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
+              f"{'ok' if ok else 'WRONG'}", flush=True)
+    for items, regs in ((9, None), (15, 64), (15, 0)):
+        ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
+                       max_registers=regs)
+        checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs, "ok": ok})
+        print(f"check 2^20+7 items={items} max_registers={regs}: {'ok' if ok else 'WRONG'}",
+              flush=True)
+    result["checks"] = checks
+    print(f"checks took {time.perf_counter() - t0:.1f} s (with compiles)", flush=True)
+
+    # 2. where the time goes
+    stages = []
+    for e in ((20, 25) if args.quick else (20, 25, 28)):
+        n = 1 << e
+        d = cupy.asarray(random_keys(rng, n, 32, np.uint32, ties=False))
+        for perm in (False, True):
+            total, issue, parts = staged(cupy, d, 32, 8, perm)
+            peer = median_ms(cupy, (lambda: cupy.argsort(d)) if perm else (lambda: cupy.sort(d)))
+            stages.append({"log2n": e, "perm": perm, "total_ms": total, "host_issue_ms": issue,
+                           "stages_ms": parts, "cupy_ms": peer})
+            print(f"2^{e} {'keys+perm' if perm else 'keys':9s} r=8: GPU {total:.3f} ms "
+                  f"(host issued in {issue:.3f} ms), cupy {peer:.3f} ms -> "
+                  f"{peer / total:.2f}x | "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+    result["stages"] = stages
+
+    # 3. launch-shape variants at 2^25, and the PIC case
+    n = 1 << 25
+    d = cupy.asarray(random_keys(rng, n, 32, np.uint32, ties=False))
+    # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap
+    variants = [(15, None), (12, None), (9, None)]
+    if not args.quick:
+        variants += [(15, 0), (15, 64), (12, 0), (16, None)]
+    rows = []
+    sort_ms = median_ms(cupy, lambda: cupy.sort(d))
+    argsort_ms = median_ms(cupy, lambda: cupy.argsort(d))
+    for items, regs in variants:
+        for bits in (8, 7) if items == 15 and regs is None else (8,):
+            k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, False, items=items,
+                                                          max_registers=regs))
+            kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, True, items=items,
+                                                           max_registers=regs))
+            rows.append({"items": items, "max_registers": regs, "radix_bits": bits,
+                         "keys_ms": k, "keys_perm_ms": kp, "vs_cupy_sort": sort_ms / k,
+                         "vs_cupy_argsort": argsort_ms / kp})
+            print(f"2^25 r={bits} items={items:2d} max_registers={regs}: keys {k:.3f} ms "
+                  f"({sort_ms / k:.2f}x cupy.sort {sort_ms:.3f}), keys+perm {kp:.3f} ms "
+                  f"({argsort_ms / kp:.2f}x cupy.argsort {argsort_ms:.3f})", flush=True)
+    result["variants_2e25"] = rows
+    n = 8 << 20
+    cells = cupy.asarray(rng.integers(0, 1024, n).astype(np.uint32))
+    pic = median_ms(cupy, lambda: _cuda.sort_pairs(cells, 10, 5, True))
+    peer = median_ms(cupy, lambda: cupy.argsort(cells))
+    total, issue, parts = staged(cupy, cells, 10, 5, True)
+    result["pic_8M"] = {"sphgpu_ms": pic, "cupy_argsort_ms": peer, "host_issue_ms": issue,
+                        "stages_ms": parts}
+    print(f"PIC 8M 10-bit + perm (2 x 5 bits): {pic:.3f} ms vs cupy.argsort {peer:.3f} ms "
+          f"-> {peer / pic:.2f}x (host issued in {issue:.3f} ms) | "
+          + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "sort_check.json"), "w") as f:
+            json.dump(result, f, indent=1)
+    return 0 if all(c["ok"] for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
