@@ -16,10 +16,21 @@ Run on a multi-GPU machine:  python benchmarks/distributed.py --gpus 1 2 4 --out
    own chunk and the slowest one is the distributed time). The m-chunk pattern ("m", the
    paper's all-to-all) needs the CUDA Legendre/ring stages; ``--host-big`` also times both
    patterns host to host (NumPy a_lm in, whole map back through Dask) and records which ran.
-Correctness: one map of the batch against ducc0, and sample pixels of the split large
-transform against the one-GPU map, in the same run.
+3. ``--convolve``: one split-plan convolution, nside ``--conv-nside`` (2048, lmax 2 nside),
+   the 10' beam (``RadialKernel.cmb``) cut at ``--conv-theta`` (30') with the smallest l_cut
+   meeting 1e-5, with ``sphgpu.distributed.convolve`` on 1, 2, 4 GPUs (harmonic part on one
+   GPU, real-space latitude bands on the others; one GPU runs the serial split there), against
+   the serial ``sphgpu.convolve.convolve`` in this process in the same run. Host to host
+   (NumPy map in, NumPy map out, as the serial call here): the wall time, and the span of the
+   workers' tasks (first start to last end) without the client's sending and gathering; on 2
+   and 4 units also with ``harmonic_weight`` (the measured time of the harmonic part over the
+   real-space part's), which gives the harmonic part's worker a smaller band too.
+Correctness: one map of the batch against ducc0, sample pixels of the split large transform
+against the one-GPU map, and every distributed convolution against the serial one, in the
+same run.
 
-Writes DIR/distributed.json (machine info, every timing) and DIR/distributed_scaling.png;
+Writes DIR/distributed.json (machine info, every timing), DIR/distributed_scaling.png and,
+with ``--convolve``, DIR/distributed_convolve.png;
 ``--replot JSON`` redraws the plot from an earlier run. ``--backend cpu --units 1 2`` runs the
 same harness with single-threaded CPU workers at small sizes (a smoke test on any machine).
 """
@@ -241,8 +252,13 @@ def bench_dr(units, args, log):
             log(f"  tasks: {len(tasks)}, compute {min(d for _, d in tasks):.3f}.."
                 f"{max(d for _, d in tasks):.3f} s on {len(set(w for w, _ in tasks))} workers; "
                 f"devices {sorted(str(v) for v in row_tasks['devices'].values())}")
+            per_worker = {}
+            for w, dt in tasks:
+                per_worker[w] = per_worker.get(w, 0.0) + dt
             row = {"units": n, "seconds": statistics.median(times), "all_s": times,
                    "one_call": row_tasks,
+                   # what a call costs beyond its busiest worker's counting: Dask's share
+                   "overhead_s": statistics.median(times) - max(per_worker.values()),
                    "counts_equal_to_first": equal,
                    "pairs_in_bins": int(sum(int(c.sum()) for c in counts))}
             out["rows"].append(row)
@@ -346,6 +362,113 @@ def _unit(args):
     return "GPU(s)" if args.backend == "cuda" else "CPU worker(s)"
 
 
+# ----------------------------------------------------------------------------- convolution
+def bench_convolve(units, args, log):
+    """One split convolution on n units against the serial one in this process."""
+    from distributed import get_task_stream
+
+    import sphgpu.distributed as sd
+    from sphgpu.bench import time_call
+    from sphgpu.convolve import ARCMIN, RadialKernel, SplitFitter, convolve, white_noise
+
+    nside, lmax = args.conv_nside, 2 * args.conv_nside
+    k = RadialKernel.cmb(args.conv_fwhm, lmax)
+    theta = args.conv_theta * ARCMIN
+    fitter = SplitFitter(k, theta)
+    l_cut = fitter.smallest_l_cut(theta, 1e-5)
+    if l_cut is None:
+        raise SystemExit(f"no l_cut meets 1e-5 at theta_cut {args.conv_theta}'")
+    split = fitter.split(l_cut, theta)
+    m = white_noise(nside, 5)
+    out = {"nside": nside, "lmax": lmax, "fwhm_arcmin": args.conv_fwhm, "l_cut": int(l_cut),
+           "theta_cut_arcmin": split.theta_cut_arcmin,
+           "predicted_error": split.predicted_error, "rows": []}
+    log(f"convolution: nside {nside}, {args.conv_fwhm}' beam, split at l_cut {l_cut} / "
+        f"{split.theta_cut_arcmin:.1f}'")
+    want = convolve(m, split, backend=args.backend)
+    serial = time_call(lambda: convolve(m, split, backend=args.backend), repeat=args.repeat,
+                       max_seconds=60)
+    out["serial_s"] = serial.median
+    out["serial_all_s"] = serial.seconds
+    # each part alone (host to host): their ratio sizes the harmonic worker's own band
+    from sphgpu import RingGeometry
+    from sphgpu.convolve.harmonic import harmonic_convolve
+
+    geom = RingGeometry.healpix(nside)
+    th = time_call(lambda: harmonic_convolve(m, split.harmonic_bl, geom, backend=args.backend),
+                   repeat=args.repeat, max_seconds=60).median
+    tr = time_call(lambda: convolve(m, split.realspace, backend=args.backend),
+                   repeat=args.repeat, max_seconds=60).median
+    out["serial_harmonic_s"], out["serial_realspace_s"] = th, tr
+    weight = th / tr
+    log(f"  serial in this process: {serial.median:.3f} s (harmonic part alone {th:.3f} s, "
+        f"real-space part alone {tr:.3f} s)")
+    for n in sorted(set(units)):
+        client = _cluster(n, args.backend)
+        try:
+            def run(w=None):
+                return sd.convolve(m, split, backend=args.backend, client=client,
+                                   harmonic_weight=w)
+
+            got = run()                                     # warm-up: JIT, plans, tables
+            err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            del got
+            row = {"units": n, "err_vs_serial": err}
+            # plain: the harmonic part's worker runs only it; weighted: it also gets a band
+            # sized by the measured ratio of the two parts (same as plain on one worker)
+            for mode, w in (("plain", None), ("weighted", weight)) if n > 1 else \
+                    (("plain", None),):
+                run(w)                                      # warm-up of this band layout
+                t = time_call(lambda: run(w), repeat=args.repeat, warmup=0, max_seconds=60)
+                with get_task_stream(client) as stream:
+                    run(w)
+                comp = [s for tk in stream.data for s in tk["startstops"]
+                        if s["action"] == "compute"]
+                span = max(s["stop"] for s in comp) - min(s["start"] for s in comp)
+                sfx = "" if mode == "plain" else "_weighted"
+                row.update({f"seconds{sfx}": t.median, f"all_s{sfx}": t.seconds,
+                            f"task_span_s{sfx}": span, f"tasks{sfx}": len(stream.data),
+                            f"speedup_vs_serial{sfx}": out["serial_s"] / t.median,
+                            f"span_speedup_vs_serial{sfx}": out["serial_s"] / span})
+                log(f"  {n} {_unit(args)}, {mode}: {t.median:.3f} s host to host, tasks' "
+                    f"span {span:.3f} s ({len(stream.data)} tasks), error vs serial {err:.1e}")
+            out["rows"].append(row)
+        finally:
+            client.shutdown()
+            client.close()
+    return out
+
+
+def plot_convolve(conv, path, machine):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = conv["rows"]
+    ns = [r["units"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    x = np.arange(len(ns))
+    ax.bar(x - 0.3, [r["seconds"] for r in rows], 0.2, label="host to host")
+    ax.bar(x - 0.1, [r["task_span_s"] for r in rows], 0.2, label="span of the tasks (one call)")
+    ax.bar(x + 0.1, [r.get("seconds_weighted", np.nan) for r in rows], 0.2,
+           label="host to host, harmonic worker with a band")
+    ax.bar(x + 0.3, [r.get("task_span_s_weighted", np.nan) for r in rows], 0.2,
+           label="span, harmonic worker with a band")
+    ax.axhline(conv["serial_s"], color="k", ls="--", lw=1, label="serial, one process")
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(n) for n in ns])
+    ax.set_xlabel("workers")
+    ax.set_ylabel("seconds (median)")
+    ax.set_title(f"split convolution, nside {conv['nside']}, {conv['fwhm_arcmin']:g}' beam, "
+                 f"l_cut {conv['l_cut']} / {conv['theta_cut_arcmin']:.0f}'", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.suptitle(f"sphgpu.distributed.convolve on {machine.get('gpu') or machine['host']}",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 # ----------------------------------------------------------------------------- plot
 def plot(data, path):
     import matplotlib
@@ -406,6 +529,11 @@ def main():
     p.add_argument("--no-big", action="store_true", help="skip the large transform")
     p.add_argument("--no-batch", action="store_true", help="skip the batch of transforms")
     p.add_argument("--dr", action="store_true", help="also time DR against several randoms")
+    p.add_argument("--convolve", action="store_true",
+                   help="also time one split convolution against the serial one")
+    p.add_argument("--conv-nside", type=int, default=2048)
+    p.add_argument("--conv-fwhm", type=float, default=10.0, help="beam FWHM, arcmin")
+    p.add_argument("--conv-theta", type=float, default=30.0, help="theta_cut, arcmin")
     p.add_argument("--randoms", type=int, default=8)
     p.add_argument("--n-data", type=int, default=84000)
     p.add_argument("--n-random", type=int, default=900000)
@@ -417,8 +545,12 @@ def main():
     args = p.parse_args()
     if args.replot:
         with open(args.replot) as f:
-            plot(json.load(f), os.path.join(os.path.dirname(args.replot) or ".",
-                                            "distributed_scaling.png"))
+            data = json.load(f)
+        where = os.path.dirname(args.replot) or "."
+        plot(data, os.path.join(where, "distributed_scaling.png"))
+        if data.get("convolve"):
+            plot_convolve(data["convolve"], os.path.join(where, "distributed_convolve.png"),
+                          data["machine"])
         return 0
 
     import sphgpu.distributed as sd
@@ -447,6 +579,11 @@ def main():
     if args.dr:
         data["dr"] = bench_dr(args.units, args, log)
         save()
+    if args.convolve:
+        data["convolve"] = bench_convolve(args.units, args, log)
+        save()
+        plot_convolve(data["convolve"], os.path.join(args.out, "distributed_convolve.png"),
+                      info)
     for n in [] if args.no_batch else sorted(set(args.units)):
         data["batch"]["rows"].append(bench_batch(n, args, log))
         save()

@@ -25,9 +25,9 @@ def _convolve(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
     inv_h2 = 1.0 / (h * h)
     cc = min(n * h, 2.0)
     hu_cut = 0.25 * cc * cc
-    nrings = theta.shape[0]
     two_pi = 2.0 * math.pi
-    for idx in numba.prange(nrings):
+    # the output rings: all of them, or those of a latitude band (RingPlan.band)
+    for idx in numba.prange(shuffle.shape[0]):
         i = shuffle[idx]
         ni = nphi[i]
         si = ringstart[i]
@@ -96,7 +96,8 @@ def _convolve(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
 
 def convolve(maps, plan, kernel):
     """maps (k, npix) float64 NumPy -> (k, npix): the real-space sum with ``kernel``
-    (a CompactKernel) over the rings of ``plan`` (a RingPlan)."""
+    (a CompactKernel) over the rings of ``plan`` (a RingPlan; for a band plan only its output
+    rings are written)."""
     maps = np.ascontiguousarray(maps, dtype=np.float64)
     out = np.empty_like(maps)
     _convolve(maps, plan.theta, plan.sin_theta, plan.phi0, plan.nphi, plan.ringstart,

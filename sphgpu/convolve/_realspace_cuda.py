@@ -40,19 +40,20 @@ def _const(a):
 
 
 def fold_of(plan) -> int:
-    """4 on whole-sphere HEALPix (a quarter turn about the pole maps the grid onto itself, see
-    :mod:`._realspace_cuda_kernels`), else 1."""
+    """4 on HEALPix rings, the whole sphere or a band of it (a quarter turn about the pole maps
+    each ring onto itself, see :mod:`._realspace_cuda_kernels`), else 1."""
     g = plan.geometry
-    ok = (g.kind == "healpix" and g.pixel_offset == 0 and bool(np.all(plan.nphi % 4 == 0))
-          and FOLD == 4)
+    ok = g.kind == "healpix" and bool(np.all(plan.nphi % 4 == 0)) and FOLD == 4
     return 4 if ok else 1
 
 
-def work_items(nphi, tpb, fold=1):
+def work_items(nphi, tpb, fold=1, rings=None):
     """(item_ring, item_start), int64: one item per ``tpb`` consecutive pixels of the first
-    ``1/fold`` of each ring."""
-    counts = (np.asarray(nphi) // fold + tpb - 1) // tpb
-    ring = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    ``1/fold`` of each ring (of each ring in ``rings``, sorted indices, when given)."""
+    rings = np.arange(len(nphi), dtype=np.int64) if rings is None \
+        else np.asarray(rings, dtype=np.int64)
+    counts = (np.asarray(nphi)[rings] // fold + tpb - 1) // tpb
+    ring = np.repeat(rings, counts)
     start = np.concatenate([np.arange(c, dtype=np.int64) * tpb for c in counts])
     return ring, start
 
@@ -60,7 +61,7 @@ def work_items(nphi, tpb, fold=1):
 def _device_tables(plan, tpb, fold):
     cache = plan.__dict__.setdefault("_cuda_tables", {})
     if (tpb, fold) not in cache:
-        ring, start = work_items(plan.nphi, tpb, fold)
+        ring, start = work_items(plan.nphi, tpb, fold, plan.out_rings)
         cache[tpb, fold] = dict(theta=_const(plan.theta), sin_theta=_const(plan.sin_theta),
                           phi0=_const(plan.phi0), nphi=_const(plan.nphi),
                           ringstart=_const(plan.ringstart), weight=_const(plan.weight),

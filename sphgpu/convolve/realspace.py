@@ -89,9 +89,10 @@ class RingPlan:
 
     Attributes (NumPy arrays over rings, float64 unless said): theta, sin_theta, phi0,
     nphi (int64), ringstart (int64), weight (pixel weight of the ring), r_lo, r_hi (int64,
-    inclusive ranges of input rings), and ``shuffle`` (int64: the output rings in a fixed
+    inclusive ranges of input rings), ``shuffle`` (int64: the output rings in a fixed
     pseudo-random order, so that equal contiguous chunks of it carry similar work whatever
-    the scheduler).
+    the scheduler) and ``out_rings`` (int64, sorted: the rings whose output is computed; all of
+    them, except in a plan made by :meth:`band`).
     """
 
     def __init__(self, geometry: RingGeometry, theta_cut: float):
@@ -110,11 +111,52 @@ class RingPlan:
         self.ringstart = np.ascontiguousarray(geometry.ringstart, dtype=np.int64)
         self.weight = np.ascontiguousarray(geometry.weight)
         margin = 1e-12 + 1e-9 * self.theta_cut
+        self.margin = margin
         self.r_lo = np.searchsorted(self.theta, self.theta - self.theta_cut - margin,
                                     side="left").astype(np.int64)
         self.r_hi = (np.searchsorted(self.theta, self.theta + self.theta_cut + margin,
                                      side="right") - 1).astype(np.int64)
         self.shuffle = np.random.default_rng(0).permutation(geometry.nrings).astype(np.int64)
+        self.out_rings = np.arange(geometry.nrings, dtype=np.int64)
+
+    def halo(self, own: slice) -> slice:
+        """The input rings that the output rings ``own`` (a contiguous slice) reach."""
+        lo, hi, _ = own.indices(self.nrings)
+        return slice(int(self.r_lo[lo:hi].min()), int(self.r_hi[lo:hi].max()) + 1)
+
+    def band(self, own: slice, halo: slice) -> "RingPlan":
+        """The plan of a latitude band: output rings ``own`` from input rings ``halo`` only.
+
+        ``own`` and ``halo`` are contiguous slices of this plan's rings, ``halo`` holding every
+        input ring the ``own`` rings reach (:meth:`halo`; a wider one is fine). The band plan
+        describes the sub-map ``maps[..., a:b]`` of the halo rings' pixels
+        (``a, b = g.pixel_offset, g.pixel_offset + g.npix`` of its ``geometry``,
+        ``self.geometry.rings(halo)``): a backend given that sub-map returns an array of its
+        shape whose ``own`` rings hold exactly what the whole-sphere plan gives there (the same
+        numbers in the same order) and whose other pixels are unspecified.
+        """
+        o0, o1, ostep = own.indices(self.nrings)
+        h0, h1, hstep = halo.indices(self.nrings)
+        if ostep != 1 or hstep != 1 or o1 <= o0:
+            raise ValueError(f"own and halo must be contiguous non-empty slices, got {own}, "
+                             f"{halo}")
+        need = self.halo(slice(o0, o1))
+        if h0 > need.start or h1 < need.stop:
+            raise ValueError(f"halo {halo} misses input rings: output rings {o0}..{o1 - 1} "
+                             f"reach rings {need.start}..{need.stop - 1}")
+        sub = object.__new__(RingPlan)
+        sub.geometry = self.geometry.rings(slice(h0, h1))
+        sub.theta_cut, sub.margin = self.theta_cut, self.margin
+        for name in ("theta", "sin_theta", "phi0", "nphi", "weight"):
+            setattr(sub, name, np.ascontiguousarray(getattr(self, name)[h0:h1]))
+        sub.ringstart = self.ringstart[h0:h1] - self.ringstart[h0]
+        # rings outside ``own`` are not computed; clip their ranges into the band anyway
+        sub.r_lo = np.clip(self.r_lo[h0:h1] - h0, 0, h1 - h0 - 1)
+        sub.r_hi = np.clip(self.r_hi[h0:h1] - h0, 0, h1 - h0 - 1)
+        mine = self.shuffle[(self.shuffle >= o0) & (self.shuffle < o1)]
+        sub.shuffle = (mine - h0).astype(np.int64)
+        sub.out_rings = np.arange(o0 - h0, o1 - h0, dtype=np.int64)
+        return sub
 
     @property
     def npix(self) -> int:

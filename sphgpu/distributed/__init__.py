@@ -5,6 +5,7 @@
 >>> maps = sd.alm2map_many(alms, nside)               # a batch of maps over the workers
 >>> sky = sd.alm2map(alm, nside, pattern="m")         # one transform split by m and by rings
 >>> drs = sd.pair_counts_many(data, randoms, bins=bins)   # DR for every random catalog
+>>> out = sd.convolve(m, kernel, method="split", l_cut=l, theta_cut=t)   # parts on workers
 
 Every function takes ``client=`` (default: the current Dask client), so any existing cluster
 works: an HPC batch system through dask-jobqueue, a scheduler address, dask-cuda's workers.
@@ -28,6 +29,8 @@ __all__ = [
     "alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
     # pair counts
     "pair_counts", "pair_counts_many",
+    # convolution
+    "convolve", "convolve_many",
     "partition",
 ]
 
@@ -38,10 +41,12 @@ _LAZY = {name: "cluster" for name in ("local_cluster", "visible_gpus", "get_clie
 _LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "alm2map", "map2alm",
                                         "WorkersLostError")})
 _LAZY.update({name: "tpacf" for name in ("pair_counts", "pair_counts_many")})
+# the module is "convolution": a submodule named "convolve" would shadow the function
+_LAZY.update({name: "convolution" for name in ("convolve", "convolve_many")})
 
 
 def __getattr__(name):
-    if name in ("cluster", "sht", "tpacf"):             # the Dask-backed submodules themselves
+    if name in ("cluster", "sht", "tpacf", "convolution"):   # the Dask-backed submodules
         return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

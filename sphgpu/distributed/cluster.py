@@ -22,7 +22,9 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from ..backends import BackendUnavailableError
 
@@ -247,8 +249,36 @@ def get_client(client=None):
             from None
 
 
+_VIEW = threading.local()
+
+
+@contextmanager
+def one_view(client):
+    """Within the block, :func:`workers` (and everything built on it: placement, eligible
+    workers, GPU checks) asks the scheduler once for ``client`` and reuses the answer: one
+    round trip per call of a distributed function instead of one per question."""
+    views = _VIEW.__dict__.setdefault("views", {})
+    outer = id(client) in views
+    if not outer:
+        views[id(client)] = None
+    try:
+        yield
+    finally:
+        if not outer:
+            views.pop(id(client), None)
+
+
 def workers(client) -> dict:
     """``{address: info}`` of every worker (``info`` has ``name``, ``nthreads``, ``resources``)."""
+    views = _VIEW.__dict__.get("views", {})
+    if id(client) in views:
+        if views[id(client)] is None:
+            views[id(client)] = _ask_workers(client)
+        return dict(views[id(client)])
+    return _ask_workers(client)
+
+
+def _ask_workers(client) -> dict:
     # Asked of the scheduler directly: scheduler_info() returns the client's cached copy, which
     # its periodic refresh (made without the per-worker part) can replace at any moment; seen
     # on a 4-GPU node as GPU workers that came and went between two calls.

@@ -39,7 +39,7 @@ def _check_count(name, value, minimum=1):
     return int(value)
 
 
-def balanced_cuts(costs, nchunks: int) -> np.ndarray:
+def balanced_cuts(costs, nchunks: int, *, shares=None) -> np.ndarray:
     """Cut a sequence of items into contiguous chunks of nearly equal total cost.
 
     Parameters
@@ -48,6 +48,9 @@ def balanced_cuts(costs, nchunks: int) -> np.ndarray:
         Cost of each item, in any unit.
     nchunks : int >= 1
         Wanted number of chunks; ``min(nchunks, n)`` non-empty chunks are made.
+    shares : array_like, shape (nchunks,), positive, optional
+        Wanted cost of each chunk relative to the others (default: equal). Each boundary is
+        then the item boundary nearest to its chunk's cumulative share of the total.
 
     Returns
     -------
@@ -68,6 +71,14 @@ def balanced_cuts(costs, nchunks: int) -> np.ndarray:
     if not np.all(np.isfinite(c)) or c.min() < 0:
         raise ValueError("costs must be finite and >= 0")
     k = min(nchunks, n)
+    if shares is None:
+        frac = np.arange(k + 1) / k
+    else:
+        sh = np.asarray(shares, dtype=np.float64)
+        if sh.shape != (nchunks,) or not np.all(np.isfinite(sh)) or np.any(sh <= 0):
+            raise ValueError(f"shares must be {nchunks} positive numbers, got {shares!r}")
+        sh = sh[:k]
+        frac = np.concatenate(([0.0], np.cumsum(sh) / sh.sum()))
     cum = np.cumsum(c)
     total = cum[-1]
     if total == 0:
@@ -76,7 +87,7 @@ def balanced_cuts(costs, nchunks: int) -> np.ndarray:
     bounds = np.empty(k + 1, dtype=np.int64)
     bounds[0], bounds[k] = 0, n
     for j in range(1, k):
-        target = total * j / k
+        target = total * frac[j]
         i = int(np.searchsorted(cum, target))          # first item whose prefix reaches target
         # cut after item i (prefix cum[i]) or before it (prefix cum[i-1]): the nearer one
         before = cum[i - 1] if i > 0 else 0.0
@@ -256,7 +267,8 @@ class Band:
     theta_max: float
 
 
-def latitude_bands(theta, nbands: int, overlap: float, *, cost=None) -> list[Band]:
+def latitude_bands(theta, nbands: int, overlap: float, *, cost=None,
+                   shares=None) -> list[Band]:
     """Split rings (or points) sorted by colatitude into bands with halos.
 
     Parameters
@@ -272,6 +284,9 @@ def latitude_bands(theta, nbands: int, overlap: float, *, cost=None) -> list[Ban
         compact kernel centred on an owned item can touch.
     cost : array_like, shape (n,), optional
         Cost of each item (pixels per ring for a convolution); default 1 each.
+    shares : array_like, shape (nbands,), optional
+        Relative cost of each band (default equal; see :func:`balanced_cuts`), e.g. a smaller
+        band for a worker that has other work too.
 
     Returns
     -------
@@ -292,7 +307,7 @@ def latitude_bands(theta, nbands: int, overlap: float, *, cost=None) -> list[Ban
     c = np.ones(t.shape[0]) if cost is None else np.asarray(cost, dtype=np.float64)
     if c.shape != t.shape:
         raise ValueError(f"cost must have shape {t.shape} like theta, got {c.shape}")
-    b = balanced_cuts(c, nbands)
+    b = balanced_cuts(c, nbands, shares=shares)
     bands = []
     for i in range(b.shape[0] - 1):
         lo, hi = float(t[b[i]]), float(t[b[i + 1] - 1])

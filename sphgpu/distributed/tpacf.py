@@ -4,10 +4,19 @@ against several others (the data against each random catalog) in parallel.
 Counts of disjoint sets of pairs add exactly (:class:`sphgpu.tpacf.PairCounts`), so the
 distributed result equals the serial one as integers, jackknife region counts included. A
 split count sends its catalogs to every eligible worker once; a count against several random
-catalogs sends each random catalog to one worker and runs its task there.
+catalogs sends each random catalog to one worker and counts there: one task per worker, which
+counts all the catalogs that worker holds (a call costs one task per worker, not one per
+catalog: with GPU tasks of ~20 ms, Dask's few ms per task were a large share).
+
+:class:`~sphgpu.tpacf.Catalog` objects stay on the workers after a call: the client's next
+call, given the same objects, finds them there (with the sorted copies the workers made) and
+sends nothing; they are released when a call sends other catalogs. Arrays, or ``(ra, dec)``
+pairs, make new Catalogs and are sent at every call.
 """
 
 from __future__ import annotations
+
+import weakref
 
 from ..tpacf import Catalog, PairCounts
 from ..tpacf import pair_counts as _serial_pair_counts
@@ -54,25 +63,61 @@ def _whole(parts, n1, n2, auto):
                       pairs_compared=s.pairs_compared, refined=s.refined)
 
 
-def _submit(client, tasks, backend, progress, home=None):
-    """Run the tasks; ``home[i]``, a future, names the data task i should run next to (Dask
-    sizes a Catalog by its Python object, not its arrays, so it would not know)."""
-    name, resources = _placement(client, backend)
-    holders = client.who_has([h for h in home if h is not None]) if home else {}
-    futures = []
-    for i, t in enumerate(tasks):
-        where = list(holders.get(home[i].key, ())) if home and home[i] is not None else []
-        futures.append(client.submit(_count_task, *t, name, resources=resources, pure=False,
-                                     workers=where or None, allow_other_workers=bool(where)))
+def _count_group(catalog, bins, n_regions, backend, *others):
+    """Counts of ``catalog`` against each of ``others`` (``catalog`` None: each with itself),
+    on the worker that holds them: a list of PairCounts."""
+    everything = slice(None)
+    return [_count_task(r if catalog is None else catalog, everything, r, everything,
+                        catalog is None, bins, n_regions, backend) for r in others]
+
+
+#: {client: {id(Catalog): (weak reference to it, broadcast, future)}}: the catalogs of the
+#: client's last call. Only the last call's: on an in-process cluster the workers hold the very
+#: objects, which would then never die while a future of them is held here.
+_SENT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _send_catalogs(client, items):
+    """Futures of the Catalogs of ``items`` ((catalog, workers, broadcast) each) on those
+    workers (all of them if broadcast): sent now, or found on the cluster when the client's
+    previous call sent the same object the same way and it is still held there."""
+    try:
+        before = _SENT.get(client, {})
+    except TypeError:                      # a client-like object that takes no weak reference
+        before = {}
+    now, out = {}, []
+    for cat, workers, broadcast in items:
+        hit = now.get(id(cat)) or before.get(id(cat))
+        if hit is None or hit[0]() is not cat or hit[1] != broadcast \
+                or hit[2].status != "finished":
+            # hash=False: equal catalogs scattered by two calls must not share one key
+            [f] = client.scatter([cat], workers=workers, broadcast=broadcast, hash=False)
+            hit = (weakref.ref(cat), broadcast, f)
+        now[id(cat)] = hit
+        out.append(hit[2])
+    try:
+        _SENT[client] = now
+    except TypeError:
+        pass
+    return out
+
+
+def _submit(client, tasks, backend, progress):
+    """Run the tasks; a task failing for good raises here (no partial sum)."""
+    with _cluster.one_view(client):
+        name, resources = _placement(client, backend)
+    futures = [client.submit(_count_task, *t, name, resources=resources, pure=False)
+               for t in tasks]
     if progress:
         _cluster.show_progress(futures)
-    return client.gather(futures)            # raises if a task failed for good: no partial sum
+    return client.gather(futures)
 
 
 def _scatter(client, backend, data):
-    _, resources = _placement(client, backend)
-    # hash=False: equal catalogs scattered by two calls must not share (and release) one key
-    return client.scatter(data, broadcast=True, workers=_eligible(client, resources), hash=False)
+    with _cluster.one_view(client):
+        _, resources = _placement(client, backend)
+        where = _eligible(client, resources)
+    return _send_catalogs(client, [(c, where, True) for c in data])
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
@@ -138,19 +183,42 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     data_remote = _is_future(catalog)
     data = None if catalog is None or data_remote else _as_catalog(catalog, "catalog")
     nreg = _n_regions(n_regions, data, *cats)         # labels of remote catalogs are not seen
-    # the data go to every worker; each random catalog to one worker, where its task runs
-    _, resources = _placement(client, backend)
-    where = _eligible(client, resources)
-    local = [c for c in cats if c is not None]
-    sent = iter(client.scatter(local, workers=where, hash=False) if local else [])
-    rs = [o if r else next(sent) for o, r in zip(others, remote)]
-    everything = slice(None)
-    if catalog is None:
-        tasks = [(r, everything, r, everything, True, bins, nreg) for r in rs]
-    else:
-        (d,) = [catalog] if data_remote else _scatter(client, backend, [data])
-        tasks = [(d, everything, r, everything, False, bins, nreg) for r in rs]
-    return _submit(client, tasks, backend, progress, home=rs)
+    with _cluster.one_view(client):                   # one question to the scheduler
+        name, resources = _placement(client, backend)
+        where = _eligible(client, resources)
+    # the data go to every worker; each random catalog to one worker, where it is counted
+    local = [(i, (c, [where[i % len(where)]], False)) for i, (c, r) in
+             enumerate(zip(cats, remote)) if not r]
+    if data is not None:
+        local.append((-1, (data, where, True)))
+    sent = dict(zip([i for i, _ in local], _send_catalogs(client, [x for _, x in local])))
+    rs = [o if r else sent[i] for i, (o, r) in enumerate(zip(others, remote))]
+    d = sent[-1] if data is not None else catalog
+    # one task per worker, counting every random catalog that worker holds (catalogs still
+    # being made on the workers are waited for: only then does the scheduler know where)
+    from distributed import wait
+
+    wait([r for r, rem in zip(rs, remote) if rem])
+    holders = client.who_has(rs)
+    groups: dict = {}
+    for i, r in enumerate(rs):
+        at = sorted(holders.get(r.key, ()))
+        groups.setdefault(at[0] if at else None, []).append(i)
+    futures, order = [], []
+    for w, idx in groups.items():
+        futures.append(client.submit(_count_group, d, bins, nreg, name, *[rs[i] for i in idx],
+                                     resources=resources, pure=False,
+                                     workers=None if w is None else [w],
+                                     allow_other_workers=w is not None))
+        order.append(idx)
+    if progress:
+        _cluster.show_progress(futures)
+    out = [None] * len(rs)
+    # raises if a task failed for good: no partial result
+    for idx, counts in zip(order, client.gather(futures)):
+        for i, c in zip(idx, counts):
+            out[i] = c
+    return out
 
 
 def _is_future(x):

@@ -89,3 +89,40 @@ def test_pair_count_is_close_to_the_true_count():
     ones = np.ones((1, g.npix))
     inside = _realspace_cpu.convolve(ones, pl, ck)[0] / g.weight[0]
     assert pair_count(nside, ck.theta_cut) == pytest.approx(inside.sum(), rel=0.02)
+
+
+@pytest.mark.parametrize("nbands", [1, 3, 5])
+def test_latitude_bands_give_the_whole_sphere_numbers(nbands, rng):
+    # each band computes its own rings from its halo's pixels only: the same numbers as the
+    # whole-sphere plan there, bit for bit (same rings, same order of the sums)
+    from sphgpu.distributed.partition import latitude_bands
+
+    g = RingGeometry.healpix(8)
+    ck = RadialKernel.gaussian(300.0, 24).tabulate(0.45)
+    pl = ring_plan(g, ck.theta_cut)
+    maps = rng.standard_normal((2, g.npix))
+    whole = _realspace_cpu.convolve(maps, pl, ck)
+    got = np.full_like(whole, np.nan)
+    for b in latitude_bands(pl.theta, nbands, ck.theta_cut, cost=pl.nphi):
+        need = pl.halo(b.own)
+        halo = slice(min(b.halo.start, need.start), max(b.halo.stop, need.stop))
+        band = pl.band(b.own, halo)
+        a = band.geometry.pixel_offset
+        out = _realspace_cpu.convolve(maps[:, a:a + band.geometry.npix], band, ck)
+        last = b.own.stop - 1
+        p0, p1 = g.ringstart[b.own.start] - a, g.ringstart[last] + g.nphi[last] - a
+        got[:, a + p0:a + p1] = out[:, p0:p1]
+        ref = brute_force(maps[:, a:a + band.geometry.npix], band.geometry, ck)
+        assert rel_err(out[:, p0:p1], ref[:, p0:p1]) <= 1e-13
+    np.testing.assert_array_equal(got, whole)
+
+
+def test_a_band_whose_halo_is_too_small_is_refused():
+    g = RingGeometry.healpix(4)
+    pl = ring_plan(g, 0.5)
+    need = pl.halo(slice(5, 8))
+    assert need.start < 5 and need.stop > 8
+    with pytest.raises(ValueError, match="halo"):
+        pl.band(slice(5, 8), slice(need.start + 1, need.stop))
+    with pytest.raises(ValueError, match="contiguous"):
+        pl.band(slice(5, 5), need)

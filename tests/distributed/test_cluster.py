@@ -100,3 +100,16 @@ def test_process_workers_are_pinned_to_their_gpu():
     finally:
         c.shutdown()
         c.close()
+
+
+def test_one_view_asks_the_scheduler_once(client, monkeypatch):
+    asked = []
+    real = C._ask_workers
+    monkeypatch.setattr(C, "_ask_workers", lambda c: asked.append(1) or real(c))
+    with C.one_view(client):
+        with C.one_view(client):                     # nested: still the same answer
+            assert C.task_resources(client, "cpu") == {"CPU": 1}
+        assert C.gpu_workers(client) == [] and len(C.workers(client)) == 2
+    assert len(asked) == 1
+    C.workers(client)                                # outside the block: asked again
+    assert len(asked) == 2

@@ -59,3 +59,20 @@ def test_device_arrays_stay_on_the_workers_gpus(gpu_client, rng):
     assert all(k.startswith("cupy") for k in kinds)
     maps = np.stack([m.get() for m in gpu_client.gather(out)])
     assert rel_err(maps, sphgpu.alm2map(alms, 32, backend="cpu")) <= TOL["vs_ducc0"]
+
+
+def test_split_convolution_over_the_gpus(gpu_client, rng):
+    """The harmonic part on one GPU (or on the CPU worker), the real-space bands on the
+    others: equal to the serial convolution on the GPU (and to the CPU one)."""
+    from sphgpu.convolve import ARCMIN, RadialKernel, convolve
+
+    nside = 64
+    k = RadialKernel.gaussian(120.0, 2 * nside)
+    m = rng.standard_normal((2, 12 * nside ** 2))
+    kw = dict(method="split", l_cut=60, theta_cut=300 * ARCMIN)
+    serial = convolve(m, k, backend="cuda", **kw)
+    for hb in (None, "cpu"):
+        got = sd.convolve(m, k, backend="cuda", harmonic_backend=hb, client=gpu_client, **kw)
+        assert rel_err(got, serial) <= TOL["distributed"]
+    many = sd.convolve_many(m, k, backend="cuda", client=gpu_client, **kw)
+    assert rel_err(many, serial) <= TOL["distributed"]

@@ -17,15 +17,15 @@ from sphgpu import AlmLayout
 
 from ..conftest import TOL, random_alm, rel_err
 
-def _killer(flag, index, once):
+def _killer(flag, index, once, prefix="sphgpu-synthesis"):
     """A worker plugin (defined here, so it is sent by value) that ends its worker's process
-    when the synthesis task of batch item ``index`` starts: once (guarded by the file
-    ``flag``), or every time."""
+    when the task ``(prefix..., index)`` (batch item ``index`` of a synthesis, by default)
+    starts: once (guarded by the file ``flag``), or every time."""
 
     class Killer(WorkerPlugin):
         def transition(self, key, start, finish, **kwargs):
             if (finish == "executing" and isinstance(key, tuple)
-                    and str(key[0]).startswith("sphgpu-synthesis") and key[1] == index):
+                    and str(key[0]).startswith(prefix) and key[1] == index):
                 if once and os.path.exists(flag):
                     return
                 open(flag, "a").close()
@@ -74,3 +74,25 @@ def test_a_task_that_keeps_killing_workers_raises(process_client, tmp_path, rng)
     # the cluster recovers and the same call now succeeds
     got = sd.alm2map_many(alms, 4, client=process_client)
     assert rel_err(got, sphgpu.alm2map(alms, 4, backend="cpu")) <= TOL["distributed"]
+
+
+def test_worker_killed_in_a_split_convolution_leaves_it_complete(process_client, tmp_path,
+                                                                   rng):
+    """The worker of one latitude band dies as the band starts: the convolution is sent and
+    run again, complete and equal to the serial one."""
+    from sphgpu.convolve import RadialKernel, convolve
+
+    process_client.wait_for_workers(2, timeout=60)
+    k = RadialKernel.gaussian(600.0, 16)
+    m = rng.standard_normal(12 * 8 ** 2)
+    kw = dict(method="split", l_cut=6, theta_cut=0.5)
+    want = convolve(m, k, backend="cpu", **kw)
+    flag = str(tmp_path / "killed")
+    process_client.register_plugin(_killer(flag, 1, once=True, prefix="sphgpu-band"),
+                                   name="killer")
+    try:
+        got = sd.convolve(m, k, client=process_client, nbands=3, **kw)
+    finally:
+        process_client.unregister_worker_plugin("killer")
+    assert os.path.exists(flag)
+    assert rel_err(got, want) <= TOL["distributed"]

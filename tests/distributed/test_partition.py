@@ -183,3 +183,14 @@ def test_transform_ring_costs_charge_each_pair_one_recurrence():
     cost = P.transform_ring_costs(g.nphi, (north, south), 100)
     fft = 5.0 * g.nphi * np.log2(np.maximum(g.nphi, 2))
     assert np.allclose(cost - fft, np.isin(np.arange(g.nrings), north) * 800.0)
+
+
+def test_shares_set_the_relative_size_of_chunks_and_bands():
+    b = P.balanced_cuts(np.ones(100), 3, shares=[1, 2, 1])
+    assert list(b) == [0, 25, 75, 100]
+    theta = np.linspace(0.0, np.pi, 41)
+    bands = P.latitude_bands(theta, 2, 0.1, shares=[1, 3])
+    assert [(x.own.start, x.own.stop) for x in bands] == [(0, 10), (10, 41)]
+    for bad in ([1, 2], [1, 0, 1], [1, np.nan, 1]):
+        with pytest.raises(ValueError, match="shares"):
+            P.balanced_cuts(np.ones(10), 3, shares=bad)

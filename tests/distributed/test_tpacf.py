@@ -71,3 +71,32 @@ def test_data_sent_once_as_a_future(client):
         drs = sd.pair_counts_many(d, randoms, bins=BINS, client=client)
         for r, dr in zip(randoms, drs):
             _same(dr, pair_counts(*data, *r, bins=BINS, backend="cpu"))
+
+
+def test_one_task_per_worker_and_catalogs_sent_once(client):
+    """Several random catalogs cost one task per worker holding them, and Catalog objects are
+    sent once: the next call finds them on the workers; a call with others releases them."""
+    import distributed
+
+    from sphgpu.distributed import tpacf as T
+    from sphgpu.tpacf import Catalog
+
+    data = Catalog(*clustered_catalog(300, seed=11))
+    randoms = [Catalog(*uniform_randoms(350, seed=s)) for s in range(5)]
+    with distributed.get_task_stream(client=client) as ts:
+        first = sd.pair_counts_many(data, randoms, bins=BINS, client=client)
+    counted = [t for t in ts.data if "count_group" in str(t["key"])]
+    assert len(counted) == 2                         # two workers, five catalogs
+    def keys():
+        return [T._SENT[client][id(c)][2].key for c in [data, *randoms]]
+
+    sent = keys()
+    second = sd.pair_counts_many(data, randoms, bins=BINS, client=client)
+    assert keys() == sent
+    for r, a, b in zip(randoms, first, second):
+        want = pair_counts(data.ra, data.dec, r.ra, r.dec, bins=BINS, backend="cpu")
+        _same(a, want)
+        _same(b, want)
+    rr = sd.pair_counts_many(None, randoms[:2], bins=BINS, client=client)
+    assert list(T._SENT[client]) == [id(c) for c in randoms[:2]]     # the rest released
+    _same(rr[1], pair_counts(randoms[1].ra, randoms[1].dec, bins=BINS, backend="cpu"))

@@ -1,0 +1,421 @@
+"""Convolution on a Dask cluster: a split plan's two parts as concurrent tasks, the real-space
+part cut into latitude bands over several workers; and batches of maps, one task per group.
+
+One convolution (:func:`convolve`) of a split at (l_cut, theta_cut) runs
+
+* the harmonic part (map2alm, times K_l for l <= l_cut, alm2map) as one task on one worker,
+  which receives the whole map;
+* the compact real-space part as one task per colatitude band
+  (:func:`~sphgpu.distributed.partition.latitude_bands`, balanced by pixels), each on another
+  worker, which receives only the pixels of its band's halo (the rings within theta_cut of the
+  band) and returns only its own rings (:meth:`sphgpu.convolve.realspace.RingPlan.band`);
+
+all submitted at once, so both parts run at the same time, as the kernel-split paper runs its
+CPU and GPU parts. The pieces are added here, in the order the serial
+:func:`sphgpu.convolve.convolve` adds them (harmonic + real-space): the result equals the serial
+one to rounding (bit for bit on CPU workers). GPU parts (``backend="cuda"``, or "auto" on a
+cluster with GPU workers) ask for the resource ``{"GPU": 1}``; a cluster of a single eligible
+worker runs the serial convolution there, both parts concurrent inside it (two GPU streams, or
+ducc0 threads next to the GPU).
+
+A batch (:func:`convolve_many`): k maps, one task per ``maps_per_task`` of them, each running
+the serial convolution on its worker with its data sent once.
+
+Faults are handled as in :mod:`sphgpu.distributed.sht`: work whose input was lost with a worker
+is sent and submitted again, and no partial result is ever returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+
+import numpy as np
+
+from .._validate import as_real_array, check_int
+from ..convolve import api as _api
+from ..convolve.harmonic import harmonic_convolve
+from ..convolve.kernels import CompactKernel, _check_angle
+from ..convolve.realspace import ring_plan
+from ..convolve.split import KernelSplit, _check_kernel
+from ..sht.transforms import resolve_geometry
+from . import cluster as _cluster
+from .partition import latitude_bands
+from .sht import (_eligible, _geom, _geom_ref, _host_array, _is_future_list, _placement,
+                  _run_items, _scatter, _stack)
+
+__all__ = ["convolve", "convolve_many", "Job"]
+
+
+# ----------------------------------------------------------------------------- what to compute
+class Job:
+    """A resolved convolution: the harmonic part's K_l (``bl``, None if there is none), the
+    real-space part (``compact``, a CompactKernel, None if there is none), and where each runs
+    (``harmonic_backend``, ``realspace_backend``: "auto", "cuda", "cpu" or "reference")."""
+
+    def __init__(self, bl, compact, harmonic_backend, realspace_backend):
+        self.bl = None if bl is None else np.asarray(bl, dtype=np.float64)
+        self.compact = compact
+        self.harmonic_backend = harmonic_backend
+        self.realspace_backend = realspace_backend
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(p for p, x in (("harmonic", self.bl), ("realspace", self.compact))
+                     if x is not None)
+
+
+def _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geom):
+    """The serial convolve()'s choices (same methods, same cached fits), as a :class:`Job`."""
+    from ..convolve.cost import MeasuredCostModel
+    from ..convolve.optimize import Plan
+
+    if method not in _api.METHODS:
+        raise ValueError(f"method must be one of {_api.METHODS}, got {method!r}")
+    hb = backend if harmonic_backend is None else harmonic_backend
+    if isinstance(kernel, Plan):
+        own = isinstance(kernel.cost_model, MeasuredCostModel)
+        if backend == "auto" and own:
+            # the plan's own backends, as run_plan() uses them
+            hb = kernel.harmonic_backend or "auto"
+            backend = kernel.realspace_backend or "auto"
+        if kernel.method == "harmonic":
+            return Job(kernel.kernel.bl, None, hb, backend)
+        kernel = kernel.split
+    if isinstance(kernel, KernelSplit):
+        if kernel.realspace is None:
+            return Job(kernel.harmonic_bl, None, hb, backend)
+        if kernel.l_cut < 0:
+            return Job(None, kernel.realspace, hb, backend)
+        return Job(kernel.harmonic_bl, kernel.realspace, hb, backend)
+    if isinstance(kernel, CompactKernel):
+        if method not in ("auto", "realspace"):
+            raise ValueError("a CompactKernel is applied in real space: use method='realspace'")
+        if l_cut is not None or theta_cut is not None:
+            raise ValueError("a CompactKernel carries its own support: give no l_cut or "
+                             "theta_cut")
+        return Job(None, kernel, hb, backend)
+    kernel = _check_kernel(kernel)
+    l_cut = _api._check_l_cut(l_cut, kernel.lmax)
+    if theta_cut is not None:
+        theta_cut = _check_angle("theta_cut", theta_cut)
+    if method == "harmonic":
+        if theta_cut is not None:
+            raise ValueError("method='harmonic' takes no theta_cut")
+        return Job(kernel.bl if l_cut is None else kernel.bl[:l_cut + 1], None, hb, backend)
+    if method == "realspace":
+        if theta_cut is None:
+            raise ValueError("method='realspace' needs theta_cut (radians): the support of the "
+                             "truncated kernel")
+        if l_cut is not None:
+            raise ValueError("method='realspace' takes no l_cut")
+        return Job(None, _api._cached_tabulation(kernel, theta_cut), hb, backend)
+    if method == "split":
+        if l_cut is None or theta_cut is None:
+            raise ValueError("method='split' needs both l_cut and theta_cut (radians)")
+        return _job(_api._cached_split(kernel, l_cut, theta_cut, fit), "auto", None, None,
+                    backend, harmonic_backend, error_bound, fit, geom)
+    if l_cut is not None or theta_cut is not None:
+        raise ValueError("method='auto' chooses l_cut and theta_cut itself; give them with "
+                         "method='split'")
+    if geom.kind != "healpix":
+        raise ValueError("method='auto' prices HEALPix maps; choose a method for other grids")
+    plan = _api._cached_plan(kernel, geom.nside, float(error_bound), fit)
+    return _job(plan, "auto", None, None, backend, harmonic_backend, error_bound, fit, geom)
+
+
+# ----------------------------------------------------------------------------- tasks
+# Module-level functions: workers import them from sphgpu, nothing is pickled by value.
+def _whole_task(maps, ref, bl, compact, hb, rb):
+    """The serial convolution of ``maps`` (k, npix) on this worker, both parts concurrent
+    (as sphgpu.convolve.convolve runs a split)."""
+    g = _geom(ref)
+    if compact is None:
+        return harmonic_convolve(maps, bl, g, backend=hb)
+    if bl is None:
+        return _api._realspace(maps, g, compact, rb)
+    out = _api._run_split(maps, g, bl, compact, hb, rb)
+    return out if isinstance(out, np.ndarray) else _api._host(out)
+
+
+def _harmonic_task(maps, ref, bl, backend):
+    return harmonic_convolve(maps, bl, _geom(ref), backend=backend)
+
+
+@functools.lru_cache(maxsize=64)
+def _band_plan(ref, theta_cut, own, halo):
+    # cached on the worker: a GPU band plan keeps its device tables for the next call
+    return ring_plan(_geom(ref), theta_cut).band(slice(*own), slice(*halo))
+
+
+def _band_task(halo_maps, ref, compact, own, halo, backend):
+    """Pixels of the halo rings (k, n_halo) -> the real-space part on the own rings
+    (k, n_own), computed from the halo only."""
+    plan = _band_plan(ref, compact.theta_cut, own, halo)
+    out = _api._realspace_impl(backend).convolve(halo_maps, plan, compact)
+    g = plan.geometry
+    a = int(g.ringstart[own[0] - halo[0]])
+    last = own[1] - 1 - halo[0]
+    b = int(g.ringstart[last] + g.nphi[last])
+    return np.ascontiguousarray(out[:, a:b])
+
+
+# ----------------------------------------------------------------------------- placement
+def _backend_and_resources(client, backend):
+    name, resources = _placement(client, backend)
+    return name, resources, _eligible(client, resources)
+
+
+def _bands(geom, compact, nbands, shares=None):
+    """Latitude bands of ``nbands`` (own rings, halo rings) as (start, stop) pairs, balanced
+    by pixels (in the proportions ``shares``, if given); each halo covers every ring the
+    real-space plan reaches from its own rings."""
+    plan = ring_plan(geom, compact.theta_cut)
+    out = []
+    for b in latitude_bands(plan.theta, nbands, compact.theta_cut, cost=plan.nphi,
+                            shares=shares):
+        need = plan.halo(b.own)        # the plan's own reach (its margin included)
+        out.append(((b.own.start, b.own.stop),
+                    (min(b.halo.start, need.start), max(b.halo.stop, need.stop))))
+    return out
+
+
+def _pixels(geom, rings):
+    """(first, stop) pixels of the contiguous rings (start, stop) of a whole-sphere map."""
+    first = int(geom.ringstart[rings[0]])
+    last = rings[1] - 1
+    return first, int(geom.ringstart[last] + geom.nphi[last])
+
+
+def _key(stage):
+    return f"sphgpu-{stage}-{uuid.uuid4().hex}"
+
+
+def _weighted_shares(weight, n_others):
+    """Band shares when the harmonic worker also takes a band: the harmonic part costs
+    ``weight`` times the whole real-space part; all ``n_others + 1`` workers should finish
+    together. None when the harmonic part alone fills its worker's share."""
+    total = (weight + 1.0) / (n_others + 1)          # each worker's time, real-space units
+    mine = total - weight
+    return [mine] + [total] * n_others if mine > 0.05 * total else None
+
+
+def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend="auto",
+             harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None,
+             nbands=None, harmonic_weight=None, client=None, progress=False):
+    """:func:`sphgpu.convolve.convolve` on a Dask cluster: the harmonic and real-space parts
+    of a split at the same time on different workers, the real-space part in latitude bands.
+
+    Parameters
+    ----------
+    maps : array, shape (npix,) or (k, npix), float64, NumPy
+        HEALPix RING maps (or maps on ``geometry``); sent once: the whole maps to the worker
+        of the harmonic part, each band's halo pixels to the worker of that band.
+    kernel, method, l_cut, theta_cut, error_bound, fit, geometry
+        As in :func:`sphgpu.convolve.convolve` (a Plan or KernelSplit runs as it stands).
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the real-space part runs (and the harmonic part, unless ``harmonic_backend``):
+        "auto" means the GPU workers when the cluster has any, else CPU workers; "cuda" on a
+        cluster without a GPU worker raises :class:`~sphgpu.distributed.NoGPUWorkerError`.
+    harmonic_backend : str, optional
+        Where the harmonic part runs, e.g. "cpu" for a CPU worker next to GPU bands.
+    nbands : int, optional
+        Latitude bands of the real-space part (default: one per worker that can run them,
+        leaving out the worker of the harmonic part when there are others, unless
+        ``harmonic_weight`` gives it a band too).
+    harmonic_weight : float, optional
+        Time of the harmonic part over that of the whole real-space part, on one worker
+        (e.g. 0.15). When the harmonic part's worker can also run bands, it then gets a
+        smaller band of its own, sized so that every worker finishes at about the same
+        time. Default: from a Plan's predicted times when they are measured ones and both
+        parts run on one backend; else the harmonic worker runs the harmonic part only.
+    client : distributed.Client, optional
+        Default: the current Dask client.
+    progress : bool
+        Show Dask's progress bar.
+
+    Returns
+    -------
+    ndarray of the shape of ``maps``, float64, equal to the serial convolution to rounding.
+    """
+    client = _cluster.get_client(client)
+    arr = _host_array("maps", maps, as_real_array)
+    geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+    for name, value in (("backend", backend), ("harmonic_backend", harmonic_backend)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    weight = _plan_weight(kernel) if harmonic_weight is None else harmonic_weight
+    if weight is not None:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
+                or not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"harmonic_weight must be a finite number >= 0, got {weight!r}")
+        weight = float(weight)
+    job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
+               geom)
+    if nbands is not None:
+        nbands = check_int("nbands", nbands, minimum=1)
+    batch = arr[None] if arr.ndim == 1 else np.ascontiguousarray(arr)
+    with _cluster.one_view(client):                 # one question to the scheduler
+        hb, h_res, h_where = _backend_and_resources(client, job.harmonic_backend)
+        rb, r_res, r_where = _backend_and_resources(client, job.realspace_backend)
+    ref = _geom_ref(geom)
+    both = job.bl is not None and job.compact is not None
+    if both and len(set(h_where) | set(r_where)) == 1 and nbands is None:
+        # one worker: the serial split there runs both parts at once (streams / threads)
+        res = h_res if hb == "cuda" or rb != "cuda" else r_res
+        out = _run_whole(client, [batch], ref, job, hb, rb, res, progress)[0][0]
+        return out[0] if arr.ndim == 1 else out
+
+    # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker)
+    h_pick = [w for w in h_where if w not in r_where][:1] or h_where[:1]
+    bands, shares = [], None
+    if job.compact is not None:
+        others = [w for w in r_where if not (both and w in h_pick)] or r_where
+        if nbands is None and both and weight and h_pick[0] in r_where and others != r_where:
+            shares = _weighted_shares(weight, len(others))
+        bands = _bands(geom, job.compact, len(shares) if shares else nbands or len(others),
+                       shares)
+
+    def build(_):
+        futures, at = [], []
+        with _cluster.one_view(client):   # workers listed again at each attempt: some may die
+            h_at, r_at = _eligible(client, h_res), _eligible(client, r_res)
+        if job.bl is not None:
+            at = [w for w in h_at if w not in r_at][:1] or h_at[:1]
+            [whole] = _send(client, [batch], at, h_res)
+            futures.append(client.submit(_harmonic_task, whole, ref, job.bl, hb,
+                                         key=_key("harmonic"), resources=h_res,
+                                         workers=at, allow_other_workers=True))
+        if bands:
+            rest = [w for w in r_at if w not in at] or r_at
+            # with shares, band 0 (the smaller one) goes to the harmonic part's worker
+            shared = int(bool(shares) and bool(at) and at[0] in r_at)
+            kb = _key("band")
+            for i, (own, halo) in enumerate(bands):
+                if shared and i == 0:
+                    w = at[0]
+                else:
+                    w = rest[(i - shared) % len(rest)] if rest else None
+                a, b = _pixels(geom, halo)
+                [piece] = _send(client, [np.ascontiguousarray(batch[:, a:b])],
+                                [w] if w else [], r_res)
+                futures.append(client.submit(_band_task, piece, ref, job.compact, own, halo,
+                                             rb, key=(kb, i), resources=r_res,
+                                             workers=[w] if w else None,
+                                             allow_other_workers=bool(w)))
+        return [futures]
+
+    [parts] = _run_items(client, 1, build, progress=progress)
+    if job.bl is not None:
+        out, pieces = parts[0], parts[1:]
+    else:
+        out, pieces = np.empty_like(batch), parts
+    for (own, _), piece in zip(bands, pieces):
+        a, b = _pixels(geom, own)
+        if job.bl is not None:
+            out[:, a:b] += piece           # harmonic + real-space, as the serial split adds
+        else:
+            out[:, a:b] = piece
+    return out[0] if arr.ndim == 1 else out
+
+
+def _plan_weight(kernel):
+    """harmonic / real-space time of a Plan priced by measurement with one backend for both
+    parts (then the ratio holds on any worker of that kind); else None."""
+    from ..convolve.cost import MeasuredCostModel
+    from ..convolve.optimize import Plan
+
+    if not isinstance(kernel, Plan) or kernel.method != "split" \
+            or not isinstance(kernel.cost_model, MeasuredCostModel) \
+            or kernel.harmonic_backend != kernel.realspace_backend \
+            or not kernel.time_realspace > 0:
+        return None
+    return kernel.time_harmonic / kernel.time_realspace
+
+
+def _send(client, data, workers, resources):
+    """Scatter ``data`` to ``workers`` (falling back to any eligible worker)."""
+    if workers:
+        try:
+            return client.scatter(data, workers=list(workers), hash=False)
+        except OSError:
+            pass
+    return _scatter(client, data, resources)
+
+
+def _run_whole(client, items, ref, job, hb, rb, resources, progress, gather=True):
+    def build(todo):
+        data = _scatter(client, [items[i] for i in todo], resources)
+        key = _key("convolve")
+        return [[client.submit(_whole_task, d, ref, job.bl, job.compact, hb, rb,
+                               key=(key, i), resources=resources)]
+                for i, d in zip(todo, data)]
+
+    if not gather:
+        return [f for [f] in build(list(range(len(items))))]
+    return _run_items(client, len(items), build, progress=progress)
+
+
+def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend="auto",
+                  harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None,
+                  client=None, maps_per_task=1, gather=True, progress=False):
+    """Convolve many maps with one kernel on a Dask cluster, one task per ``maps_per_task``
+    of them; each task runs the serial :func:`sphgpu.convolve.convolve` on its worker (a
+    split's two parts concurrently there: two streams on a GPU worker).
+
+    Parameters
+    ----------
+    maps : array, shape (k, npix) (or (npix,)), float64; or a list of Dask futures
+        Futures (maps made on the workers, each (npix,) or (j, npix)) are convolved where they
+        are, one task each; then ``geometry`` (or a HEALPix ``nside`` through it) must be given
+        unless the kernel is a Plan.
+    kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geometry
+        As in :func:`convolve`. Tasks ask for a GPU when either part runs on "cuda".
+    maps_per_task : int
+    gather : bool
+        True: return the maps here; False: one future per task, results left on the workers.
+    client, progress
+        As in :func:`convolve`.
+
+    Returns
+    -------
+    ndarray, shape (k, npix) (or (npix,)) -- or a list of futures with ``gather=False``.
+    """
+    from ..convolve.optimize import Plan
+    from ..geometry import RingGeometry
+
+    client = _cluster.get_client(client)
+    futures_in = _is_future_list(maps)
+    if futures_in:
+        if geometry is None and isinstance(kernel, Plan):
+            geometry = RingGeometry.healpix(kernel.nside)
+        if geometry is None:
+            raise ValueError("with futures as maps, pass geometry= (the maps are not here to "
+                             "infer nside from)")
+        geom = resolve_geometry(None, geometry)
+        items, single = list(maps), False
+    else:
+        arr = _host_array("maps", maps, as_real_array)
+        geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+        single = arr.ndim == 1
+        arr = arr[None] if single else arr
+        per = check_int("maps_per_task", maps_per_task, minimum=1)
+        items = [np.ascontiguousarray(arr[i:i + per]) for i in range(0, arr.shape[0], per)]
+    job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
+               geom)
+    with _cluster.one_view(client):
+        hb, h_res, _ = _backend_and_resources(client, job.harmonic_backend)
+        rb, r_res, _ = _backend_and_resources(client, job.realspace_backend)
+    used = [(b, r) for b, r, part in ((hb, h_res, job.bl), (rb, r_res, job.compact))
+            if part is not None]
+    res = next((r for b, r in used if b == "cuda"), used[0][1])
+    ref = _geom_ref(geom)
+    if futures_in:
+        key = _key("convolve")
+        futs = [client.submit(_whole_task, f, ref, job.bl, job.compact, hb, rb,
+                              key=(key, i), resources=res) for i, f in enumerate(items)]
+        if not gather:
+            return futs
+        return _stack([[r] for r in client.gather(futs)], False)
+    out = _run_whole(client, items, ref, job, hb, rb, res, progress, gather=gather)
+    return _stack(out, single) if gather else out
