@@ -491,10 +491,12 @@ def plot(data, path):
             ax[1].plot([n for n, _ in pts], [t1 / (n * t) for n, t in pts], style, label=mode)
     ax[0].set_title(f"{data['batch']['maps']} x alm2map, nside {data['batch']['nside']}")
     ax[0].set_ylabel("seconds (median); dotted: ideal")
-    dr = data.get("dr")
-    if dr and all("efficiency" in r for r in dr["rows"]):
-        ax[1].plot([r["units"] for r in dr["rows"]], [r["efficiency"] for r in dr["rows"]],
-                   "^-", label=f"DR vs {dr['randoms']} random catalogs")
+    for key, style in (("dr", "^-"), ("dr_large", "v-")):      # dr_large: a second --dr run
+        dr = data.get(key)
+        if dr and all("efficiency" in r for r in dr["rows"]):
+            ax[1].plot([r["units"] for r in dr["rows"]], [r["efficiency"] for r in dr["rows"]],
+                       style, label=f"DR {dr['n_data']:.2g} x {dr['randoms']} x "
+                                    f"{dr['n_random']:.2g} randoms")
     ax[1].axhline(0.85, color="r", lw=0.8, label="goal 0.85")
     ax[1].set_ylim(0, 1.1)
     ax[1].set_title("parallel efficiency T(1) / (n T(n))")
