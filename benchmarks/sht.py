@@ -192,6 +192,26 @@ def table(results):
     return "\n".join(lines)
 
 
+def bus_speed(log, nbytes=402_653_184):
+    """GB/s of the copies a host-to-host transform makes, for an nside 2048 map (402 MB):
+    NumPy to device (pageable memory, as sphgpu.alm2map's input) and device to NumPy (through
+    the pinned pool, as its output)."""
+    import cupy
+
+    from sphgpu._device import to_host
+
+    host = np.random.default_rng(0).standard_normal(nbytes // 8)
+    dev = cupy.asarray(host)
+    sync = cupy.cuda.Device().synchronize
+    h2d = time_call(lambda: cupy.asarray(host), repeat=5, sync=sync).median
+    d2h = time_call(lambda: to_host(dev), repeat=5, sync=sync).median
+    out = {"bytes": nbytes, "h2d_pageable_GBps": nbytes / h2d / 1e9,
+           "d2h_pinned_GBps": nbytes / d2h / 1e9}
+    log(f"bus: host to device (pageable) {out['h2d_pageable_GBps']:.1f} GB/s, device to host "
+        f"(pinned pool) {out['d2h_pinned_GBps']:.1f} GB/s")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nside", type=int, nargs="+", default=[128, 256, 512, 1024, 2048, 4096])
@@ -217,6 +237,7 @@ def main():
 
     info = machine_info()
     log(json.dumps(info))
+    bus = bus_speed(log)
     odd = odd_sizes(log)
     results = []
     for nside in args.nside:
@@ -224,7 +245,7 @@ def main():
         row["gpu"], row["cpu_count"] = info.get("gpu"), info["cpu_count"]
         results.append(row)
         with open(os.path.join(args.out, "sht.json"), "w") as f:
-            json.dump({"machine": info, "results": results, "odd_sizes": odd,
+            json.dump({"machine": info, "bus": bus, "results": results, "odd_sizes": odd,
                        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f, indent=1)
     plot(results, os.path.join(args.out, "sht_speedup.png"))
     return 0
