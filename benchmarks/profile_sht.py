@@ -20,6 +20,9 @@ def main():
     p.add_argument("--sweep", action="store_true", help="try launch parameters of both kernels")
     p.add_argument("--resources", action="store_true",
                    help="registers, local memory and local loads/stores of the compiled kernels")
+    p.add_argument("--launch", type=int, nargs=4, metavar=("A_THREADS", "A_PAIRS", "L_THREADS",
+                                                            "L_PAIRS"),
+                   help="launch parameters of alm2leg and leg2alm (default: the autotuner's)")
     args = p.parse_args()
     sync = cupy.cuda.Device().synchronize
     for nside in args.nside:
@@ -30,6 +33,8 @@ def main():
         alm = cupy.asarray(rng.standard_normal((args.nmaps, layout.size)) + 0j)
         maps = cupy.asarray(rng.standard_normal((args.nmaps, g.npix)))
         pl = _cuda.plan(g, lmax, lmax)
+        if args.launch:
+            pl.launch = {"alm2leg": tuple(args.launch[:2]), "leg2alm": tuple(args.launch[2:])}
         leg = _cuda._alm2leg(alm, pl, cupy)
         steps = {
             "alm2leg": lambda: _cuda._alm2leg(alm, pl, cupy),
