@@ -175,7 +175,11 @@ def errors(log, nsides, backend, fwhms=ERROR_FWHMS, bound=ERROR_BOUND, seed=11):
             k = RadialKernel.cmb(fw, lmax)
             fitter = SplitFitter(k, float(grid[max(steps)]))
             full = harmonic_convolve(m, k.bl, geom, backend=backend)
-            for role, l_cut, theta in error_pairs(fitter, nside, grid, steps, bound):
+            pairs = error_pairs(fitter, nside, grid, steps, bound)
+            if not pairs:
+                log(f"nside {nside}, FWHM {fw:.4g}': no split within {bound:g} at theta_cut <= "
+                    f"{grid[max(steps)] / ARCMIN:.0f}' (l_cut would reach lmax)")
+            for role, l_cut, theta in pairs:
                 s = fitter.split(l_cut, theta)
                 t0 = time.perf_counter()
                 me = measure_error(s, nside, maps=m, full=full, backend=backend)
