@@ -319,7 +319,8 @@ def plot_errors(errs, path, plt):
     for ax, nside in zip(axes, nsides):
         sel = [e for e in errs if e["nside"] == nside]
         x = np.arange(len(sel))
-        ax.semilogy(x, [e["predicted"] for e in sel], "r*", ms=10, label="predicted (Eq. 6, alpha 5)")
+        ax.semilogy(x, [e["predicted"] for e in sel], "r*", ms=10,
+                    label="predicted (Eq. 6, alpha 5)")
         ax.semilogy(x, [e["predicted_no_alpha"] for e in sel], "r*", mfc="none", ms=9,
                     label="predicted, alpha 1")
         ax.semilogy(x, [e["spectrum"] for e in sel], "b^", label="measured: power spectrum")
