@@ -19,7 +19,9 @@ depends. Variants:
     D_l instead of C_l (a hypothesis about the paper's kernel, not its text: CAMB writes D_l);
   - ``default_wmap7_lensed`` / ``default_wmap7_unlensed``: the default with a WMAP 7-year C_l
     (``--wmap7 DIR`` holding wmap7_lensed_tt.npy / wmap7_unlensed_tt.npy, raw C_l in muK^2
-    from l = 0, e.g. made with CAMB for the WMAP7+BAO+H0 parameters of Komatsu et al. 2011);
+    from l = 0; the run in results/ used CAMB 2.0.5 with the WMAP7+BAO+H0 parameters of
+    Komatsu et al. 2011, Table 1: H0 70.4, ombh2 0.02255, omch2 0.1126, tau 0.087, ns 0.968,
+    As 2.43e-9 at pivot 0.002/Mpc, lens_potential_accuracy 1; CAMB is not a dependency);
 * the error at Table 1's pairs only (a full scan is slow and pointless when that error is far
   above the bound):
   - ``gl_reduced_unit``: real-space unknowns = kernel samples at the Gauss-Legendre nodes of an
