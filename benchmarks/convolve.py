@@ -6,14 +6,20 @@ Peers (the GPU machine needs them installed): ducc0 (a sphgpu dependency) and he
 
     python benchmarks/convolve.py --out benchmarks/results
 
+or in parts (``--part``; the other parts' results in the JSON are kept), e.g. the error study at
+small nside on a CPU machine:
+
+    python benchmarks/convolve.py --part errors --error-nsides 256 512 --backend cpu
+
 It first checks the CUDA real-space kernel against the numba CPU path (nside 128) and a split
 with the harmonic part on the GPU and on the CPU, then
 
 1. table: optimize_split for FWHM 5..15 arcmin at nside 2048 / lmax 4096 / bound 1e-5 with the
    paper's cost model (Table 1, Fig. 10) and with the measured one (this GPU and host);
-2. errors: for nside 256, 512, 2048 (lmax = 2 nside, the 10' beam scaled to lmax) a few splits
-   meeting 1e-5, convolved with a white-noise map: predicted against measured spectrum and map
-   errors, and alpha fitted from them;
+2. errors: for nside 256, 512, 2048 (lmax = 2 nside; FWHM 7', 10', 15' at lmax 4096, scaled to
+   lmax) the optimizer's plan (paper cost model), the smallest l_cut meeting 1e-5 at a few
+   supports and one l_cut below it, each convolved with a white-noise map: predicted (Eq. 6)
+   against measured spectrum and map errors, plotted side by side (convolve_errors.png);
 3. speed: the plan chosen (measured cost model) for FWHM 10' at nside 2048 / lmax 4096 / 1e-5,
    timed against ducc0 map2alm + alm2map (iter 0, every host thread), healpy.smoothing (iter 0,
    and healpy's default iter 3), sphgpu's all-harmonic route on the GPU, and splits at fixed
@@ -115,31 +121,82 @@ def table(log, fwhms, nside, lmax):
 
 
 # ----------------------------------------------------------------------------- 2. errors
-def errors(log, nsides, backend):
+#: Beams of the error study, arcmin at lmax 4096 (scaled by 4096 / lmax at other resolutions).
+ERROR_FWHMS = (7.0, 10.0, 15.0)
+#: Supports of the error study per nside: indices into default_theta_grid(lmax) (30' steps at
+#: lmax 4096, scaled), so the pixels per support are the same at every nside. Small on CPU
+#: (the real-space sum there runs at ~6e7 pixel pairs per second on two cores).
+ERROR_THETA_STEPS = {256: (0, 1), 512: (0,), 2048: (1, 3, 6)}
+ERROR_BOUND = 1e-5
+
+
+def error_pairs(fitter, nside, grid, steps, bound=ERROR_BOUND):
+    """The (role, l_cut, theta_cut) pairs measured for one kernel: the optimizer's plan (the
+    paper's cost model over the scanned supports), the smallest l_cut meeting ``bound`` at each
+    support, and at the smallest support one l_cut below that (a predicted error above the
+    bound, to show the estimate on both sides of it)."""
+    lmax = fitter.kernel.lmax
+    pairs = []
+    plan = optimize_split(fitter.kernel, nside=nside, error_bound=bound, cost_model="paper",
+                          theta_grid=grid[: max(steps) + 1], fitter=fitter)
+    if plan.method != "harmonic":
+        # the plan reports the fitted support (a knot at or below the scanned theta_cut)
+        theta = float(grid[np.argmin(np.abs(grid - plan.theta_cut))])
+        pairs.append(("optimizer", plan.l_cut, theta))
+    for i, step in enumerate(steps):
+        theta = float(grid[step])
+        lc = fitter.smallest_l_cut(theta, bound)
+        if lc is None:
+            continue
+        pairs.append(("smallest l_cut", lc, theta))
+        if i == 0 and lc > 0:
+            pairs.append(("l_cut too small", max(0, lc - max(4, lmax // 16)), theta))
+    seen, out = set(), []
+    for role, lc, theta in pairs:         # the optimizer's pair is usually a scanned one too
+        if (lc, round(theta, 9)) not in seen:
+            seen.add((lc, round(theta, 9)))
+            out.append((role, lc, theta))
+    return out
+
+
+def errors(log, nsides, backend, fwhms=ERROR_FWHMS, bound=ERROR_BOUND, seed=11):
+    """Predicted (paper Eq. 6, alpha 5) against measured errors of splits on one white-noise
+    map per nside: the fractional rms error of the output power spectrum (the bound's quantity)
+    and of the map, each against the full-kernel (harmonic) convolution of the same map."""
     rows = []
     for nside in nsides:
         lmax = 2 * nside
-        k = RadialKernel.cmb(10.0 * 4096 / lmax, lmax)
         grid = default_theta_grid(lmax)
-        fitter = SplitFitter(k, grid[6])
-        m = white_noise(nside, 11)
+        steps = ERROR_THETA_STEPS.get(nside, (0, 1))
+        m = white_noise(nside, seed)
         geom = RingGeometry.healpix(nside)
-        full = harmonic_convolve(m, k.bl, geom, backend=backend)
-        for step in (1, 3, 6):
-            theta = float(grid[step])
-            lc = fitter.smallest_l_cut(theta, 1e-5)
-            for l_cut in sorted({lc, max(0, lc - lmax // 40), min(lmax - 1, lc + lmax // 20)}):
+        for fw0 in fwhms:
+            fw = fw0 * 4096 / lmax
+            k = RadialKernel.cmb(fw, lmax)
+            fitter = SplitFitter(k, float(grid[max(steps)]))
+            full = harmonic_convolve(m, k.bl, geom, backend=backend)
+            pairs = error_pairs(fitter, nside, grid, steps, bound)
+            if not pairs:
+                log(f"nside {nside}, FWHM {fw:.4g}': no split within {bound:g} at theta_cut <= "
+                    f"{grid[max(steps)] / ARCMIN:.0f}' (l_cut would reach lmax)")
+            for role, l_cut, theta in pairs:
                 s = fitter.split(l_cut, theta)
                 t0 = time.perf_counter()
                 me = measure_error(s, nside, maps=m, full=full, backend=backend)
-                rows.append({"nside": nside, "lmax": lmax, "l_cut": l_cut,
-                             "theta_cut_arcmin": s.theta_cut_arcmin,
+                rows.append({"nside": nside, "lmax": lmax, "fwhm_arcmin": fw,
+                             "fwhm_arcmin_at_lmax_4096": fw0, "role": role, "l_cut": l_cut,
+                             "theta_cut_arcmin": s.theta_cut_arcmin, "bound": bound,
                              "predicted": me.predicted, "predicted_no_alpha": me.predicted_no_alpha,
                              "spectrum": me.spectrum, "map": me.map,
-                             "seconds": time.perf_counter() - t0})
-                log(f"nside {nside}: l_cut {l_cut}, theta {s.theta_cut_arcmin:.0f}': predicted "
-                    f"{me.predicted:.2e} (alpha 5), measured spectrum {me.spectrum:.2e}, map "
-                    f"{me.map:.2e}")
+                             "predicted_within_bound": me.predicted <= bound,
+                             "measured_within_bound": me.spectrum <= bound,
+                             "backend": backend, "seconds": time.perf_counter() - t0})
+                log(f"nside {nside}, FWHM {fw:.4g}', {role}: l_cut {l_cut}, theta "
+                    f"{s.theta_cut_arcmin:.0f}': predicted {me.predicted:.2e} (alpha 5), measured "
+                    f"spectrum {me.spectrum:.2e}, map {me.map:.2e} ({rows[-1]['seconds']:.0f} s)")
+                bad = me.predicted <= bound < me.spectrum
+                if bad:
+                    log("  MEASURED ERROR ABOVE THE BOUND for a split predicted within it")
     return rows
 
 
@@ -252,6 +309,52 @@ def speed(log, nside, lmax, fwhm, repeat):
 
 
 # ----------------------------------------------------------------------------- plots
+def plot_errors(errs, path, plt):
+    """Predicted and measured errors side by side (the paper's Fig. 9 layout): one panel per
+    nside, the splits along x (grouped by beam), log error up, the bound dashed."""
+    nsides = sorted({e["nside"] for e in errs})
+    fig, axes = plt.subplots(1, len(nsides) + 1, figsize=(5.2 * (len(nsides) + 1), 4.6),
+                             squeeze=False)
+    axes = axes[0]
+    for ax, nside in zip(axes, nsides):
+        sel = [e for e in errs if e["nside"] == nside]
+        x = np.arange(len(sel))
+        ax.semilogy(x, [e["predicted"] for e in sel], "r*", ms=10,
+                    label="predicted (Eq. 6, alpha 5)")
+        ax.semilogy(x, [e["predicted_no_alpha"] for e in sel], "r*", mfc="none", ms=9,
+                    label="predicted, alpha 1")
+        ax.semilogy(x, [e["spectrum"] for e in sel], "b^", label="measured: power spectrum")
+        ax.semilogy(x, [e["map"] for e in sel], "go", mfc="none", label="measured: map")
+        ax.axhline(sel[0]["bound"], color="k", ls="--", lw=1, label="bound")
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{e['fwhm_arcmin']:.3g}'\n{e['l_cut']}\n{e['theta_cut_arcmin']:.0f}'"
+                            + ("\nopt" if e["role"] == "optimizer" else "") for e in sel],
+                           fontsize=7)
+        ax.set_xlabel("FWHM / l_cut / theta_cut (opt: optimizer's plan, paper costs)", fontsize=8)
+        ax.set_ylabel("fractional rms error")
+        ax.set_title(f"nside {nside}, lmax {sel[0]['lmax']} ({sel[0].get('backend', '?')})")
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=7)
+    ax = axes[-1]
+    for nside, marker in zip(nsides, "osd^v"):
+        sel = [e for e in errs if e["nside"] == nside]
+        ax.loglog([e["predicted_no_alpha"] for e in sel], [e["spectrum"] for e in sel], marker,
+                  label=f"nside {nside}: spectrum")
+        ax.loglog([e["predicted_no_alpha"] for e in sel], [e["map"] for e in sel], marker,
+                  mfc="none", label=f"nside {nside}: map")
+    x = np.array([min(e["predicted_no_alpha"] for e in errs) / 2,
+                  max(e["predicted_no_alpha"] for e in errs) * 2])
+    ax.loglog(x, x, "k:", label="measured = estimate (alpha 1)")
+    ax.loglog(x, 5 * x, "k--", lw=0.8, label="alpha 5 (paper)")
+    ax.set_xlabel("predicted fractional error without alpha")
+    ax.set_ylabel("measured fractional error")
+    ax.legend(fontsize=7)
+    ax.set_title("measured against predicted, white noise")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def plot(data, outdir):
     import matplotlib
 
@@ -289,24 +392,7 @@ def plot(data, outdir):
         plt.close(fig)
     errs = data.get("errors", [])
     if errs:
-        fig, ax = plt.subplots(1, 1, figsize=(6, 5))
-        for nside, marker in zip(sorted({e["nside"] for e in errs}), "osd^v"):
-            sel = [e for e in errs if e["nside"] == nside]
-            ax.loglog([e["predicted_no_alpha"] for e in sel], [e["spectrum"] for e in sel], marker,
-                      label=f"nside {nside}: spectrum")
-            ax.loglog([e["predicted_no_alpha"] for e in sel], [e["map"] for e in sel], marker,
-                      mfc="none", label=f"nside {nside}: map")
-        x = np.array([min(e["predicted_no_alpha"] for e in errs) / 2,
-                      max(e["predicted_no_alpha"] for e in errs) * 2])
-        ax.loglog(x, x, "k:", label="measured = estimate (alpha 1)")
-        ax.loglog(x, 5 * x, "k--", lw=0.8, label="alpha 5 (paper)")
-        ax.set_xlabel("predicted fractional error without alpha")
-        ax.set_ylabel("measured fractional error")
-        ax.legend(fontsize=7)
-        ax.set_title("predicted against measured error, white noise")
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "convolve_errors.png"), dpi=100)
-        plt.close(fig)
+        plot_errors(errs, os.path.join(outdir, "convolve_errors.png"), plt)
     sp = data.get("speed")
     if sp:
         t = {k: v["median_s"] for k, v in sp["timings"].items()}
@@ -339,15 +425,23 @@ def plot(data, outdir):
         plt.close(fig)
 
 
+PARTS = ("table", "errors", "speed")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--fwhm", type=float, nargs="+", default=[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])
+    p.add_argument("--part", nargs="+", default=list(PARTS), choices=PARTS,
+                   help="parts to run (default all); the results of the others already in "
+                        "--out are kept, e.g. '--part errors --error-nsides 256 512 --backend "
+                        "cpu' on a CPU machine and '--part errors --error-nsides 2048' on a GPU")
+    p.add_argument("--skip", nargs="*", default=[], choices=PARTS,
+                   help="parts to leave out (their results already in --out are kept)")
     p.add_argument("--error-nsides", type=int, nargs="+", default=[256, 512, 2048])
+    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="backend of the errors part (auto: cuda if usable)")
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--skip", nargs="*", default=[], choices=["table", "errors", "speed"],
-                   help="parts to leave out (their results already in --out are kept), e.g. "
-                        "to stay within a time limit per command")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plots of an earlier run")
     args = p.parse_args()
     if args.replot:
@@ -355,32 +449,47 @@ def main():
             plot(json.load(f), os.path.dirname(args.replot) or ".")
         return 0
     os.makedirs(args.out, exist_ok=True)
+    parts = [x for x in args.part if x not in args.skip]
+    gpu = sphgpu.cuda_available() and not os.environ.get("NUMBA_ENABLE_CUDASIM")
+    if ("table" in parts or "speed" in parts) and not gpu:
+        p.error("the table and speed parts need a CUDA GPU (run '--part errors --backend cpu' "
+                "without one)")
+    backend = args.backend if args.backend != "auto" else ("cuda" if gpu else "cpu")
 
     def log(msg):
         print(msg, flush=True)
 
     path = os.path.join(args.out, "convolve.json")
     data = {}
-    if args.skip and os.path.exists(path):    # a run in parts keeps the parts already there
+    if set(parts) != set(PARTS) and os.path.exists(path):  # a run in parts keeps the others
         with open(path) as f:
             data = json.load(f)
-    data.update(machine=machine_info(), date=time.strftime("%Y-%m-%d %H:%M:%S UTC",
-                                                           time.gmtime()))
-    log(json.dumps(data["machine"]))
+    info = machine_info()
+    now = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    if "machine" not in data or gpu:          # the headline machine is the GPU one
+        data.update(machine=info, date=now)
+    for part in parts:                        # which machine made each part
+        data.setdefault("part_machines", {})[part] = {"machine": info, "date": now,
+                                                      "backend": backend if part == "errors"
+                                                      else "cuda"}
+    log(json.dumps(info))
 
     def save():
         with open(path, "w") as f:
             json.dump(data, f, indent=1, default=float)
 
-    data["checks"] = checks(log)
-    save()
-    if "table" not in args.skip:
+    if gpu:
+        data["checks"] = checks(log)
+        save()
+    if "table" in parts:
         data["table"], data["measured_cost_model"] = table(log, args.fwhm, 2048, 4096)
         save()
-    if "errors" not in args.skip:
-        data["errors"] = errors(log, args.error_nsides, "cuda")
+    if "errors" in parts:
+        rows = errors(log, args.error_nsides, backend)
+        kept = [e for e in data.get("errors", []) if e["nside"] not in args.error_nsides]
+        data["errors"] = sorted(kept + rows, key=lambda e: e["nside"])
         save()
-    if "speed" not in args.skip:
+    if "speed" in parts:
         data["speed"] = speed(log, 2048, 4096, 10.0, args.repeat)
         save()
     plot(data, args.out)

@@ -189,7 +189,8 @@ def make_fitter(kernel, theta_max, *, input_cl=None, alpha=DEFAULT_ALPHA, fit="s
 
 def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", alpha=None,
                    input_cl=None, theta_grid=None, methods=("harmonic", "split", "realspace"),
-                   fit="sphgpu", cost_model_options=None, fitter=None, prune=True) -> Plan:
+                   fit="sphgpu", cost_model_options=None, fitter=None, prune=True,
+                   search=None) -> Plan:
     """Find the cheapest way to convolve HEALPix maps of ``nside`` with ``kernel`` within
     ``error_bound`` (the paper's fractional error sigma, Eq. 6).
 
@@ -211,6 +212,11 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         whole grid (for plots of l_cut against theta_cut).
     fitter : SplitFitter, optional
         Reuse a fitter (its kernel, alpha and input_cl win over the arguments).
+    search : "ripple" or "bisect", optional
+        How the smallest l_cut is found at each theta_cut (:meth:`SplitFitter.smallest_l_cut`):
+        "bisect" is the paper's plain binary search, the default with ``fit="paper"``;
+        "ripple" (the default otherwise) also probes the error's ripple below the bisection's
+        answer and so finds smaller valid l_cut.
     """
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)
@@ -227,6 +233,10 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
     if theta_grid.ndim != 1 or theta_grid.size == 0 or np.any(theta_grid <= 0) or np.any(
             theta_grid > math.pi) or not np.all(np.isfinite(theta_grid)):
         raise ValueError("theta_grid must be a non-empty 1-D array of angles in (0, pi] radians")
+    if search is None:
+        search = "bisect" if fit == "paper" else "ripple"
+    if search not in ("ripple", "bisect"):
+        raise ValueError(f"search must be 'ripple' or 'bisect', got {search!r}")
     cm = resolve_cost_model(cost_model, nside, lmax, **(cost_model_options or {}))
     if fitter is None:
         fitter = make_fitter(kernel, float(theta_grid.max()), input_cl=input_cl, alpha=alpha,
@@ -247,7 +257,8 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         if prune and min(cm.realspace_time(float(theta), nside, rb)
                          for rb in cm.realspace_backends) >= best_total:
             break        # the real-space part alone costs more than the best plan so far
-        l_cut = fitter.smallest_l_cut(float(theta), error_bound, lo=-1, hint=hint)
+        l_cut = fitter.smallest_l_cut(float(theta), error_bound, lo=-1, hint=hint,
+                                      search=search)
         if l_cut is None:
             best_err_seen = min(best_err_seen, fitter.error(lmax - 1, float(theta)))
             continue

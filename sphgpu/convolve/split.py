@@ -358,16 +358,19 @@ class SplitFitter:
                            self.input_cl)
 
     def smallest_l_cut(self, theta_cut: float, bound: float, lo: int = -1,
-                       hint: int | None = None) -> int | None:
+                       hint: int | None = None, search: str = "ripple") -> int | None:
         """Smallest l_cut in [lo, lmax - 1] whose error is within ``bound``; None if even
         lmax - 1 misses it.
 
         The error falls with l_cut overall but ripples with a period of about
         2 pi / theta_cut in l (the Legendre transform of a kernel confined to theta_cut), so a
-        plain bisection, the paper's search, can stop on a ripple. Here a bisection (or, with
+        plain bisection, the paper's search (``search="bisect"``: between lo and lmax - 1,
+        no hint), can stop on a ripple. The default ``search="ripple"``: a bisection (or, with
         a ``hint`` such as the answer at a neighbouring theta_cut, steps doubling away from it)
         finds a valid l_cut, then the ripple below it is probed at quarter-period steps
         and the lowest valid one is refined."""
+        if search not in ("ripple", "bisect"):
+            raise ValueError(f"search must be 'ripple' or 'bisect', got {search!r}")
         lmax = self.kernel.lmax
         top = lmax - 1
         if top < lo:
@@ -376,9 +379,9 @@ class SplitFitter:
         def ok(l):
             return self.error(l, theta_cut) <= bound
 
-        found = self._bracket(ok, lo, top, hint)
-        if found is None:
-            return None
+        found = self._bracket(ok, lo, top, None if search == "bisect" else hint)
+        if found is None or search == "bisect":
+            return found
         period = 2.0 * math.pi / max(theta_cut, 1e-12)
         step = max(1, int(period / 4))
         best = found

@@ -78,3 +78,14 @@ def test_search_finds_the_lowest_valid_l_cut_up_to_a_ripple():
             got = f.smallest_l_cut(theta, 1e-5, hint=hint)
             assert f.error(got, theta) <= 1e-5
             assert lowest <= got <= lowest + 4 * math.pi / theta
+
+
+def test_plain_bisection_is_the_papers_search_and_never_beats_the_ripple_search():
+    k = RadialKernel.cmb(400.0, 128)
+    f = SplitFitter(k, 1800 * ARCMIN)
+    for theta in (900 * ARCMIN, 1500 * ARCMIN):
+        plain = f.smallest_l_cut(theta, 1e-5, search="bisect")
+        assert f.error(plain, theta) <= 1e-5 < f.error(plain - 1, theta)
+        assert f.smallest_l_cut(theta, 1e-5) <= plain
+    with pytest.raises(ValueError, match="search must be"):
+        f.smallest_l_cut(theta, 1e-5, search="linear")
