@@ -96,6 +96,9 @@ def test_real_gpu_device_arrays_and_concurrent_split(rng):
     assert cuda.is_cuda_array(got) and not isinstance(got, cupy.ndarray)
     host = convolve(m, s, backend="cuda")
     assert isinstance(host, np.ndarray) and rel_err(host, want) <= 1e-12
+    whole = convolve(m, k, method="harmonic", backend="cuda")      # one copy each way
+    assert isinstance(whole, np.ndarray)
+    assert rel_err(whole, convolve(m, k, method="harmonic", backend="cpu")) <= 1e-12
 
 
 def test_kernel_computes_a_latitude_band_from_its_halo(rng):
