@@ -4,15 +4,15 @@ Kernels only: launch geometry, buffers and cuFFT live in :mod:`sphgpu.sht._cuda`
 docstring states its launch contract. The recurrence is the one of :mod:`sphgpu.sht.legendre`
 (``start_value``, ``rescale``), compiled into the kernels.
 
-Ring FFTs use Bluestein's identity so that rings of any length n go through one batched
-power-of-two FFT of length M >= 2n - 1:
+Ring FFTs use Bluestein's identity so that rings of any length n go through one batched FFT of
+length M >= 2n - 1 (2**a or 3 * 2**a, see ``_cuda._bluestein_length``):
 
     sum_q c_q w^{jq} = z_j sum_q (c_q z_q) conj(z_{j-q}),   w = e^{2 pi i/n},  z_t = e^{i pi t^2/n}
 
 The convolution runs as FFT(A) * FFT(B) -> inverse FFT, with A the chirped, zero-padded ring and B
 the conjugate chirp (precomputed per ring, see :func:`chirp_kernel`). Many rings of one length
 (HEALPix's equatorial belt, every ring of Gauss-Legendre grids) skip the chirps
-(``chirped=0``) and take one plain FFT of that length instead.
+(``chirped=0``) and take one real FFT of that length instead.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from numba import cuda, float64
 
 from . import legendre
 
-__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel",
-           "chirp_kernel", "fold_kernel", "unchirp_kernel",
-           "chirp_map_kernel", "weighted_rings_kernel", "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS",
-           "LEG2ALM_THREADS", "LEG2ALM_PAIRS", "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS"]
+__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
+           "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
+           "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
+           "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
 
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
 ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking)
@@ -410,8 +410,10 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
 
     out[i*nr + row, q] = z_q * sum over m in [-mmax, mmax] with m = q (mod n) of
                          Delta_m e^{i m phi0}   (Delta_{-m} = conj Delta_m), zero for q >= n.
-    Launch: 2-D grid covering (nmaps*nr, M). leg (nmaps, nrings, mmax+1) complex128; rings,
-    nphi (nr,) int64 and phi0 (nr,) float64 describe this class's rings; nmaps_rows = nr.
+    Launch: 2-D grid covering out (nmaps*nr, M), or (nmaps*nr, n//2 + 1) for a plain class:
+    the modes q <= n/2 of its Hermitian spectra, for a complex-to-real FFT. leg (nmaps, nrings,
+    mmax+1) complex128; rings, nphi (nr,) int64 and phi0 (nr,) float64 describe this class's
+    rings; nmaps_rows = nr.
     """
     R, q = cuda.grid(2)
     if R < out.shape[0] and q < out.shape[1]:
@@ -440,7 +442,8 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
 def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
     """alm2map ring pass 2: maps[i, ringstart + j] = Re(z_j conv[i*nr + row, j]) for j < n.
 
-    Launch: 2-D grid covering (nmaps*nr, max n of the class).
+    Launch: 2-D grid covering (nmaps*nr, max n of the class); conv complex128, or float64 from
+    a plain class's real FFT (z = 1).
     """
     R, j = cuda.grid(2)
     if R < conv.shape[0]:
