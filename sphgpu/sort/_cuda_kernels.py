@@ -35,7 +35,7 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
 
-__all__ = ["histogram_kernel", "onesweep_kernel", "max_items", "status_shift",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "max_items", "status_shift",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
 WARP = 32
@@ -66,19 +66,21 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
 
 @functools.lru_cache(maxsize=None)
 def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
-    """Digit counts of all passes at once.
+    """Digit counts of all passes at once, and the look-back words of all passes cleared.
 
-    Launch: any grid (grid-stride loop), block ``threads``. Arguments: keys (n,) of
+    Launch: any grid (grid-stride loops), block ``threads``. Arguments: keys (n,) of
     ``key_type`` (uint32 or uint64), key_bits (int), hist (passes * 2**radix_bits,) int64,
     zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
-    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d.
+    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status (words,) uint32 or
+    uint64, the flattened look-back words and tile counters of :func:`onesweep_kernel`, set to 0
+    here so that a sort needs no memset launch of its own.
     """
     R = 1 << radix_bits
     SIZE = passes * R
     UNROLL = 4
 
     @cuda.jit
-    def kernel(keys, key_bits, hist):
+    def kernel(keys, key_bits, hist, status):
         counts = cuda.shared.array(SIZE, int32)
         held = cuda.local.array(UNROLL, key_type)
         t = cuda.threadIdx.x
@@ -87,8 +89,11 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
         cuda.syncthreads()
         n = keys.shape[0]
         stride = cuda.gridDim.x * threads
+        start = cuda.blockIdx.x * threads + t
+        for j in range(start, status.shape[0], stride):
+            status[j] = 0
         # UNROLL coalesced loads in flight per thread before any is counted
-        for first in range(cuda.blockIdx.x * threads + t, n, stride * UNROLL):
+        for first in range(start, n, stride * UNROLL):
             for u in range(UNROLL):
                 i = first + u * stride
                 held[u] = keys[i] if i < n else key_type(0)
@@ -106,6 +111,51 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
             c = counts[j]
             if c != 0:
                 cuda.atomic.add(hist, j, int64(c))
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def scan_kernel(passes: int, radix_bits: int, threads: int):
+    """Where each digit's keys start in each pass, from the histogram; one block does it all.
+
+    Launch: grid 1, block ``threads``. Arguments: hist (passes * 2**radix_bits,) int64 from
+    :func:`histogram_kernel`, left zeroed for the next sort; n (int64), the number of keys;
+    digit_start (passes, 2**radix_bits) int64, written with the exclusive scan of each row;
+    constant (passes,) int32, written: 1 where one digit holds all n keys (the pass would move
+    nothing, so :func:`onesweep_kernel` only copies), else 0.
+    """
+    R = 1 << radix_bits
+    SIZE = passes * R
+
+    @cuda.jit
+    def kernel(hist, n, digit_start, constant):
+        buf = cuda.shared.array((2, SIZE), int64)       # Hillis-Steele, double-buffered
+        flag = cuda.shared.array(passes, int32)
+        t = cuda.threadIdx.x
+        for p in range(t, passes, threads):
+            flag[p] = 0
+        for j in range(t, SIZE, threads):
+            buf[0, j] = hist[j]
+        cuda.syncthreads()
+        for j in range(t, SIZE, threads):
+            if buf[0, j] == n:
+                flag[j // R] = 1                 # same value from any thread: no race
+        for s in range(radix_bits):              # inclusive scan within each row of R
+            src = s % 2
+            step = 1 << s
+            for j in range(t, SIZE, threads):
+                v = buf[src, j]
+                if j % R >= step:
+                    v += buf[src, j - step]
+                buf[1 - src, j] = v
+            cuda.syncthreads()
+        fin = radix_bits % 2
+        for j in range(t, SIZE, threads):
+            digit_start[j // R, j % R] = buf[fin, j] - hist[j]
+            hist[j] = 0
+        for p in range(t, passes, threads):
+            constant[p] = flag[p]
 
     return kernel
 
@@ -164,11 +214,14 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
       the first pass), 2: read perm_in;
     - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
-    - digit_start (passes, >= 2**radix_bits) int64 and p: ``digit_start[p, d]`` is where the
-      keys of digit d start in the output (exclusive scan of the histogram's row p);
-    - status (launches, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
-      zeroed, and which: row ``which`` holds this launch's look-back words, and its last word
-      counts the tiles handed out.
+    - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
+      digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
+    - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
+      zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
+      last word counts the tiles handed out;
+    - constant (passes,) int32: where ``constant[p]`` is set the pass only copies keys_in to
+      keys_out (and the permutation along), decided on the GPU so that the host never waits;
+    - p: the pass, the row of digit_start, status and constant.
     Two-dimensional arrays with a row index, rather than row views, keep the host's work per
     launch small.
 
@@ -201,7 +254,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
     @cuda.jit(**options)
-    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, p, status, which):
+    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
         warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
         scan = cuda.shared.array((2, R), int32)             # digit scan, double-buffered
         tile_count = cuda.shared.array(R, int32)
@@ -217,8 +270,22 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         lane = t % WARP
         w = t // WARP
         n = keys_in.shape[0]
+        if constant[p] != 0:
+            # one digit holds every key: the pass keeps the order, so it only copies. The
+            # flag is the same for every thread, so the whole block returns (no barrier is
+            # left waiting).
+            i0 = int64(cuda.blockIdx.x) * TILE + t
+            for k in range(items):
+                i = i0 + k * threads
+                if i < n:
+                    keys_out[i] = keys_in[i]
+                    if perm_mode == 1:
+                        perm_out[i] = uint32(i)
+                    elif perm_mode == 2:
+                        perm_out[i] = perm_in[i]
+            return
         if t == 0:
-            tile_sh[0] = cuda.atomic.add(status, (which, status.shape[1] - 1), status_type(1))
+            tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
         for j in range(t, WARPS * R, threads):
             warp_count[j // R, j % R] = 0
         cuda.syncthreads()
@@ -249,7 +316,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             tile_count[d] = run
             scan[0, d] = run
             flag = INC if tile == 0 else AGG
-            cuda.atomic.add(status, (which, int64(tile) * R + d),
+            cuda.atomic.add(status, (p, int64(tile) * R + d),
                             status_type(int64(flag) + run))
         cuda.syncthreads()
 
@@ -284,7 +351,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             if tile > 0:
                 k = tile - 1
                 while k >= 0:
-                    word = int64(cuda.atomic.add(status, (which, int64(k) * R + d),
+                    word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
                                                  status_type(0)))
                     flag = word >> shift_bits
                     if flag != 0:
@@ -295,7 +362,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 if publish_inclusive:
                     cuda.threadfence()
                     # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
-                    cuda.atomic.add(status, (which, int64(tile) * R + d),
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
                                     status_type(AGG + prefix))
             dest_base[d] = digit_start[p, d] + prefix - (scan[fin, d] - tile_count[d])
         cuda.syncthreads()

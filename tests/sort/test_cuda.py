@@ -117,16 +117,25 @@ def test_wide_look_back_words(rng, monkeypatch):
     check_pairs(tied_keys(rng, 5 * 64 + 1, 14, np.uint64), 14, 7, threads=32, items=2)
 
 
-def test_constant_digits_skip_their_passes(rng, monkeypatch):
-    """Keys whose middle and top digits are constant: only two onesweep passes run."""
-    launched = []
-    build = K.onesweep_kernel
+def test_constant_digits_only_copy(rng, monkeypatch):
+    """Keys whose middle and top digits are constant: the scan kernel flags exactly those
+    passes (which then only copy), and the sort still comes out right, also when no digit
+    varies at all."""
+    flags = []
+    build = K.scan_kernel
 
-    def counting(*a, **kw):
-        launched.append(a[:1])
-        return build(*a, **kw)
+    def recording(*a):
+        kernel = build(*a)
 
-    monkeypatch.setattr(K, "onesweep_kernel", counting)
+        class Launch:
+            def __getitem__(self, config):
+                def run(hist, n, digit_start, constant):
+                    kernel[config](hist, n, digit_start, constant)
+                    flags.append(np.array(constant).tolist())
+                return run
+        return Launch()
+
+    monkeypatch.setattr(K, "scan_kernel", recording)
     n = 600
     keys = (rng.integers(0, 256, n) | (0xAB << 8) | (rng.integers(0, 256, n) << 16)
             | (0x7F << 24)).astype(np.uint32)
@@ -135,12 +144,28 @@ def test_constant_digits_skip_their_passes(rng, monkeypatch):
     out, perm = _cuda.sort_pairs(keys, 32, 8, True)
     np.testing.assert_array_equal(perm, want)
     np.testing.assert_array_equal(out, keys[want])
-    assert len(launched) == 2
-    launched.clear()
-    out, perm = _cuda.sort_pairs(np.full(300, 5, np.uint64), 3, 2, True)   # no pass at all
-    np.testing.assert_array_equal(perm, np.arange(300))
-    np.testing.assert_array_equal(out, np.full(300, 5))
-    assert launched == []
+    assert flags == [[0, 1, 0, 1]]
+    for want_perm in (True, False):
+        flags.clear()
+        out, perm = _cuda.sort_pairs(np.full(300, 5, np.uint64), 3, 2, want_perm)
+        np.testing.assert_array_equal(out, np.full(300, 5))
+        if want_perm:
+            np.testing.assert_array_equal(perm, np.arange(300))
+        assert flags == [[1, 1]]
+
+
+def test_scratch_is_reused_and_left_clean(rng):
+    """The second sort of a shape takes the first one's scratch (its histogram zeroed by the
+    scan kernel, its look-back words by the histogram kernel) and still sorts right."""
+    _cuda.clear_scratch()
+    keys = tied_keys(rng, 333, 12, np.uint32)
+    check_pairs(keys, 12, 4)
+    assert len(_cuda._SCRATCH) == 2                     # with and without the permutation
+    held = [s.hist for s in _cuda._SCRATCH.values()]
+    assert all(not np.any(h) for h in held)
+    other = tied_keys(rng, 333, 12, np.uint32)
+    check_pairs(other, 12, 4)
+    assert all(a is b for a, b in zip([s.hist for s in _cuda._SCRATCH.values()], held))
 
 
 @pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 13, 5), (np.uint64, 64, 8)])
@@ -151,8 +176,10 @@ def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits,
     keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
     passes = -(-key_bits // radix_bits)
     hist = np.zeros(passes << radix_bits, np.int64)
+    status = np.full(77, 9, np.uint32)
     K.histogram_kernel(passes, radix_bits, 32, numba.from_dtype(keys.dtype))[3, 32](
-        keys, key_bits, hist)
+        keys, key_bits, hist, status)
+    assert not status.any()
     for p, row in enumerate(hist.reshape(passes, -1)):
         bits = min(radix_bits, key_bits - p * radix_bits)
         digits = (keys >> dtype(p * radix_bits)) & dtype(2**bits - 1)
