@@ -162,12 +162,33 @@ def scan_kernel(passes: int, radix_bits: int, threads: int):
 
 # -- one ranking round of a warp (see the module docstring), in two builds ---------------------
 
+FULL = 0xFFFFFFFF
+
+
 @cuda.jit(device=True, inline=True)
-def _rank_round_gpu(value, valid, lane, w, table, warp_count):
-    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting the
-    peers of this round in lower lanes; the lowest peer moves the warp's counter on. Invalid
-    lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
-    peers = uint32(cuda.match_any_sync(int32(-1), value))
+def _peers_hw(value, nbits):
+    """Mask of the lanes whose ``value`` equals this lane's: the hardware's match."""
+    return uint32(cuda.match_any_sync(FULL, value))
+
+
+@cuda.jit(device=True, inline=True)
+def _peers_ballot(value, nbits):
+    """The same from one ballot per bit of ``value`` (below ``2**nbits``): lanes that agree
+    with this one on every bit. ``match.any`` takes longer the more distinct values a warp
+    holds; ballots cost the same every time (CUB ranks by ballots for this reason)."""
+    peers = uint32(FULL)
+    for b in range(nbits):
+        bit = (value >> b) & 1
+        votes = uint32(cuda.ballot_sync(FULL, bit != 0))
+        peers &= votes if bit != 0 else ~votes
+    return peers
+
+
+@cuda.jit(device=True, inline=True)
+def _rank_round_gpu(peers, value, valid, lane, w, table, warp_count):
+    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting its
+    ``peers`` (same digit, this round) in lower lanes; the lowest peer moves the warp's counter
+    on. Invalid lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
     below = int32(cuda.popc(peers & cuda.lanemask_lt()))
     before = warp_count[w, value] if valid else int32(0)
     cuda.syncwarp()                     # every peer has read the counter ...
@@ -178,11 +199,11 @@ def _rank_round_gpu(value, valid, lane, w, table, warp_count):
 
 
 @cuda.jit(device=True)
-def _rank_round_table(value, valid, lane, w, table, warp_count):
-    """The same without warp intrinsics (Numba's simulator): the lanes' values go through the
-    shared ``table``. Every thread of the block runs every round, so the barriers are uniform.
-    The write of the counter needs no barrier after it: the next round reads counters only
-    after its own first barrier."""
+def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
+    """The same without warp intrinsics (Numba's simulator; ``peers`` is unused): the lanes'
+    values go through the shared ``table``. Every thread of the block runs every round, so
+    the barriers are uniform. The write of the counter needs no barrier after it: the next
+    round reads counters only after its own first barrier."""
     table[w, lane] = value
     cuda.syncthreads()
     below = 0
@@ -199,10 +220,15 @@ def _rank_round_table(value, valid, lane, w, table, warp_count):
     return before + below
 
 
+@cuda.jit(device=True, inline=True)
+def _no_peers(value, nbits):
+    return uint32(0)
+
+
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True):
+                    publish_inclusive: bool = True, match: str = "ballot"):
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
@@ -225,7 +251,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     Two-dimensional arrays with a row index, rather than row views, keep the host's work per
     launch small.
 
-    ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
+    ``match`` picks how a warp finds the lanes holding the same digit on the GPU: "ballot"
+    (one vote per digit bit) or "hw" (``match_any_sync``). ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
     ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
     first then publish only their own counts, so every look-back walks back to tile 0 over
     aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
@@ -238,6 +265,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     LOG_R = radix_bits
     if threads % WARP or items < 1:
         raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
+    if match not in ("ballot", "hw"):
+        raise ValueError(f"match={match!r} must be 'ballot' or 'hw'")
     np_key = np.dtype(str(key_type))
     MASK = np_key.type(R - 1)
     with_perm = perm_mode != 0
@@ -245,19 +274,29 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     AGG = AGGREGATE << shift_bits
     INC = INCLUSIVE << shift_bits
     COUNT_MASK = (1 << shift_bits) - 1
+    MATCH_BITS = LOG_R + 1                     # the digit and the "no digit" value R
     if SIMULATOR:
-        rank_round, TABLE = _rank_round_table, (WARPS, WARP)
+        rank_round, peers_of, TABLE = _rank_round_table, _no_peers, (WARPS, WARP)
     else:
         rank_round, TABLE = _rank_round_gpu, (1, 1)
+        peers_of = _peers_ballot if match == "ballot" else _peers_hw
+    # the digit scan by warp shuffles (2 barriers) where one thread holds each digit; else
+    # (the simulator, which lacks them, or fewer threads than digits) Hillis-Steele in shared
+    # memory, a barrier a step
+    SHUFFLE_SCAN = not SIMULATOR and threads >= R
     STAGE_PERM = TILE if with_perm else 1
 
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
     @cuda.jit(**options)
     def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
-        warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
-        scan = cuda.shared.array((2, R), int32)             # digit scan, double-buffered
+        # per warp and digit: keys so far; then where the warp's keys of the digit go in the
+        # digit-sorted tile
+        warp_count = cuda.shared.array((WARPS, R), int32)
+        scan = cuda.shared.array((2, R), int32)             # Hillis-Steele, double-buffered
         tile_count = cuda.shared.array(R, int32)
+        tile_excl = cuda.shared.array(R, int32)             # keys of smaller digits in the tile
+        warp_total = cuda.shared.array(WARPS, int32)
         dest_base = cuda.shared.array(R, int64)             # output index = dest_base[d] + j
         stage_keys = cuda.shared.array(TILE, key_type)      # the tile, sorted by digit
         stage_perm = cuda.shared.array(STAGE_PERM, uint32)
@@ -292,6 +331,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         tile = tile_sh[0]
         base = int64(tile) * TILE
         m = min(TILE, n - base)                  # keys in this tile
+        flag = INC if tile == 0 else AGG
 
         # 1. load the warp's keys (all loads in flight at once), then rank each key among the
         #    keys of its warp with the same digit, in input order
@@ -303,49 +343,79 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         for k in range(items):
             valid = first + k * WARP < n
             value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
-            rank[k] = rank_round(value, valid, lane, w, table, warp_count)
+            peers = peers_of(value, MATCH_BITS)
+            rank[k] = rank_round(peers, value, valid, lane, w, table, warp_count)
         cuda.syncthreads()
 
-        # 2. per digit: exclusive scan over warps, the tile's count, published at once
-        for d in range(t, R, threads):
+        # 2. per digit: exclusive scan over warps, the tile's count (published at once), and
+        #    the exclusive scan over digits (tile_excl); warp_count[v, d] becomes the place in
+        #    the digit-sorted tile of warp v's first key of digit d
+        if SHUFFLE_SCAN:
+            d = t                                # one digit a thread (threads >= R)
             run = int32(0)
-            for v in range(WARPS):
-                c = warp_count[v, d]
-                warp_count[v, d] = run
-                run += c
-            tile_count[d] = run
-            scan[0, d] = run
-            flag = INC if tile == 0 else AGG
-            cuda.atomic.add(status, (p, int64(tile) * R + d),
-                            status_type(int64(flag) + run))
+            if d < R:
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
+            x = run                              # inclusive scan of the warp's 32 digits
+            for s in range(5):
+                y = cuda.shfl_up_sync(FULL, x, 1 << s)
+                if lane >= (1 << s):
+                    x += y
+            if lane == WARP - 1:
+                warp_total[w] = x
+            cuda.syncthreads()
+            for v in range(w):
+                x += warp_total[v]
+            if d < R:
+                excl = x - run
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
+        else:
+            for d in range(t, R, threads):
+                run = int32(0)
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                tile_count[d] = run
+                scan[0, d] = run
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
+            cuda.syncthreads()
+            for s in range(LOG_R):               # every thread runs every step
+                src = s % 2
+                step = 1 << s
+                for d in range(t, R, threads):
+                    v = scan[src, d]
+                    if d >= step:
+                        v += scan[src, d - step]
+                    scan[1 - src, d] = v
+                cuda.syncthreads()
+            for d in range(t, R, threads):
+                excl = scan[LOG_R % 2, d] - tile_count[d]
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
         cuda.syncthreads()
 
-        # 3. inclusive scan over digits (Hillis-Steele; every thread runs every step)
-        for s in range(LOG_R):
-            src = s % 2
-            step = 1 << s
-            for d in range(t, R, threads):
-                v = scan[src, d]
-                if d >= step:
-                    v += scan[src, d - step]
-                scan[1 - src, d] = v
-            cuda.syncthreads()
-        fin = LOG_R % 2                          # the buffer holding the inclusive scan
-
-        # 4. stage the tile in shared memory, sorted by digit
+        # 3. stage the tile in shared memory, sorted by digit
         for k in range(items):
             i = first + k * WARP
             if i < n:
                 key = keys[k]
-                d = int32((key >> shift) & MASK)
-                pos = scan[fin, d] - tile_count[d] + warp_count[w, d] + rank[k]
+                pos = warp_count[w, int32((key >> shift) & MASK)] + rank[k]
                 stage_keys[pos] = key
                 if perm_mode == 1:
                     stage_perm[pos] = uint32(i)
                 elif perm_mode == 2:        # loaded here: fewer registers (72, not 115)
                     stage_perm[pos] = perm_in[i]
 
-        # 5. decoupled look-back: keys of digit d in tiles before this one
+        # 4. decoupled look-back: keys of digit d in tiles before this one
         for d in range(t, R, threads):
             prefix = int64(0)
             if tile > 0:
@@ -353,10 +423,10 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 while k >= 0:
                     word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
                                                  status_type(0)))
-                    flag = word >> shift_bits
-                    if flag != 0:
+                    wflag = word >> shift_bits
+                    if wflag != 0:
                         prefix += word & COUNT_MASK
-                        if flag == INCLUSIVE:
+                        if wflag == INCLUSIVE:
                             break
                         k -= 1
                 if publish_inclusive:
@@ -364,10 +434,10 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
                     cuda.atomic.add(status, (p, int64(tile) * R + d),
                                     status_type(AGG + prefix))
-            dest_base[d] = digit_start[p, d] + prefix - (scan[fin, d] - tile_count[d])
+            dest_base[d] = digit_start[p, d] + prefix - tile_excl[d]
         cuda.syncthreads()
 
-        # 6. coalesced write-out: runs of equal digits go to consecutive places
+        # 5. coalesced write-out: runs of equal digits go to consecutive places
         for k in range(items):
             j = k * threads + t
             if j < m:
@@ -378,4 +448,3 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     perm_out[dest] = stage_perm[j]
 
     return kernel
-
