@@ -33,11 +33,18 @@ DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balance
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
 DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
-#: register cap of the onesweep kernel, for 3 resident blocks of 256 threads per SM. Uncapped,
-#: ptxas (CUDA 13, sm_90) gives 72 registers to the passes carrying the permutation of uint32
-#: keys but 102 to keys-only passes (2 blocks per SM), which fit 80 without spilling; uint64
-#: keys spill a few words at 80. 0 means no cap. benchmarks/sort_check.py times the choices.
-MAX_REGISTERS = 80
+#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM.
+#: Measured on the H200 (2^25 uint32 keys, before the ballot ranking): 64 beat 80 and no cap
+#: (2.37 vs 2.57 ms keys only, 2.70 vs 2.89 ms with the permutation) despite ~80 bytes of
+#: spills. ptxas (CUDA 13, sm_90) now reports 28 bytes of spill stores at 64 for uint32 keys
+#: (none at 80); uint64 keys spill ~150-200 bytes at 64. 0 means no cap.
+#: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to uint64 keys
+#: (28-40 bytes of spills at 80; not measured).
+MAX_REGISTERS = 64
+MAX_REGISTERS_WIDE = 80
+#: how a warp finds the lanes holding its digit: "ballot" (one vote per digit bit, as CUB) or
+#: "hw" (match_any_sync, which the H200 runs measured before the ballot version used)
+MATCH = "ballot"
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
@@ -118,12 +125,13 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None):
+               max_registers=None, match=None, trace=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
-    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS`. Returns
+    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS` (uint64 keys:
+    :data:`MAX_REGISTERS_WIDE`); ``match`` to :data:`MATCH`. Returns
     ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same kind (NumPy
     or device) as ``ukeys``; ``ukeys`` is never written. ``trace``, if given, is called with a
     label after each stage is queued (benchmarks/sort_check.py records CUDA events there).
@@ -165,7 +173,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         K.scan_kernel(passes, radix_bits, SCAN_THREADS)[1, SCAN_THREADS, stream](
             scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
-        max_registers = MAX_REGISTERS if max_registers is None else max_registers
+        match = match or MATCH
+        if max_registers is None:
+            max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
         src_keys, src_perm = keys_v, scratch.unused
         for p in range(passes):
@@ -179,7 +189,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
             else:
                 mode = 1 if p == 0 else 2
                 dst_perm = perm_v if p == passes - 1 else scratch.perm[p % 2]
-            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
+            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers,
+                                       match=match)
             kernel[ntiles, threads, stream](src_keys, src_perm, dst_keys, dst_perm, kt(shift),
                                             scratch.digit_start, scratch.status,
                                             scratch.constant, p)

@@ -107,7 +107,7 @@ def test_look_back_over_aggregates_only(rng, monkeypatch):
     0 (the simulator runs blocks in order, so otherwise it meets only inclusive prefixes)."""
     build = K.onesweep_kernel
     monkeypatch.setattr(K, "onesweep_kernel",
-                        lambda *a: build(*a, publish_inclusive=False))
+                        lambda *a, **kw: build(*a, publish_inclusive=False, **kw))
     check_pairs(tied_keys(rng, 7 * 64 + 3, 11, np.uint32), 11, 6, threads=32, items=2)
 
 
