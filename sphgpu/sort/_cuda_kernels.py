@@ -54,7 +54,8 @@ def status_shift(n: int) -> int:
 def _fixed_shared_bytes(radix_bits: int, threads: int) -> int:
     R = 1 << radix_bits
     warps = threads // WARP
-    return 4 * warps * R + 4 * 3 * R + 8 * R + 4 * warps * WARP + 64
+    # warp_count, scan (2R) + tile_count + tile_excl, dest_base, the table, warp_total, spare
+    return 4 * warps * R + 4 * 4 * R + 8 * R + 4 * warps * WARP + 4 * warps + 64
 
 
 def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) -> int:
