@@ -14,7 +14,8 @@ Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
    all-pass histogram, the digit scan, each onesweep pass) and the host time spent issuing
    it, at 2^20, 2^25 (and 2^28 without --quick). A stage's GPU time includes any time the GPU
    waited for the host to issue it, so small sorts show the host's launch costs here.
-3. Launch variants (items per thread, register cap, ballot or match_any digit matching) at
+3. Launch variants (items per thread, register cap, ballot or match_any digit matching, early
+   counts) at
    2^25 uint32 keys, keys only and keys + permutation, against cupy.sort / cupy.argsort (CUB),
    and the PIC case (8M 10-bit keys + permutation, 2 passes of 5 bits) against cupy.argsort.
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
@@ -135,14 +136,15 @@ def main():
                        "ok": ok})
         print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
               f"{'ok' if ok else 'WRONG'}", flush=True)
-    for items, regs, match in ((9, None, None), (15, 80, None), (15, 0, None),
-                               (15, None, "hw"), (12, None, None)):
+    for items, regs, match, early in ((9, None, None, None), (15, 80, None, None),
+                                      (15, 0, None, None), (15, None, "hw", None),
+                                      (12, None, None, None), (15, None, None, True)):
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
-                       max_registers=regs, match=match)
+                       max_registers=regs, match=match, early_counts=early)
         checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs,
-                       "match": match, "ok": ok})
-        print(f"check 2^20+7 items={items} max_registers={regs} match={match}: "
-              f"{'ok' if ok else 'WRONG'}", flush=True)
+                       "match": match, "early_counts": early, "ok": ok})
+        print(f"check 2^20+7 items={items} max_registers={regs} match={match} "
+              f"early_counts={early}: {'ok' if ok else 'WRONG'}", flush=True)
     # constant digits (those passes only copy), the same shape twice (reused scratch), and
     # a sort on a non-default stream
     for n, byte in (((1 << 20) + 7, 3), ((1 << 20) + 7, 1), ((1 << 20) + 7, 1),
@@ -179,21 +181,24 @@ def main():
     d = cupy.asarray(random_keys(rng, n, 32, np.uint32, ties=False))
     # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap;
     # match None: the module's default (_cuda.MATCH, "ballot"), "hw": match_any_sync
-    variants = [(15, None, None), (15, None, "hw")]
+    variants = [(15, None, None, None), (15, None, "hw", None), (15, None, None, True)]
     if not args.quick:
-        variants += [(12, None, None), (16, None, None), (15, 80, None), (15, 0, None)]
+        variants += [(12, None, None, None), (16, None, None, None), (15, 80, None, None),
+                     (15, 0, None, None)]
     rows = []
     sort_ms = median_ms(cupy, lambda: cupy.sort(d))
     argsort_ms = median_ms(cupy, lambda: cupy.argsort(d))
-    for items, regs, match in variants:
-        for bits in (8, 7) if (items, regs, match) == (15, None, None) else (8,):
-            launch = dict(items=items, max_registers=regs, match=match)
+    for items, regs, match, early in variants:
+        for bits in (8, 7) if (items, regs, match, early) == (15, None, None, None) else (8,):
+            launch = dict(items=items, max_registers=regs, match=match, early_counts=early)
             k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, False, **launch))
             kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, True, **launch))
             rows.append({"items": items, "max_registers": regs, "match": match,
+                         "early_counts": early,
                          "radix_bits": bits, "keys_ms": k, "keys_perm_ms": kp,
                          "vs_cupy_sort": sort_ms / k, "vs_cupy_argsort": argsort_ms / kp})
-            print(f"2^25 r={bits} items={items:2d} max_registers={regs} match={match}: keys "
+            print(f"2^25 r={bits} items={items:2d} max_registers={regs} match={match} "
+                  f"early_counts={early}: keys "
                   f"{k:.3f} ms ({sort_ms / k:.2f}x cupy.sort {sort_ms:.3f}), keys+perm "
                   f"{kp:.3f} ms ({argsort_ms / kp:.2f}x cupy.argsort {argsort_ms:.3f})",
                   flush=True)

@@ -229,7 +229,8 @@ def _no_peers(value, nbits):
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True, match: str = "ballot"):
+                    publish_inclusive: bool = True, match: str = "ballot",
+                    early_counts: bool = False):
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
@@ -253,7 +254,10 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     launch small.
 
     ``match`` picks how a warp finds the lanes holding the same digit on the GPU: "ballot"
-    (one vote per digit bit) or "hw" (``match_any_sync``). ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
+    (one vote per digit bit) or "hw" (``match_any_sync``). ``early_counts`` (as CUB's
+    onesweep) counts the tile's digits with shared atomics right after the loads and publishes
+    them before ranking, so that later tiles looking back wait less for this one; otherwise
+    the counts come out of the ranking. ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
     ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
     first then publish only their own counts, so every look-back walks back to tile 0 over
     aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
@@ -328,6 +332,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
         for j in range(t, WARPS * R, threads):
             warp_count[j // R, j % R] = 0
+        if early_counts:
+            for d in range(t, R, threads):
+                tile_count[d] = 0
         cuda.syncthreads()
         tile = tile_sh[0]
         base = int64(tile) * TILE
@@ -341,6 +348,14 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             i = first + k * WARP                 # coalesced
             if i < n:
                 keys[k] = keys_in[i]
+        if early_counts:                         # count and publish before ranking
+            for k in range(items):
+                if first + k * WARP < n:
+                    cuda.atomic.add(tile_count, int32((keys[k] >> shift) & MASK), 1)
+            cuda.syncthreads()
+            for d in range(t, R, threads):
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + tile_count[d]))
         for k in range(items):
             valid = first + k * WARP < n
             value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
@@ -359,8 +374,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     c = warp_count[v, d]
                     warp_count[v, d] = run
                     run += c
-                cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                status_type(int64(flag) + run))
+                if not early_counts:
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                    status_type(int64(flag) + run))
             x = run                              # inclusive scan of the warp's 32 digits
             for s in range(5):
                 y = cuda.shfl_up_sync(FULL, x, 1 << s)
@@ -383,10 +399,13 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     c = warp_count[v, d]
                     warp_count[v, d] = run
                     run += c
-                tile_count[d] = run
                 scan[0, d] = run
-                cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                status_type(int64(flag) + run))
+                if not early_counts:
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                    status_type(int64(flag) + run))
+            cuda.syncthreads()                   # tile_count (early counts) read by all
+            for d in range(t, R, threads):
+                tile_count[d] = scan[0, d]
             cuda.syncthreads()
             for s in range(LOG_R):               # every thread runs every step
                 src = s % 2

@@ -111,6 +111,15 @@ def test_look_back_over_aggregates_only(rng, monkeypatch):
     check_pairs(tied_keys(rng, 7 * 64 + 3, 11, np.uint32), 11, 6, threads=32, items=2)
 
 
+@pytest.mark.parametrize("early_counts", [True, False])
+def test_counts_from_ranking_or_early(early_counts, rng):
+    """Tiles publish counts made by shared atomics before ranking, or those of the ranking."""
+    check_pairs(tied_keys(rng, 5 * 64 + 9, 13, np.uint32), 13, 7, threads=64, items=1,
+                early_counts=early_counts)
+    check_pairs(tied_keys(rng, 4 * 96 + 1, 9, np.uint64), 9, 5, threads=96, items=1,
+                early_counts=early_counts)
+
+
 def test_wide_look_back_words(rng, monkeypatch):
     """The uint64 look-back words of sorts of 2**30 keys or more, at a small size."""
     monkeypatch.setattr(K, "status_shift", lambda n: 40)
