@@ -175,6 +175,17 @@ def main():
                   f"{peer / total:.2f}x | "
                   + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
     result["stages"] = stages
+    # host cost of a launch: Numba's dispatcher against the direct launch of _cuda._launch
+    d = cupy.asarray(random_keys(rng, 1 << 20, 32, np.uint32, ties=False))
+    launch_rows = []
+    for fast in (False, True):
+        _cuda.FAST_LAUNCH = fast
+        total, issue, parts = staged(cupy, d, 32, 8, True)
+        launch_rows.append({"fast_launch": fast, "total_ms": total, "host_issue_ms": issue})
+        print(f"2^20 keys+perm FAST_LAUNCH={fast}: GPU {total:.3f} ms, host issued in "
+              f"{issue:.3f} ms | " + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+    _cuda.FAST_LAUNCH = True
+    result["launch_paths_2e20"] = launch_rows
 
     # 3. launch-shape variants at 2^25, and the PIC case
     n = 1 << 25

@@ -196,6 +196,47 @@ def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits,
                                                        minlength=1 << radix_bits))
 
 
+def test_fast_launch_types_arguments_once(monkeypatch):
+    """The GPU launch path, with a stand-in for Numba's dispatcher: arguments typed once per
+    kind of arguments, the compiled kernel launched directly with 3-d grid and block; a
+    dispatcher without the needed pieces launches the usual way."""
+    calls = []
+
+    class Compiled:
+        def launch(self, args, grid, block, stream, shared):
+            calls.append(("fast", len(args), grid, block, stream, shared))
+
+    class Dispatcher:
+        def typeof_pyval(self, a):
+            calls.append("typeof")
+            return type(a)
+
+        def compile(self, argtypes):
+            calls.append(("compile", argtypes))
+            return Compiled()
+
+        def __getitem__(self, config):
+            return lambda *args: calls.append(("slow", config))
+
+    monkeypatch.setattr(_cuda, "SIMULATOR", False)
+    monkeypatch.setattr(_cuda, "_compiled", {})
+    monkeypatch.setattr(_cuda, "_core_stream", lambda s: "core")
+    kern = Dispatcher()
+    a = np.zeros(3, np.uint32)
+    for _ in range(3):
+        _cuda._launch(kern, 7, 64, 0, a, 5, np.uint32(2))
+    assert calls.count("typeof") == 3 and len([c for c in calls if c[0] == "compile"]) == 1
+    assert [c for c in calls if c[0] == "fast"] == [("fast", 3, (7, 1, 1), (64, 1, 1), "core",
+                                                     0)] * 3
+    calls.clear()
+    _cuda._launch(kern, 7, 64, 0, a.astype(np.uint64), 5, np.uint32(2))   # other dtype
+    assert calls.count("typeof") == 3
+    del Dispatcher.compile                                    # an older or newer Numba
+    calls.clear()
+    _cuda._launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
+    assert calls == [("slow", (7, 64, 0))]
+
+
 def test_balanced_radix_bits():
     assert [_cuda._balanced_bits(b) for b in (1, 8, 9, 10, 16, 20, 30, 32, 64)] == [
         1, 8, 5, 5, 8, 7, 8, 8, 8]
