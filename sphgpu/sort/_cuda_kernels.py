@@ -168,7 +168,8 @@ FULL = 0xFFFFFFFF
 
 @cuda.jit(device=True, inline=True)
 def _peers_hw(value, nbits):
-    """Mask of the lanes whose ``value`` equals this lane's: the hardware's match."""
+    """Mask of the lanes whose ``value`` equals this lane's: the hardware's match (``nbits``
+    is unused)."""
     return uint32(cuda.match_any_sync(FULL, value))
 
 
@@ -188,8 +189,8 @@ def _peers_ballot(value, nbits):
 @cuda.jit(device=True, inline=True)
 def _rank_round_gpu(peers, value, valid, lane, w, table, warp_count):
     """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting its
-    ``peers`` (same digit, this round) in lower lanes; the lowest peer moves the warp's counter
-    on. Invalid lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
+    ``peers`` (same digit, this round, valid lanes only) in lower lanes; the lowest peer moves
+    the warp's counter on. Invalid lanes count nothing. ``table`` is unused here."""
     below = int32(cuda.popc(peers & cuda.lanemask_lt()))
     before = warp_count[w, value] if valid else int32(0)
     cuda.syncwarp()                     # every peer has read the counter ...
@@ -219,11 +220,6 @@ def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
     if valid and below == 0:
         warp_count[w, value] = before + total
     return before + below
-
-
-@cuda.jit(device=True, inline=True)
-def _no_peers(value, nbits):
-    return uint32(0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -279,9 +275,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     AGG = AGGREGATE << shift_bits
     INC = INCLUSIVE << shift_bits
     COUNT_MASK = (1 << shift_bits) - 1
-    MATCH_BITS = LOG_R + 1                     # the digit and the "no digit" value R
+    TABLE_RANK = SIMULATOR
     if SIMULATOR:
-        rank_round, peers_of, TABLE = _rank_round_table, _no_peers, (WARPS, WARP)
+        rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
     else:
         rank_round, TABLE = _rank_round_gpu, (1, 1)
         peers_of = _peers_ballot if match == "ballot" else _peers_hw
@@ -346,8 +342,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         first = base + w * WSPAN + lane
         for k in range(items):
             i = first + k * WARP                 # coalesced
-            if i < n:
-                keys[k] = keys_in[i]
+            keys[k] = keys_in[i] if i < n else key_type(0)
         if early_counts:                         # count and publish before ranking
             for k in range(items):
                 if first + k * WARP < n:
@@ -358,8 +353,18 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                                 status_type(int64(flag) + tile_count[d]))
         for k in range(items):
             valid = first + k * WARP < n
-            value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
-            peers = peers_of(value, MATCH_BITS)
+            value = int32((keys[k] >> shift) & MASK)
+            if TABLE_RANK:
+                if not valid:
+                    value = int32(R)             # no digit
+                peers = uint32(0)
+            else:
+                # the keys past the end sit in the top lanes of the warp's last rounds: leave
+                # them out of the peers by their count, which takes no vote
+                left = n - (first - lane + k * WARP)
+                live = uint32(FULL) if left >= WARP else (
+                    (uint32(1) << uint32(max(left, 0))) - uint32(1))
+                peers = peers_of(value, LOG_R) & live
             rank[k] = rank_round(peers, value, valid, lane, w, table, warp_count)
         cuda.syncthreads()
 
