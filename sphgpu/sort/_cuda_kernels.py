@@ -1,15 +1,16 @@
 """@cuda.jit kernels of the onesweep LSD radix sort: one histogram kernel, then one kernel a pass.
 
 :func:`histogram_kernel` reads the keys once and counts the digits of *every* pass into a
-``(passes, 2**r)`` array; the host scans each row into the global start of each digit.
+``(passes, 2**r)`` array; :func:`scan_kernel` (one block) scans each row into the global start
+of each digit and flags the passes whose digit is the same for all keys (they only copy).
 :func:`onesweep_kernel` then does a whole pass in one launch, reading each key once: a block
 takes the next tile (``threads * items`` keys) from a global counter, ranks its keys stably by
 digit, publishes its per-digit counts, learns how many keys of each digit the earlier tiles hold
 by a decoupled look-back over their published counts (Merrill & Garland 2016; Adinets & Merrill
 2022, "Onesweep"), and writes its keys, through a digit-sorted copy in shared memory, to their
 final places. The histogram / scan / reorder of the paper (Helluy 2011) are all still there, but
-the keys cross memory twice a pass (read, write) instead of three times, and the host waits for
-the GPU once a sort (after the histogram), not once a pass.
+the keys cross memory twice a pass (read, write) instead of three times, and the host never
+waits for the GPU.
 
 Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
@@ -19,11 +20,12 @@ blockIdx), so a tile only ever waits for tiles that running blocks already hold:
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
 of 32 (lane order = input order). In each round the lanes holding the same digit find each other
-(``match_any_sync`` on the GPU; a shared-memory table under Numba's simulator, which lacks warp
-intrinsics, chosen when the kernel is built), the lowest of them bumps the warp's counter of the
-digit, and each key's rank is the counter before the round plus the number of its peers in lower
-lanes. A scan over warps and one over digits turn these into positions in the tile. Equal digits
-keep their input order, so every pass is stable.
+(one ``ballot_sync`` per digit bit, as CUB does, or ``match_any_sync``; a shared-memory table
+under Numba's simulator, which lacks warp intrinsics, chosen when the kernel is built), the
+lowest of them bumps the warp's counter of the digit, and each key's rank is the counter before
+the round plus the number of its peers in lower lanes. A scan over warps and one over digits
+(warp shuffles on the GPU) turn these into positions in the tile. Equal digits keep their input
+order, so every pass is stable.
 """
 
 from __future__ import annotations
