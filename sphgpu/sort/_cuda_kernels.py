@@ -193,11 +193,11 @@ def _rank_round_gpu(peers, value, valid, lane, w, table, warp_count):
     """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting its
     ``peers`` (same digit, this round, valid lanes only) in lower lanes; the lowest peer moves
     the warp's counter on. Invalid lanes count nothing. ``table`` is unused here."""
-    below = int32(cuda.popc(peers & cuda.lanemask_lt()))
+    below = int32(cuda.popc(uint32(peers & uint32(cuda.lanemask_lt()))))
     before = warp_count[w, value] if valid else int32(0)
     cuda.syncwarp()                     # every peer has read the counter ...
     if valid and below == 0:
-        warp_count[w, value] = before + int32(cuda.popc(peers))
+        warp_count[w, value] = before + int32(cuda.popc(uint32(peers)))
     cuda.syncwarp()                     # ... before the lowest peer moves it on
     return before + below
 
