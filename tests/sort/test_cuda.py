@@ -342,3 +342,26 @@ def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, mo
     monkeypatch.setattr(_cuda, "_measure", lambda *a: pytest.fail("measured twice"))
     assert _cuda.choose_radix_bits(len(keys), 20, 4, True) == bits
     np.testing.assert_array_equal(sphgpu.argsort(keys, backend="cuda"), perm)
+
+
+@real_gpu
+@pytest.mark.parametrize("launch", [{}, {"match": "hw"}, {"early_counts": True}],
+                         ids=["default", "match_any", "early_counts"])
+def test_copy_passes_streams_and_rankings_on_the_gpu(launch, rng, monkeypatch):
+    """Keys whose second byte is constant (that pass only copies), sorted on a non-blocking
+    stream, twice (the second sort reuses the first one's scratch), with each way of ranking."""
+    import cupy
+
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
+    n = (1 << 20) + 7
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    keys = (keys & np.uint32(0xFFFF00FF)) | np.uint32(0x5A00)
+    keys[rng.integers(0, n, n // 8)] = keys[0]
+    want = np.argsort(keys, kind="stable")
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        d = cupy.asarray(keys)
+        for _ in range(2):
+            out, perm = _cuda.sort_pairs(d, 32, 8, True, **launch)
+            stream.synchronize()
+            np.testing.assert_array_equal(perm.get(), want)
+            np.testing.assert_array_equal(out.get(), keys[want])
