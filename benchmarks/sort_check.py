@@ -8,12 +8,18 @@ Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
    (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
    the GPU beyond (sorted keys equal cupy.sort's, keys[perm] equal them, perm is a permutation
    and increases within runs of equal keys, i.e. the sort is stable).
-2. Per-stage GPU time of one sort (CUDA events after each queued stage: the all-pass histogram,
-   the host sync of the constant-digit check, the digit scan, buffer set-up, each onesweep
-   pass) and the host time spent issuing it, at 2^20, 2^25 (and 2^28 without --quick).
-3. Launch-shape variants (items per thread x register cap) at 2^25 uint32 keys, keys only and
-   keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit keys
-   + permutation, 2 passes of 5 bits) against cupy.argsort.
+   Also: passes whose digit is constant (they only copy), the same shape twice (reused
+   scratch), a sort on a non-blocking CuPy stream, and the launch variants of part 3.
+2. Per-stage GPU time of one sort (CUDA events after each queued stage: buffer set-up, the
+   all-pass histogram, the digit scan, each onesweep pass) and the host time spent issuing
+   it, at 2^20, 2^25 (and 2^28 without --quick). A stage's GPU time includes any time the GPU
+   waited for the host to issue it, so small sorts show the host's launch costs here. Then
+   the same at 2^20 keys through Numba's dispatcher and through ``_cuda._launch``'s direct
+   launches (``_cuda.FAST_LAUNCH``).
+3. Launch variants (items per thread, register cap, ballot or match_any digit matching, early
+   counts) at 2^25 uint32 keys, keys only and keys + permutation, against cupy.sort /
+   cupy.argsort (CUB), and the PIC case (8M 10-bit keys + permutation, 2 passes of 5 bits)
+   against cupy.argsort.
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
 """
 
@@ -83,9 +89,13 @@ def random_keys(rng, n, key_bits, dtype, ties=True):
     return keys
 
 
-def check_one(cupy, rng, n, dtype, key_bits, bits, **launch):
-    """True when keys + permutation and keys alone come back right."""
+def check_one(cupy, rng, n, dtype, key_bits, bits, constant_byte=None, **launch):
+    """True when keys + permutation and keys alone come back right. ``constant_byte``: set
+    byte b of every key (0..3) to 0x5A, so that pass's digit is constant (a copy pass)."""
     h = random_keys(rng, n, key_bits, dtype)
+    if constant_byte is not None:
+        b = dtype(8 * constant_byte)
+        h = (h & ~(dtype(0xFF) << b)) | (dtype(0x5A) << b)
     d = cupy.asarray(h)
     out, perm = _cuda.sort_pairs(d, key_bits, bits, True, **launch)
     out2, _ = _cuda.sort_pairs(d, key_bits, bits, False, **launch)
@@ -128,12 +138,27 @@ def main():
                        "ok": ok})
         print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
               f"{'ok' if ok else 'WRONG'}", flush=True)
-    for items, regs in ((9, None), (15, 64), (15, 0)):
+    for items, regs, match, early in ((12, None, None, None), (15, 80, None, None),
+                                      (15, 0, None, None), (15, None, "hw", None),
+                                      (15, None, None, True)):
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
-                       max_registers=regs)
-        checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs, "ok": ok})
-        print(f"check 2^20+7 items={items} max_registers={regs}: {'ok' if ok else 'WRONG'}",
-              flush=True)
+                       max_registers=regs, match=match, early_counts=early)
+        checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs,
+                       "match": match, "early_counts": early, "ok": ok})
+        print(f"check 2^20+7 items={items} max_registers={regs} match={match} "
+              f"early_counts={early}: {'ok' if ok else 'WRONG'}", flush=True)
+    # constant digits (those passes only copy), the same shape twice (reused scratch), and
+    # a sort on a non-default stream
+    for n, byte in (((1 << 20) + 7, 3), ((1 << 20) + 7, 1), ((1 << 20) + 7, 1),
+                    ((1 << 25) + 3, 0)):
+        ok = check_one(cupy, rng, n, np.uint32, 32, 8, constant_byte=byte)
+        checks.append({"n": n, "constant_byte": byte, "ok": ok})
+        print(f"check n={n} byte {byte} constant: {'ok' if ok else 'WRONG'}", flush=True)
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        ok = check_one(cupy, rng, (1 << 22) + 1, np.uint32, 32, 8)
+        stream.synchronize()
+    checks.append({"n": (1 << 22) + 1, "stream": "non-blocking", "ok": ok})
+    print(f"check 2^22+1 on a non-blocking stream: {'ok' if ok else 'WRONG'}", flush=True)
     result["checks"] = checks
     print(f"checks took {time.perf_counter() - t0:.1f} s (with compiles)", flush=True)
 
@@ -152,29 +177,43 @@ def main():
                   f"{peer / total:.2f}x | "
                   + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
     result["stages"] = stages
+    # host cost of a launch: Numba's dispatcher against the direct launch of _cuda._launch
+    d = cupy.asarray(random_keys(rng, 1 << 20, 32, np.uint32, ties=False))
+    launch_rows = []
+    for fast in (False, True):
+        _cuda.FAST_LAUNCH = fast
+        total, issue, parts = staged(cupy, d, 32, 8, True)
+        launch_rows.append({"fast_launch": fast, "total_ms": total, "host_issue_ms": issue})
+        print(f"2^20 keys+perm FAST_LAUNCH={fast}: GPU {total:.3f} ms, host issued in "
+              f"{issue:.3f} ms | " + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+    _cuda.FAST_LAUNCH = True
+    result["launch_paths_2e20"] = launch_rows
 
     # 3. launch-shape variants at 2^25, and the PIC case
     n = 1 << 25
     d = cupy.asarray(random_keys(rng, n, 32, np.uint32, ties=False))
-    # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap
-    variants = [(15, None), (12, None), (9, None)]
+    # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap;
+    # match None: the module's default (_cuda.MATCH, "ballot"), "hw": match_any_sync
+    variants = [(15, None, None, None), (15, None, "hw", None), (15, None, None, True)]
     if not args.quick:
-        variants += [(15, 0), (15, 64), (12, 0), (16, None)]
+        variants += [(12, None, None, None), (15, 80, None, None), (15, 0, None, None)]
     rows = []
     sort_ms = median_ms(cupy, lambda: cupy.sort(d))
     argsort_ms = median_ms(cupy, lambda: cupy.argsort(d))
-    for items, regs in variants:
-        for bits in (8, 7) if items == 15 and regs is None else (8,):
-            k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, False, items=items,
-                                                          max_registers=regs))
-            kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, True, items=items,
-                                                           max_registers=regs))
-            rows.append({"items": items, "max_registers": regs, "radix_bits": bits,
-                         "keys_ms": k, "keys_perm_ms": kp, "vs_cupy_sort": sort_ms / k,
-                         "vs_cupy_argsort": argsort_ms / kp})
-            print(f"2^25 r={bits} items={items:2d} max_registers={regs}: keys {k:.3f} ms "
-                  f"({sort_ms / k:.2f}x cupy.sort {sort_ms:.3f}), keys+perm {kp:.3f} ms "
-                  f"({argsort_ms / kp:.2f}x cupy.argsort {argsort_ms:.3f})", flush=True)
+    for items, regs, match, early in variants:
+        for bits in (8, 7) if (items, regs, match, early) == (15, None, None, None) else (8,):
+            launch = dict(items=items, max_registers=regs, match=match, early_counts=early)
+            k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, False, **launch))
+            kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, True, **launch))
+            rows.append({"items": items, "max_registers": regs, "match": match,
+                         "early_counts": early,
+                         "radix_bits": bits, "keys_ms": k, "keys_perm_ms": kp,
+                         "vs_cupy_sort": sort_ms / k, "vs_cupy_argsort": argsort_ms / kp})
+            print(f"2^25 r={bits} items={items:2d} max_registers={regs} match={match} "
+                  f"early_counts={early}: keys "
+                  f"{k:.3f} ms ({sort_ms / k:.2f}x cupy.sort {sort_ms:.3f}), keys+perm "
+                  f"{kp:.3f} ms ({argsort_ms / kp:.2f}x cupy.argsort {argsort_ms:.3f})",
+                  flush=True)
     result["variants_2e25"] = rows
     n = 8 << 20
     cells = cupy.asarray(rng.integers(0, 1024, n).astype(np.uint32))

@@ -1,18 +1,21 @@
 """The "cuda" backend of the radix sort: host side of :mod:`sphgpu.sort._cuda_kernels`.
 
-One histogram kernel counts the digits of all passes, and CuPy scans each pass's row into the
-start of every digit; while the GPU does that, the host makes the buffers of all passes. Then
-the one host sync of a sort learns which passes have a digit shared by all keys (those are
-skipped: nothing would move), and one onesweep kernel per remaining pass moves the keys, and the
-uint32 permutation, between two buffers; the first pass makes the permutation up (the input
-order) instead of reading it, the last writes it as int64 directly. Device arrays (CuPy or
-Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator the same
-code runs on NumPy arrays, with small tiles so that tests cross many of them.
+A sort is 2 + passes kernel launches on CuPy's current stream, and the host never waits for the
+GPU: one histogram kernel counts the digits of all passes (and clears the look-back words), one
+single-block kernel scans each pass's row into the start of every digit and flags the passes in
+which one digit holds every key, and one onesweep kernel per pass moves the keys, and the uint32
+permutation, between the result and one scratch buffer (a flagged pass only copies). The first
+pass makes the permutation up (the input order) instead of reading it, the last writes it as
+int64 directly. Scratch arrays are kept per stream and shape for the next sort of that shape.
+Device arrays (CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's
+CUDA simulator the same code runs on NumPy arrays, with small tiles so that tests cross many of
+them.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numba
 import numpy as np
@@ -22,20 +25,32 @@ from .._device import SIMULATOR
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
 
-__all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "DEFAULT_RADIX_BITS",
-           "ACCEPTS_DEVICE_ARRAYS"]
+__all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "clear_scratch",
+           "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
 DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
 DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
-#: register cap of the onesweep kernel, for 3 resident blocks of 256 threads per SM. Uncapped,
-#: ptxas (CUDA 13, sm_90) gives 72 registers to the passes carrying the permutation of uint32
-#: keys but 102 to keys-only passes (2 blocks per SM), which fit 80 without spilling; uint64
-#: keys spill a few words at 80. 0 means no cap. benchmarks/sort_check.py times the choices.
-MAX_REGISTERS = 80
+#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM.
+#: Measured on the H200 (2^25 uint32 keys, before the ballot ranking): 64 beat 80 and no cap
+#: (2.37 vs 2.57 ms keys only, 2.70 vs 2.89 ms with the permutation) despite ~80 bytes of
+#: spills. ptxas (CUDA 13, sm_90) now reports 28 bytes of spill stores at 64 for uint32 keys
+#: (none at 80); uint64 keys spill ~150-200 bytes at 64. 0 means no cap.
+#: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to uint64 keys
+#: (28-40 bytes of spills at 80; not measured).
+MAX_REGISTERS = 64
+MAX_REGISTERS_WIDE = 80
+#: how a warp finds the lanes holding its digit: "ballot" (one vote per digit bit, as CUB) or
+#: "hw" (match_any_sync, which the H200 runs measured before the ballot version used)
+MATCH = "ballot"
+#: count each tile's digits and publish them before ranking (CUB's "early counts"). Off: not
+#: measured yet (benchmarks/sort_check.py times both), and ptxas spills ~100 bytes more with it
+#: at 64 registers (uint32 keys: 108 vs 28).
+EARLY_COUNTS = False
 HIST_THREADS = 32 if SIMULATOR else 256
+SCAN_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
 HIST_MAX_BLOCKS = 1024
 AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
@@ -113,20 +128,21 @@ def _no_trace(label):
     pass
 
 
-def _host_bools(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None):
+               max_registers=None, match=None, early_counts=None, trace=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
-    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS`. Returns
+    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS` (uint64 keys:
+    :data:`MAX_REGISTERS_WIDE`); ``match`` to :data:`MATCH`, ``early_counts`` to
+    :data:`EARLY_COUNTS` (see :func:`._cuda_kernels.onesweep_kernel`). Returns
     ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same kind (NumPy
     or device) as ``ukeys``; ``ukeys`` is never written. ``trace``, if given, is called with a
     label after each stage is queued (benchmarks/sort_check.py records CUDA events there).
+
+    Everything is queued on CuPy's current stream (where, by the CUDA array interface's rules,
+    the keys were made) and the host never waits for the GPU: a sort is 2 + passes launches.
     """
     trace = trace or _no_trace
     if radix_bits > MAX_RADIX_BITS:
@@ -134,7 +150,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
                          f"{MAX_RADIX_BITS}")
     xp = _xp()
     host = isinstance(ukeys, np.ndarray) and xp is not np
-    keys = xp.asarray(ukeys)
+    keys = xp.ascontiguousarray(xp.asarray(ukeys))
     n = keys.shape[0]
     if n >= 2**32:
         raise ValueError("the cuda backend sorts fewer than 2**32 keys")
@@ -144,45 +160,50 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     if n <= 1 or key_bits == 0:
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
-    R = 1 << radix_bits
     kt = numba.from_dtype(keys.dtype)
-    keys_view = _kernel_view(keys, sync=True)       # the caller's stream has made the keys
-    hist = xp.zeros((passes, R), dtype=np.int64)
-    blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
-    K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt)[blocks, HIST_THREADS](
-        keys_view, key_bits, _kernel_view(hist).reshape(passes * R))
-    constant = (hist == n).any(axis=1)  # a pass in which one digit holds every key moves nothing
-    digit_start = xp.cumsum(hist, axis=1) - hist
-    trace("histogram and digit scan")
-    # buffers for every pass, made while the GPU counts, so that after the sync below the
-    # host only launches kernels
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
-    bufs = _Buffers(keys, keys_view, passes, want_perm, ntiles << radix_bits, digit_start, xp)
+    stream, stream_key = _stream(xp)
+    scratch = _scratch(xp, stream_key, keys.dtype, n, passes, radix_bits, ntiles, want_perm)
+    out = xp.empty_like(keys)
+    perm = xp.empty(n, dtype=np.int64) if want_perm else None
+    keys_v, out_v = _kernel_view(keys), _kernel_view(out)
+    perm_v = _kernel_view(perm) if want_perm else scratch.unused
     trace("buffers")
-    constant = _host_bools(constant)                # the one host sync
-    active = [p for p in range(passes) if not constant[p]]
-    trace("constant-digit check")
-    if not active:
-        return _unmoved(keys, want_perm, host, xp)
-    max_registers = MAX_REGISTERS if max_registers is None else max_registers
-    shift_bits = K.status_shift(n)
-    src_keys, src_perm = keys, bufs.unused
-    for which, p in enumerate(active):
-        shift = p * radix_bits
-        bits = min(radix_bits, key_bits - shift)
-        last = which == len(active) - 1
-        mode = 0 if not want_perm else (1 if which == 0 else 2)
-        dst_keys = bufs.keys[which % 2]
-        dst_perm = bufs.unused if not want_perm else (
-            bufs.perm_final if last else bufs.perm[which % 2])
-        kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
-        kernel[ntiles, threads](bufs.view(src_keys), bufs.view(src_perm), bufs.view(dst_keys),
-                                bufs.view(dst_perm), kt(shift), bufs.view(digit_start), p,
-                                bufs.view(bufs.status), which)
-        src_keys, src_perm = dst_keys, dst_perm
-        trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
-    out, perm = src_keys, (bufs.perm_final if want_perm else None)
+    try:
+        blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
+        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt), blocks, HIST_THREADS,
+                stream, keys_v, key_bits, scratch.hist, scratch.status_flat)
+        trace("histogram")
+        _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
+                scratch.hist, n, scratch.digit_start, scratch.constant)
+        trace("digit scan")
+        match = match or MATCH
+        early_counts = EARLY_COUNTS if early_counts is None else bool(early_counts)
+        if max_registers is None:
+            max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
+        shift_bits = K.status_shift(n)
+        src_keys, src_perm = keys_v, scratch.unused
+        for p in range(passes):
+            shift = p * radix_bits
+            bits = min(radix_bits, key_bits - shift)
+            # the last pass writes the result; counting back from it, passes alternate between
+            # the result and one scratch buffer
+            dst_keys = out_v if (passes - 1 - p) % 2 == 0 else scratch.keys
+            if not want_perm:
+                mode, dst_perm = 0, scratch.unused
+            else:
+                mode = 1 if p == 0 else 2
+                dst_perm = perm_v if p == passes - 1 else scratch.perm[p % 2]
+            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers,
+                                       match=match, early_counts=early_counts)
+            _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
+                    kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
+            src_keys, src_perm = dst_keys, dst_perm
+            trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
+    except BaseException:
+        _SCRATCH.clear()          # its histogram may no longer be zero
+        raise
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
@@ -198,45 +219,144 @@ def _unmoved(keys, want_perm, host, xp):
     return out, perm
 
 
-class _Buffers:
-    """The arrays of the passes, with the views kernel launches take.
+#: launch compiled kernels directly (see :func:`_launch`); False: through Numba's dispatcher
+FAST_LAUNCH = True
+_compiled = {}            # (dispatcher, argument key) -> Numba's compiled kernel, or None
+_core_streams = {}
 
-    Keys ping-pong between ``keys[0]`` and ``keys[1]`` (the caller's keys are only read), the
-    uint32 permutation between ``perm[0]`` and ``perm[1]``; the last pass writes the int64
-    ``perm_final``. ``status`` holds a row of look-back words per pass (``words`` of them) and
-    the pass's tile counter in its last column: one memset for all. ``unused`` stands in for the
-    permutation the first pass does not read (and that none reads without one): not the keys
-    themselves, since the simulator copies each argument and writes every copy back.
+
+def _arg_key(a):
+    if hasattr(a, "is_c_contiguous"):           # a Numba device array
+        return a.dtype, a.ndim, a.is_c_contiguous()
+    if isinstance(a, np.ndarray):
+        return a.dtype, a.ndim, a.flags.c_contiguous
+    return type(a)
+
+
+def _launch(kernel, grid, block, stream, *args):
+    """``kernel[grid, block, stream](*args)``, for less host time.
+
+    Numba's dispatcher types every argument, builds a launch configuration (with a stream
+    object made from the handle) and checks occupancy at each launch: about 45 us a launch on
+    the H200 machine, more than a 2^20-key pass takes on the GPU. Here the argument types are
+    worked out once per kernel and kind of arguments (dtype, ndim, contiguity: all that
+    changes between our calls), and Numba's compiled kernel is launched directly. Where
+    Numba lacks the pieces (another version), the dispatcher launches as usual. The simulator
+    always goes through the dispatcher.
+    """
+    if SIMULATOR or not FAST_LAUNCH:
+        kernel[grid, block, stream](*args)
+        return
+    key = (kernel, tuple(_arg_key(a) for a in args))
+    compiled = _compiled.get(key, False)
+    if compiled is False:
+        try:
+            compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+            compiled.launch                        # noqa: B018 -- present in this version?
+            _core_stream(stream)
+        except AttributeError:
+            compiled = None
+        _compiled[key] = compiled
+    if compiled is None:
+        kernel[grid, block, stream](*args)
+    else:
+        compiled.launch(args, (grid, 1, 1), (block, 1, 1), _core_stream(stream), 0)
+
+
+def _core_stream(stream):
+    """The stream object Numba's compiled kernels launch on, made once per stream."""
+    key = id(stream) if stream else 0
+    found = _core_streams.get(key)
+    if found is None:
+        from numba.cuda.cudadrv import driver
+
+        found = _core_streams[key] = (stream, driver._to_core_stream(stream))
+    return found[1]
+
+
+_numba_streams = {}
+
+
+def _stream(xp):
+    """(what a Numba launch takes as its stream, a key naming it) for CuPy's current stream:
+    0 for the legacy default stream, which both use unless told otherwise."""
+    if xp is np:
+        return 0, 0
+    ptr = xp.cuda.get_current_stream().ptr
+    if ptr == 0:
+        return 0, (xp.cuda.runtime.getDevice(), 0)
+    key = (xp.cuda.runtime.getDevice(), ptr)
+    if key not in _numba_streams:
+        from numba import cuda
+
+        _numba_streams[key] = cuda.external_stream(ptr)
+    return _numba_streams[key], key
+
+
+#: scratch of the last few sort shapes: (stream, dtype, n, passes, ...) -> _Scratch
+_SCRATCH = OrderedDict()
+SCRATCH_ENTRIES = 2
+
+
+def _scratch(xp, stream_key, dtype, n, passes, radix_bits, ntiles, want_perm):
+    key = (stream_key, np.dtype(dtype).str, n, passes, radix_bits, ntiles, want_perm)
+    found = _SCRATCH.get(key)
+    if found is None:
+        found = _SCRATCH[key] = _Scratch(xp, dtype, n, passes, radix_bits, ntiles, want_perm)
+        while len(_SCRATCH) > SCRATCH_ENTRIES:
+            _SCRATCH.popitem(last=False)
+    else:
+        _SCRATCH.move_to_end(key)
+    return found
+
+
+def clear_scratch():
+    """Give the cached scratch buffers of recent sorts back to CuPy's pool."""
+    _SCRATCH.clear()
+
+
+class _Scratch:
+    """The work arrays of sorts of one shape on one stream, made once and reused, as the
+    Numba views kernel launches take (making those costs the host more than a launch).
+
+    ``hist`` (passes * R,) int64 is zero between sorts (made zeroed; the scan kernel clears
+    it after reading it); ``status`` (passes, ntiles * R + 1) holds the look-back words and tile
+    counter of each pass, cleared by the histogram kernel (``status_flat`` is the same memory);
+    ``digit_start`` (passes, R) int64 and ``constant`` (passes,) int32 come from the scan
+    kernel. ``keys`` and ``perm`` (two uint32 arrays, for three passes or more) hold the keys
+    and the permutation between passes. ``unused`` stands in for the permutation the first
+    pass does not read (and that none reads without one): not the keys themselves, since the
+    simulator copies each argument and writes every copy back. Sorts on one stream run one
+    after another on the GPU, so they can share these.
     """
 
-    def __init__(self, keys, keys_view, passes, want_perm, words, digit_start, xp):
-        n = keys.shape[0]
-        shift_bits = K.status_shift(n)
-        self.status = xp.zeros((passes, words + 1),
-                               dtype=np.uint32 if shift_bits == 30 else np.uint64)
-        self.keys = [xp.empty_like(keys), xp.empty_like(keys) if passes > 1 else None]
-        self.perm = [xp.empty(n, dtype=np.uint32) if want_perm and passes > 1 else None,
-                     xp.empty(n, dtype=np.uint32) if want_perm and passes > 2 else None]
-        self.perm_final = xp.empty(n, dtype=np.int64) if want_perm else None
-        self.unused = xp.empty(1, dtype=np.uint32)
-        self._views = {id(a): _kernel_view(a) for a in (
-            *self.keys, *self.perm, self.perm_final, self.unused, self.status, digit_start)
-            if a is not None}
-        self._views[id(keys)] = keys_view
+    def __init__(self, xp, dtype, n, passes, radix_bits, ntiles, want_perm):
+        R = 1 << radix_bits
+        status_dtype = np.uint32 if K.status_shift(n) == 30 else np.uint64
+        status = xp.empty((passes, ntiles * R + 1), dtype=status_dtype)
+        self._arrays = arrays = {
+            "hist": xp.zeros(passes * R, dtype=np.int64),
+            "status": status,
+            "status_flat": status.reshape(-1),
+            "digit_start": xp.empty((passes, R), dtype=np.int64),
+            "constant": xp.empty(passes, dtype=np.int32),
+            "keys": xp.empty(n, dtype=dtype) if passes > 1 else xp.empty(1, dtype=dtype),
+            "unused": xp.empty(1, dtype=np.uint32),
+        }
+        for name, a in arrays.items():
+            setattr(self, name, _kernel_view(a))
+        self.perm = [_kernel_view(xp.empty(n if want_perm and passes > 1 else 1, np.uint32)),
+                     _kernel_view(xp.empty(n if want_perm and passes > 2 else 1, np.uint32))]
 
-    def view(self, a):
-        return self._views[id(a)]
 
-
-def _kernel_view(a, sync=False):
-    """What a kernel launch takes for array ``a``: a Numba view of a CuPy array, made once per
-    sort. Numba would otherwise convert each CuPy argument at every launch and, by the CUDA
-    array interface's rules, synchronize the stream CuPy names in it, so every launch would
-    wait for the GPU to go idle. Our own buffers are made and used on the default stream in
-    order, so they need no sync; the caller's keys get one. NumPy arrays (the simulator) pass
-    through."""
+def _kernel_view(a):
+    """What a kernel launch takes for array ``a``: a Numba view of a CuPy array. Numba would
+    otherwise convert each CuPy argument at every launch and, by the CUDA array interface's
+    rules, synchronize the stream CuPy names in it, so every launch would wait for the GPU to go
+    idle. No sync is needed: every launch of a sort goes to CuPy's current stream, after the
+    work that made the keys. NumPy arrays (the simulator) pass through."""
     if isinstance(a, np.ndarray):
         return a
     from numba import cuda
 
-    return cuda.as_cuda_array(a, sync=sync)
+    return cuda.as_cuda_array(a, sync=False)

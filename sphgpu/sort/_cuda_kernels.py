@@ -1,15 +1,16 @@
 """@cuda.jit kernels of the onesweep LSD radix sort: one histogram kernel, then one kernel a pass.
 
 :func:`histogram_kernel` reads the keys once and counts the digits of *every* pass into a
-``(passes, 2**r)`` array; the host scans each row into the global start of each digit.
+``(passes, 2**r)`` array; :func:`scan_kernel` (one block) scans each row into the global start
+of each digit and flags the passes whose digit is the same for all keys (they only copy).
 :func:`onesweep_kernel` then does a whole pass in one launch, reading each key once: a block
 takes the next tile (``threads * items`` keys) from a global counter, ranks its keys stably by
 digit, publishes its per-digit counts, learns how many keys of each digit the earlier tiles hold
 by a decoupled look-back over their published counts (Merrill & Garland 2016; Adinets & Merrill
 2022, "Onesweep"), and writes its keys, through a digit-sorted copy in shared memory, to their
 final places. The histogram / scan / reorder of the paper (Helluy 2011) are all still there, but
-the keys cross memory twice a pass (read, write) instead of three times, and the host waits for
-the GPU once a sort (after the histogram), not once a pass.
+the keys cross memory twice a pass (read, write) instead of three times, and the host never
+waits for the GPU.
 
 Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
@@ -19,11 +20,12 @@ blockIdx), so a tile only ever waits for tiles that running blocks already hold:
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
 of 32 (lane order = input order). In each round the lanes holding the same digit find each other
-(``match_any_sync`` on the GPU; a shared-memory table under Numba's simulator, which lacks warp
-intrinsics, chosen when the kernel is built), the lowest of them bumps the warp's counter of the
-digit, and each key's rank is the counter before the round plus the number of its peers in lower
-lanes. A scan over warps and one over digits turn these into positions in the tile. Equal digits
-keep their input order, so every pass is stable.
+(one ``ballot_sync`` per digit bit, as CUB does, or ``match_any_sync``; a shared-memory table
+under Numba's simulator, which lacks warp intrinsics, chosen when the kernel is built), the
+lowest of them bumps the warp's counter of the digit, and each key's rank is the counter before
+the round plus the number of its peers in lower lanes. A scan over warps and one over digits
+(warp shuffles on the GPU) turn these into positions in the tile. Equal digits keep their input
+order, so every pass is stable.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
 
-__all__ = ["histogram_kernel", "onesweep_kernel", "max_items", "status_shift",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "max_items", "status_shift",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
 WARP = 32
@@ -54,7 +56,8 @@ def status_shift(n: int) -> int:
 def _fixed_shared_bytes(radix_bits: int, threads: int) -> int:
     R = 1 << radix_bits
     warps = threads // WARP
-    return 4 * warps * R + 4 * 3 * R + 8 * R + 4 * warps * WARP + 64
+    # warp_count, scan (2R) + tile_count + tile_excl, dest_base, the table, warp_total, spare
+    return 4 * warps * R + 4 * 4 * R + 8 * R + 4 * warps * WARP + 4 * warps + 64
 
 
 def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) -> int:
@@ -66,19 +69,21 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
 
 @functools.lru_cache(maxsize=None)
 def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
-    """Digit counts of all passes at once.
+    """Digit counts of all passes at once, and the look-back words of all passes cleared.
 
-    Launch: any grid (grid-stride loop), block ``threads``. Arguments: keys (n,) of
+    Launch: any grid (grid-stride loops), block ``threads``. Arguments: keys (n,) of
     ``key_type`` (uint32 or uint64), key_bits (int), hist (passes * 2**radix_bits,) int64,
     zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
-    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d.
+    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status (words,) uint32 or
+    uint64, the flattened look-back words and tile counters of :func:`onesweep_kernel`, set to 0
+    here so that a sort needs no memset launch of its own.
     """
     R = 1 << radix_bits
     SIZE = passes * R
     UNROLL = 4
 
     @cuda.jit
-    def kernel(keys, key_bits, hist):
+    def kernel(keys, key_bits, hist, status):
         counts = cuda.shared.array(SIZE, int32)
         held = cuda.local.array(UNROLL, key_type)
         t = cuda.threadIdx.x
@@ -87,8 +92,11 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
         cuda.syncthreads()
         n = keys.shape[0]
         stride = cuda.gridDim.x * threads
+        start = cuda.blockIdx.x * threads + t
+        for j in range(start, status.shape[0], stride):
+            status[j] = 0
         # UNROLL coalesced loads in flight per thread before any is counted
-        for first in range(cuda.blockIdx.x * threads + t, n, stride * UNROLL):
+        for first in range(start, n, stride * UNROLL):
             for u in range(UNROLL):
                 i = first + u * stride
                 held[u] = keys[i] if i < n else key_type(0)
@@ -110,29 +118,96 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
     return kernel
 
 
+@functools.lru_cache(maxsize=None)
+def scan_kernel(passes: int, radix_bits: int, threads: int):
+    """Where each digit's keys start in each pass, from the histogram; one block does it all.
+
+    Launch: grid 1, block ``threads``. Arguments: hist (passes * 2**radix_bits,) int64 from
+    :func:`histogram_kernel`, left zeroed for the next sort; n (int64), the number of keys;
+    digit_start (passes, 2**radix_bits) int64, written with the exclusive scan of each row;
+    constant (passes,) int32, written: 1 where one digit holds all n keys (the pass would move
+    nothing, so :func:`onesweep_kernel` only copies), else 0.
+    """
+    R = 1 << radix_bits
+    SIZE = passes * R
+
+    @cuda.jit
+    def kernel(hist, n, digit_start, constant):
+        buf = cuda.shared.array((2, SIZE), int64)       # Hillis-Steele, double-buffered
+        flag = cuda.shared.array(passes, int32)
+        t = cuda.threadIdx.x
+        for p in range(t, passes, threads):
+            flag[p] = 0
+        for j in range(t, SIZE, threads):
+            buf[0, j] = hist[j]
+        cuda.syncthreads()
+        for j in range(t, SIZE, threads):
+            if buf[0, j] == n:
+                flag[j // R] = 1                 # same value from any thread: no race
+        for s in range(radix_bits):              # inclusive scan within each row of R
+            src = s % 2
+            step = 1 << s
+            for j in range(t, SIZE, threads):
+                v = buf[src, j]
+                if j % R >= step:
+                    v += buf[src, j - step]
+                buf[1 - src, j] = v
+            cuda.syncthreads()
+        fin = radix_bits % 2
+        for j in range(t, SIZE, threads):
+            digit_start[j // R, j % R] = buf[fin, j] - hist[j]
+            hist[j] = 0
+        for p in range(t, passes, threads):
+            constant[p] = flag[p]
+
+    return kernel
+
+
 # -- one ranking round of a warp (see the module docstring), in two builds ---------------------
 
+FULL = 0xFFFFFFFF
+
+
 @cuda.jit(device=True, inline=True)
-def _rank_round_gpu(value, valid, lane, w, table, warp_count):
-    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting the
-    peers of this round in lower lanes; the lowest peer moves the warp's counter on. Invalid
-    lanes carry value R (no digit) and count nothing. ``table`` is unused here."""
-    peers = uint32(cuda.match_any_sync(int32(-1), value))
-    below = int32(cuda.popc(peers & cuda.lanemask_lt()))
+def _peers_hw(value, nbits):
+    """Mask of the lanes whose ``value`` equals this lane's: the hardware's match (``nbits``
+    is unused)."""
+    return uint32(cuda.match_any_sync(FULL, value))
+
+
+@cuda.jit(device=True, inline=True)
+def _peers_ballot(value, nbits):
+    """The same from one ballot per bit of ``value`` (below ``2**nbits``): lanes that agree
+    with this one on every bit. ``match.any`` takes longer the more distinct values a warp
+    holds; ballots cost the same every time (CUB ranks by ballots for this reason)."""
+    peers = uint32(FULL)
+    for b in range(nbits):
+        bit = (value >> b) & 1
+        votes = uint32(cuda.ballot_sync(FULL, bit != 0))
+        peers &= votes if bit != 0 else ~votes
+    return peers
+
+
+@cuda.jit(device=True, inline=True)
+def _rank_round_gpu(peers, value, valid, lane, w, table, warp_count):
+    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting its
+    ``peers`` (same digit, this round, valid lanes only) in lower lanes; the lowest peer moves
+    the warp's counter on. Invalid lanes count nothing. ``table`` is unused here."""
+    below = int32(cuda.popc(uint32(peers & uint32(cuda.lanemask_lt()))))
     before = warp_count[w, value] if valid else int32(0)
     cuda.syncwarp()                     # every peer has read the counter ...
     if valid and below == 0:
-        warp_count[w, value] = before + int32(cuda.popc(peers))
+        warp_count[w, value] = before + int32(cuda.popc(uint32(peers)))
     cuda.syncwarp()                     # ... before the lowest peer moves it on
     return before + below
 
 
 @cuda.jit(device=True)
-def _rank_round_table(value, valid, lane, w, table, warp_count):
-    """The same without warp intrinsics (Numba's simulator): the lanes' values go through the
-    shared ``table``. Every thread of the block runs every round, so the barriers are uniform.
-    The write of the counter needs no barrier after it: the next round reads counters only
-    after its own first barrier."""
+def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
+    """The same without warp intrinsics (Numba's simulator; ``peers`` is unused): the lanes'
+    values go through the shared ``table``. Every thread of the block runs every round, so
+    the barriers are uniform. The write of the counter needs no barrier after it: the next
+    round reads counters only after its own first barrier."""
     table[w, lane] = value
     cuda.syncthreads()
     below = 0
@@ -152,7 +227,8 @@ def _rank_round_table(value, valid, lane, w, table, warp_count):
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True):
+                    publish_inclusive: bool = True, match: str = "ballot",
+                    early_counts: bool = False):
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
@@ -164,15 +240,22 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
       the first pass), 2: read perm_in;
     - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
-    - digit_start (passes, >= 2**radix_bits) int64 and p: ``digit_start[p, d]`` is where the
-      keys of digit d start in the output (exclusive scan of the histogram's row p);
-    - status (launches, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
-      zeroed, and which: row ``which`` holds this launch's look-back words, and its last word
-      counts the tiles handed out.
+    - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
+      digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
+    - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
+      zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
+      last word counts the tiles handed out;
+    - constant (passes,) int32: where ``constant[p]`` is set the pass only copies keys_in to
+      keys_out (and the permutation along), decided on the GPU so that the host never waits;
+    - p: the pass, the row of digit_start, status and constant.
     Two-dimensional arrays with a row index, rather than row views, keep the host's work per
     launch small.
 
-    ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
+    ``match`` picks how a warp finds the lanes holding the same digit on the GPU: "ballot"
+    (one vote per digit bit) or "hw" (``match_any_sync``). ``early_counts`` (as CUB's
+    onesweep) counts the tile's digits with shared atomics right after the loads and publishes
+    them before ranking, so that later tiles looking back wait less for this one; otherwise
+    the counts come out of the ranking. ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
     ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
     first then publish only their own counts, so every look-back walks back to tile 0 over
     aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
@@ -185,6 +268,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     LOG_R = radix_bits
     if threads % WARP or items < 1:
         raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
+    if match not in ("ballot", "hw"):
+        raise ValueError(f"match={match!r} must be 'ballot' or 'hw'")
     np_key = np.dtype(str(key_type))
     MASK = np_key.type(R - 1)
     with_perm = perm_mode != 0
@@ -192,19 +277,29 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     AGG = AGGREGATE << shift_bits
     INC = INCLUSIVE << shift_bits
     COUNT_MASK = (1 << shift_bits) - 1
+    TABLE_RANK = SIMULATOR
     if SIMULATOR:
-        rank_round, TABLE = _rank_round_table, (WARPS, WARP)
+        rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
     else:
         rank_round, TABLE = _rank_round_gpu, (1, 1)
+        peers_of = _peers_ballot if match == "ballot" else _peers_hw
+    # the digit scan by warp shuffles (2 barriers) where one thread holds each digit; else
+    # (the simulator, which lacks them, or fewer threads than digits) Hillis-Steele in shared
+    # memory, a barrier a step
+    SHUFFLE_SCAN = not SIMULATOR and threads >= R
     STAGE_PERM = TILE if with_perm else 1
 
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
 
     @cuda.jit(**options)
-    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, p, status, which):
-        warp_count = cuda.shared.array((WARPS, R), int32)   # then: exclusive over warps
-        scan = cuda.shared.array((2, R), int32)             # digit scan, double-buffered
+    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
+        # per warp and digit: keys so far; then where the warp's keys of the digit go in the
+        # digit-sorted tile
+        warp_count = cuda.shared.array((WARPS, R), int32)
+        scan = cuda.shared.array((2, R), int32)             # Hillis-Steele, double-buffered
         tile_count = cuda.shared.array(R, int32)
+        tile_excl = cuda.shared.array(R, int32)             # keys of smaller digits in the tile
+        warp_total = cuda.shared.array(WARPS, int32)
         dest_base = cuda.shared.array(R, int64)             # output index = dest_base[d] + j
         stage_keys = cuda.shared.array(TILE, key_type)      # the tile, sorted by digit
         stage_perm = cuda.shared.array(STAGE_PERM, uint32)
@@ -217,90 +312,159 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         lane = t % WARP
         w = t // WARP
         n = keys_in.shape[0]
+        if constant[p] != 0:
+            # one digit holds every key: the pass keeps the order, so it only copies. The
+            # flag is the same for every thread, so the whole block returns (no barrier is
+            # left waiting).
+            i0 = int64(cuda.blockIdx.x) * TILE + t
+            for k in range(items):
+                i = i0 + k * threads
+                if i < n:
+                    keys_out[i] = keys_in[i]
+                    if perm_mode == 1:
+                        perm_out[i] = uint32(i)
+                    elif perm_mode == 2:
+                        perm_out[i] = perm_in[i]
+            return
         if t == 0:
-            tile_sh[0] = cuda.atomic.add(status, (which, status.shape[1] - 1), status_type(1))
+            tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
         for j in range(t, WARPS * R, threads):
             warp_count[j // R, j % R] = 0
+        if early_counts:
+            for d in range(t, R, threads):
+                tile_count[d] = 0
         cuda.syncthreads()
         tile = tile_sh[0]
         base = int64(tile) * TILE
         m = min(TILE, n - base)                  # keys in this tile
+        flag = INC if tile == 0 else AGG
 
         # 1. load the warp's keys (all loads in flight at once), then rank each key among the
         #    keys of its warp with the same digit, in input order
         first = base + w * WSPAN + lane
         for k in range(items):
             i = first + k * WARP                 # coalesced
-            if i < n:
-                keys[k] = keys_in[i]
+            keys[k] = keys_in[i] if i < n else key_type(0)
+        if early_counts:                         # count and publish before ranking
+            for k in range(items):
+                if first + k * WARP < n:
+                    cuda.atomic.add(tile_count, int32((keys[k] >> shift) & MASK), 1)
+            cuda.syncthreads()
+            for d in range(t, R, threads):
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + tile_count[d]))
         for k in range(items):
             valid = first + k * WARP < n
-            value = int32((keys[k] >> shift) & MASK) if valid else int32(R)   # R: no digit
-            rank[k] = rank_round(value, valid, lane, w, table, warp_count)
+            value = int32((keys[k] >> shift) & MASK)
+            if TABLE_RANK:
+                if not valid:
+                    value = int32(R)             # no digit
+                peers = uint32(0)
+            else:
+                # the keys past the end sit in the top lanes of the warp's last rounds: leave
+                # them out of the peers by their count, which takes no vote
+                left = n - (first - lane + k * WARP)
+                live = uint32(FULL) if left >= WARP else (
+                    (uint32(1) << uint32(max(left, 0))) - uint32(1))
+                peers = peers_of(value, LOG_R) & live
+            rank[k] = rank_round(peers, value, valid, lane, w, table, warp_count)
         cuda.syncthreads()
 
-        # 2. per digit: exclusive scan over warps, the tile's count, published at once
-        for d in range(t, R, threads):
+        # 2. per digit: exclusive scan over warps, the tile's count (published at once), and
+        #    the exclusive scan over digits (tile_excl); warp_count[v, d] becomes the place in
+        #    the digit-sorted tile of warp v's first key of digit d
+        if SHUFFLE_SCAN:
+            d = t                                # one digit a thread (threads >= R)
             run = int32(0)
-            for v in range(WARPS):
-                c = warp_count[v, d]
-                warp_count[v, d] = run
-                run += c
-            tile_count[d] = run
-            scan[0, d] = run
-            flag = INC if tile == 0 else AGG
-            cuda.atomic.add(status, (which, int64(tile) * R + d),
-                            status_type(int64(flag) + run))
+            if d < R:
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                if not early_counts:
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                    status_type(int64(flag) + run))
+            x = run                              # inclusive scan of the warp's 32 digits
+            for s in range(5):
+                y = cuda.shfl_up_sync(FULL, x, 1 << s)
+                if lane >= (1 << s):
+                    x += y
+            if lane == WARP - 1:
+                warp_total[w] = x
+            cuda.syncthreads()
+            for v in range(w):
+                x += warp_total[v]
+            if d < R:
+                excl = x - run
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
+        else:
+            for d in range(t, R, threads):
+                run = int32(0)
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                scan[0, d] = run
+                if not early_counts:
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                    status_type(int64(flag) + run))
+            cuda.syncthreads()                   # tile_count (early counts) read by all
+            for d in range(t, R, threads):
+                tile_count[d] = scan[0, d]
+            cuda.syncthreads()
+            for s in range(LOG_R):               # every thread runs every step
+                src = s % 2
+                step = 1 << s
+                for d in range(t, R, threads):
+                    v = scan[src, d]
+                    if d >= step:
+                        v += scan[src, d - step]
+                    scan[1 - src, d] = v
+                cuda.syncthreads()
+            for d in range(t, R, threads):
+                excl = scan[LOG_R % 2, d] - tile_count[d]
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
         cuda.syncthreads()
 
-        # 3. inclusive scan over digits (Hillis-Steele; every thread runs every step)
-        for s in range(LOG_R):
-            src = s % 2
-            step = 1 << s
-            for d in range(t, R, threads):
-                v = scan[src, d]
-                if d >= step:
-                    v += scan[src, d - step]
-                scan[1 - src, d] = v
-            cuda.syncthreads()
-        fin = LOG_R % 2                          # the buffer holding the inclusive scan
-
-        # 4. stage the tile in shared memory, sorted by digit
+        # 3. stage the tile in shared memory, sorted by digit
         for k in range(items):
             i = first + k * WARP
             if i < n:
                 key = keys[k]
-                d = int32((key >> shift) & MASK)
-                pos = scan[fin, d] - tile_count[d] + warp_count[w, d] + rank[k]
+                pos = warp_count[w, int32((key >> shift) & MASK)] + rank[k]
                 stage_keys[pos] = key
                 if perm_mode == 1:
                     stage_perm[pos] = uint32(i)
                 elif perm_mode == 2:        # loaded here: fewer registers (72, not 115)
                     stage_perm[pos] = perm_in[i]
 
-        # 5. decoupled look-back: keys of digit d in tiles before this one
+        # 4. decoupled look-back: keys of digit d in tiles before this one
         for d in range(t, R, threads):
             prefix = int64(0)
             if tile > 0:
                 k = tile - 1
                 while k >= 0:
-                    word = int64(cuda.atomic.add(status, (which, int64(k) * R + d),
+                    word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
                                                  status_type(0)))
-                    flag = word >> shift_bits
-                    if flag != 0:
+                    wflag = word >> shift_bits
+                    if wflag != 0:
                         prefix += word & COUNT_MASK
-                        if flag == INCLUSIVE:
+                        if wflag == INCLUSIVE:
                             break
                         k -= 1
                 if publish_inclusive:
                     cuda.threadfence()
                     # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
-                    cuda.atomic.add(status, (which, int64(tile) * R + d),
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
                                     status_type(AGG + prefix))
-            dest_base[d] = digit_start[p, d] + prefix - (scan[fin, d] - tile_count[d])
+            dest_base[d] = digit_start[p, d] + prefix - tile_excl[d]
         cuda.syncthreads()
 
-        # 6. coalesced write-out: runs of equal digits go to consecutive places
+        # 5. coalesced write-out: runs of equal digits go to consecutive places
         for k in range(items):
             j = k * threads + t
             if j < m:
@@ -311,4 +475,3 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     perm_out[dest] = stage_perm[j]
 
     return kernel
-

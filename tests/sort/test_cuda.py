@@ -107,8 +107,17 @@ def test_look_back_over_aggregates_only(rng, monkeypatch):
     0 (the simulator runs blocks in order, so otherwise it meets only inclusive prefixes)."""
     build = K.onesweep_kernel
     monkeypatch.setattr(K, "onesweep_kernel",
-                        lambda *a: build(*a, publish_inclusive=False))
+                        lambda *a, **kw: build(*a, publish_inclusive=False, **kw))
     check_pairs(tied_keys(rng, 7 * 64 + 3, 11, np.uint32), 11, 6, threads=32, items=2)
+
+
+@pytest.mark.parametrize("early_counts", [True, False])
+def test_counts_from_ranking_or_early(early_counts, rng):
+    """Tiles publish counts made by shared atomics before ranking, or those of the ranking."""
+    check_pairs(tied_keys(rng, 5 * 64 + 9, 13, np.uint32), 13, 7, threads=64, items=1,
+                early_counts=early_counts)
+    check_pairs(tied_keys(rng, 4 * 96 + 1, 9, np.uint64), 9, 5, threads=96, items=1,
+                early_counts=early_counts)
 
 
 def test_wide_look_back_words(rng, monkeypatch):
@@ -117,16 +126,25 @@ def test_wide_look_back_words(rng, monkeypatch):
     check_pairs(tied_keys(rng, 5 * 64 + 1, 14, np.uint64), 14, 7, threads=32, items=2)
 
 
-def test_constant_digits_skip_their_passes(rng, monkeypatch):
-    """Keys whose middle and top digits are constant: only two onesweep passes run."""
-    launched = []
-    build = K.onesweep_kernel
+def test_constant_digits_only_copy(rng, monkeypatch):
+    """Keys whose middle and top digits are constant: the scan kernel flags exactly those
+    passes (which then only copy), and the sort still comes out right, also when no digit
+    varies at all."""
+    flags = []
+    build = K.scan_kernel
 
-    def counting(*a, **kw):
-        launched.append(a[:1])
-        return build(*a, **kw)
+    def recording(*a):
+        kernel = build(*a)
 
-    monkeypatch.setattr(K, "onesweep_kernel", counting)
+        class Launch:
+            def __getitem__(self, config):
+                def run(hist, n, digit_start, constant):
+                    kernel[config](hist, n, digit_start, constant)
+                    flags.append(np.array(constant).tolist())
+                return run
+        return Launch()
+
+    monkeypatch.setattr(K, "scan_kernel", recording)
     n = 600
     keys = (rng.integers(0, 256, n) | (0xAB << 8) | (rng.integers(0, 256, n) << 16)
             | (0x7F << 24)).astype(np.uint32)
@@ -135,12 +153,28 @@ def test_constant_digits_skip_their_passes(rng, monkeypatch):
     out, perm = _cuda.sort_pairs(keys, 32, 8, True)
     np.testing.assert_array_equal(perm, want)
     np.testing.assert_array_equal(out, keys[want])
-    assert len(launched) == 2
-    launched.clear()
-    out, perm = _cuda.sort_pairs(np.full(300, 5, np.uint64), 3, 2, True)   # no pass at all
-    np.testing.assert_array_equal(perm, np.arange(300))
-    np.testing.assert_array_equal(out, np.full(300, 5))
-    assert launched == []
+    assert flags == [[0, 1, 0, 1]]
+    for want_perm in (True, False):
+        flags.clear()
+        out, perm = _cuda.sort_pairs(np.full(300, 5, np.uint64), 3, 2, want_perm)
+        np.testing.assert_array_equal(out, np.full(300, 5))
+        if want_perm:
+            np.testing.assert_array_equal(perm, np.arange(300))
+        assert flags == [[1, 1]]
+
+
+def test_scratch_is_reused_and_left_clean(rng):
+    """The second sort of a shape takes the first one's scratch (its histogram zeroed by the
+    scan kernel, its look-back words by the histogram kernel) and still sorts right."""
+    _cuda.clear_scratch()
+    keys = tied_keys(rng, 333, 12, np.uint32)
+    check_pairs(keys, 12, 4)
+    assert len(_cuda._SCRATCH) == 2                     # with and without the permutation
+    held = [s.hist for s in _cuda._SCRATCH.values()]
+    assert all(not np.any(h) for h in held)
+    other = tied_keys(rng, 333, 12, np.uint32)
+    check_pairs(other, 12, 4)
+    assert all(a is b for a, b in zip([s.hist for s in _cuda._SCRATCH.values()], held))
 
 
 @pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 13, 5), (np.uint64, 64, 8)])
@@ -151,13 +185,56 @@ def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits,
     keys = rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype)
     passes = -(-key_bits // radix_bits)
     hist = np.zeros(passes << radix_bits, np.int64)
+    status = np.full(77, 9, np.uint32)
     K.histogram_kernel(passes, radix_bits, 32, numba.from_dtype(keys.dtype))[3, 32](
-        keys, key_bits, hist)
+        keys, key_bits, hist, status)
+    assert not status.any()
     for p, row in enumerate(hist.reshape(passes, -1)):
         bits = min(radix_bits, key_bits - p * radix_bits)
         digits = (keys >> dtype(p * radix_bits)) & dtype(2**bits - 1)
         np.testing.assert_array_equal(row, np.bincount(digits.astype(np.int64),
                                                        minlength=1 << radix_bits))
+
+
+def test_fast_launch_types_arguments_once(monkeypatch):
+    """The GPU launch path, with a stand-in for Numba's dispatcher: arguments typed once per
+    kind of arguments, the compiled kernel launched directly with 3-d grid and block; a
+    dispatcher without the needed pieces launches the usual way."""
+    calls = []
+
+    class Compiled:
+        def launch(self, args, grid, block, stream, shared):
+            calls.append(("fast", len(args), grid, block, stream, shared))
+
+    class Dispatcher:
+        def typeof_pyval(self, a):
+            calls.append("typeof")
+            return type(a)
+
+        def compile(self, argtypes):
+            calls.append(("compile", argtypes))
+            return Compiled()
+
+        def __getitem__(self, config):
+            return lambda *args: calls.append(("slow", config))
+
+    monkeypatch.setattr(_cuda, "SIMULATOR", False)
+    monkeypatch.setattr(_cuda, "_compiled", {})
+    monkeypatch.setattr(_cuda, "_core_stream", lambda s: "core")
+    kern = Dispatcher()
+    a = np.zeros(3, np.uint32)
+    for _ in range(3):
+        _cuda._launch(kern, 7, 64, 0, a, 5, np.uint32(2))
+    assert calls.count("typeof") == 3 and len([c for c in calls if c[0] == "compile"]) == 1
+    assert [c for c in calls if c[0] == "fast"] == [("fast", 3, (7, 1, 1), (64, 1, 1), "core",
+                                                     0)] * 3
+    calls.clear()
+    _cuda._launch(kern, 7, 64, 0, a.astype(np.uint64), 5, np.uint32(2))   # other dtype
+    assert calls.count("typeof") == 3
+    del Dispatcher.compile                                    # an older or newer Numba
+    calls.clear()
+    _cuda._launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
+    assert calls == [("slow", (7, 64, 0))]
 
 
 def test_balanced_radix_bits():
@@ -265,3 +342,26 @@ def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, mo
     monkeypatch.setattr(_cuda, "_measure", lambda *a: pytest.fail("measured twice"))
     assert _cuda.choose_radix_bits(len(keys), 20, 4, True) == bits
     np.testing.assert_array_equal(sphgpu.argsort(keys, backend="cuda"), perm)
+
+
+@real_gpu
+@pytest.mark.parametrize("launch", [{}, {"match": "hw"}, {"early_counts": True}],
+                         ids=["default", "match_any", "early_counts"])
+def test_copy_passes_streams_and_rankings_on_the_gpu(launch, rng, monkeypatch):
+    """Keys whose second byte is constant (that pass only copies), sorted on a non-blocking
+    stream, twice (the second sort reuses the first one's scratch), with each way of ranking."""
+    import cupy
+
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
+    n = (1 << 20) + 7
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    keys = (keys & np.uint32(0xFFFF00FF)) | np.uint32(0x5A00)
+    keys[rng.integers(0, n, n // 8)] = keys[0]
+    want = np.argsort(keys, kind="stable")
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        d = cupy.asarray(keys)
+        for _ in range(2):
+            out, perm = _cuda.sort_pairs(d, 32, 8, True, **launch)
+            stream.synchronize()
+            np.testing.assert_array_equal(perm.get(), want)
+            np.testing.assert_array_equal(out.get(), keys[want])
