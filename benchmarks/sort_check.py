@@ -16,10 +16,9 @@ Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
    waited for the host to issue it, so small sorts show the host's launch costs here. Then
    the same at 2^20 keys through Numba's dispatcher and through ``_cuda._launch``'s direct
    launches (``_cuda.FAST_LAUNCH``).
-3. Launch variants (items per thread, register cap, ballot or match_any digit matching, early
-   counts) at 2^25 uint32 keys, keys only and keys + permutation, against cupy.sort /
-   cupy.argsort (CUB), and the PIC case (8M 10-bit keys + permutation, 2 passes of 5 bits)
-   against cupy.argsort.
+3. Launch variants (items per thread, register cap) at 2^25 uint32 keys, keys only and
+   keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit
+   keys + permutation, 2 passes of 5 bits) against cupy.argsort.
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
 """
 
@@ -138,15 +137,12 @@ def main():
                        "ok": ok})
         print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
               f"{'ok' if ok else 'WRONG'}", flush=True)
-    for items, regs, match, early in ((12, None, None, None), (15, 80, None, None),
-                                      (15, 0, None, None), (15, None, "hw", None),
-                                      (15, None, None, True)):
+    for items, regs in ((12, None), (15, 80), (15, 0)):
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
-                       max_registers=regs, match=match, early_counts=early)
-        checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs,
-                       "match": match, "early_counts": early, "ok": ok})
-        print(f"check 2^20+7 items={items} max_registers={regs} match={match} "
-              f"early_counts={early}: {'ok' if ok else 'WRONG'}", flush=True)
+                       max_registers=regs)
+        checks.append({"n": (1 << 20) + 7, "items": items, "max_registers": regs, "ok": ok})
+        print(f"check 2^20+7 items={items} max_registers={regs}: {'ok' if ok else 'WRONG'}",
+              flush=True)
     # constant digits (those passes only copy), the same shape twice (reused scratch), and
     # a sort on a non-default stream
     for n, byte in (((1 << 20) + 7, 3), ((1 << 20) + 7, 1), ((1 << 20) + 7, 1),
@@ -192,25 +188,22 @@ def main():
     # 3. launch-shape variants at 2^25, and the PIC case
     n = 1 << 25
     d = cupy.asarray(random_keys(rng, n, 32, np.uint32, ties=False))
-    # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap;
-    # match None: the module's default (_cuda.MATCH, "ballot"), "hw": match_any_sync
-    variants = [(15, None, None, None), (15, None, "hw", None), (15, None, None, True)]
+    # max_registers None: the module's default cap (_cuda.MAX_REGISTERS), 0: no cap
+    variants = [(15, None)]
     if not args.quick:
-        variants += [(12, None, None, None), (15, 80, None, None), (15, 0, None, None)]
+        variants += [(12, None), (15, 80), (15, 0)]
     rows = []
     sort_ms = median_ms(cupy, lambda: cupy.sort(d))
     argsort_ms = median_ms(cupy, lambda: cupy.argsort(d))
-    for items, regs, match, early in variants:
-        for bits in (8, 7) if (items, regs, match, early) == (15, None, None, None) else (8,):
-            launch = dict(items=items, max_registers=regs, match=match, early_counts=early)
+    for items, regs in variants:
+        for bits in (8, 7) if (items, regs) == (15, None) else (8,):
+            launch = dict(items=items, max_registers=regs)
             k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, False, **launch))
             kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, bits, True, **launch))
-            rows.append({"items": items, "max_registers": regs, "match": match,
-                         "early_counts": early,
-                         "radix_bits": bits, "keys_ms": k, "keys_perm_ms": kp,
+            rows.append({"items": items, "max_registers": regs, "radix_bits": bits,
+                         "keys_ms": k, "keys_perm_ms": kp,
                          "vs_cupy_sort": sort_ms / k, "vs_cupy_argsort": argsort_ms / kp})
-            print(f"2^25 r={bits} items={items:2d} max_registers={regs} match={match} "
-                  f"early_counts={early}: keys "
+            print(f"2^25 r={bits} items={items:2d} max_registers={regs}: keys "
                   f"{k:.3f} ms ({sort_ms / k:.2f}x cupy.sort {sort_ms:.3f}), keys+perm "
                   f"{kp:.3f} ms ({argsort_ms / kp:.2f}x cupy.argsort {argsort_ms:.3f})",
                   flush=True)

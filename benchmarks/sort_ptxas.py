@@ -46,9 +46,8 @@ def ptxas(ptx, max_registers=None):
             int(smem.group(1)) if smem else 0)
 
 
-def onesweep_ptx(bits, threads, items, kt, mode, max_registers, shift_bits=30, **options):
-    kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers,
-                               **options)
+def onesweep_ptx(bits, threads, items, kt, mode, max_registers, shift_bits=30):
+    kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
     keys = types.Array(kt, 1, "C")
     u32 = types.Array(types.uint32, 1, "C")
     perm_out = types.Array(types.int64, 1, "C") if mode else u32
@@ -63,17 +62,13 @@ def main():
         for mode in (0, 2):
             for bits in (8, 5):
                 for regs in (64, 80):
-                    for options in ({}, {"match": "hw"}, {"early_counts": True}):
-                        if options and (bits != 8 or regs != 64):
-                            continue
-                        items = min(15, K.max_items(bits, 256, kt.bitwidth // 8, mode != 0))
-                        ptx = onesweep_ptx(bits, 256, items, kt, mode, regs, **options)
-                        r, spill, smem = ptxas(ptx, regs)
-                        print(f"onesweep {kt} perm_mode={mode} r={bits} items={items} "
-                              f"cap={regs} {options or ''}: {r} registers, spill "
-                              f"{spill[0]}/{spill[1]} B, smem {smem} B, PTX barriers "
-                              f"{ptx.count('bar.sync')}, votes {ptx.count('vote.sync')}",
-                              flush=True)
+                    items = min(15, K.max_items(bits, 256, kt.bitwidth // 8, mode != 0))
+                    ptx = onesweep_ptx(bits, 256, items, kt, mode, regs)
+                    r, spill, smem = ptxas(ptx, regs)
+                    print(f"onesweep {kt} perm_mode={mode} r={bits} items={items} "
+                          f"cap={regs}: {r} registers, spill {spill[0]}/{spill[1]} B, smem "
+                          f"{smem} B, PTX barriers {ptx.count('bar.sync')}, votes "
+                          f"{ptx.count('vote.sync')}", flush=True)
     u32 = types.Array(types.uint32, 1, "C")
     i64 = types.Array(types.int64, 1, "C")
     ptx = compile_ptx(K.histogram_kernel(4, 8, 256, types.uint32).py_func,

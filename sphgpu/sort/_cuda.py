@@ -42,13 +42,6 @@ DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for
 #: (28-40 bytes of spills at 80; not measured).
 MAX_REGISTERS = 64
 MAX_REGISTERS_WIDE = 80
-#: how a warp finds the lanes holding its digit: "ballot" (one vote per digit bit, as CUB) or
-#: "hw" (match_any_sync, which the H200 runs measured before the ballot version used)
-MATCH = "ballot"
-#: count each tile's digits and publish them before ranking (CUB's "early counts"). Off: not
-#: measured yet (benchmarks/sort_check.py times both), and ptxas spills ~100 bytes more with it
-#: at 64 registers (uint32 keys: 108 vs 28).
-EARLY_COUNTS = False
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
@@ -129,17 +122,16 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, match=None, early_counts=None, trace=None):
+               max_registers=None, trace=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
     32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS` (uint64 keys:
-    :data:`MAX_REGISTERS_WIDE`); ``match`` to :data:`MATCH`, ``early_counts`` to
-    :data:`EARLY_COUNTS` (see :func:`._cuda_kernels.onesweep_kernel`). Returns
-    ``(sorted_keys, perm)`` (perm int64, or None without ``want_perm``), of the same kind (NumPy
-    or device) as ``ukeys``; ``ukeys`` is never written. ``trace``, if given, is called with a
-    label after each stage is queued (benchmarks/sort_check.py records CUDA events there).
+    :data:`MAX_REGISTERS_WIDE`). Returns ``(sorted_keys, perm)`` (perm int64, or None without
+    ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never
+    written. ``trace``, if given, is called with a label after each stage is queued
+    (benchmarks/sort_check.py records CUDA events there).
 
     Everything is queued on CuPy's current stream (where, by the CUDA array interface's rules,
     the keys were made) and the host never waits for the GPU: a sort is 2 + passes launches.
@@ -178,8 +170,6 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
-        match = match or MATCH
-        early_counts = EARLY_COUNTS if early_counts is None else bool(early_counts)
         if max_registers is None:
             max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
@@ -195,8 +185,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
             else:
                 mode = 1 if p == 0 else 2
                 dst_perm = perm_v if p == passes - 1 else scratch.perm[p % 2]
-            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers,
-                                       match=match, early_counts=early_counts)
+            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
                     kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm

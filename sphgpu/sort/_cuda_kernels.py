@@ -20,8 +20,8 @@ blockIdx), so a tile only ever waits for tiles that running blocks already hold:
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
 of 32 (lane order = input order). In each round the lanes holding the same digit find each other
-(one ``ballot_sync`` per digit bit, as CUB does, or ``match_any_sync``; a shared-memory table
-under Numba's simulator, which lacks warp intrinsics, chosen when the kernel is built), the
+(one ``ballot_sync`` per digit bit, as CUB does; a shared-memory table under Numba's
+simulator, which lacks warp intrinsics, chosen when the kernel is built), the
 lowest of them bumps the warp's counter of the digit, and each key's rank is the counter before
 the round plus the number of its peers in lower lanes. A scan over warps and one over digits
 (warp shuffles on the GPU) turn these into positions in the tile. Equal digits keep their input
@@ -169,17 +169,11 @@ FULL = 0xFFFFFFFF
 
 
 @cuda.jit(device=True, inline=True)
-def _peers_hw(value, nbits):
-    """Mask of the lanes whose ``value`` equals this lane's: the hardware's match (``nbits``
-    is unused)."""
-    return uint32(cuda.match_any_sync(FULL, value))
-
-
-@cuda.jit(device=True, inline=True)
 def _peers_ballot(value, nbits):
-    """The same from one ballot per bit of ``value`` (below ``2**nbits``): lanes that agree
-    with this one on every bit. ``match.any`` takes longer the more distinct values a warp
-    holds; ballots cost the same every time (CUB ranks by ballots for this reason)."""
+    """Mask of the lanes whose ``value`` (below ``2**nbits``) equals this lane's, from one
+    ballot per bit: lanes that agree with this one on every bit. ``match.any`` takes longer
+    the more distinct values a warp holds; ballots cost the same every time (CUB ranks by
+    ballots for this reason)."""
     peers = uint32(FULL)
     for b in range(nbits):
         bit = (value >> b) & 1
@@ -227,8 +221,7 @@ def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True, match: str = "ballot",
-                    early_counts: bool = False):
+                    publish_inclusive: bool = True):
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
@@ -251,15 +244,12 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     Two-dimensional arrays with a row index, rather than row views, keep the host's work per
     launch small.
 
-    ``match`` picks how a warp finds the lanes holding the same digit on the GPU: "ballot"
-    (one vote per digit bit) or "hw" (``match_any_sync``). ``early_counts`` (as CUB's
-    onesweep) counts the tile's digits with shared atomics right after the loads and publishes
-    them before ranking, so that later tiles looking back wait less for this one; otherwise
-    the counts come out of the ranking. ``max_registers`` caps the registers of a thread (more resident blocks, maybe spills;
-    ignored by the simulator). ``publish_inclusive=False`` is for tests only: tiles after the
-    first then publish only their own counts, so every look-back walks back to tile 0 over
-    aggregates (Numba's simulator runs blocks one after another, so it would otherwise only
-    ever meet inclusive words).
+    Each tile publishes its digit counts once its ranking has made them. ``max_registers`` caps
+    the registers of a thread (more resident blocks, maybe spills; ignored by the simulator).
+    ``publish_inclusive=False`` is for tests only: tiles after the first then publish only
+    their own counts, so every look-back walks back to tile 0 over aggregates (Numba's
+    simulator runs blocks one after another, so it would otherwise only ever meet inclusive
+    words).
     """
     R = 1 << radix_bits
     WARPS = threads // WARP
@@ -268,8 +258,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     LOG_R = radix_bits
     if threads % WARP or items < 1:
         raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
-    if match not in ("ballot", "hw"):
-        raise ValueError(f"match={match!r} must be 'ballot' or 'hw'")
     np_key = np.dtype(str(key_type))
     MASK = np_key.type(R - 1)
     with_perm = perm_mode != 0
@@ -281,8 +269,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     if SIMULATOR:
         rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
     else:
-        rank_round, TABLE = _rank_round_gpu, (1, 1)
-        peers_of = _peers_ballot if match == "ballot" else _peers_hw
+        rank_round, peers_of, TABLE = _rank_round_gpu, _peers_ballot, (1, 1)
     # the digit scan by warp shuffles (2 barriers) where one thread holds each digit; else
     # (the simulator, which lacks them, or fewer threads than digits) Hillis-Steele in shared
     # memory, a barrier a step
@@ -330,9 +317,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
         for j in range(t, WARPS * R, threads):
             warp_count[j // R, j % R] = 0
-        if early_counts:
-            for d in range(t, R, threads):
-                tile_count[d] = 0
         cuda.syncthreads()
         tile = tile_sh[0]
         base = int64(tile) * TILE
@@ -345,14 +329,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         for k in range(items):
             i = first + k * WARP                 # coalesced
             keys[k] = keys_in[i] if i < n else key_type(0)
-        if early_counts:                         # count and publish before ranking
-            for k in range(items):
-                if first + k * WARP < n:
-                    cuda.atomic.add(tile_count, int32((keys[k] >> shift) & MASK), 1)
-            cuda.syncthreads()
-            for d in range(t, R, threads):
-                cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                status_type(int64(flag) + tile_count[d]))
         for k in range(items):
             valid = first + k * WARP < n
             value = int32((keys[k] >> shift) & MASK)
@@ -381,9 +357,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     c = warp_count[v, d]
                     warp_count[v, d] = run
                     run += c
-                if not early_counts:
-                    cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                    status_type(int64(flag) + run))
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
             x = run                              # inclusive scan of the warp's 32 digits
             for s in range(5):
                 y = cuda.shfl_up_sync(FULL, x, 1 << s)
@@ -407,10 +382,11 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     warp_count[v, d] = run
                     run += c
                 scan[0, d] = run
-                if not early_counts:
-                    cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                    status_type(int64(flag) + run))
-            cuda.syncthreads()                   # tile_count (early counts) read by all
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
+            # no longer needed (each thread writes and reads only its own digits here): kept
+            # so that this path stays as it was measured
+            cuda.syncthreads()
             for d in range(t, R, threads):
                 tile_count[d] = scan[0, d]
             cuda.syncthreads()

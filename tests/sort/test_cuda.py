@@ -111,15 +111,6 @@ def test_look_back_over_aggregates_only(rng, monkeypatch):
     check_pairs(tied_keys(rng, 7 * 64 + 3, 11, np.uint32), 11, 6, threads=32, items=2)
 
 
-@pytest.mark.parametrize("early_counts", [True, False])
-def test_counts_from_ranking_or_early(early_counts, rng):
-    """Tiles publish counts made by shared atomics before ranking, or those of the ranking."""
-    check_pairs(tied_keys(rng, 5 * 64 + 9, 13, np.uint32), 13, 7, threads=64, items=1,
-                early_counts=early_counts)
-    check_pairs(tied_keys(rng, 4 * 96 + 1, 9, np.uint64), 9, 5, threads=96, items=1,
-                early_counts=early_counts)
-
-
 def test_wide_look_back_words(rng, monkeypatch):
     """The uint64 look-back words of sorts of 2**30 keys or more, at a small size."""
     monkeypatch.setattr(K, "status_shift", lambda n: 40)
@@ -345,11 +336,9 @@ def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, mo
 
 
 @real_gpu
-@pytest.mark.parametrize("launch", [{}, {"match": "hw"}, {"early_counts": True}],
-                         ids=["default", "match_any", "early_counts"])
-def test_copy_passes_streams_and_rankings_on_the_gpu(launch, rng, monkeypatch):
+def test_copy_passes_and_streams_on_the_gpu(rng, monkeypatch):
     """Keys whose second byte is constant (that pass only copies), sorted on a non-blocking
-    stream, twice (the second sort reuses the first one's scratch), with each way of ranking."""
+    stream, twice (the second sort reuses the first one's scratch)."""
     import cupy
 
     monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
@@ -361,7 +350,7 @@ def test_copy_passes_streams_and_rankings_on_the_gpu(launch, rng, monkeypatch):
     with cupy.cuda.Stream(non_blocking=True) as stream:
         d = cupy.asarray(keys)
         for _ in range(2):
-            out, perm = _cuda.sort_pairs(d, 32, 8, True, **launch)
+            out, perm = _cuda.sort_pairs(d, 32, 8, True)
             stream.synchronize()
             np.testing.assert_array_equal(perm.get(), want)
             np.testing.assert_array_equal(out.get(), keys[want])
