@@ -210,7 +210,8 @@ def _measure(pl):
 
 def _orders(pl, orders):
     """(mvals, astart, nalm) of the kernels: every m with the m-major layout's offsets, or
-    ``orders`` = (mvals, astart) as device arrays of a packed subset (:func:`alm2leg_orders`)."""
+    ``orders`` itself: a packed subset's (mvals, astart) device arrays and a_lm count
+    (:func:`stage_alm2leg`)."""
     if orders is None:
         return pl.mvals, pl.mstart, (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
     return orders
