@@ -203,46 +203,54 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     arr = _check_maps(maps, be)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
 
+    what = resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
+    if isinstance(what, CompactKernel):
+        return like_input(_realspace(arr, geom, what, be), maps)
+    if isinstance(what, KernelSplit):
+        return _apply_split(maps, what, backend, harmonic_backend, geometry)
+    if isinstance(what, np.ndarray):
+        return like_input(harmonic_convolve(arr, what, geom, backend=be), maps)
+    return run_plan(what, maps, backend=None if backend == "auto" else be)
+
+
+def resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom):
+    """What :func:`convolve` computes for a kernel that is not yet a Plan or KernelSplit, before
+    any backend: the K_l of a harmonic convolution (ndarray), a CompactKernel (real space), a
+    KernelSplit (split) or a Plan (auto). Validates the arguments as convolve() documents;
+    :mod:`sphgpu.distributed.convolution` makes the same choices through it."""
     if isinstance(kernel, CompactKernel):
         if method not in ("auto", "realspace"):
             raise ValueError("a CompactKernel is applied in real space: use method='realspace'")
         if l_cut is not None or theta_cut is not None:
             raise ValueError("a CompactKernel carries its own support: give no l_cut or "
                              "theta_cut")
-        return like_input(_realspace(arr, geom, kernel, be), maps)
-
+        return kernel
     kernel = _check_kernel(kernel)
-    lmax = kernel.lmax
-    l_cut = _check_l_cut(l_cut, lmax)
+    l_cut = _check_l_cut(l_cut, kernel.lmax)
     if theta_cut is not None:
         theta_cut = _check_angle("theta_cut", theta_cut)
-
     if method == "harmonic":
         if theta_cut is not None:
             raise ValueError("method='harmonic' takes no theta_cut")
-        bl = kernel.bl if l_cut is None else kernel.bl[: l_cut + 1]
-        return like_input(harmonic_convolve(arr, bl, geom, backend=be), maps)
+        return kernel.bl if l_cut is None else kernel.bl[: l_cut + 1]
     if method == "realspace":
         if theta_cut is None:
             raise ValueError("method='realspace' needs theta_cut (radians): the support of the "
                              "truncated kernel")
         if l_cut is not None:
             raise ValueError("method='realspace' takes no l_cut")
-        compact = _cached_tabulation(kernel, theta_cut)
-        return like_input(_realspace(arr, geom, compact, be), maps)
+        return _cached_tabulation(kernel, theta_cut)
     if method == "split":
         if l_cut is None or theta_cut is None:
             raise ValueError("method='split' needs both l_cut and theta_cut (radians)")
-        split = _cached_split(kernel, l_cut, theta_cut, fit)
-        return _apply_split(maps, split, backend, harmonic_backend, geometry)
+        return _cached_split(kernel, l_cut, theta_cut, fit)
     # auto
     if l_cut is not None or theta_cut is not None:
         raise ValueError("method='auto' chooses l_cut and theta_cut itself; give them with "
                          "method='split'")
     if geom.kind != "healpix":
         raise ValueError("method='auto' prices HEALPix maps; choose a method for other grids")
-    plan = _cached_plan(kernel, geom.nside, float(error_bound), fit)
-    return run_plan(plan, maps, backend=None if backend == "auto" else be)
+    return _cached_plan(kernel, geom.nside, float(error_bound), fit)
 
 
 def _apply_split(maps, split, backend, harmonic_backend, geometry):

@@ -35,9 +35,9 @@ import numpy as np
 from .._validate import as_real_array, check_int
 from ..convolve import api as _api
 from ..convolve.harmonic import harmonic_convolve
-from ..convolve.kernels import CompactKernel, _check_angle
+from ..convolve.kernels import CompactKernel
 from ..convolve.realspace import ring_plan
-from ..convolve.split import KernelSplit, _check_kernel
+from ..convolve.split import KernelSplit
 from ..sht.transforms import resolve_geometry
 from . import cluster as _cluster
 from .partition import latitude_bands
@@ -88,40 +88,12 @@ def _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_boun
         if kernel.l_cut < 0:
             return Job(None, kernel.realspace, hb, backend)
         return Job(kernel.harmonic_bl, kernel.realspace, hb, backend)
-    if isinstance(kernel, CompactKernel):
-        if method not in ("auto", "realspace"):
-            raise ValueError("a CompactKernel is applied in real space: use method='realspace'")
-        if l_cut is not None or theta_cut is not None:
-            raise ValueError("a CompactKernel carries its own support: give no l_cut or "
-                             "theta_cut")
-        return Job(None, kernel, hb, backend)
-    kernel = _check_kernel(kernel)
-    l_cut = _api._check_l_cut(l_cut, kernel.lmax)
-    if theta_cut is not None:
-        theta_cut = _check_angle("theta_cut", theta_cut)
-    if method == "harmonic":
-        if theta_cut is not None:
-            raise ValueError("method='harmonic' takes no theta_cut")
-        return Job(kernel.bl if l_cut is None else kernel.bl[:l_cut + 1], None, hb, backend)
-    if method == "realspace":
-        if theta_cut is None:
-            raise ValueError("method='realspace' needs theta_cut (radians): the support of the "
-                             "truncated kernel")
-        if l_cut is not None:
-            raise ValueError("method='realspace' takes no l_cut")
-        return Job(None, _api._cached_tabulation(kernel, theta_cut), hb, backend)
-    if method == "split":
-        if l_cut is None or theta_cut is None:
-            raise ValueError("method='split' needs both l_cut and theta_cut (radians)")
-        return _job(_api._cached_split(kernel, l_cut, theta_cut, fit), "auto", None, None,
-                    backend, harmonic_backend, error_bound, fit, geom)
-    if l_cut is not None or theta_cut is not None:
-        raise ValueError("method='auto' chooses l_cut and theta_cut itself; give them with "
-                         "method='split'")
-    if geom.kind != "healpix":
-        raise ValueError("method='auto' prices HEALPix maps; choose a method for other grids")
-    plan = _api._cached_plan(kernel, geom.nside, float(error_bound), fit)
-    return _job(plan, "auto", None, None, backend, harmonic_backend, error_bound, fit, geom)
+    what = _api.resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
+    if isinstance(what, CompactKernel):
+        return Job(None, what, hb, backend)
+    if isinstance(what, np.ndarray):
+        return Job(what, None, hb, backend)
+    return _job(what, "auto", None, None, backend, harmonic_backend, error_bound, fit, geom)
 
 
 # ----------------------------------------------------------------------------- tasks
