@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .realspace import kernel_value, ring_window
+from .realspace import kernel_value, pixel_range, ring_window
 
 __all__ = ["convolve"]
 
@@ -72,15 +72,7 @@ def _convolve(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
             else:
                 for p in range(ni):
                     phi = phi0[i] + p * dphi_i
-                    if kind == 1:
-                        jlo = 0
-                        jhi = nr - 1
-                    else:
-                        jlo = int(math.floor((phi - dmax - phi0[r]) / dphi_r))
-                        jhi = int(math.ceil((phi + dmax - phi0[r]) / dphi_r))
-                        if jhi - jlo + 1 >= nr:
-                            jlo = 0
-                            jhi = nr - 1
+                    jlo, jhi = pixel_range(kind, phi, dmax, phi0[r], dphi_r, nr)
                     for j in range(jlo, jhi + 1):
                         s = math.sin(0.5 * (phi0[r] + j * dphi_r - phi))
                         kv = kernel_value(a + b * s * s, h, inv_h, inv_h2, n, coef)

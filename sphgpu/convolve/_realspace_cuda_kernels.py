@@ -31,7 +31,7 @@ import math
 
 from numba import cuda, float64
 
-from .realspace import kernel_value, ring_window
+from .realspace import kernel_value, pixel_range, ring_window
 
 __all__ = ["realspace_kernel", "RESYNC"]
 
@@ -106,15 +106,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
                         if j == nr:
                             j = 0
                 else:
-                    if kind == 1:
-                        jlo = 0
-                        jhi = nr - 1
-                    else:
-                        jlo = int(math.floor((phi - dmax - phi0[r]) / dphi_r))
-                        jhi = int(math.ceil((phi + dmax - phi0[r]) / dphi_r))
-                        if jhi - jlo + 1 >= nr:
-                            jlo = 0
-                            jhi = nr - 1
+                    jlo, jhi = pixel_range(kind, phi, dmax, phi0[r], dphi_r, nr)
                     step_s = math.sin(0.5 * dphi_r)
                     step_c = math.cos(0.5 * dphi_r)
                     s = 0.0

@@ -83,6 +83,21 @@ def ring_window(theta_i, theta_r, sin_i, sin_r, hu_cut):
     return a, b, dphi, 2
 
 
+@_jit
+def pixel_range(kind, phi, dmax, phi0_r, dphi_r, nr):
+    """(jlo, jhi): the pixels j of an input ring (first pixel at phi0_r, spacing dphi_r, nr
+    pixels) within dmax of azimuth phi, for :func:`ring_window`'s kind 1 or 2; inclusive, and
+    may pass the ring's ends (callers take j modulo nr). The whole ring when the window covers
+    it."""
+    if kind == 1:
+        return 0, nr - 1
+    jlo = int(math.floor((phi - dmax - phi0_r) / dphi_r))
+    jhi = int(math.ceil((phi + dmax - phi0_r) / dphi_r))
+    if jhi - jlo + 1 >= nr:
+        return 0, nr - 1
+    return jlo, jhi
+
+
 class RingPlan:
     """What the real-space backends need about a geometry and a support radius, computed once:
     ring arrays and, for every output ring, the range of input rings within theta_cut.
