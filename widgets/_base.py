@@ -245,7 +245,7 @@ class Panel(w.VBox):
     # -- state shown ------------------------------------------------------------------------
     def _refresh(self):
         """Show the model's state: its message, fresh results when it is live, else the
-        results cleared and :meth:`stale_note` (press Run). Subclasses provide ``run()``."""
+        results cleared and :meth:`stale_note` (press Run)."""
         m = self.model
         if m.message:
             self._stale()
@@ -264,3 +264,15 @@ class Panel(w.VBox):
 
     def stale_note(self) -> str:
         return "press Run to compute"
+
+    def run(self):
+        """Run the model (progress in the bar) and show its figure and numbers, or its
+        message. Panels with other outputs override this."""
+        r = self.model.run(progress=self.report)
+        if r is None:
+            self._stale()
+            self.show_message(self.model.message)
+            return
+        self.show_message("")
+        show_figure(self.figure, self.model.figure())
+        self.numbers.value = numbers_html(r.numbers())

@@ -30,7 +30,7 @@ from sphgpu.tpacf import (AngularBins, Catalog, JackknifeRegions, jackknife_cova
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
 from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
-                    numbers_html, show_figure)
+                    show_figure)
 
 __all__ = ["CorrelationModel", "CorrelationResult", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -663,16 +663,6 @@ class CorrelationPanel(Panel):
 
     def stale_note(self):
         return self.model.size_note
-
-    def run(self):
-        r = self.model.run(progress=self.report)
-        if r is None:
-            self._stale()
-            self.show_message(self.model.message)
-            return
-        self.show_message("")
-        show_figure(self.figure, self.model.figure())
-        self.numbers.value = numbers_html(r.numbers())
 
 
 def correlation_panel(**kw) -> CorrelationPanel:

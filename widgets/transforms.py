@@ -19,8 +19,7 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
-from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
-                    numbers_html, show_figure)
+from ._base import LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure
 from .plots import mollview, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -287,16 +286,6 @@ class TransformPanel(Panel):
     def stale_note(self):
         m = self.model
         return f"nside {m.nside} on {m.backend}: press Run to compute"
-
-    def run(self):
-        r = self.model.run(progress=self.report)
-        if r is None:
-            self._stale()
-            self.show_message(self.model.message)
-            return
-        self.show_message("")
-        show_figure(self.figure, self.model.figure())
-        self.numbers.value = numbers_html(r.numbers())
 
 
 def transform_panel(**kw) -> TransformPanel:
