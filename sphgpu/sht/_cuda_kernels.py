@@ -139,8 +139,10 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             if p < npairs and p >= fm:
                 xv[r] = x[p]
                 v, k = _start(mu[m], m, sin[p])
-                prev[r] = -v     # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the
-                kk[r] = k        # first step gives y_m = lambda_mm (legendre.recurrence_coefficients)
+                # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the first step gives
+                # y_m = lambda_mm (legendre.recurrence_coefficients)
+                prev[r] = -v
+                kk[r] = k
                 active = True
             for i in range(K):
                 for c in range(4):

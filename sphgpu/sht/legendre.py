@@ -63,9 +63,9 @@ def mu_table(mmax: int) -> np.ndarray:
 
 @_jit
 def recurrence_coefficients(m, lmax, alpha, scale, off):
-    """Fill alpha[off + l] (l = m..lmax; alpha_m = 0) and scale[off + l] (l = m..lmax), float64, for this m:
-    the scaled recurrence's alpha_l and s_l (module docstring). With ``off`` = the alm offset of
-    m, the tables share the alm layout (:func:`coefficient_tables`)."""
+    """Fill alpha[off + l] (l = m..lmax; alpha_m = 0) and scale[off + l] (l = m..lmax),
+    float64, for this m: the scaled recurrence's alpha_l and s_l (module docstring). With
+    ``off`` = the alm offset of m, the tables share the alm layout (:func:`coefficient_tables`)."""
     mm = float(m) * float(m)
     scale[off + m] = 1.0
     alpha[off + m] = 0.0    # with y_{m-1} = 0 and y_{m-2} = -lambda_mm, one uniform step gives y_m
