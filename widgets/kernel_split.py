@@ -644,18 +644,15 @@ class KernelSplitPanel(Panel):
         self._refresh()
 
     def _refresh(self):
-        m = self.model
-        if m.message:
-            self.figure.outputs = ()
-            self.numbers.value = ""
-            self.show_message(m.message)
-            return
-        if not m.live:
-            self.figure.outputs = ()
-            self.numbers.value = ""
-            self.show_message(f"nside {m.nside}: press Run to compute", "note")
-            return
-        self._show()
+        # a live model shows its predictions at once (Run measures); else the base's message
+        # or press-Run note
+        if self.model.message or not self.model.live:
+            super()._refresh()
+        else:
+            self._show()
+
+    def stale_note(self):
+        return f"nside {self.model.nside}: press Run to compute"
 
     def _show(self):
         m = self.model
