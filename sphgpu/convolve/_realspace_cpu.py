@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .realspace import kernel_value, pixel_range, ring_window
+from .realspace import kernel_value, pixel_range, ring_window, row_offsets
 
 __all__ = ["convolve"]
 
@@ -45,13 +45,7 @@ def _convolve(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
             w = weight[r]
             if nr == ni:
                 # one kernel row for the whole output ring: offsets d = j - p
-                half = int(dmax / dphi_r) + 2
-                if kind == 1 or 2 * half + 1 >= nr:
-                    d0 = -(nr // 2)
-                    length = nr
-                else:
-                    d0 = -half
-                    length = 2 * half + 1
+                d0, length = row_offsets(kind, dmax, dphi_r, nr)
                 if row.shape[0] < length:
                     row = np.empty(length)
                 delta = phi0[r] - phi0[i]

@@ -31,7 +31,7 @@ import math
 
 from numba import cuda, float64
 
-from .realspace import kernel_value, pixel_range, ring_window
+from .realspace import kernel_value, pixel_range, ring_window, row_offsets
 
 __all__ = ["realspace_kernel", "RESYNC"]
 
@@ -74,13 +74,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
             dphi_r = TWO_PI / nr
             w = weight[r]
             # the shared row: same ring length, offsets d0 .. d0 + length - 1
-            half = int(dmax / dphi_r) + 2
-            if kind == 1 or 2 * half + 1 >= nr:
-                d0 = -(nr // 2)
-                length = nr
-            else:
-                d0 = -half
-                length = 2 * half + 1
+            d0, length = row_offsets(kind, dmax, dphi_r, nr)
             use_row = kind != 0 and nr == ni and length <= rowmax
             if use_row:
                 delta = phi0[r] - phi0[i]

@@ -98,6 +98,17 @@ def pixel_range(kind, phi, dmax, phi0_r, dphi_r, nr):
     return jlo, jhi
 
 
+@_jit
+def row_offsets(kind, dmax, dphi_r, nr):
+    """(d0, length): the pixel offsets d = j - p, d0 .. d0 + length - 1, that one kernel row
+    needs between an output ring and an input ring of the same length nr (spacing dphi_r)
+    within azimuth dmax (:func:`ring_window`); the whole ring when the window covers it."""
+    half = int(dmax / dphi_r) + 2
+    if kind == 1 or 2 * half + 1 >= nr:
+        return -(nr // 2), nr
+    return -half, 2 * half + 1
+
+
 class RingPlan:
     """What the real-space backends need about a geometry and a support radius, computed once:
     ring arrays and, for every output ring, the range of input rings within theta_cut.
