@@ -464,10 +464,10 @@ def onesweep_kernel_v1(radix_bits: int, threads: int, items: int, key_type, perm
 # Same algorithm and arguments as onesweep_kernel_v1. What changed, from the SASS of the sm_90
 # build (benchmarks/sort_ptxas.py --sass): Numba computes in 64 bits and wraps negative indices
 # around, so every per-key index and digit here is an explicit uint32 (n < 2**32 keys, checked by
-# the host); a ranking round is one shared atomic by the lowest peer and a shuffle of its result
+# the host); a ranking round is one shared atomic by the highest peer and a shuffle of its result
 # (CUB's way) instead of every lane reading the counter, two syncwarps and a store; the digit
-# ballots test uint32 bits; keys past the end leave the peers by one ballot of their validity;
-# and a tile's output base per digit is a uint32 that the scatter adds to without sign fix-ups.
+# ballots are one block of inline PTX (CUB's MatchAny); keys past the end leave the peers by one
+# ballot of their validity; and a tile's output base per digit is a uint32.
 
 
 @functools.lru_cache(maxsize=None)
@@ -506,7 +506,7 @@ def _peers_vote(nbits: int):
     return peers
 
 
-def _rank_round_leader(pin):
+def _rank_round_leader():
     """A device function for one ranking round, ``(peers, value, valid, lane, w, table,
     warp_count) -> int32``: the rank of this lane's key among the warp's keys with digit
     ``value`` so far. The highest of its ``peers`` (same digit this round, valid lanes only)
@@ -514,8 +514,9 @@ def _rank_round_leader(pin):
     every peer by a shuffle. Lanes with no valid peer (keys past the end) have no leader and
     get a value they never use. Atomics of one warp on one shared word take effect in the
     order the warp issues them, so round k + 1 sees round k's count (CUB ranks the same way).
-    ``pin`` keeps the rank from being computed only where it is used, after the barrier, which
-    would keep both of its parts in registers until then. ``table`` is unused here."""
+    The rank goes through a shuffle to the lane itself: otherwise ptxas adds its two parts only
+    where the staging uses them, after the barrier, and keeps both in registers until then (44
+    instead of 120 bytes of spills at 64 registers). ``table`` is unused here."""
 
     @cuda.jit(device=True, inline=True)
     def rank_round(peers, value, valid, lane, w, table, warp_count):
@@ -528,27 +529,6 @@ def _rank_round_leader(pin):
         return int32(cuda.shfl_sync(FULL, int32(old + below), lane))
 
     return rank_round
-
-
-def _pin_intrinsic():
-    """``pin(x: int32) -> int32``, x itself, through an empty block of inline PTX with a side
-    effect: the compiler must compute x before it, where it stands in the program."""
-    from llvmlite import ir
-    from numba import types
-    try:
-        from numba.cuda.extending import intrinsic
-    except ImportError:                              # Numba's own CUDA target
-        from numba.core.extending import intrinsic
-
-    @intrinsic
-    def pin(typingctx, x):
-        def codegen(context, builder, sig, args):
-            fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32)])
-            return builder.call(ir.InlineAsm(fnty, "mov.b32 $0, $1;", "=r,r",
-                                             side_effect=True), [args[0]])
-        return types.int32(types.int32), codegen
-
-    return pin
 
 
 @functools.lru_cache(maxsize=None)
@@ -602,13 +582,12 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     if SIMULATOR:
         rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
     else:
-        rank_round, peers_of, TABLE = (_rank_round_leader(_pin_intrinsic()),
+        rank_round, peers_of, TABLE = (_rank_round_leader(),
                                          _peers_vote(radix_bits), (1, 1))
-    # output base of each digit, dest_base[d] + j for the tile's j-th key: it is below 0 where
-    # earlier tiles hold fewer keys of d than this tile holds of smaller digits, so on the GPU a
-    # uint32 that wraps around (the sum is right modulo 2**32, and n < 2**32); the simulator
-    # (NumPy scalars, which warn when they wrap) keeps it in int64
-    DEST = int64 if SIMULATOR else uint32
+    # output base of each digit, dest_base[d] + j for the tile's j-th key: digit_start[d]
+    # counts every key of a smaller digit, so it is at least tile_excl[d] and the base is never
+    # below 0; below n < 2**32, so uint32 (the scatter adds to it without sign fix-ups)
+    DEST = uint32
     SHUFFLE_SCAN = not SIMULATOR and threads >= R
     STAGE_PERM = TILE if with_perm else 1
     U_TILE = uint32(TILE)
