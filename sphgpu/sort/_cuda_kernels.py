@@ -514,19 +514,20 @@ def _rank_round_leader():
     every peer by a shuffle. Lanes with no valid peer (keys past the end) have no leader and
     get a value they never use. Atomics of one warp on one shared word take effect in the
     order the warp issues them, so round k + 1 sees round k's count (CUB ranks the same way).
-    The rank goes through a shuffle to the lane itself: otherwise ptxas adds its two parts only
-    where the staging uses them, after the barrier, and keeps both in registers until then (44
-    instead of 120 bytes of spills at 64 registers). ``table`` is unused here."""
+    Returns ``rank | value << 16``, through a shuffle to the lane itself: otherwise ptxas
+    adds the rank's two parts only where the staging uses them, after the barrier, and keeps
+    both and the digit in registers until then (120 bytes of spills at 64 registers; with the
+    packed digit and rank the staging takes the digit from here). ``table`` is unused here."""
 
     @cuda.jit(device=True, inline=True)
     def rank_round(peers, value, valid, lane, w, table, warp_count):
         below = int32(cuda.popc(uint32(peers & uint32(cuda.lanemask_lt()))))
-        leader = int32(WARP - 1) - int32(cuda.clz(peers))      # -1 without peers
+        leader = int32(int32(WARP - 1) - int32(cuda.clz(peers)))     # -1 without peers
         old = int32(0)
         if lane == leader:
             old = int32(cuda.atomic.add(warp_count, (w, value), int32(cuda.popc(peers))))
         old = int32(cuda.shfl_sync(FULL, old, leader & int32(WARP - 1)))
-        return int32(cuda.shfl_sync(FULL, int32(old + below), lane))
+        return int32(cuda.shfl_sync(FULL, int32(old + below) | int32(value << 16), lane))
 
     return rank_round
 
@@ -610,8 +611,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         rank = cuda.local.array(items, int32)
 
         t = int32(cuda.threadIdx.x)
-        lane = t % WARP
-        w = t // WARP
+        lane = int32(t & int32(WARP - 1))
+        w = int32(t >> int32(5))
         n = uint32(keys_in.shape[0])
         if constant[p] != 0:
             # one digit holds every key: the pass keeps the order, so it only copies. The
@@ -652,7 +653,11 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 peers = uint32(0)
             else:
                 peers = uint32(peers_of(value) & uint32(cuda.ballot_sync(FULL, valid)))
-            rank[k] = rank_round(peers, value, valid, lane, w, table, warp_count)
+            # the rank and the digit, packed: rank | digit << 16 (rank < WSPAN < 2**16)
+            packed = rank_round(peers, value, valid, lane, w, table, warp_count)
+            if TABLE_RANK:                       # that round returns the rank alone
+                packed = int32(packed) | int32(value << 16)
+            rank[k] = packed
         cuda.syncthreads()
 
         # 2. per digit: exclusive scan over warps, the tile's count (published at once), and
@@ -716,7 +721,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             i = uint32(first + uint32(k * WARP))
             if i < n:
                 key = keys[k]
-                pos = uint32(warp_count[w, uint32((key >> shift) & MASK)] + rank[k])
+                packed = uint32(rank[k])
+                pos = uint32(warp_count[w, uint32(packed >> uint32(16))]
+                             + uint32(packed & uint32(0xFFFF)))
                 stage_keys[pos] = key
                 if perm_mode == 1:
                     stage_perm[pos] = i
