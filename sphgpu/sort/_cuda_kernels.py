@@ -532,6 +532,29 @@ def _rank_round_leader():
     return rank_round
 
 
+@cuda.jit(device=True, inline=True)
+def _stage(key, packed, i, w, warp_count, stage_keys, stage_perm, perm_in, perm_mode):
+    """Put key ``i`` (its rank and digit ``packed`` as rank | digit << 16) at its place in the
+    digit-sorted tile, and its permutation entry (perm_mode 1: i itself, 2: perm_in[i])."""
+    packed = uint32(packed)
+    pos = uint32(warp_count[w, uint32(packed >> uint32(16))] + uint32(packed & uint32(0xFFFF)))
+    stage_keys[pos] = key
+    if perm_mode == 1:
+        stage_perm[pos] = i
+    elif perm_mode == 2:                # loaded here: fewer registers
+        stage_perm[pos] = perm_in[i]
+
+
+@cuda.jit(device=True, inline=True)
+def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out, with_perm):
+    """Write the j-th key of the digit-sorted tile (and its permutation entry) to its place."""
+    key = stage_keys[j]
+    dest = uint32(dest_base[uint32((key >> shift) & mask)] + j)
+    keys_out[dest] = key
+    if with_perm:
+        perm_out[dest] = stage_perm[j]
+
+
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
@@ -716,19 +739,19 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                     warp_count[v, d] += excl
         cuda.syncthreads()
 
-        # 3. stage the tile in shared memory, sorted by digit
-        for k in range(items):
-            i = uint32(first + uint32(k * WARP))
-            if i < n:
-                key = keys[k]
-                packed = uint32(rank[k])
-                pos = uint32(warp_count[w, uint32(packed >> uint32(16))]
-                             + uint32(packed & uint32(0xFFFF)))
-                stage_keys[pos] = key
-                if perm_mode == 1:
-                    stage_perm[pos] = i
-                elif perm_mode == 2:        # loaded here: fewer registers
-                    stage_perm[pos] = perm_in[i]
+        # 3. stage the tile in shared memory, sorted by digit. A full tile (all but the last)
+        #    checks no index: without the branch a key, the compiler overlaps the keys' loads
+        full = m == U_TILE
+        if full:
+            for k in range(items):
+                _stage(keys[k], rank[k], uint32(first + uint32(k * WARP)), w, warp_count,
+                       stage_keys, stage_perm, perm_in, perm_mode)
+        else:
+            for k in range(items):
+                i = uint32(first + uint32(k * WARP))
+                if i < n:
+                    _stage(keys[k], rank[k], i, w, warp_count, stage_keys, stage_perm,
+                           perm_in, perm_mode)
 
         # 4. decoupled look-back: keys of digit d in tiles before this one
         for d in range(t, R, threads):
@@ -753,13 +776,15 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         cuda.syncthreads()
 
         # 5. coalesced write-out: runs of equal digits go to consecutive places
-        for k in range(items):
-            j = uint32(k * threads + t)
-            if j < m:
-                key = stage_keys[j]
-                dest = uint32(dest_base[uint32((key >> shift) & MASK)] + j)
-                keys_out[dest] = key
-                if with_perm:
-                    perm_out[dest] = stage_perm[j]
+        if full:
+            for k in range(items):
+                _write(uint32(k * threads + t), shift, MASK, stage_keys, stage_perm, dest_base,
+                       keys_out, perm_out, with_perm)
+        else:
+            for k in range(items):
+                j = uint32(k * threads + t)
+                if j < m:
+                    _write(j, shift, MASK, stage_keys, stage_perm, dest_base, keys_out,
+                           perm_out, with_perm)
 
     return kernel
