@@ -83,6 +83,16 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
     SIZE = passes * R
     UNROLL = 4
 
+    @cuda.jit(device=True, inline=True)
+    def count_digits(key, counts, key_bits):
+        """Add the key's digit of every pass to the block's counts (row p at p * R)."""
+        for p in range(passes):
+            shift = p * radix_bits
+            bits = min(radix_bits, key_bits - shift)
+            mask = (1 << bits) - 1
+            d = uint32((key >> key_type(shift)) & key_type(mask))
+            cuda.atomic.add(counts, uint32(uint32(p * R) + d), 1)
+
     @cuda.jit
     def kernel(keys, key_bits, hist, status):
         counts = cuda.shared.array(SIZE, int32)
@@ -96,20 +106,22 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
         start = cuda.blockIdx.x * threads + t
         for j in range(start, status.shape[0], stride):
             status[j] = 0
-        # UNROLL coalesced loads in flight per thread before any is counted
+        # UNROLL coalesced loads in flight per thread before any is counted; unsigned indices
+        # (Numba wraps signed ones around, a few instructions each), and no bounds checks
+        # where all UNROLL keys exist (every round but the grid's last)
         for first in range(start, n, stride * UNROLL):
-            for u in range(UNROLL):
-                i = first + u * stride
-                held[u] = keys[i] if i < n else key_type(0)
-            for u in range(UNROLL):
-                if first + u * stride < n:
-                    key = held[u]
-                    for p in range(passes):
-                        shift = p * radix_bits
-                        bits = min(radix_bits, key_bits - shift)
-                        mask = (1 << bits) - 1
-                        d = int32((key >> key_type(shift)) & key_type(mask))
-                        cuda.atomic.add(counts, p * R + d, 1)
+            if first + (UNROLL - 1) * stride < n:
+                for u in range(UNROLL):
+                    held[u] = keys[uint64(first + u * stride)]
+                for u in range(UNROLL):
+                    count_digits(held[u], counts, key_bits)
+            else:
+                for u in range(UNROLL):
+                    i = first + u * stride
+                    held[u] = keys[uint64(i)] if i < n else key_type(0)
+                for u in range(UNROLL):
+                    if first + u * stride < n:
+                        count_digits(held[u], counts, key_bits)
         cuda.syncthreads()
         for j in range(t, SIZE, threads):
             c = counts[j]
