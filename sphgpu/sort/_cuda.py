@@ -42,6 +42,9 @@ DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for
 #: (28-40 bytes of spills at 80; not measured).
 MAX_REGISTERS = 64
 MAX_REGISTERS_WIDE = 80
+#: most keys a sort takes: the pass kernel indexes a tile's keys with uint32, and the last
+#: tile's indices past n (up to a tile, at most 48 KB of shared memory / 4 B) must not wrap
+MAX_KEYS = 2**32 - 2**16
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
@@ -146,8 +149,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     host = isinstance(ukeys, np.ndarray) and xp is not np
     keys = xp.ascontiguousarray(xp.asarray(ukeys))
     n = keys.shape[0]
-    if n >= 2**32:
-        raise ValueError("the cuda backend sorts fewer than 2**32 keys")
+    if n > MAX_KEYS:
+        raise ValueError(f"the cuda backend sorts at most {MAX_KEYS} keys (2**32 - 2**16)")
     if items is None:
         tuned = _tune(n, key_bits, keys.dtype.itemsize, want_perm)
         items = tuned[1] if tuned and tuned[0] == radix_bits else None

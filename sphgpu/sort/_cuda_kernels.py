@@ -475,8 +475,8 @@ def onesweep_kernel_v1(radix_bits: int, threads: int, items: int, key_type, perm
 #
 # Same algorithm and arguments as onesweep_kernel_v1. What changed, from the SASS of the sm_90
 # build (benchmarks/sort_ptxas.py --sass): Numba computes in 64 bits and wraps negative indices
-# around, so every per-key index and digit here is an explicit uint32 (n < 2**32 keys, checked by
-# the host); a ranking round is one shared atomic by the highest peer and a shuffle of its result
+# around, so every per-key index and digit here is an explicit uint32 (n <= 2**32 - 2**16 keys,
+# checked by the host, so that indices up to a tile past n do not wrap); a ranking round is one shared atomic by the highest peer and a shuffle of its result
 # (CUB's way) instead of every lane reading the counter, two syncwarps and a store; the digit
 # ballots are one block of inline PTX (CUB's MatchAny); keys past the end leave the peers by one
 # ballot of their validity; and a tile's output base per digit is a uint32.
@@ -574,7 +574,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
-    multiple of 32), n < 2**32. Arguments:
+    multiple of 32), n + threads * items < 2**32 (indices are uint32). Arguments:
 
     - keys_in (n,) ``key_type``; keys_out (n,) the same dtype;
     - perm_in (n,) uint32 and perm_out (n,) uint32 or int64: the permutation carried along.
@@ -676,9 +676,14 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         # 1. load the warp's keys (all loads in flight at once), then rank each key among the
         #    keys of its warp with the same digit, in input order
         first = uint32(base + uint32(w * WSPAN + lane))
-        for k in range(items):
-            i = uint32(first + uint32(k * WARP))     # coalesced
-            keys[k] = keys_in[i] if i < n else key_type(0)
+        full = m == U_TILE
+        if full:
+            for k in range(items):
+                keys[k] = keys_in[uint32(first + uint32(k * WARP))]     # coalesced
+        else:
+            for k in range(items):
+                i = uint32(first + uint32(k * WARP))
+                keys[k] = keys_in[i] if i < n else key_type(0)
         for k in range(items):
             valid = uint32(first + uint32(k * WARP)) < n
             value = uint32((keys[k] >> shift) & MASK)
@@ -753,7 +758,6 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
 
         # 3. stage the tile in shared memory, sorted by digit. A full tile (all but the last)
         #    checks no index: without the branch a key, the compiler overlaps the keys' loads
-        full = m == U_TILE
         if full:
             for k in range(items):
                 _stage(keys[k], rank[k], uint32(first + uint32(k * WARP)), w, warp_count,
