@@ -12,7 +12,9 @@ measured before it (``onesweep_kernel_v1``); nothing is written.
 ``nvidia-cuda-nvdisasm`` wheel has it) and counts the SASS instructions of each stretch
 between two block barriers (static counts, the 15 keys of a thread fully unrolled): 1 = load
 and rank, 2-3 = the scans over warps and digits, 4 = staging and look-back (a loop), 5 = the
-write-out; "/key" divides by the keys per thread, NOPs left out.
+write-out; "/key" divides by the keys per thread, NOPs left out. Where the current kernel
+has a copy for full tiles (all but the last) and one for the last, the stretch counts both
+and "full-tile copy" what a full tile runs (part 4: the staging, up to the look-back loop).
 """
 
 from __future__ import annotations
@@ -70,8 +72,7 @@ _KINDS = ("LDS", "STS", "ATOMS", "LDG", "STG", "ATOMG", "LDL", "STL", "VOTE", "S
           "BAR")
 
 
-def sass_sections(ptx, max_registers):
-    """Per stretch of SASS between block barriers: (instructions without NOPs, {kind: count})."""
+def _disassemble(ptx, max_registers):
     with tempfile.TemporaryDirectory() as d:
         src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         with open(src, "w") as f:
@@ -80,17 +81,42 @@ def sass_sections(ptx, max_registers):
         if max_registers:
             cmd.append(f"-maxrregcount={max_registers}")
         subprocess.run(cmd, check=True, capture_output=True)
-        text = subprocess.run(["nvdisasm", "-c", cubin], check=True, capture_output=True,
+        return subprocess.run(["nvdisasm", "-c", cubin], check=True, capture_output=True,
                               text=True).stdout
+
+
+def sass_sections(text):
+    """Per stretch of SASS between block barriers: (instructions without NOPs, {kind: count},
+    instructions of the full-tile copy or None). The full-tile copy is where the stretch's
+    first conditional branch goes (the partial-tile copy falls through; the kernel has both
+    for loading, staging and writing out), up to the next unconditional branch or the end."""
     sections = [[]]
     for line in text.splitlines():
         m = _INSTR.match(line)
+        label = re.match(r"^\.(L_x_\d+):", line.strip())
         if m:
-            sections[-1].append(m.group(1).split(".")[0])
+            sections[-1].append((m.group(1), line))
             if m.group(1).startswith("BAR.SYNC"):
                 sections.append([])
-    return [(sum(op != "NOP" for op in ops), {k: ops.count(k) for k in _KINDS if k in ops})
-            for ops in sections]
+        elif label:
+            sections[-1].append(("LABEL", label.group(1)))
+    out = []
+    for sec in sections:
+        ops = [op.split(".")[0] for op, _ in sec if op != "LABEL"]
+        target = next((re.search(r"\((\.L_x_\d+)\)", line).group(1)[1:]
+                       for op, line in sec if op == "BRA" and re.search(r"@!?P\d", line)),
+                      None)
+        full, on = None, False
+        for op, line in sec:
+            if op == "LABEL" and line == target:
+                on, full = True, 0
+            elif on and op != "LABEL":
+                if op == "BRA" and not re.search(r"@!?P\d", line):
+                    break
+                full += op != "NOP"
+        out.append((sum(op != "NOP" for op in ops), {k: ops.count(k) for k in _KINDS if k in ops},
+                    full))
+    return out
 
 
 def main():
@@ -109,10 +135,14 @@ def main():
                               f"{ptx.count('bar.sync')}, votes {ptx.count('vote.sync')}",
                               flush=True)
                         if sass and kt == types.uint32 and regs == 64:
-                            for i, (count, kinds) in enumerate(sass_sections(ptx, regs)):
+                            text = _disassemble(ptx, regs)
+                            for i, (count, kinds, full) in enumerate(sass_sections(text)):
+                                extra = (f"; full-tile copy {full} ({full / items:.1f}/key)"
+                                         if full is not None and i in (1, 4, 5) and version == 2
+                                         else "")
                                 print(f"    SASS part {i}: {count} ({count / items:.1f}/key) "
-                                      + " ".join(f"{k}={v}" for k, v in kinds.items()),
-                                      flush=True)
+                                      + " ".join(f"{k}={v}" for k, v in kinds.items())
+                                      + extra, flush=True)
     u32 = types.Array(types.uint32, 1, "C")
     i64 = types.Array(types.int64, 1, "C")
     ptx = compile_ptx(K.histogram_kernel(4, 8, 256, types.uint32).py_func,
