@@ -476,10 +476,13 @@ def onesweep_kernel_v1(radix_bits: int, threads: int, items: int, key_type, perm
 # Same algorithm and arguments as onesweep_kernel_v1. What changed, from the SASS of the sm_90
 # build (benchmarks/sort_ptxas.py --sass): Numba computes in 64 bits and wraps negative indices
 # around, so every per-key index and digit here is an explicit uint32 (n <= 2**32 - 2**16 keys,
-# checked by the host, so that indices up to a tile past n do not wrap); a ranking round is one shared atomic by the highest peer and a shuffle of its result
-# (CUB's way) instead of every lane reading the counter, two syncwarps and a store; the digit
-# ballots are one block of inline PTX (CUB's MatchAny); keys past the end leave the peers by one
-# ballot of their validity; and a tile's output base per digit is a uint32.
+# checked by the host, so that indices up to a tile past n do not wrap); a ranking round is one
+# shared atomic by the highest peer and a shuffle of its result (CUB's way) instead of every lane
+# reading the counter, two syncwarps and a store; the digit ballots are one block of inline PTX
+# (CUB's MatchAny); keys past the end leave the peers by one ballot of their validity; full
+# tiles (all but the last) load, stage and write without index checks, so the loads of a thread
+# are all in flight at once; rank and digit travel packed in one register; and a tile's output
+# base per digit is a uint32.
 
 
 @functools.lru_cache(maxsize=None)
@@ -518,6 +521,7 @@ def _peers_vote(nbits: int):
     return peers
 
 
+@functools.lru_cache(maxsize=None)
 def _rank_round_leader():
     """A device function for one ranking round, ``(peers, value, valid, lane, w, table,
     warp_count) -> int32``: the rank of this lane's key among the warp's keys with digit
