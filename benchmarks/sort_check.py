@@ -1,8 +1,13 @@
 """One-shot GPU check of the onesweep radix sort: does it sort, and where does the time go.
 
-Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
+Run on the GPU machine (about 2-3 minutes for parts 1-3, most of it kernel compiles; part 4
+adds a few more):
 
-    python3 benchmarks/sort_check.py [--out DIR] [--quick]
+    python3 benchmarks/sort_check.py [--out DIR] [--quick] [--versions-only]
+
+The comparison of the two pass kernels alone (part 1's checks, then part 4):
+
+    python3 benchmarks/sort_check.py --versions-only --out DIR
 
 1. Correctness of ``sphgpu.sort._cuda.sort_pairs`` at several sizes, key widths and radix bits
    (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
