@@ -1,8 +1,13 @@
 """One-shot GPU check of the onesweep radix sort: does it sort, and where does the time go.
 
-Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
+Run on the GPU machine (about 2-3 minutes for parts 1-3, most of it kernel compiles; part 4
+adds a few more):
 
-    python3 benchmarks/sort_check.py [--out DIR] [--quick]
+    python3 benchmarks/sort_check.py [--out DIR] [--quick] [--versions-only]
+
+The comparison of the two pass kernels alone (part 1's checks, then part 4):
+
+    python3 benchmarks/sort_check.py --versions-only --out DIR
 
 1. Correctness of ``sphgpu.sort._cuda.sort_pairs`` at several sizes, key widths and radix bits
    (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
@@ -19,6 +24,11 @@ Run on the GPU machine (about 2-3 minutes, most of it kernel compiles):
 3. Launch variants (items per thread, register cap) at 2^25 uint32 keys, keys only and
    keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit
    keys + permutation, 2 passes of 5 bits) against cupy.argsort.
+4. The pass kernel against the one measured before it (``kernel_version=1``; TEMPORARY:
+   remove this part, ``_cuda_kernels.onesweep_kernel_v1`` and ``sort_pairs``'s
+   ``kernel_version`` once this run has compared them): per-stage times at 2^25 and the PIC
+   case, and median totals at 2^25 / 2^28 for register caps 64 and 80.
+   ``--versions-only`` runs part 1's checks and this part alone (a few minutes).
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
 """
 
@@ -117,6 +127,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None)
     p.add_argument("--quick", action="store_true", help="skip 2^28 and most launch variants")
+    p.add_argument("--versions-only", action="store_true",
+                   help="only the checks and part 4 (the two pass kernels)")
     args = p.parse_args()
     info = machine_info()
     print(json.dumps(info), flush=True)
@@ -137,6 +149,13 @@ def main():
                        "ok": ok})
         print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
               f"{'ok' if ok else 'WRONG'}", flush=True)
+    for version in (1,):                 # the previous pass kernel (part 4), while it exists
+        for n, dtype, kb, rb in cases[3:8] + cases[-1:]:
+            ok = check_one(cupy, rng, n, dtype, kb, rb, kernel_version=version)
+            checks.append({"n": n, "dtype": np.dtype(dtype).name, "key_bits": kb,
+                           "radix_bits": rb, "kernel_version": version, "ok": ok})
+            print(f"check kernel_version={version} n={n} {np.dtype(dtype).name} "
+                  f"key_bits={kb} r={rb}: {'ok' if ok else 'WRONG'}", flush=True)
     for items, regs in ((12, None), (15, 80), (15, 0)):
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
                        max_registers=regs)
@@ -158,6 +177,69 @@ def main():
     result["checks"] = checks
     print(f"checks took {time.perf_counter() - t0:.1f} s (with compiles)", flush=True)
 
+    if not args.versions_only:
+        parts_2_3(cupy, rng, args, result)
+    compare_versions(cupy, rng, args, result)
+
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "sort_check.json"), "w") as f:
+            json.dump(result, f, indent=1)
+    return 0 if all(c["ok"] for c in result["checks"]) else 1
+
+
+def compare_versions(cupy, rng, args, result):
+    """Part 4: kernel_version 1 (measured before) against 2 (the current pass kernel)."""
+    rows = []
+    d = cupy.asarray(random_keys(rng, 1 << 25, 32, np.uint32, ties=False))
+    cells = cupy.asarray(rng.integers(0, 1024, 8 << 20).astype(np.uint32))
+    for version in (1, 2):
+        for perm in (False, True):
+            total, issue, parts = staged(cupy, d, 32, 8, perm, kernel_version=version)
+            rows.append({"kernel_version": version, "case": "2^25", "perm": perm,
+                         "total_ms": total, "stages_ms": parts})
+            print(f"v{version} 2^25 {'keys+perm' if perm else 'keys':9s}: GPU {total:.3f} ms | "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+        total, issue, parts = staged(cupy, cells, 10, 5, True, kernel_version=version)
+        pic = median_ms(cupy, lambda: _cuda.sort_pairs(cells, 10, 5, True,
+                                                       kernel_version=version))
+        rows.append({"kernel_version": version, "case": "pic_8M", "perm": True,
+                     "total_ms": total, "median_ms": pic, "stages_ms": parts})
+        print(f"v{version} PIC 8M: median {pic:.3f} ms, staged {total:.3f} | "
+              + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+    peers = {"sort": median_ms(cupy, lambda: cupy.sort(d)),
+             "argsort": median_ms(cupy, lambda: cupy.argsort(d)),
+             "pic_argsort": median_ms(cupy, lambda: cupy.argsort(cells))}
+    # (kernel_version, items, max_registers); None: the module's defaults. ptxas (CUDA 13,
+    # sm_90) for v2 and uint32 keys: no spills at 56 or 64 registers (items 15-20), 20 bytes
+    # at 48 (5 blocks of 256 threads a SM instead of 4); with the permutation 20 B at 64,
+    # 52 at 56. Items above what shared memory holds are clipped (16 with the permutation).
+    launches = [(1, 15, None), (1, 15, 80), (2, 15, None), (2, 15, 80), (2, 15, 56),
+                (2, 15, 48), (2, 18, None), (2, 20, None)]
+    for version, items, regs in launches[2:]:          # the new kernel's launches, checked
+        ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, kernel_version=version,
+                       items=items, max_registers=regs)
+        result["checks"].append({"n": (1 << 20) + 7, "kernel_version": version, "items": items,
+                                 "max_registers": regs, "ok": ok})
+        print(f"check v{version} 2^20+7 items={items} max_registers={regs}: "
+              f"{'ok' if ok else 'WRONG'}", flush=True)
+    medians = []
+    for e in (25,) if args.quick else (25, 28):
+        x = d if e == 25 else cupy.asarray(random_keys(rng, 1 << e, 32, np.uint32, ties=False))
+        for version, items, regs in launches if e == 25 else launches[::2][:2]:
+            launch = dict(kernel_version=version, items=items, max_registers=regs)
+            k = median_ms(cupy, lambda: _cuda.sort_pairs(x, 32, 8, False, **launch))
+            kp = median_ms(cupy, lambda: _cuda.sort_pairs(x, 32, 8, True, **launch))
+            medians.append({"log2n": e, "kernel_version": version, "items": items,
+                            "max_registers": regs, "keys_ms": k, "keys_perm_ms": kp})
+            print(f"v{version} 2^{e} items={items} max_registers={regs}: keys {k:.3f} ms, "
+                  f"keys+perm {kp:.3f} ms", flush=True)
+    print("cupy at 2^25: sort {sort:.3f} ms, argsort {argsort:.3f} ms; PIC argsort "
+          "{pic_argsort:.3f} ms".format(**peers), flush=True)
+    result["kernel_versions"] = {"staged": rows, "medians": medians, "cupy_ms": peers}
+
+
+def parts_2_3(cupy, rng, args, result):
     # 2. where the time goes
     stages = []
     for e in ((20, 25) if args.quick else (20, 25, 28)):
@@ -218,12 +300,6 @@ def main():
     print(f"PIC 8M 10-bit + perm (2 x 5 bits): {pic:.3f} ms vs cupy.argsort {peer:.3f} ms "
           f"-> {peer / pic:.2f}x (host issued in {issue:.3f} ms) | "
           + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
-
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "sort_check.json"), "w") as f:
-            json.dump(result, f, indent=1)
-    return 0 if all(c["ok"] for c in checks) else 1
 
 
 if __name__ == "__main__":

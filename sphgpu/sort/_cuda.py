@@ -42,6 +42,9 @@ DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for
 #: (28-40 bytes of spills at 80; not measured).
 MAX_REGISTERS = 64
 MAX_REGISTERS_WIDE = 80
+#: most keys a sort takes: the pass kernel indexes a tile's keys with uint32, and the last
+#: tile's indices past n (up to a tile, at most 48 KB of shared memory / 4 B) must not wrap
+MAX_KEYS = 2**32 - 2**16
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
@@ -122,7 +125,7 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None):
+               max_registers=None, trace=None, kernel_version=2):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
@@ -131,7 +134,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     :data:`MAX_REGISTERS_WIDE`). Returns ``(sorted_keys, perm)`` (perm int64, or None without
     ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never
     written. ``trace``, if given, is called with a label after each stage is queued
-    (benchmarks/sort_check.py records CUDA events there).
+    (benchmarks/sort_check.py records CUDA events there). ``kernel_version=1`` runs the pass
+    kernel as measured on the H200 (:func:`~sphgpu.sort._cuda_kernels.onesweep_kernel_v1`):
+    TEMPORARY, for benchmarks/sort_check.py's comparison; remove with that kernel.
 
     Everything is queued on CuPy's current stream (where, by the CUDA array interface's rules,
     the keys were made) and the host never waits for the GPU: a sort is 2 + passes launches.
@@ -144,8 +149,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     host = isinstance(ukeys, np.ndarray) and xp is not np
     keys = xp.ascontiguousarray(xp.asarray(ukeys))
     n = keys.shape[0]
-    if n >= 2**32:
-        raise ValueError("the cuda backend sorts fewer than 2**32 keys")
+    if n > MAX_KEYS:
+        raise ValueError(f"the cuda backend sorts at most {MAX_KEYS} keys (2**32 - 2**16)")
     if items is None:
         tuned = _tune(n, key_bits, keys.dtype.itemsize, want_perm)
         items = tuned[1] if tuned and tuned[0] == radix_bits else None
@@ -185,7 +190,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
             else:
                 mode = 1 if p == 0 else 2
                 dst_perm = perm_v if p == passes - 1 else scratch.perm[p % 2]
-            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
+            build = K.onesweep_kernel_v1 if kernel_version == 1 else K.onesweep_kernel
+            kernel = build(bits, threads, items, kt, mode, shift_bits, max_registers)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
                     kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm

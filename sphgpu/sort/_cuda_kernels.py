@@ -37,7 +37,8 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
 
-__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "max_items", "status_shift",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "onesweep_kernel_v1",
+           "max_items", "status_shift",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
 WARP = 32
@@ -82,6 +83,16 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
     SIZE = passes * R
     UNROLL = 4
 
+    @cuda.jit(device=True, inline=True)
+    def count_digits(key, counts, key_bits):
+        """Add the key's digit of every pass to the block's counts (row p at p * R)."""
+        for p in range(passes):
+            shift = p * radix_bits
+            bits = min(radix_bits, key_bits - shift)
+            mask = (1 << bits) - 1
+            d = uint32((key >> key_type(shift)) & key_type(mask))
+            cuda.atomic.add(counts, uint32(uint32(p * R) + d), 1)
+
     @cuda.jit
     def kernel(keys, key_bits, hist, status):
         counts = cuda.shared.array(SIZE, int32)
@@ -95,20 +106,22 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
         start = cuda.blockIdx.x * threads + t
         for j in range(start, status.shape[0], stride):
             status[j] = 0
-        # UNROLL coalesced loads in flight per thread before any is counted
+        # UNROLL coalesced loads in flight per thread before any is counted; unsigned indices
+        # (Numba wraps signed ones around, a few instructions each), and no bounds checks
+        # where all UNROLL keys exist (every round but the grid's last)
         for first in range(start, n, stride * UNROLL):
-            for u in range(UNROLL):
-                i = first + u * stride
-                held[u] = keys[i] if i < n else key_type(0)
-            for u in range(UNROLL):
-                if first + u * stride < n:
-                    key = held[u]
-                    for p in range(passes):
-                        shift = p * radix_bits
-                        bits = min(radix_bits, key_bits - shift)
-                        mask = (1 << bits) - 1
-                        d = int32((key >> key_type(shift)) & key_type(mask))
-                        cuda.atomic.add(counts, p * R + d, 1)
+            if first + (UNROLL - 1) * stride < n:
+                for u in range(UNROLL):
+                    held[u] = keys[uint64(first + u * stride)]
+                for u in range(UNROLL):
+                    count_digits(held[u], counts, key_bits)
+            else:
+                for u in range(UNROLL):
+                    i = first + u * stride
+                    held[u] = keys[uint64(i)] if i < n else key_type(0)
+                for u in range(UNROLL):
+                    if first + u * stride < n:
+                        count_digits(held[u], counts, key_bits)
         cuda.syncthreads()
         for j in range(t, SIZE, threads):
             c = counts[j]
@@ -219,10 +232,15 @@ def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
 
 
 @functools.lru_cache(maxsize=None)
-def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
-                    shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True):
-    """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
+def onesweep_kernel_v1(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
+                       shift_bits: int, max_registers: int | None = None,
+                       publish_inclusive: bool = True):
+    """TEMPORARY, remove once benchmarks/sort_check.py has compared it on the GPU: the pass
+    kernel as measured on the H200 (benchmarks/results/sort_check.json), kept only so that the
+    next GPU run can time :func:`onesweep_kernel` against it (``sort_pairs(...,
+    kernel_version=1)``). Same launch and arguments as :func:`onesweep_kernel`.
+
+    One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
     multiple of 32). Arguments:
@@ -449,5 +467,344 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 keys_out[dest] = key
                 if with_perm:
                     perm_out[dest] = stage_perm[j]
+
+    return kernel
+
+
+# -- the pass kernel, second version: fewer instructions a key ----------------------------------
+#
+# Same algorithm and arguments as onesweep_kernel_v1. What changed, from the SASS of the sm_90
+# build (benchmarks/sort_ptxas.py --sass): Numba computes in 64 bits and wraps negative indices
+# around, so every per-key index and digit here is an explicit uint32 (n <= 2**32 - 2**16 keys,
+# checked by the host, so that indices up to a tile past n do not wrap); a ranking round is one
+# shared atomic by the highest peer and a shuffle of its result (CUB's way) instead of every lane
+# reading the counter, two syncwarps and a store; the digit ballots are one block of inline PTX
+# (CUB's MatchAny); keys past the end leave the peers by one ballot of their validity; full
+# tiles (all but the last) load, stage and write without index checks, so the loads of a thread
+# are all in flight at once; rank and digit travel packed in one register; and a tile's output
+# base per digit is a uint32.
+
+
+@functools.lru_cache(maxsize=None)
+def _peers_vote(nbits: int):
+    """A device function ``peers(value) -> uint32``: the mask of the lanes whose ``value``
+    (uint32, below ``2**nbits``) equals this lane's, from one ballot per bit, kept where this
+    lane's bit is set and inverted where it is clear (CUB's MatchAny). Written as one block of
+    inline PTX, four instructions a bit: built from Numba's ballot_sync the same test compiled
+    to 64-bit compares and per-bit select masks that the compiler computed for all the keys
+    ahead of the ballots, which cost registers and spills. Real GPU only (the simulator has no
+    inline PTX and no ballots)."""
+    from llvmlite import ir
+    from numba import types
+    try:
+        from numba.cuda.extending import intrinsic
+    except ImportError:                              # Numba's own CUDA target
+        from numba.core.extending import intrinsic
+
+    body = []
+    for b in range(nbits):
+        body += [f"and.b32 bit, $1, {1 << b};", "setp.ne.u32 p, bit, 0;",
+                 "vote.sync.ballot.b32 bit, p, 0xffffffff;", "@!p not.b32 bit, bit;",
+                 "and.b32 acc, acc, bit;"]
+    text = ("{ .reg .pred p; .reg .b32 bit; .reg .b32 acc; mov.b32 acc, 0xffffffff; "
+            + " ".join(body) + " mov.b32 $0, acc; }")
+
+    @intrinsic
+    def peers(typingctx, value):
+        def codegen(context, builder, sig, args):
+            fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32)])
+            # side effect: the ballots must stay where every lane of the warp runs them
+            return builder.call(ir.InlineAsm(fnty, text, "=r,r", side_effect=True),
+                                [args[0]])
+        return types.uint32(types.uint32), codegen
+
+    return peers
+
+
+@functools.lru_cache(maxsize=None)
+def _rank_round_leader():
+    """A device function for one ranking round, ``(peers, value, valid, lane, w, table,
+    warp_count) -> int32``: the rank of this lane's key among the warp's keys with digit
+    ``value`` so far. The highest of its ``peers`` (same digit this round, valid lanes only)
+    adds their number to the warp's counter with one shared atomic, and its old value reaches
+    every peer by a shuffle. Lanes with no valid peer (keys past the end) have no leader and
+    get a value they never use. Atomics of one warp on one shared word take effect in the
+    order the warp issues them, so round k + 1 sees round k's count (CUB ranks the same way).
+    Returns ``rank | value << 16``, through a shuffle to the lane itself: otherwise ptxas
+    adds the rank's two parts only where the staging uses them, after the barrier, and keeps
+    both and the digit in registers until then (120 bytes of spills at 64 registers; with the
+    packed digit and rank the staging takes the digit from here). ``table`` is unused here."""
+
+    @cuda.jit(device=True, inline=True)
+    def rank_round(peers, value, valid, lane, w, table, warp_count):
+        below = int32(cuda.popc(uint32(peers & uint32(cuda.lanemask_lt()))))
+        leader = int32(int32(WARP - 1) - int32(cuda.clz(peers)))     # -1 without peers
+        old = int32(0)
+        if lane == leader:
+            old = int32(cuda.atomic.add(warp_count, (w, value), int32(cuda.popc(peers))))
+        old = int32(cuda.shfl_sync(FULL, old, leader & int32(WARP - 1)))
+        return int32(cuda.shfl_sync(FULL, int32(old + below) | int32(value << 16), lane))
+
+    return rank_round
+
+
+@cuda.jit(device=True, inline=True)
+def _stage(key, packed, i, w, warp_count, stage_keys, stage_perm, perm_in, perm_mode):
+    """Put key ``i`` (its rank and digit ``packed`` as rank | digit << 16) at its place in the
+    digit-sorted tile, and its permutation entry (perm_mode 1: i itself, 2: perm_in[i])."""
+    packed = uint32(packed)
+    pos = uint32(warp_count[w, uint32(packed >> uint32(16))] + uint32(packed & uint32(0xFFFF)))
+    stage_keys[pos] = key
+    if perm_mode == 1:
+        stage_perm[pos] = i
+    elif perm_mode == 2:                # loaded here: fewer registers
+        stage_perm[pos] = perm_in[i]
+
+
+@cuda.jit(device=True, inline=True)
+def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out, with_perm):
+    """Write the j-th key of the digit-sorted tile (and its permutation entry) to its place."""
+    key = stage_keys[j]
+    dest = uint32(dest_base[uint32((key >> shift) & mask)] + j)
+    keys_out[dest] = key
+    if with_perm:
+        perm_out[dest] = stage_perm[j]
+
+
+@functools.lru_cache(maxsize=None)
+def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
+                    shift_bits: int, max_registers: int | None = None,
+                    publish_inclusive: bool = True):
+    """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
+
+    Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
+    multiple of 32), n + threads * items < 2**32 (indices are uint32). Arguments:
+
+    - keys_in (n,) ``key_type``; keys_out (n,) the same dtype;
+    - perm_in (n,) uint32 and perm_out (n,) uint32 or int64: the permutation carried along.
+      ``perm_mode`` 0: none (pass any arrays), 1: the input order itself (perm_in is not read:
+      the first pass), 2: read perm_in;
+    - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
+      compute in floating point);
+    - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
+      digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
+    - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
+      zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
+      last word counts the tiles handed out;
+    - constant (passes,) int32: where ``constant[p]`` is set the pass only copies keys_in to
+      keys_out (and the permutation along), decided on the GPU so that the host never waits;
+    - p: the pass, the row of digit_start, status and constant.
+    Two-dimensional arrays with a row index, rather than row views, keep the host's work per
+    launch small.
+
+    Each tile publishes its digit counts once its ranking has made them. ``max_registers`` caps
+    the registers of a thread (more resident blocks, maybe spills; ignored by the simulator).
+    ``publish_inclusive=False`` is for tests only: tiles after the first then publish only
+    their own counts, so every look-back walks back to tile 0 over aggregates (Numba's
+    simulator runs blocks one after another, so it would otherwise only ever meet inclusive
+    words).
+    """
+    R = 1 << radix_bits
+    WARPS = threads // WARP
+    TILE = threads * items
+    WSPAN = WARP * items                       # keys of one warp
+    LOG_R = radix_bits
+    if threads % WARP or items < 1:
+        raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
+    np_key = np.dtype(str(key_type))
+    MASK = np_key.type(R - 1)
+    with_perm = perm_mode != 0
+    status_type = uint32 if shift_bits == 30 else uint64
+    AGG = AGGREGATE << shift_bits
+    INC = INCLUSIVE << shift_bits
+    COUNT_MASK = (1 << shift_bits) - 1
+    TABLE_RANK = SIMULATOR
+    if SIMULATOR:
+        rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
+    else:
+        rank_round, peers_of, TABLE = (_rank_round_leader(),
+                                         _peers_vote(radix_bits), (1, 1))
+    # output base of each digit, dest_base[d] + j for the tile's j-th key: digit_start[d]
+    # counts every key of a smaller digit, so it is at least tile_excl[d] and the base is never
+    # below 0; below n < 2**32, so uint32 (the scatter adds to it without sign fix-ups)
+    DEST = uint32
+    SHUFFLE_SCAN = not SIMULATOR and threads >= R
+    STAGE_PERM = TILE if with_perm else 1
+    U_TILE = uint32(TILE)
+
+    options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
+
+    @cuda.jit(**options)
+    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
+        warp_count = cuda.shared.array((WARPS, R), int32)
+        scan = cuda.shared.array((2, R), int32)             # Hillis-Steele, double-buffered
+        tile_count = cuda.shared.array(R, int32)
+        tile_excl = cuda.shared.array(R, int32)             # keys of smaller digits in the tile
+        warp_total = cuda.shared.array(WARPS, int32)
+        dest_base = cuda.shared.array(R, DEST)              # output index = dest_base[d] + j
+        stage_keys = cuda.shared.array(TILE, key_type)      # the tile, sorted by digit
+        stage_perm = cuda.shared.array(STAGE_PERM, uint32)
+        table = cuda.shared.array(TABLE, int32)
+        tile_sh = cuda.shared.array(1, int32)
+        keys = cuda.local.array(items, key_type)
+        rank = cuda.local.array(items, int32)
+
+        t = int32(cuda.threadIdx.x)
+        lane = int32(t & int32(WARP - 1))
+        w = int32(t >> int32(5))
+        n = uint32(keys_in.shape[0])
+        if constant[p] != 0:
+            # one digit holds every key: the pass keeps the order, so it only copies. The
+            # flag is the same for every thread, so the whole block returns (no barrier is
+            # left waiting).
+            i0 = uint32(uint32(cuda.blockIdx.x) * U_TILE + uint32(t))
+            for k in range(items):
+                i = uint32(i0 + uint32(k * threads))
+                if i < n:
+                    keys_out[i] = keys_in[i]
+                    if perm_mode == 1:
+                        perm_out[i] = i
+                    elif perm_mode == 2:
+                        perm_out[i] = perm_in[i]
+            return
+        if t == 0:
+            tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
+        for j in range(t, WARPS * R, threads):
+            warp_count[j // R, j % R] = 0
+        cuda.syncthreads()
+        tile = tile_sh[0]
+        base = uint32(uint32(tile) * U_TILE)
+        m = min(U_TILE, uint32(n - base))        # keys in this tile
+        flag = INC if tile == 0 else AGG
+
+        # 1. load the warp's keys (all loads in flight at once), then rank each key among the
+        #    keys of its warp with the same digit, in input order
+        first = uint32(base + uint32(w * WSPAN + lane))
+        full = m == U_TILE
+        if full:
+            for k in range(items):
+                keys[k] = keys_in[uint32(first + uint32(k * WARP))]     # coalesced
+        else:
+            for k in range(items):
+                i = uint32(first + uint32(k * WARP))
+                keys[k] = keys_in[i] if i < n else key_type(0)
+        for k in range(items):
+            valid = uint32(first + uint32(k * WARP)) < n
+            value = uint32((keys[k] >> shift) & MASK)
+            if TABLE_RANK:
+                if not valid:
+                    value = uint32(R)            # no digit
+                peers = uint32(0)
+            else:
+                peers = uint32(peers_of(value) & uint32(cuda.ballot_sync(FULL, valid)))
+            # the rank and the digit, packed: rank | digit << 16 (rank < WSPAN < 2**16)
+            packed = rank_round(peers, value, valid, lane, w, table, warp_count)
+            if TABLE_RANK:                       # that round returns the rank alone
+                packed = int32(packed) | int32(value << 16)
+            rank[k] = packed
+        cuda.syncthreads()
+
+        # 2. per digit: exclusive scan over warps, the tile's count (published at once), and
+        #    the exclusive scan over digits (tile_excl); warp_count[v, d] becomes the place in
+        #    the digit-sorted tile of warp v's first key of digit d
+        if SHUFFLE_SCAN:
+            d = t                                # one digit a thread (threads >= R)
+            run = int32(0)
+            if d < R:
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
+            x = run                              # inclusive scan of the warp's 32 digits
+            for s in range(5):
+                y = cuda.shfl_up_sync(FULL, x, 1 << s)
+                if lane >= (1 << s):
+                    x += y
+            if lane == WARP - 1:
+                warp_total[w] = x
+            cuda.syncthreads()
+            for v in range(w):
+                x += warp_total[v]
+            if d < R:
+                excl = x - run
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
+        else:
+            for d in range(t, R, threads):
+                run = int32(0)
+                for v in range(WARPS):
+                    c = warp_count[v, d]
+                    warp_count[v, d] = run
+                    run += c
+                scan[0, d] = run
+                tile_count[d] = run
+                cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                status_type(int64(flag) + run))
+            cuda.syncthreads()
+            for s in range(LOG_R):               # every thread runs every step
+                src = s % 2
+                step = 1 << s
+                for d in range(t, R, threads):
+                    v = scan[src, d]
+                    if d >= step:
+                        v += scan[src, d - step]
+                    scan[1 - src, d] = v
+                cuda.syncthreads()
+            for d in range(t, R, threads):
+                excl = scan[LOG_R % 2, d] - tile_count[d]
+                tile_excl[d] = excl
+                for v in range(WARPS):
+                    warp_count[v, d] += excl
+        cuda.syncthreads()
+
+        # 3. stage the tile in shared memory, sorted by digit. A full tile (all but the last)
+        #    checks no index: without the branch a key, the compiler overlaps the keys' loads
+        if full:
+            for k in range(items):
+                _stage(keys[k], rank[k], uint32(first + uint32(k * WARP)), w, warp_count,
+                       stage_keys, stage_perm, perm_in, perm_mode)
+        else:
+            for k in range(items):
+                i = uint32(first + uint32(k * WARP))
+                if i < n:
+                    _stage(keys[k], rank[k], i, w, warp_count, stage_keys, stage_perm,
+                           perm_in, perm_mode)
+
+        # 4. decoupled look-back: keys of digit d in tiles before this one
+        for d in range(t, R, threads):
+            prefix = int64(0)
+            if tile > 0:
+                k = tile - 1
+                while k >= 0:
+                    word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
+                                                 status_type(0)))
+                    wflag = word >> shift_bits
+                    if wflag != 0:
+                        prefix += word & COUNT_MASK
+                        if wflag == INCLUSIVE:
+                            break
+                        k -= 1
+                if publish_inclusive:
+                    cuda.threadfence()
+                    # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
+                    cuda.atomic.add(status, (p, int64(tile) * R + d),
+                                    status_type(AGG + prefix))
+            dest_base[d] = DEST(digit_start[p, d] + prefix - tile_excl[d])
+        cuda.syncthreads()
+
+        # 5. coalesced write-out: runs of equal digits go to consecutive places
+        if full:
+            for k in range(items):
+                _write(uint32(k * threads + t), shift, MASK, stage_keys, stage_perm, dest_base,
+                       keys_out, perm_out, with_perm)
+        else:
+            for k in range(items):
+                j = uint32(k * threads + t)
+                if j < m:
+                    _write(j, shift, MASK, stage_keys, stage_perm, dest_base, keys_out,
+                           perm_out, with_perm)
 
     return kernel

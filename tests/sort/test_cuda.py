@@ -102,6 +102,24 @@ def test_look_back_over_many_tiles(threads, items, dtype, key_bits, radix_bits, 
                 items=items)
 
 
+@pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 16, 8), (np.uint64, 12, 5)])
+def test_both_pass_kernels_sort_alike(dtype, key_bits, radix_bits, rng):
+    """The pass kernel and the one measured before it (kernel_version=1, kept until the GPU
+    has compared them) give numpy's stable order, over several tiles of two warps with a
+    ragged last tile, with and without the permutation."""
+    keys = tied_keys(rng, 5 * 64 * 2 + 7, key_bits, dtype)
+    for version in (1, 2):
+        check_pairs(keys, key_bits, radix_bits, threads=64, items=2, kernel_version=version)
+
+
+def test_pass_kernel_copies_a_constant_digit_on_its_own(rng):
+    """A pass whose digit is the same for every key only copies (keys and permutation), in
+    both pass kernels, with the uint32 indices of the current one."""
+    keys = (tied_keys(rng, 3 * 96 + 5, 6, np.uint32) << np.uint32(4)) | np.uint32(9)
+    for version in (1, 2):
+        check_pairs(keys, 10, 4, threads=32, items=3, kernel_version=version)
+
+
 def test_look_back_over_aggregates_only(rng, monkeypatch):
     """Tiles that publish only their own counts: every look-back sums aggregates back to tile
     0 (the simulator runs blocks in order, so otherwise it meets only inclusive prefixes)."""
