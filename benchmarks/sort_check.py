@@ -3,11 +3,11 @@
 Run on the GPU machine (about 2-3 minutes for parts 1-3, most of it kernel compiles; part 4
 adds a few more):
 
-    python3 benchmarks/sort_check.py [--out DIR] [--quick] [--versions-only]
+    python3 benchmarks/sort_check.py [--out DIR] [--quick] [--variants | --variants-only]
 
-The comparison of the two pass kernels alone (part 1's checks, then part 4):
+The kernel variants alone (part 1's checks, then part 4):
 
-    python3 benchmarks/sort_check.py --versions-only --out DIR
+    python3 benchmarks/sort_check.py --variants-only --out DIR
 
 1. Correctness of ``sphgpu.sort._cuda.sort_pairs`` at several sizes, key widths and radix bits
    (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
@@ -19,16 +19,14 @@ The comparison of the two pass kernels alone (part 1's checks, then part 4):
    all-pass histogram, the digit scan, each onesweep pass) and the host time spent issuing
    it, at 2^20, 2^25 (and 2^28 without --quick). A stage's GPU time includes any time the GPU
    waited for the host to issue it, so small sorts show the host's launch costs here. Then
-   the same at 2^20 keys through Numba's dispatcher and through ``_cuda._launch``'s direct
-   launches (``_cuda.FAST_LAUNCH``).
+   the same at 2^20 keys through Numba's dispatcher and through the direct launches of
+   ``sphgpu.sort._launch`` (``_launch.FAST``).
 3. Launch variants (items per thread, register cap) at 2^25 uint32 keys, keys only and
    keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit
    keys + permutation, 2 passes of 5 bits) against cupy.argsort.
-4. The pass kernel against the one measured before it (``kernel_version=1``; TEMPORARY:
-   remove this part, ``_cuda_kernels.onesweep_kernel_v1`` and ``sort_pairs``'s
-   ``kernel_version`` once this run has compared them): per-stage times at 2^25 and the PIC
-   case, and median totals at 2^25 / 2^28 for register caps 64 and 80.
-   ``--versions-only`` runs part 1's checks and this part alone (a few minutes).
+4. (--variants) The look-back's reads (relaxed loads or atomic adds of 0) and launch shapes
+   (threads, items, register cap): medians at 2^25 keys, keys + permutation and the PIC case,
+   against CuPy in the same run; then per-stage times and host issue time of the defaults.
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
 """
 
@@ -42,7 +40,7 @@ import time
 
 import numpy as np
 
-from sphgpu.sort import _cuda
+from sphgpu.sort import _cuda, _launch
 
 
 def _events_trace(cupy):
@@ -127,8 +125,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=None)
     p.add_argument("--quick", action="store_true", help="skip 2^28 and most launch variants")
-    p.add_argument("--versions-only", action="store_true",
-                   help="only the checks and part 4 (the two pass kernels)")
+    p.add_argument("--variants", action="store_true", help="add part 4 (kernel variants)")
+    p.add_argument("--variants-only", action="store_true",
+                   help="only the checks and part 4")
     args = p.parse_args()
     info = machine_info()
     print(json.dumps(info), flush=True)
@@ -149,13 +148,6 @@ def main():
                        "ok": ok})
         print(f"check n={n} {np.dtype(dtype).name} key_bits={kb} r={rb}: "
               f"{'ok' if ok else 'WRONG'}", flush=True)
-    for version in (1,):                 # the previous pass kernel (part 4), while it exists
-        for n, dtype, kb, rb in cases[3:8] + cases[-1:]:
-            ok = check_one(cupy, rng, n, dtype, kb, rb, kernel_version=version)
-            checks.append({"n": n, "dtype": np.dtype(dtype).name, "key_bits": kb,
-                           "radix_bits": rb, "kernel_version": version, "ok": ok})
-            print(f"check kernel_version={version} n={n} {np.dtype(dtype).name} "
-                  f"key_bits={kb} r={rb}: {'ok' if ok else 'WRONG'}", flush=True)
     for items, regs in ((12, None), (15, 80), (15, 0)):
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, items=items,
                        max_registers=regs)
@@ -177,9 +169,10 @@ def main():
     result["checks"] = checks
     print(f"checks took {time.perf_counter() - t0:.1f} s (with compiles)", flush=True)
 
-    if not args.versions_only:
+    if not args.variants_only:
         parts_2_3(cupy, rng, args, result)
-    compare_versions(cupy, rng, args, result)
+    if args.variants or args.variants_only:
+        compare_variants(cupy, rng, args, result)
 
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -188,55 +181,55 @@ def main():
     return 0 if all(c["ok"] for c in result["checks"]) else 1
 
 
-def compare_versions(cupy, rng, args, result):
-    """Part 4: kernel_version 1 (measured before) against 2 (the current pass kernel)."""
-    rows = []
+def compare_variants(cupy, rng, args, result):
+    """Part 4: the look-back's reads (ld.relaxed against atomic adds of 0 after a fence) and
+    launch shapes (threads, items, register cap) at 2^25 keys, keys + permutation and the PIC
+    case; every shape checked first."""
+    from sphgpu.sort import _cuda_kernels as K
+
     d = cupy.asarray(random_keys(rng, 1 << 25, 32, np.uint32, ties=False))
     cells = cupy.asarray(rng.integers(0, 1024, 8 << 20).astype(np.uint32))
-    for version in (1, 2):
-        for perm in (False, True):
-            total, issue, parts = staged(cupy, d, 32, 8, perm, kernel_version=version)
-            rows.append({"kernel_version": version, "case": "2^25", "perm": perm,
-                         "total_ms": total, "stages_ms": parts})
-            print(f"v{version} 2^25 {'keys+perm' if perm else 'keys':9s}: GPU {total:.3f} ms | "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
-        total, issue, parts = staged(cupy, cells, 10, 5, True, kernel_version=version)
-        pic = median_ms(cupy, lambda: _cuda.sort_pairs(cells, 10, 5, True,
-                                                       kernel_version=version))
-        rows.append({"kernel_version": version, "case": "pic_8M", "perm": True,
-                     "total_ms": total, "median_ms": pic, "stages_ms": parts})
-        print(f"v{version} PIC 8M: median {pic:.3f} ms, staged {total:.3f} | "
-              + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
     peers = {"sort": median_ms(cupy, lambda: cupy.sort(d)),
              "argsort": median_ms(cupy, lambda: cupy.argsort(d)),
              "pic_argsort": median_ms(cupy, lambda: cupy.argsort(cells))}
-    # (kernel_version, items, max_registers); None: the module's defaults. ptxas (CUDA 13,
-    # sm_90) for v2 and uint32 keys: no spills at 56 or 64 registers (items 15-20), 20 bytes
-    # at 48 (5 blocks of 256 threads a SM instead of 4); with the permutation 20 B at 64,
-    # 52 at 56. Items above what shared memory holds are clipped (16 with the permutation).
-    launches = [(1, 15, None), (1, 15, 80), (2, 15, None), (2, 15, 80), (2, 15, 56),
-                (2, 15, 48), (2, 18, None), (2, 20, None)]
-    for version, items, regs in launches[2:]:          # the new kernel's launches, checked
-        ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, kernel_version=version,
-                       items=items, max_registers=regs)
-        result["checks"].append({"n": (1 << 20) + 7, "kernel_version": version, "items": items,
-                                 "max_registers": regs, "ok": ok})
-        print(f"check v{version} 2^20+7 items={items} max_registers={regs}: "
-              f"{'ok' if ok else 'WRONG'}", flush=True)
-    medians = []
-    for e in (25,) if args.quick else (25, 28):
-        x = d if e == 25 else cupy.asarray(random_keys(rng, 1 << e, 32, np.uint32, ties=False))
-        for version, items, regs in launches if e == 25 else launches[::2][:2]:
-            launch = dict(kernel_version=version, items=items, max_registers=regs)
-            k = median_ms(cupy, lambda: _cuda.sort_pairs(x, 32, 8, False, **launch))
-            kp = median_ms(cupy, lambda: _cuda.sort_pairs(x, 32, 8, True, **launch))
-            medians.append({"log2n": e, "kernel_version": version, "items": items,
-                            "max_registers": regs, "keys_ms": k, "keys_perm_ms": kp})
-            print(f"v{version} 2^{e} items={items} max_registers={regs}: keys {k:.3f} ms, "
-                  f"keys+perm {kp:.3f} ms", flush=True)
-    print("cupy at 2^25: sort {sort:.3f} ms, argsort {argsort:.3f} ms; PIC argsort "
+    print("cupy: sort 2^25 {sort:.3f} ms, argsort 2^25 {argsort:.3f} ms, PIC argsort "
           "{pic_argsort:.3f} ms".format(**peers), flush=True)
-    result["kernel_versions"] = {"staged": rows, "medians": medians, "cupy_ms": peers}
+    # (look-back reads relaxed, threads, items, max_registers); items above what shared memory
+    # holds are clipped (launch_shape)
+    shapes = [(False, 256, 15, 64), (True, 256, 15, 64), (True, 256, 20, 64),
+              (True, 256, 24, 64), (True, 256, 30, 64), (True, 256, 20, 0),
+              (True, 384, 15, 64), (True, 384, 18, 56), (True, 384, 22, 56),
+              (True, 384, 22, 64), (True, 512, 12, 64), (True, 512, 16, 56),
+              (True, 512, 16, 64)]
+    rows = []
+    for relaxed, threads, items, regs in shapes:
+        K.LOOKBACK_RELAXED = relaxed
+        K.onesweep_kernel.cache_clear()
+        launch = dict(threads=threads, items=items, max_registers=regs)
+        ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, **launch)
+        result["checks"].append({"n": (1 << 20) + 7, "relaxed": relaxed, **launch, "ok": ok})
+        k = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, 8, False, **launch))
+        kp = median_ms(cupy, lambda: _cuda.sort_pairs(d, 32, 8, True, **launch))
+        pic = median_ms(cupy, lambda: _cuda.sort_pairs(cells, 10, 5, True, **launch))
+        used = {"keys": _cuda.launch_shape(8, 4, False, items, threads)[1],
+                "keys+perm": _cuda.launch_shape(8, 4, True, items, threads)[1]}
+        rows.append({"relaxed": relaxed, **launch, "items_used": used, "ok": ok,
+                     "keys_ms": k, "keys_perm_ms": kp, "pic_ms": pic})
+        print(f"relaxed={relaxed} threads={threads} items={items} (used {used}) regs={regs}: "
+              f"{'ok' if ok else 'WRONG'} keys {k:.3f} ms ({peers['sort'] / k:.2f}x), "
+              f"keys+perm {kp:.3f} ({peers['argsort'] / kp:.2f}x), PIC {pic:.3f} "
+              f"({peers['pic_argsort'] / pic:.2f}x)", flush=True)
+    K.LOOKBACK_RELAXED = True
+    K.onesweep_kernel.cache_clear()
+    for label, x, kb, rb, perm in (("2^25 keys", d, 32, 8, False),
+                                   ("2^25 keys+perm", d, 32, 8, True),
+                                   ("PIC 8M", cells, 10, 5, True)):
+        total, issue, parts = staged(cupy, x, kb, rb, perm)
+        rows.append({"case": label, "total_ms": total, "host_issue_ms": issue,
+                     "stages_ms": parts})
+        print(f"{label}: GPU {total:.3f} ms, host issue {issue:.3f} ms | "
+              + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+    result["variants"] = {"rows": rows, "cupy_ms": peers}
 
 
 def parts_2_3(cupy, rng, args, result):
@@ -255,16 +248,16 @@ def parts_2_3(cupy, rng, args, result):
                   f"{peer / total:.2f}x | "
                   + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
     result["stages"] = stages
-    # host cost of a launch: Numba's dispatcher against the direct launch of _cuda._launch
+    # host cost of a launch: Numba's dispatcher against the direct launches of _launch
     d = cupy.asarray(random_keys(rng, 1 << 20, 32, np.uint32, ties=False))
     launch_rows = []
     for fast in (False, True):
-        _cuda.FAST_LAUNCH = fast
+        _launch.FAST = fast
         total, issue, parts = staged(cupy, d, 32, 8, True)
         launch_rows.append({"fast_launch": fast, "total_ms": total, "host_issue_ms": issue})
-        print(f"2^20 keys+perm FAST_LAUNCH={fast}: GPU {total:.3f} ms, host issued in "
+        print(f"2^20 keys+perm FAST={fast}: GPU {total:.3f} ms, host issued in "
               f"{issue:.3f} ms | " + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
-    _cuda.FAST_LAUNCH = True
+    _launch.FAST = True
     result["launch_paths_2e20"] = launch_rows
 
     # 3. launch-shape variants at 2^25, and the PIC case

@@ -5,8 +5,7 @@
 Needs a real numba-cuda (not the simulator) and the CUDA toolkit's ``ptxas`` on PATH; Numba
 compiles each kernel to PTX (``numba.cuda.compile_ptx``, which needs no device), the PTX
 version is lowered to what this ptxas reads, and ``ptxas -v`` reports per kernel. Prints one
-line per build, for the pass kernel (``onesweep_kernel``) and, until it is removed, the one
-measured before it (``onesweep_kernel_v1``); nothing is written.
+line per build of the pass kernel (``onesweep_kernel``); nothing is written.
 
 ``--sass`` also disassembles the sm_90 builds of uint32 keys with ``nvdisasm`` (on PATH; the
 ``nvidia-cuda-nvdisasm`` wheel has it) and counts the SASS instructions of each stretch
@@ -55,9 +54,8 @@ def ptxas(ptx, max_registers=None):
             int(smem.group(1)) if smem else 0)
 
 
-def onesweep_ptx(bits, threads, items, kt, mode, max_registers, shift_bits=30, version=2):
-    build = K.onesweep_kernel_v1 if version == 1 else K.onesweep_kernel
-    kernel = build(bits, threads, items, kt, mode, shift_bits, max_registers)
+def onesweep_ptx(bits, threads, items, kt, mode, max_registers, shift_bits=30):
+    kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits, max_registers)
     keys = types.Array(kt, 1, "C")
     u32 = types.Array(types.uint32, 1, "C")
     perm_out = types.Array(types.int64, 1, "C") if mode else u32
@@ -121,28 +119,25 @@ def sass_sections(text):
 
 def main():
     sass = "--sass" in sys.argv[1:]
-    for version in (2, 1):
-        for kt in (types.uint32, types.uint64):
-            for mode in (0, 2):
-                for bits in (8, 5):
-                    for regs in (64, 80):
-                        items = min(15, K.max_items(bits, 256, kt.bitwidth // 8, mode != 0))
-                        ptx = onesweep_ptx(bits, 256, items, kt, mode, regs, version=version)
-                        r, spill, smem = ptxas(ptx, regs)
-                        print(f"onesweep v{version} {kt} perm_mode={mode} r={bits} "
-                              f"items={items} cap={regs}: {r} registers, spill "
-                              f"{spill[0]}/{spill[1]} B, smem {smem} B, PTX barriers "
-                              f"{ptx.count('bar.sync')}, votes {ptx.count('vote.sync')}",
-                              flush=True)
-                        if sass and kt == types.uint32 and regs == 64:
-                            text = _disassemble(ptx, regs)
-                            for i, (count, kinds, full) in enumerate(sass_sections(text)):
-                                extra = (f"; full-tile copy {full} ({full / items:.1f}/key)"
-                                         if full is not None and i in (1, 4, 5) and version == 2
-                                         else "")
-                                print(f"    SASS part {i}: {count} ({count / items:.1f}/key) "
-                                      + " ".join(f"{k}={v}" for k, v in kinds.items())
-                                      + extra, flush=True)
+    for kt in (types.uint32, types.uint64):
+        for mode in (0, 2):
+            for bits in (8, 5):
+                for regs in (64, 80):
+                    items = min(15, K.max_items(bits, 256, kt.bitwidth // 8, mode != 0))
+                    ptx = onesweep_ptx(bits, 256, items, kt, mode, regs)
+                    r, spill, smem = ptxas(ptx, regs)
+                    print(f"onesweep {kt} perm_mode={mode} r={bits} items={items} "
+                          f"cap={regs}: {r} registers, spill {spill[0]}/{spill[1]} B, smem "
+                          f"{smem} B, PTX barriers {ptx.count('bar.sync')}, votes "
+                          f"{ptx.count('vote.sync')}", flush=True)
+                    if sass and kt == types.uint32 and regs == 64:
+                        text = _disassemble(ptx, regs)
+                        for i, (count, kinds, full) in enumerate(sass_sections(text)):
+                            extra = (f"; full-tile copy {full} ({full / items:.1f}/key)"
+                                     if full is not None and i in (1, 4, 5) else "")
+                            print(f"    SASS part {i}: {count} ({count / items:.1f}/key) "
+                                  + " ".join(f"{k}={v}" for k, v in kinds.items())
+                                  + extra, flush=True)
     u32 = types.Array(types.uint32, 1, "C")
     i64 = types.Array(types.int64, 1, "C")
     ptx = compile_ptx(K.histogram_kernel(4, 8, 256, types.uint32).py_func,

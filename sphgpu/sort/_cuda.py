@@ -24,6 +24,7 @@ from .. import _tuning
 from .._device import SIMULATOR
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
+from ._launch import launch as _launch
 
 __all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "clear_scratch",
            "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
@@ -32,14 +33,17 @@ ACCEPTS_DEVICE_ARRAYS = True
 DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
-DEFAULT_ITEMS = 8 if SIMULATOR else 15      # keys per thread (CUB: 256 x 15 for 32-bit keys)
-#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM.
-#: Measured on the H200 (2^25 uint32 keys, before the ballot ranking): 64 beat 80 and no cap
-#: (2.37 vs 2.57 ms keys only, 2.70 vs 2.89 ms with the permutation) despite ~80 bytes of
-#: spills. ptxas (CUDA 13, sm_90) now reports 28 bytes of spill stores at 64 for uint32 keys
-#: (none at 80); uint64 keys spill ~150-200 bytes at 64. 0 means no cap.
+#: keys per thread; clipped to what shared memory holds (18 for uint32 keys + permutation).
+#: Measured on the H200 (benchmarks/results/sort_check.json, "variants"; 256 threads, cap 64,
+#: relaxed look-back), 2^25 uint32 keys: 15 -> 1.09 ms, 20 -> 0.98, 24 -> 0.91, 30 -> 0.93
+#: (spills grow); 384 threads x 18-22 at cap 56: 0.94-0.96; 512 x 14: 1.04-1.05. Bigger tiles
+#: mean fewer look-back words and barriers per key.
+DEFAULT_ITEMS = 8 if SIMULATOR else 24
+#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM;
+#: measured against no cap: 0.98 vs 1.03 ms (2^25 keys, 20 items), 1.25 vs 1.29 with the
+#: permutation, and 80 was slower still in earlier kernels. 0 means no cap.
 #: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to uint64 keys
-#: (28-40 bytes of spills at 80; not measured).
+#: (no spills at 80; not measured).
 MAX_REGISTERS = 64
 MAX_REGISTERS_WIDE = 80
 #: most keys a sort takes: the pass kernel indexes a tile's keys with uint32, and the last
@@ -107,7 +111,7 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     times = {}
     for bits in widths:
         for it in sorted({launch_shape(bits, itemsize, want_perm)[1],
-                          launch_shape(bits, itemsize, want_perm, items=10)[1]}):
+                          launch_shape(bits, itemsize, want_perm, items=15)[1]}):
             times[(bits, it)] = _tuning.seconds(
                 lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
     return min(times, key=times.get)
@@ -125,7 +129,7 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None, kernel_version=2):
+               max_registers=None, trace=None):
     """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
@@ -134,9 +138,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     :data:`MAX_REGISTERS_WIDE`). Returns ``(sorted_keys, perm)`` (perm int64, or None without
     ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never
     written. ``trace``, if given, is called with a label after each stage is queued
-    (benchmarks/sort_check.py records CUDA events there). ``kernel_version=1`` runs the pass
-    kernel as measured on the H200 (:func:`~sphgpu.sort._cuda_kernels.onesweep_kernel_v1`):
-    TEMPORARY, for benchmarks/sort_check.py's comparison; remove with that kernel.
+    (benchmarks/sort_check.py records CUDA events there).
 
     Everything is queued on CuPy's current stream (where, by the CUDA array interface's rules,
     the keys were made) and the host never waits for the GPU: a sort is 2 + passes launches.
@@ -164,13 +166,11 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     scratch = _scratch(xp, stream_key, keys.dtype, n, passes, radix_bits, ntiles, want_perm)
     out = xp.empty_like(keys)
     perm = xp.empty(n, dtype=np.int64) if want_perm else None
-    keys_v, out_v = _kernel_view(keys), _kernel_view(out)
-    perm_v = _kernel_view(perm) if want_perm else scratch.unused
     trace("buffers")
     try:
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
         _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt), blocks, HIST_THREADS,
-                stream, keys_v, key_bits, scratch.hist, scratch.status_flat)
+                stream, keys, key_bits, scratch.hist, scratch.status_flat)
         trace("histogram")
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
@@ -178,20 +178,20 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         if max_registers is None:
             max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
-        src_keys, src_perm = keys_v, scratch.unused
+        src_keys, src_perm = keys, scratch.unused
         for p in range(passes):
             shift = p * radix_bits
             bits = min(radix_bits, key_bits - shift)
             # the last pass writes the result; counting back from it, passes alternate between
             # the result and one scratch buffer
-            dst_keys = out_v if (passes - 1 - p) % 2 == 0 else scratch.keys
+            dst_keys = out if (passes - 1 - p) % 2 == 0 else scratch.keys
             if not want_perm:
                 mode, dst_perm = 0, scratch.unused
             else:
                 mode = 1 if p == 0 else 2
-                dst_perm = perm_v if p == passes - 1 else scratch.perm[p % 2]
-            build = K.onesweep_kernel_v1 if kernel_version == 1 else K.onesweep_kernel
-            kernel = build(bits, threads, items, kt, mode, shift_bits, max_registers)
+                dst_perm = perm if p == passes - 1 else scratch.perm[p % 2]
+            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
+                                       max_registers)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
                     kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm
@@ -212,61 +212,6 @@ def _unmoved(keys, want_perm, host, xp):
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
-
-
-#: launch compiled kernels directly (see :func:`_launch`); False: through Numba's dispatcher
-FAST_LAUNCH = True
-_compiled = {}            # (dispatcher, argument key) -> Numba's compiled kernel, or None
-_core_streams = {}
-
-
-def _arg_key(a):
-    if hasattr(a, "is_c_contiguous"):           # a Numba device array
-        return a.dtype, a.ndim, a.is_c_contiguous()
-    if isinstance(a, np.ndarray):
-        return a.dtype, a.ndim, a.flags.c_contiguous
-    return type(a)
-
-
-def _launch(kernel, grid, block, stream, *args):
-    """``kernel[grid, block, stream](*args)``, for less host time.
-
-    Numba's dispatcher types every argument, builds a launch configuration (with a stream
-    object made from the handle) and checks occupancy at each launch: about 45 us a launch on
-    the H200 machine, more than a 2^20-key pass takes on the GPU. Here the argument types are
-    worked out once per kernel and kind of arguments (dtype, ndim, contiguity: all that
-    changes between our calls), and Numba's compiled kernel is launched directly. Where
-    Numba lacks the pieces (another version), the dispatcher launches as usual. The simulator
-    always goes through the dispatcher.
-    """
-    if SIMULATOR or not FAST_LAUNCH:
-        kernel[grid, block, stream](*args)
-        return
-    key = (kernel, tuple(_arg_key(a) for a in args))
-    compiled = _compiled.get(key, False)
-    if compiled is False:
-        try:
-            compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
-            compiled.launch                        # noqa: B018 -- present in this version?
-            _core_stream(stream)
-        except AttributeError:
-            compiled = None
-        _compiled[key] = compiled
-    if compiled is None:
-        kernel[grid, block, stream](*args)
-    else:
-        compiled.launch(args, (grid, 1, 1), (block, 1, 1), _core_stream(stream), 0)
-
-
-def _core_stream(stream):
-    """The stream object Numba's compiled kernels launch on, made once per stream."""
-    key = id(stream) if stream else 0
-    found = _core_streams.get(key)
-    if found is None:
-        from numba.cuda.cudadrv import driver
-
-        found = _core_streams[key] = (stream, driver._to_core_stream(stream))
-    return found[1]
 
 
 _numba_streams = {}
@@ -311,8 +256,7 @@ def clear_scratch():
 
 
 class _Scratch:
-    """The work arrays of sorts of one shape on one stream, made once and reused, as the
-    Numba views kernel launches take (making those costs the host more than a launch).
+    """The work arrays of sorts of one shape on one stream, made once and reused.
 
     ``hist`` (passes * R,) int64 is zero between sorts (made zeroed; the scan kernel clears
     it after reading it); ``status`` (passes, ntiles * R + 1) holds the look-back words and tile
@@ -329,7 +273,7 @@ class _Scratch:
         R = 1 << radix_bits
         status_dtype = np.uint32 if K.status_shift(n) == 30 else np.uint64
         status = xp.empty((passes, ntiles * R + 1), dtype=status_dtype)
-        self._arrays = arrays = {
+        arrays = {
             "hist": xp.zeros(passes * R, dtype=np.int64),
             "status": status,
             "status_flat": status.reshape(-1),
@@ -339,19 +283,6 @@ class _Scratch:
             "unused": xp.empty(1, dtype=np.uint32),
         }
         for name, a in arrays.items():
-            setattr(self, name, _kernel_view(a))
-        self.perm = [_kernel_view(xp.empty(n if want_perm and passes > 1 else 1, np.uint32)),
-                     _kernel_view(xp.empty(n if want_perm and passes > 2 else 1, np.uint32))]
-
-
-def _kernel_view(a):
-    """What a kernel launch takes for array ``a``: a Numba view of a CuPy array. Numba would
-    otherwise convert each CuPy argument at every launch and, by the CUDA array interface's
-    rules, synchronize the stream CuPy names in it, so every launch would wait for the GPU to go
-    idle. No sync is needed: every launch of a sort goes to CuPy's current stream, after the
-    work that made the keys. NumPy arrays (the simulator) pass through."""
-    if isinstance(a, np.ndarray):
-        return a
-    from numba import cuda
-
-    return cuda.as_cuda_array(a, sync=False)
+            setattr(self, name, a)
+        self.perm = [xp.empty(n if want_perm and passes > 1 else 1, np.uint32),
+                     xp.empty(n if want_perm and passes > 2 else 1, np.uint32)]

@@ -14,8 +14,10 @@ waits for the GPU.
 
 Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
-the count of that digit over tiles 0..tile) and the count in the low bits, so one atomic read
-sees value and flag together. Tiles are taken in the order blocks start (an atomic counter, not
+the count of that digit over tiles 0..tile) and the count in the low bits, so one read
+sees value and flag together, and the look-back reads them with plain relaxed loads, without
+a fence (:func:`_load_relaxed`; on the H200 this took a pass over 2^25 keys from 0.35 to 0.25
+ms: the atomic reads it replaced loaded the L2). Tiles are taken in the order blocks start (an atomic counter, not
 blockIdx), so a tile only ever waits for tiles that running blocks already hold: no deadlock.
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
@@ -37,7 +39,7 @@ from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
 
-__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "onesweep_kernel_v1",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel",
            "max_items", "status_shift",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
@@ -46,6 +48,8 @@ WARP = 32
 AGGREGATE = 1
 INCLUSIVE = 2
 _SHARED_BYTES = 48 * 1024          # static shared memory a block may declare
+#: look-back reads by ld.relaxed.gpu and no fence (True), or by atomic adds of 0 after a fence
+LOOKBACK_RELAXED = True
 
 
 def status_shift(n: int) -> int:
@@ -55,10 +59,20 @@ def status_shift(n: int) -> int:
 
 
 def _fixed_shared_bytes(radix_bits: int, threads: int) -> int:
+    """Static shared memory of :func:`onesweep_kernel` besides the staged tile (bytes)."""
     R = 1 << radix_bits
     warps = threads // WARP
-    # warp_count, scan (2R) + tile_count + tile_excl, dest_base, the table, warp_total, spare
-    return 4 * warps * R + 4 * 4 * R + 8 * R + 4 * warps * WARP + 4 * warps + 64
+    scans = 0 if _shuffle_scan(radix_bits, threads) else 3 * R     # scan (2, R), tile_count
+    table = warps * WARP if SIMULATOR else 1
+    # warp_count, tile_excl + dest_base, the table, warp_total, tile_sh and alignment
+    return 4 * (warps * R + scans + 2 * R + table + warps) + 64
+
+
+def _shuffle_scan(radix_bits: int, threads: int) -> bool:
+    """Whether the pass kernel scans digits by warp shuffles (one digit a thread; 2 barriers)
+    rather than Hillis-Steele in shared memory (the simulator, which lacks shuffles, or fewer
+    threads than digits; a barrier a step)."""
+    return not SIMULATOR and threads >= (1 << radix_bits)
 
 
 def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) -> int:
@@ -181,37 +195,10 @@ def scan_kernel(passes: int, radix_bits: int, threads: int):
 FULL = 0xFFFFFFFF
 
 
-@cuda.jit(device=True, inline=True)
-def _peers_ballot(value, nbits):
-    """Mask of the lanes whose ``value`` (below ``2**nbits``) equals this lane's, from one
-    ballot per bit: lanes that agree with this one on every bit. ``match.any`` takes longer
-    the more distinct values a warp holds; ballots cost the same every time (CUB ranks by
-    ballots for this reason)."""
-    peers = uint32(FULL)
-    for b in range(nbits):
-        bit = (value >> b) & 1
-        votes = uint32(cuda.ballot_sync(FULL, bit != 0))
-        peers &= votes if bit != 0 else ~votes
-    return peers
-
-
-@cuda.jit(device=True, inline=True)
-def _rank_round_gpu(peers, value, valid, lane, w, table, warp_count):
-    """Rank of this lane's key among the warp's keys with digit ``value`` so far, counting its
-    ``peers`` (same digit, this round, valid lanes only) in lower lanes; the lowest peer moves
-    the warp's counter on. Invalid lanes count nothing. ``table`` is unused here."""
-    below = int32(cuda.popc(uint32(peers & uint32(cuda.lanemask_lt()))))
-    before = warp_count[w, value] if valid else int32(0)
-    cuda.syncwarp()                     # every peer has read the counter ...
-    if valid and below == 0:
-        warp_count[w, value] = before + int32(cuda.popc(uint32(peers)))
-    cuda.syncwarp()                     # ... before the lowest peer moves it on
-    return before + below
-
-
 @cuda.jit(device=True)
 def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
-    """The same without warp intrinsics (Numba's simulator; ``peers`` is unused): the lanes'
+    """One ranking round without warp intrinsics (Numba's simulator; ``peers`` is unused):
+    the rank of this lane's key among the warp's keys with digit ``value`` so far; the lanes'
     values go through the shared ``table``. Every thread of the block runs every round, so
     the barriers are uniform. The write of the counter needs no barrier after it: the next
     round reads counters only after its own first barrier."""
@@ -229,260 +216,6 @@ def _rank_round_table(peers, value, valid, lane, w, table, warp_count):
     if valid and below == 0:
         warp_count[w, value] = before + total
     return before + below
-
-
-@functools.lru_cache(maxsize=None)
-def onesweep_kernel_v1(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
-                       shift_bits: int, max_registers: int | None = None,
-                       publish_inclusive: bool = True):
-    """TEMPORARY, remove once benchmarks/sort_check.py has compared it on the GPU: the pass
-    kernel as measured on the H200 (benchmarks/results/sort_check.json), kept only so that the
-    next GPU run can time :func:`onesweep_kernel` against it (``sort_pairs(...,
-    kernel_version=1)``). Same launch and arguments as :func:`onesweep_kernel`.
-
-    One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
-
-    Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
-    multiple of 32). Arguments:
-
-    - keys_in (n,) ``key_type``; keys_out (n,) the same dtype;
-    - perm_in (n,) uint32 and perm_out (n,) uint32 or int64: the permutation carried along.
-      ``perm_mode`` 0: none (pass any arrays), 1: the input order itself (perm_in is not read:
-      the first pass), 2: read perm_in;
-    - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
-      compute in floating point);
-    - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
-      digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
-    - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
-      zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
-      last word counts the tiles handed out;
-    - constant (passes,) int32: where ``constant[p]`` is set the pass only copies keys_in to
-      keys_out (and the permutation along), decided on the GPU so that the host never waits;
-    - p: the pass, the row of digit_start, status and constant.
-    Two-dimensional arrays with a row index, rather than row views, keep the host's work per
-    launch small.
-
-    Each tile publishes its digit counts once its ranking has made them. ``max_registers`` caps
-    the registers of a thread (more resident blocks, maybe spills; ignored by the simulator).
-    ``publish_inclusive=False`` is for tests only: tiles after the first then publish only
-    their own counts, so every look-back walks back to tile 0 over aggregates (Numba's
-    simulator runs blocks one after another, so it would otherwise only ever meet inclusive
-    words).
-    """
-    R = 1 << radix_bits
-    WARPS = threads // WARP
-    TILE = threads * items
-    WSPAN = WARP * items                       # keys of one warp
-    LOG_R = radix_bits
-    if threads % WARP or items < 1:
-        raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
-    np_key = np.dtype(str(key_type))
-    MASK = np_key.type(R - 1)
-    with_perm = perm_mode != 0
-    status_type = uint32 if shift_bits == 30 else uint64
-    AGG = AGGREGATE << shift_bits
-    INC = INCLUSIVE << shift_bits
-    COUNT_MASK = (1 << shift_bits) - 1
-    TABLE_RANK = SIMULATOR
-    if SIMULATOR:
-        rank_round, peers_of, TABLE = _rank_round_table, None, (WARPS, WARP)
-    else:
-        rank_round, peers_of, TABLE = _rank_round_gpu, _peers_ballot, (1, 1)
-    # the digit scan by warp shuffles (2 barriers) where one thread holds each digit; else
-    # (the simulator, which lacks them, or fewer threads than digits) Hillis-Steele in shared
-    # memory, a barrier a step
-    SHUFFLE_SCAN = not SIMULATOR and threads >= R
-    STAGE_PERM = TILE if with_perm else 1
-
-    options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
-
-    @cuda.jit(**options)
-    def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
-        # per warp and digit: keys so far; then where the warp's keys of the digit go in the
-        # digit-sorted tile
-        warp_count = cuda.shared.array((WARPS, R), int32)
-        scan = cuda.shared.array((2, R), int32)             # Hillis-Steele, double-buffered
-        tile_count = cuda.shared.array(R, int32)
-        tile_excl = cuda.shared.array(R, int32)             # keys of smaller digits in the tile
-        warp_total = cuda.shared.array(WARPS, int32)
-        dest_base = cuda.shared.array(R, int64)             # output index = dest_base[d] + j
-        stage_keys = cuda.shared.array(TILE, key_type)      # the tile, sorted by digit
-        stage_perm = cuda.shared.array(STAGE_PERM, uint32)
-        table = cuda.shared.array(TABLE, int32)
-        tile_sh = cuda.shared.array(1, int32)
-        keys = cuda.local.array(items, key_type)
-        rank = cuda.local.array(items, int32)
-
-        t = cuda.threadIdx.x
-        lane = t % WARP
-        w = t // WARP
-        n = keys_in.shape[0]
-        if constant[p] != 0:
-            # one digit holds every key: the pass keeps the order, so it only copies. The
-            # flag is the same for every thread, so the whole block returns (no barrier is
-            # left waiting).
-            i0 = int64(cuda.blockIdx.x) * TILE + t
-            for k in range(items):
-                i = i0 + k * threads
-                if i < n:
-                    keys_out[i] = keys_in[i]
-                    if perm_mode == 1:
-                        perm_out[i] = uint32(i)
-                    elif perm_mode == 2:
-                        perm_out[i] = perm_in[i]
-            return
-        if t == 0:
-            tile_sh[0] = cuda.atomic.add(status, (p, status.shape[1] - 1), status_type(1))
-        for j in range(t, WARPS * R, threads):
-            warp_count[j // R, j % R] = 0
-        cuda.syncthreads()
-        tile = tile_sh[0]
-        base = int64(tile) * TILE
-        m = min(TILE, n - base)                  # keys in this tile
-        flag = INC if tile == 0 else AGG
-
-        # 1. load the warp's keys (all loads in flight at once), then rank each key among the
-        #    keys of its warp with the same digit, in input order
-        first = base + w * WSPAN + lane
-        for k in range(items):
-            i = first + k * WARP                 # coalesced
-            keys[k] = keys_in[i] if i < n else key_type(0)
-        for k in range(items):
-            valid = first + k * WARP < n
-            value = int32((keys[k] >> shift) & MASK)
-            if TABLE_RANK:
-                if not valid:
-                    value = int32(R)             # no digit
-                peers = uint32(0)
-            else:
-                # the keys past the end sit in the top lanes of the warp's last rounds: leave
-                # them out of the peers by their count, which takes no vote
-                left = n - (first - lane + k * WARP)
-                live = uint32(FULL) if left >= WARP else (
-                    (uint32(1) << uint32(max(left, 0))) - uint32(1))
-                peers = peers_of(value, LOG_R) & live
-            rank[k] = rank_round(peers, value, valid, lane, w, table, warp_count)
-        cuda.syncthreads()
-
-        # 2. per digit: exclusive scan over warps, the tile's count (published at once), and
-        #    the exclusive scan over digits (tile_excl); warp_count[v, d] becomes the place in
-        #    the digit-sorted tile of warp v's first key of digit d
-        if SHUFFLE_SCAN:
-            d = t                                # one digit a thread (threads >= R)
-            run = int32(0)
-            if d < R:
-                for v in range(WARPS):
-                    c = warp_count[v, d]
-                    warp_count[v, d] = run
-                    run += c
-                cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                status_type(int64(flag) + run))
-            x = run                              # inclusive scan of the warp's 32 digits
-            for s in range(5):
-                y = cuda.shfl_up_sync(FULL, x, 1 << s)
-                if lane >= (1 << s):
-                    x += y
-            if lane == WARP - 1:
-                warp_total[w] = x
-            cuda.syncthreads()
-            for v in range(w):
-                x += warp_total[v]
-            if d < R:
-                excl = x - run
-                tile_excl[d] = excl
-                for v in range(WARPS):
-                    warp_count[v, d] += excl
-        else:
-            for d in range(t, R, threads):
-                run = int32(0)
-                for v in range(WARPS):
-                    c = warp_count[v, d]
-                    warp_count[v, d] = run
-                    run += c
-                scan[0, d] = run
-                cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                status_type(int64(flag) + run))
-            # no longer needed (each thread writes and reads only its own digits here): kept
-            # so that this path stays as it was measured
-            cuda.syncthreads()
-            for d in range(t, R, threads):
-                tile_count[d] = scan[0, d]
-            cuda.syncthreads()
-            for s in range(LOG_R):               # every thread runs every step
-                src = s % 2
-                step = 1 << s
-                for d in range(t, R, threads):
-                    v = scan[src, d]
-                    if d >= step:
-                        v += scan[src, d - step]
-                    scan[1 - src, d] = v
-                cuda.syncthreads()
-            for d in range(t, R, threads):
-                excl = scan[LOG_R % 2, d] - tile_count[d]
-                tile_excl[d] = excl
-                for v in range(WARPS):
-                    warp_count[v, d] += excl
-        cuda.syncthreads()
-
-        # 3. stage the tile in shared memory, sorted by digit
-        for k in range(items):
-            i = first + k * WARP
-            if i < n:
-                key = keys[k]
-                pos = warp_count[w, int32((key >> shift) & MASK)] + rank[k]
-                stage_keys[pos] = key
-                if perm_mode == 1:
-                    stage_perm[pos] = uint32(i)
-                elif perm_mode == 2:        # loaded here: fewer registers (72, not 115)
-                    stage_perm[pos] = perm_in[i]
-
-        # 4. decoupled look-back: keys of digit d in tiles before this one
-        for d in range(t, R, threads):
-            prefix = int64(0)
-            if tile > 0:
-                k = tile - 1
-                while k >= 0:
-                    word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
-                                                 status_type(0)))
-                    wflag = word >> shift_bits
-                    if wflag != 0:
-                        prefix += word & COUNT_MASK
-                        if wflag == INCLUSIVE:
-                            break
-                        k -= 1
-                if publish_inclusive:
-                    cuda.threadfence()
-                    # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
-                    cuda.atomic.add(status, (p, int64(tile) * R + d),
-                                    status_type(AGG + prefix))
-            dest_base[d] = digit_start[p, d] + prefix - tile_excl[d]
-        cuda.syncthreads()
-
-        # 5. coalesced write-out: runs of equal digits go to consecutive places
-        for k in range(items):
-            j = k * threads + t
-            if j < m:
-                key = stage_keys[j]
-                dest = dest_base[int32((key >> shift) & MASK)] + j
-                keys_out[dest] = key
-                if with_perm:
-                    perm_out[dest] = stage_perm[j]
-
-    return kernel
-
-
-# -- the pass kernel, second version: fewer instructions a key ----------------------------------
-#
-# Same algorithm and arguments as onesweep_kernel_v1. What changed, from the SASS of the sm_90
-# build (benchmarks/sort_ptxas.py --sass): Numba computes in 64 bits and wraps negative indices
-# around, so every per-key index and digit here is an explicit uint32 (n <= 2**32 - 2**16 keys,
-# checked by the host, so that indices up to a tile past n do not wrap); a ranking round is one
-# shared atomic by the highest peer and a shuffle of its result (CUB's way) instead of every lane
-# reading the counter, two syncwarps and a store; the digit ballots are one block of inline PTX
-# (CUB's MatchAny); keys past the end leave the peers by one ballot of their validity; full
-# tiles (all but the last) load, stage and write without index checks, so the loads of a thread
-# are all in flight at once; rank and digit travel packed in one register; and a tile's output
-# base per digit is a uint32.
 
 
 @functools.lru_cache(maxsize=None)
@@ -519,6 +252,53 @@ def _peers_vote(nbits: int):
         return types.uint32(types.uint32), codegen
 
     return peers
+
+
+@cuda.jit(device=True, inline=True)
+def _read_atomic(status, p, j, zero):
+    """``status[p, j]`` by an atomic add of ``zero`` (works everywhere, the simulator too)."""
+    return cuda.atomic.add(status, (p, j), zero)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_relaxed():
+    """A device function ``load(status, p, j)``: ``status[p, j]`` of a 2-D uint32 or uint64
+    array, read with ``ld.relaxed.gpu`` (PTX) from the GPU's point of coherence (L2), for
+    the look-back. Each word carries its own flag and count, so a relaxed read, which sees a
+    whole word either before or after another block's atomic add, is all it needs: no fence
+    and no atomic. An atomic add of 0, the portable way to read it, is a read-modify-write
+    at L2 for every digit of every tile passed over. Volatile inline PTX: the compiler keeps
+    every read inside the spin loop. Real GPU only."""
+    from llvmlite import ir
+    from numba import types
+    try:
+        from numba.cuda import cgutils
+        from numba.cuda.extending import intrinsic
+    except ImportError:                              # Numba's own CUDA target
+        from numba.core import cgutils
+        from numba.core.extending import intrinsic
+
+    @intrinsic
+    def load(typingctx, ary, i, j):
+        if not isinstance(ary, types.Array) or ary.ndim != 2:
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            arr = context.make_array(aryty)(context, builder, value=args[0])
+            inds = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:],
+                                                                           sig.args[1:])]
+            ptr = cgutils.get_item_pointer(context, builder, aryty, arr, inds)
+            width = aryty.dtype.bitwidth
+            fnty = ir.FunctionType(ir.IntType(width), [ptr.type])
+            text = f"ld.relaxed.gpu.global.u{width} $0, [$1];"
+            asm = ir.InlineAsm(fnty, text, ("=r" if width == 32 else "=l") + ",l",
+                               side_effect=True)
+            return builder.call(asm, [ptr])
+
+        return ary.dtype(ary, i, j), codegen
+
+    return load
 
 
 @functools.lru_cache(maxsize=None)
@@ -628,17 +408,29 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     # counts every key of a smaller digit, so it is at least tile_excl[d] and the base is never
     # below 0; below n < 2**32, so uint32 (the scatter adds to it without sign fix-ups)
     DEST = uint32
-    SHUFFLE_SCAN = not SIMULATOR and threads >= R
+    SHUFFLE_SCAN = _shuffle_scan(radix_bits, threads)
+    SCAN = (1, 1) if SHUFFLE_SCAN else (2, R)
+    TILE_COUNT = 1 if SHUFFLE_SCAN else R
     STAGE_PERM = TILE if with_perm else 1
     U_TILE = uint32(TILE)
 
     options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
+    RELAXED = LOOKBACK_RELAXED and not SIMULATOR
+    FENCE = not RELAXED
+    if RELAXED:
+        load = _load_relaxed()
+
+        @cuda.jit(device=True, inline=True)
+        def read_word(status, p, j, zero):
+            return load(status, p, j)
+    else:
+        read_word = _read_atomic
 
     @cuda.jit(**options)
     def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
         warp_count = cuda.shared.array((WARPS, R), int32)
-        scan = cuda.shared.array((2, R), int32)             # Hillis-Steele, double-buffered
-        tile_count = cuda.shared.array(R, int32)
+        scan = cuda.shared.array(SCAN, int32)               # Hillis-Steele, double-buffered
+        tile_count = cuda.shared.array(TILE_COUNT, int32)
         tile_excl = cuda.shared.array(R, int32)             # keys of smaller digits in the tile
         warp_total = cuda.shared.array(WARPS, int32)
         dest_base = cuda.shared.array(R, DEST)              # output index = dest_base[d] + j
@@ -779,8 +571,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
             if tile > 0:
                 k = tile - 1
                 while k >= 0:
-                    word = int64(cuda.atomic.add(status, (p, int64(k) * R + d),
-                                                 status_type(0)))
+                    word = int64(read_word(status, p, int64(k) * R + d, status_type(0)))
                     wflag = word >> shift_bits
                     if wflag != 0:
                         prefix += word & COUNT_MASK
@@ -788,7 +579,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                             break
                         k -= 1
                 if publish_inclusive:
-                    cuda.threadfence()
+                    if FENCE:
+                        cuda.threadfence()
                     # AGGREGATE + AGGREGATE == INCLUSIVE: one add turns the word inclusive
                     cuda.atomic.add(status, (p, int64(tile) * R + d),
                                     status_type(AGG + prefix))

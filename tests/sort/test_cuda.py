@@ -7,6 +7,7 @@ pick ``threads`` and ``items`` themselves use several warps per tile.
 """
 
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -102,22 +103,10 @@ def test_look_back_over_many_tiles(threads, items, dtype, key_bits, radix_bits, 
                 items=items)
 
 
-@pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 16, 8), (np.uint64, 12, 5)])
-def test_both_pass_kernels_sort_alike(dtype, key_bits, radix_bits, rng):
-    """The pass kernel and the one measured before it (kernel_version=1, kept until the GPU
-    has compared them) give numpy's stable order, over several tiles of two warps with a
-    ragged last tile, with and without the permutation."""
-    keys = tied_keys(rng, 5 * 64 * 2 + 7, key_bits, dtype)
-    for version in (1, 2):
-        check_pairs(keys, key_bits, radix_bits, threads=64, items=2, kernel_version=version)
-
-
 def test_pass_kernel_copies_a_constant_digit_on_its_own(rng):
-    """A pass whose digit is the same for every key only copies (keys and permutation), in
-    both pass kernels, with the uint32 indices of the current one."""
+    """A pass whose digit is the same for every key only copies (keys and permutation)."""
     keys = (tied_keys(rng, 3 * 96 + 5, 6, np.uint32) << np.uint32(4)) | np.uint32(9)
-    for version in (1, 2):
-        check_pairs(keys, 10, 4, threads=32, items=3, kernel_version=version)
+    check_pairs(keys, 10, 4, threads=32, items=3)
 
 
 def test_look_back_over_aggregates_only(rng, monkeypatch):
@@ -205,45 +194,58 @@ def test_histogram_of_all_passes_counts_every_digit(dtype, key_bits, radix_bits,
                                                        minlength=1 << radix_bits))
 
 
-def test_fast_launch_types_arguments_once(monkeypatch):
-    """The GPU launch path, with a stand-in for Numba's dispatcher: arguments typed once per
-    kind of arguments, the compiled kernel launched directly with 3-d grid and block; a
-    dispatcher without the needed pieces launches the usual way."""
+def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
+    """The GPU launch path, with stand-ins for Numba's dispatcher and cuda.core: compiled once
+    per kind of arguments (dtype, ndim, scalar type), then launched with the flat parameters of
+    Numba's kernel ABI; a dispatcher without the needed pieces launches the usual way."""
+    from sphgpu.sort import _launch
+
     calls = []
 
-    class Compiled:
-        def launch(self, args, grid, block, stream, shared):
-            calls.append(("fast", len(args), grid, block, stream, shared))
+    class Kernel:
+        def get_cufunc(self):
+            return types.SimpleNamespace(kernel="handle")
 
     class Dispatcher:
-        def typeof_pyval(self, a):
-            calls.append("typeof")
-            return type(a)
-
         def compile(self, argtypes):
-            calls.append(("compile", argtypes))
-            return Compiled()
+            calls.append(("compile", tuple(str(t) for t in argtypes)))
+            return types.SimpleNamespace(_codelibrary=Kernel())
 
         def __getitem__(self, config):
             return lambda *args: calls.append(("slow", config))
 
-    monkeypatch.setattr(_cuda, "SIMULATOR", False)
-    monkeypatch.setattr(_cuda, "_compiled", {})
-    monkeypatch.setattr(_cuda, "_core_stream", lambda s: "core")
+    class DeviceArray(np.ndarray):           # a NumPy array with a device pointer, like CuPy's
+        __cuda_array_interface__ = {}
+        data = types.SimpleNamespace(ptr=4096)
+
+    core = types.SimpleNamespace(launch=lambda *a: calls.append(("fast",) + a),
+                                 LaunchConfig=lambda **kw: tuple(sorted(kw.items())))
+    monkeypatch.setitem(sys.modules, "cuda.core", core)
+    monkeypatch.setattr(_launch, "SIMULATOR", False)
+    monkeypatch.setattr(_launch, "_compiled", {})
+    monkeypatch.setattr(_launch, "_configs", {})
+    monkeypatch.setattr(_launch, "_core_stream", lambda s: "core")
     kern = Dispatcher()
-    a = np.zeros(3, np.uint32)
+    a = np.zeros((2, 3), np.uint32).view(DeviceArray)
     for _ in range(3):
-        _cuda._launch(kern, 7, 64, 0, a, 5, np.uint32(2))
-    assert calls.count("typeof") == 3 and len([c for c in calls if c[0] == "compile"]) == 1
-    assert [c for c in calls if c[0] == "fast"] == [("fast", 3, (7, 1, 1), (64, 1, 1), "core",
-                                                     0)] * 3
+        _launch.launch(kern, 7, 64, 0, a, 5, np.uint32(2))
+    assert calls[0] == ("compile", ("array(uint32, 2d, C)", "int64", "uint32"))
+    fast = [c for c in calls if c[0] == "fast"]
+    assert len(calls) == 4 and len(fast) == 3
+    _, stream, config, handle, *params = fast[0]
+    assert (stream, handle) == ("core", "handle")
+    assert config == (("block", (64, 1, 1)), ("grid", (7, 1, 1)), ("shmem_size", 0))
+    assert params[:9] == [0, 0, 6, 4, 4096, 2, 3, 12, 4]
+    assert [(type(v).__name__, v.value) for v in params[9:]] == [("c_long", 5), ("c_uint", 2)]
     calls.clear()
-    _cuda._launch(kern, 7, 64, 0, a.astype(np.uint64), 5, np.uint32(2))   # other dtype
-    assert calls.count("typeof") == 3
-    del Dispatcher.compile                                    # an older or newer Numba
+    _launch.launch(kern, 7, 64, 0, a.astype(np.uint64).view(DeviceArray), 5, np.uint32(2))
+    assert calls[0][0] == "compile"                      # another dtype: compiled again
+    del Dispatcher.compile                                # an older or newer Numba
     calls.clear()
-    _cuda._launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
+    _launch.launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
     assert calls == [("slow", (7, 64, 0))]
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _launch.kernel_params([a.T])
 
 
 def test_balanced_radix_bits():
