@@ -36,6 +36,7 @@ LEG2ALM_THREADS = 64       # threads per block in leg2alm
 LEG2ALM_PAIRS = 4          # ring pairs per thread in leg2alm
 LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
+ALM2LEG_UNROLL = 8         # recurrence steps per pass of alm2leg's innermost loop (even)
 
 #: recurrence steps between rescaling checks. Over 16 steps |y| grows at most by the product of
 #: (|alpha_l| + 1), below 2**100 for every m at lmax <= 16384 (2**54 over 8 steps), so a value
@@ -76,6 +77,181 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 @functools.lru_cache(maxsize=None)
 def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
+
+    Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
+    blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
+    consecutive ring pairs from (b * threads + t) * pairs. Arguments:
+        alm (nmaps, nalm) complex128 holding the orders mvals, coefficient (l, mvals[c]) at
+            alm[:, astart[c] + l]; astart, mvals (nm,) int64 (0..mmax and the m-major
+            offsets for a whole transform; a packed subset for :mod:`sphgpu.sht.stages`),
+        lmax int, alpha, scale (ntab,) float64 from :func:`legendre.coefficient_tables`, the
+            order m at tstart[m] + l; tstart, mu (mmax+1,),
+        x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
+        first (mmax+1,) int64 from :func:`first_alive_kernel`,
+        leg (nmaps, nrings, nm) complex128, written.
+    The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l (a chunk) in shared
+    memory; each value a thread reads from there serves its ``pairs`` ring pairs and nmaps maps.
+    Two chunk buffers alternate, so one barrier per chunk suffices (a buffer is refilled only
+    after every thread has passed the barrier that follows its last use), and each thread loads
+    the next chunk's values from global memory before the barrier and stores them after the
+    chunk's steps: the load latency hides behind the arithmetic.
+
+    Every step is the same straight-line code (see :func:`_check`): accumulation runs from
+    l = m on, and the rescaling check runs once per CHECK_EVERY steps, and only in threads that
+    still hold a pair below 2**-HALF_BITS (k < 0): the others would find nothing to do.
+    """
+    assert threads % 2 == 0, "alm2leg takes steps two at a time"
+    K = nmaps
+    TPB = threads
+    RP = pairs
+    G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
+    SV = 2 * K * TPB                   # one buffer of s_l * a_lm: (map, re/im, l) flattened
+    SA2, SV2 = 2 * TPB, 2 * SV         # two buffers each (compile-time shapes)
+    u64 = numba.uint64                 # unsigned shared-memory indices: no negative-index wrap
+    # steps per pass of the innermost loop: a whole group for one map (fewest loop and address
+    # instructions), two for more maps, whose shared-memory loads need more registers
+    U = min(G, ALM2LEG_UNROLL if K == 1 else 2)
+
+    @cuda.jit
+    def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               leg):
+        col = cuda.blockIdx.y
+        m = mvals[col]
+        t = cuda.threadIdx.x
+        npairs = x.shape[0]
+        p0 = (cuda.blockIdx.x * TPB + t) * RP
+        fm = first[m]
+        if (cuda.blockIdx.x + 1) * RP * TPB <= fm or fm >= npairs:
+            # every pair of this block stays negligible for this m: write zeros, skip the work
+            # (the same for the whole block: no thread of it reaches a barrier)
+            for r in range(RP):
+                p = p0 + r
+                if p < npairs:
+                    for i in range(K):
+                        leg[i, north[p], col] = 0j
+                        if south[p] >= 0:
+                            leg[i, south[p], col] = 0j
+            return
+        sa = cuda.shared.array(SA2, float64)     # alpha_l, two chunk buffers
+        sv = cuda.shared.array(SV2, float64)     # s_l * a_lm, two chunk buffers
+        acc = cuda.local.array((RP, K, 4), float64)   # even re, even im, odd re, odd im
+        cur = cuda.local.array(RP, float64)
+        prev = cuda.local.array(RP, float64)
+        kk = cuda.local.array(RP, numba.int32)
+        xv = cuda.local.array(RP, float64)
+        nre = cuda.local.array(K, float64)            # the next chunk's s_l * a_lm of this thread
+        nim = cuda.local.array(K, float64)
+        active = False
+        low = False        # some pair of this thread still below 2**-HALF_BITS (k < 0)
+        for r in range(RP):
+            p = p0 + r
+            # pairs past the end or before first[m] run on zeros (y stays 0, k = 0)
+            cur[r] = 0.0
+            prev[r] = 0.0
+            kk[r] = 0
+            xv[r] = 0.0
+            if p < npairs and p >= fm:
+                xv[r] = x[p]
+                v, k = _start(mu[m], m, sin[p])
+                prev[r] = -v     # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the
+                kk[r] = k        # first step gives y_m = lambda_mm (legendre.recurrence_coefficients)
+                active = True
+                if k < 0:
+                    low = True
+            for i in range(K):
+                for c in range(4):
+                    acc[r, i, c] = 0.0
+        base = tstart[m]
+        abase = astart[col]
+        # chunk 0 into buffer 0. Past lmax: alpha = 0 and a_lm = 0, so whole groups of steps
+        # can run there; the recurrence just alternates signs of the values it has and adds
+        # nothing
+        l = m + t
+        sa[t] = alpha[base + l] if l <= lmax else 0.0
+        sc = scale[base + l] if l <= lmax else 0.0
+        for i in range(K):
+            v = alm[i, abase + l] if l <= lmax else 0j
+            sv[(2 * i) * TPB + t] = v.real * sc
+            sv[(2 * i + 1) * TPB + t] = v.imag * sc
+        nchunks = (lmax - m) // TPB + 1
+        for ci in range(nchunks):
+            l0 = m + ci * TPB
+            boff = (ci & 1) * TPB            # this chunk's buffer
+            noff = TPB - boff                # the other one, for the next chunk
+            # the next chunk's values, loaded now and stored after this chunk's steps
+            l = l0 + TPB + t
+            na = alpha[base + l] if l <= lmax else 0.0
+            sc = scale[base + l] if l <= lmax else 0.0
+            for i in range(K):
+                v = alm[i, abase + l] if l <= lmax else 0j
+                nre[i] = v.real
+                nim[i] = v.imag
+            cuda.syncthreads()
+            n = min(TPB, lmax + 1 - l0)
+            if active:
+                # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
+                # terms: taking them two at a time keeps every accumulator index constant.
+                # Groups are whole (a constant trip count the compiler can unroll).
+                for g0 in range(0, n, G):
+                    for jj in range(G // U):
+                        j = u64(boff + g0 + U * jj)
+                        jv = u64(2 * boff * K + g0 + U * jj)
+                        for q in range(U):
+                            a = sa[j + u64(q)]
+                            h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
+                            for r in range(RP):
+                                nxt = (a * xv[r]) * cur[r] - prev[r]
+                                prev[r] = cur[r]
+                                cur[r] = nxt
+                                for i in range(K):
+                                    acc[r, i, h] += nxt * sv[jv + u64(2 * i * TPB + q)]
+                                    acc[r, i, h + 1] += nxt * sv[jv + u64((2 * i + 1) * TPB + q)]
+                    if low:
+                        low = False
+                        for r in range(RP):
+                            if kk[r] < 0:
+                                c0, c1, k = _check(prev[r], cur[r], kk[r])
+                                cur[r] = c1
+                                prev[r] = c0
+                                kk[r] = k
+                                if k == 0:
+                                    # the sums so far hold scaled values below 2**-HALF_BITS
+                                    # times 2**(SCALE_BITS * -k): start them over
+                                    for i in range(K):
+                                        for c in range(4):
+                                            acc[r, i, c] = 0.0
+                                else:
+                                    low = True
+            # the next chunk's buffer was last read before this chunk's barrier: free
+            sa[noff + t] = na
+            for i in range(K):
+                sv[2 * noff * K + (2 * i) * TPB + t] = nre[i] * sc
+                sv[2 * noff * K + (2 * i + 1) * TPB + t] = nim[i] * sc
+        for r in range(RP):
+            p = p0 + r
+            if p < npairs:
+                rn = north[p]
+                rs = south[p]
+                if kk[r] < 0:          # never reached a non-negligible value
+                    for i in range(K):
+                        for c in range(4):
+                            acc[r, i, c] = 0.0
+                for i in range(K):
+                    leg[i, rn, col] = complex(acc[r, i, 0] + acc[r, i, 2],
+                                              acc[r, i, 1] + acc[r, i, 3])
+                    if rs >= 0:
+                        leg[i, rs, col] = complex(acc[r, i, 0] - acc[r, i, 2],
+                                                acc[r, i, 1] - acc[r, i, 3])
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def alm2leg_kernel_prev(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
+    """PREVIOUS alm2leg, kept only so that benchmarks/profile_sht.py --compare can time it against
+    :func:`alm2leg_kernel` in one GPU run: remove once measured. Same contract.
+
+    Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
@@ -215,8 +391,11 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
-    """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
+def leg2alm_kernel_prev(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+    """PREVIOUS leg2alm, kept only so that benchmarks/profile_sht.py --compare can time it against
+    :func:`leg2alm_kernel` in one GPU run: remove once measured. Same contract.
+
+    Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
@@ -508,3 +687,5 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
             g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
+
+leg2alm_kernel = leg2alm_kernel_prev   # TEMPORARY
