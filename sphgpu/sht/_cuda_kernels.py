@@ -390,6 +390,205 @@ def alm2leg_kernel_prev(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int =
     return kernel
 
 
+def _leg2alm_chunk(nmaps: int, threads: int) -> int:
+    """l values per reduction step of :func:`leg2alm_kernel`: the largest of 16, 8, 4, 2 whose
+    two reduction buffers fit in the 48 KiB of static shared memory (<= CHECK_EVERY, even)."""
+    for ch in (16, 8, 4, 2):
+        if ch <= CHECK_EVERY and 8 * (2 * ch * 2 * nmaps * (threads + 1) + 6 * ch) <= 48 * 1024:
+            return ch
+    raise ValueError(f"leg2alm: {threads} threads and {nmaps} maps exceed the shared memory")
+
+
+@functools.lru_cache(maxsize=None)
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+    """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
+
+    Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
+    m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
+    groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of each group).
+    Arguments:
+        leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
+        astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
+        :func:`alm2leg_kernel`,
+        alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
+    Each thread sums its pairs' terms in registers; every CH values of l (a chunk,
+    :func:`_leg2alm_chunk`) the threads write those sums to shared memory and the block adds
+    them up and into a_lm (with atomic adds, only so that the warp need not wait for the old
+    value). One barrier per chunk: the sums alternate between two buffers and alpha_l, s_l
+    rotate through three (a buffer is refilled only after every thread has passed the barrier
+    that follows its last use), and the next chunk's alpha_l, s_l are loaded from global memory
+    before a chunk's steps and stored after them. One block per m: the m with most work (m = 0)
+    still takes well under a millisecond.
+    A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
+    until then they are held as zeros and loaded at the check that finds k = 0; the check runs
+    once per chunk, only in threads that still hold such a pair.
+    """
+    K = nmaps
+    TPB = threads
+    CH = _leg2alm_chunk(K, TPB)    # also the distance between rescaling checks: <= CHECK_EVERY
+    RP = pairs
+    NC = 2 * K
+    # rows of the sums padded to TPB + 1 so the reduction's threads, each summing one row, hit
+    # different shared-memory banks; flat arrays with unsigned indices (no negative-index wrap)
+    ROW = TPB + 1
+    BUF = CH * NC * ROW            # one buffer of sums, (j, component, thread)
+    BUF2, S3 = 2 * BUF, 3 * CH     # compile-time shapes
+    # threads per row of the reduction, so that every thread of the block takes part
+    SPLIT = max(1, TPB // (CH * NC))
+    while TPB % SPLIT:
+        SPLIT -= 1
+    PART = TPB // SPLIT
+    NPT = (CH + TPB - 1) // TPB    # chunk values each thread loads (blocks narrower than a chunk)
+    u64 = numba.uint64
+
+    @cuda.jit
+    def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               alm):
+        col = cuda.blockIdx.y
+        m = mvals[col]
+        t = cuda.threadIdx.x
+        npairs = x.shape[0]
+        sa = cuda.shared.array(S3, float64)       # alpha_l of three chunks
+        ss = cuda.shared.array(S3, float64)       # s_l of three chunks
+        buf = cuda.shared.array(BUF2, float64)    # the sums of two chunks
+        ln = cuda.local.array((RP, K, 4), float64)    # (n+s) re, im, (n-s) re, im
+        cur = cuda.local.array(RP, float64)
+        prev = cuda.local.array(RP, float64)
+        kk = cuda.local.array(RP, numba.int32)
+        xv = cuda.local.array(RP, float64)
+        sums = cuda.local.array(NC, float64)
+        na = cuda.local.array(NPT, float64)      # the next chunk's alpha_l, s_l of this thread
+        ns = cuda.local.array(NPT, float64)
+        base = tstart[m]
+        abase = astart[col]
+        fm = first[m]
+        nch = (lmax - m) // CH + 1
+        # chunk 0 (l = m ...) into slot 0. Past lmax alpha = 0: the steps there are run (whole
+        # chunks unroll) and their sums never read
+        for u in range(t, CH, TPB):               # blocks may be narrower than a chunk
+            sa[u] = alpha[base + m + u] if m + u <= lmax else 0.0
+            ss[u] = scale[base + m + u] if m + u <= lmax else 0.0
+        cuda.syncthreads()
+        it = 0                                    # chunks done by the block, over all groups
+        # groups before first[m] hold only pairs that are negligible for this m
+        ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
+        for g in range(fm // (RP * TPB), ngroups):
+            active = False
+            low = False          # some pair of this thread still below 2**-HALF_BITS
+            for r in range(RP):
+                p = (g * TPB + t) * RP + r
+                cur[r] = 0.0
+                prev[r] = 0.0
+                kk[r] = 0
+                xv[r] = 0.0
+                for i in range(K):
+                    for c in range(4):
+                        ln[r, i, c] = 0.0
+                if p < npairs and p >= fm:
+                    xv[r] = x[p]
+                    v, k = _start(mu[m], m, sin[p])
+                    prev[r] = -v         # the first step gives y_m = lambda_mm (alm2leg_kernel)
+                    kk[r] = k
+                    active = True
+                    if k == 0:
+                        _load_rings(leg, north[p], south[p], col, ln, r)
+                    else:
+                        low = True
+            for ci in range(nch):
+                l0 = m + ci * CH
+                so = u64((it % 3) * CH)               # this chunk's alpha, s slot
+                no = u64(((it + 1) % 3) * CH)         # the next chunk's
+                bo = u64((it & 1) * BUF)              # this chunk's sums
+                # the next chunk (the first of the next group after the last), stored below
+                ln0 = l0 + CH if ci + 1 < nch else m
+                for e in range(NPT):
+                    u = t + e * TPB
+                    na[e] = 0.0
+                    ns[e] = 0.0
+                    if u < CH and ln0 + u <= lmax:
+                        na[e] = alpha[base + ln0 + u]
+                        ns[e] = scale[base + ln0 + u]
+                # even j <-> even l - m (CH is even): two steps per pass keep indices constant
+                if active:
+                    for j in range(0, CH, 2):
+                        a = sa[so + u64(j)]
+                        for c in range(NC):
+                            sums[c] = 0.0
+                        for r in range(RP):
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                sums[2 * i] += nxt * ln[r, i, 0]
+                                sums[2 * i + 1] += nxt * ln[r, i, 1]
+                        for c in range(NC):
+                            buf[bo + u64((j * NC + c) * ROW + t)] = sums[c]
+                            sums[c] = 0.0
+                        a = sa[so + u64(j + 1)]
+                        for r in range(RP):
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                            for i in range(K):
+                                sums[2 * i] += nxt * ln[r, i, 2]
+                                sums[2 * i + 1] += nxt * ln[r, i, 3]
+                        for c in range(NC):
+                            buf[bo + u64(((j + 1) * NC + c) * ROW + t)] = sums[c]
+                    if low:
+                        low = False
+                        for r in range(RP):
+                            if kk[r] < 0:
+                                c0, c1, k = _check(prev[r], cur[r], kk[r])
+                                cur[r] = c1
+                                prev[r] = c0
+                                kk[r] = k
+                                if k == 0:
+                                    p = (g * TPB + t) * RP + r
+                                    _load_rings(leg, north[p], south[p], col, ln, r)
+                                else:
+                                    low = True
+                else:
+                    for j in range(CH):
+                        for c in range(NC):
+                            buf[bo + u64((j * NC + c) * ROW + t)] = 0.0
+                for e in range(NPT):
+                    u = t + e * TPB
+                    if u < CH:
+                        # that slot was last read before the previous chunk's barrier
+                        sa[no + u64(u)] = na[e]
+                        ss[no + u64(u)] = ns[e]
+                cuda.syncthreads()
+                # reduce over the block's threads: SPLIT threads per (j, component), each
+                # summing PART rows with four independent partial sums (a serial chain of
+                # dependent adds would stall the block at the next barrier). The buffer is
+                # written again two chunks on, after the next barrier.
+                n = min(CH, lmax + 1 - l0)
+                for w in range(t, n * NC * SPLIT, TPB):
+                    item = w // SPLIT
+                    q0 = u64(item * ROW + (w - item * SPLIT) * PART) + bo
+                    j = item // NC
+                    c = item - j * NC
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    for q in range(0, PART - 3, 4):
+                        qq = q0 + u64(q)
+                        s0 += buf[qq]
+                        s1 += buf[qq + u64(1)]
+                        s2 += buf[qq + u64(2)]
+                        s3 += buf[qq + u64(3)]
+                    for q in range(PART - PART % 4, PART):
+                        s0 += buf[q0 + u64(q)]
+                    # an atomic add whose result is unused does not wait for memory, where
+                    # a += would stall this warp, and the block at the next barrier, on the load
+                    cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
+                                    ((s0 + s1) + (s2 + s3)) * ss[so + u64(j)])
+                it += 1
+
+    return kernel
+
+
 @functools.lru_cache(maxsize=None)
 def leg2alm_kernel_prev(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """PREVIOUS leg2alm, kept only so that benchmarks/profile_sht.py --compare can time it against
@@ -687,5 +886,3 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
             g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
-
-leg2alm_kernel = leg2alm_kernel_prev   # TEMPORARY
