@@ -163,9 +163,24 @@ def _batches(pl, nmaps):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries (leg2alm: shared memory of wider blocks exceeds 48 KiB for 2 maps)
-CANDIDATES = {"alm2leg": [(64, 4), (128, 2), (128, 4), (128, 8)],
-              "leg2alm": [(64, 2), (64, 4), (64, 8)]}
+#: what the autotuner tries (leg2alm picks its chunk length so that any of these fits in
+#: 48 KiB of shared memory, see _cuda_kernels._leg2alm_chunk)
+#: (a third entry of alm2leg's: the compiler's register limit, see _cuda_kernels.alm2leg_kernel)
+CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 8), (256, 8), (128, 8, 255)],
+              "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8)]}
+#: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
+#: were before the one-barrier-per-chunk versions (_cuda_kernels.*_prev), for
+#: benchmarks/profile_sht.py --compare
+KERNEL_VARIANT = "new"
+
+
+def _kernel(name, nmaps, tpb, rp, *regs):
+    prev = KERNEL_VARIANT == "prev"
+    if name == "alm2leg":
+        if prev:
+            return K.alm2leg_kernel_prev(nmaps, tpb, rp)
+        return K.alm2leg_kernel(nmaps, tpb, rp, *regs)
+    return (K.leg2alm_kernel_prev if prev else K.leg2alm_kernel)(nmaps, tpb, rp)
 AUTOTUNE_MIN_LMAX = 512
 
 
@@ -221,11 +236,11 @@ def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
-    tpb, rp = _launch(pl)["alm2leg"]
+    tpb, rp, *regs = _launch(pl)["alm2leg"]
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
-        K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
+        _kernel("alm2leg", j - i, tpb, rp, *regs)[grid, tpb](
             alm[i:j], astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x,
             pl.sin, pl.north, pl.south, pl.first, leg[i:j])
     return leg
@@ -239,7 +254,7 @@ def _leg2alm(leg, pl, xp, orders=None):
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
+        _kernel("leg2alm", j - i, tpb, rp)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)

@@ -25,7 +25,8 @@ from numba import cuda, float64
 
 from . import legendre
 
-__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
+__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "alm2leg_kernel_prev",
+           "leg2alm_kernel_prev", "chirp_kernel",
            "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
            "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
@@ -75,8 +76,15 @@ def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
 
 
 @functools.lru_cache(maxsize=None)
-def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
+def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS,
+                   max_registers: int | None = None):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
+
+    ``max_registers``: the register limit given to the compiler (None: its default). For sm_90
+    the default gives 168 registers at 8 pairs (3 blocks of 128 threads per SM) and schedules
+    each product alpha_l * x right before the multiply-add that uses it (8-cycle stalls); a
+    limit of 255 gives 198 registers (2 blocks) and a schedule with 17 % fewer stall cycles
+    per group of steps: which is faster is for the GPU to say (benchmarks/profile_sht.py).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
@@ -108,11 +116,12 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     SV = 2 * K * TPB                   # one buffer of s_l * a_lm: (map, re/im, l) flattened
     SA2, SV2 = 2 * TPB, 2 * SV         # two buffers each (compile-time shapes)
     u64 = numba.uint64                 # unsigned shared-memory indices: no negative-index wrap
+    jit = cuda.jit(max_registers=max_registers) if max_registers else cuda.jit
     # steps per pass of the innermost loop: a whole group for one map (fewest loop and address
     # instructions), two for more maps, whose shared-memory loads need more registers
     U = min(G, ALM2LEG_UNROLL if K == 1 else 2)
 
-    @cuda.jit
+    @jit
     def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                leg):
         col = cuda.blockIdx.y
@@ -153,8 +162,10 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             if p < npairs and p >= fm:
                 xv[r] = x[p]
                 v, k = _start(mu[m], m, sin[p])
-                prev[r] = -v     # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the
-                kk[r] = k        # first step gives y_m = lambda_mm (legendre.recurrence_coefficients)
+                # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the first step gives
+                # y_m = lambda_mm (legendre.recurrence_coefficients)
+                prev[r] = -v
+                kk[r] = k
                 active = True
                 if k < 0:
                     low = True
