@@ -165,22 +165,25 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
 #: what the autotuner tries (leg2alm picks its chunk length so that any of these fits in
 #: 48 KiB of shared memory, see _cuda_kernels._leg2alm_chunk)
-#: (a third entry of alm2leg's: the compiler's register limit, see _cuda_kernels.alm2leg_kernel)
+#: (a third entry: alm2leg's register limit for the compiler, leg2alm's chains of adds; see
+#: _cuda_kernels.alm2leg_kernel and leg2alm_kernel)
 CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 8), (256, 8), (128, 8, 255)],
-              "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8)]}
+              "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8), (64, 8, 2)]}
 #: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
 #: were before the one-barrier-per-chunk versions (_cuda_kernels.*_prev), for
 #: benchmarks/profile_sht.py --compare
 KERNEL_VARIANT = "new"
 
 
-def _kernel(name, nmaps, tpb, rp, *regs):
+def _kernel(name, nmaps, tpb, rp, *extra):
     prev = KERNEL_VARIANT == "prev"
     if name == "alm2leg":
         if prev:
             return K.alm2leg_kernel_prev(nmaps, tpb, rp)
-        return K.alm2leg_kernel(nmaps, tpb, rp, *regs)
-    return (K.leg2alm_kernel_prev if prev else K.leg2alm_kernel)(nmaps, tpb, rp)
+        return K.alm2leg_kernel(nmaps, tpb, rp, *extra)
+    if prev:
+        return K.leg2alm_kernel_prev(nmaps, tpb, rp)
+    return K.leg2alm_kernel(nmaps, tpb, rp, *extra)
 AUTOTUNE_MIN_LMAX = 512
 
 
@@ -250,11 +253,11 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp = _launch(pl)["leg2alm"]
+    tpb, rp, *extra = _launch(pl)["leg2alm"]
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        _kernel("leg2alm", j - i, tpb, rp)[grid, tpb](
+        _kernel("leg2alm", j - i, tpb, rp, *extra)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)

@@ -37,6 +37,7 @@ LEG2ALM_THREADS = 64       # threads per block in leg2alm
 LEG2ALM_PAIRS = 4          # ring pairs per thread in leg2alm
 LEG2ALM_CHUNK = 16         # l values per shared-memory reduction step in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
+LEG2ALM_UNROLL = 8         # recurrence steps per pass of leg2alm's innermost loop (even)
 ALM2LEG_UNROLL = 8         # recurrence steps per pass of alm2leg's innermost loop (even)
 
 #: recurrence steps between rescaling checks. Over 16 steps |y| grows at most by the product of
@@ -411,8 +412,15 @@ def _leg2alm_chunk(nmaps: int, threads: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
+                   chains: int = 1):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
+
+    ``chains`` (1 or 2): a thread adds its pairs' terms of one step in that many independent
+    chains of multiply-adds (2: even and odd pairs, then one add). For sm_90 at 8 pairs, 2 cuts
+    the stall cycles of the compiled steps by 39 % for 6 % more FP64 instructions, but takes 213
+    registers instead of 166 (8 warps per SM instead of 12): which is faster is for the GPU to
+    say (benchmarks/profile_sht.py).
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
@@ -439,6 +447,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     CH = _leg2alm_chunk(K, TPB)    # also the distance between rescaling checks: <= CHECK_EVERY
     RP = pairs
     NC = 2 * K
+    assert chains in (1, 2), "leg2alm sums in one or two chains"
+    NC2 = chains * NC              # the sums of a step, chain by chain
     # rows of the sums padded to TPB + 1 so the reduction's threads, each summing one row, hit
     # different shared-memory banks; flat arrays with unsigned indices (no negative-index wrap)
     ROW = TPB + 1
@@ -450,6 +460,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         SPLIT -= 1
     PART = TPB // SPLIT
     NPT = (CH + TPB - 1) // TPB    # chunk values each thread loads (blocks narrower than a chunk)
+    U = min(CH, LEG2ALM_UNROLL)    # steps per pass of the innermost loop (even)
     u64 = numba.uint64
 
     @cuda.jit
@@ -467,7 +478,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         prev = cuda.local.array(RP, float64)
         kk = cuda.local.array(RP, numba.int32)
         xv = cuda.local.array(RP, float64)
-        sums = cuda.local.array(NC, float64)
+        sums = cuda.local.array(NC2, float64)
         na = cuda.local.array(NPT, float64)      # the next chunk's alpha_l, s_l of this thread
         ns = cuda.local.array(NPT, float64)
         base = tstart[m]
@@ -521,30 +532,27 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         ns[e] = scale[base + ln0 + u]
                 # even j <-> even l - m (CH is even): two steps per pass keep indices constant
                 if active:
-                    for j in range(0, CH, 2):
-                        a = sa[so + u64(j)]
-                        for c in range(NC):
-                            sums[c] = 0.0
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                sums[2 * i] += nxt * ln[r, i, 0]
-                                sums[2 * i + 1] += nxt * ln[r, i, 1]
-                        for c in range(NC):
-                            buf[bo + u64((j * NC + c) * ROW + t)] = sums[c]
-                            sums[c] = 0.0
-                        a = sa[so + u64(j + 1)]
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                sums[2 * i] += nxt * ln[r, i, 2]
-                                sums[2 * i + 1] += nxt * ln[r, i, 3]
-                        for c in range(NC):
-                            buf[bo + u64(((j + 1) * NC + c) * ROW + t)] = sums[c]
+                    for j0 in range(0, CH, U):
+                        jb = so + u64(j0)
+                        ob = bo + u64(j0 * NC * ROW + t)
+                        for q in range(U):
+                            a = sa[jb + u64(q)]
+                            h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
+                            for c in range(NC2):
+                                sums[c] = 0.0
+                            for r in range(RP):
+                                nxt = (a * xv[r]) * cur[r] - prev[r]
+                                prev[r] = cur[r]
+                                cur[r] = nxt
+                                e = NC * (r % chains)     # constant once unrolled
+                                for i in range(K):
+                                    sums[e + 2 * i] += nxt * ln[r, i, h]
+                                    sums[e + 2 * i + 1] += nxt * ln[r, i, h + 1]
+                            for c in range(NC):
+                                v = sums[c]
+                                for e in range(1, chains):
+                                    v += sums[e * NC + c]
+                                buf[ob + u64((q * NC + c) * ROW)] = v
                     if low:
                         low = False
                         for r in range(RP):

@@ -182,7 +182,7 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
     # even and at most CHECK_EVERY
     from sphgpu.sht import _cuda
     from sphgpu.sht import _cuda_kernels as K
-    for tpb, _rp in _cuda.CANDIDATES["leg2alm"]:
+    for tpb, *_ in _cuda.CANDIDATES["leg2alm"]:
         for nmaps in range(1, K.LEG2ALM_MAX_MAPS + 1):
             ch = K._leg2alm_chunk(nmaps, tpb)
             assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
@@ -203,3 +203,15 @@ def test_previous_kernels_still_agree(rng, monkeypatch):
     monkeypatch.setattr(_cuda, "KERNEL_VARIANT", "prev")
     assert np.array_equal(_cuda._alm2leg(alms, pl, np), leg)
     assert rel_err(_cuda._leg2alm(leg, pl, np), back) <= 1e-15
+
+
+def test_leg2alm_with_two_chains_of_adds_matches_twin(rng, monkeypatch):
+    # the (threads, pairs, chains) launch shape: even and odd pairs summed apart
+    from sphgpu.sht import _cuda
+    g, layout = RingGeometry.healpix(2), AlmLayout(6, 4)
+    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (4, 2), "leg2alm": (4, 2, 2)})
+    pl = _cuda._Plan(g, layout.lmax, layout.mmax)
+    leg = rng.standard_normal((1, g.nrings, 5)) + 1j * rng.standard_normal((1, g.nrings, 5))
+    back = _cuda._leg2alm(leg, pl, np)
+    assert pl.launch["leg2alm"] == (4, 2, 2)
+    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
