@@ -163,10 +163,9 @@ def _batches(pl, nmaps):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries (leg2alm picks its chunk length so that any of these fits in
-#: 48 KiB of shared memory, see _cuda_kernels._leg2alm_chunk)
-#: (a third entry: alm2leg's register limit for the compiler, leg2alm's chains of adds; see
-#: _cuda_kernels.alm2leg_kernel and leg2alm_kernel)
+#: what the autotuner tries: (threads, pairs) and, as a third entry, alm2leg's register limit
+#: for the compiler or leg2alm's chains of adds (see _cuda_kernels.alm2leg_kernel and
+#: leg2alm_kernel); leg2alm picks its chunk length so that each fits in 48 KiB of shared memory
 CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 8), (256, 8), (128, 8, 255)],
               "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8), (64, 8, 2)]}
 #: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
@@ -176,6 +175,7 @@ KERNEL_VARIANT = "new"
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
+    """The compiled Legendre kernel ``name`` for a launch shape (tpb, rp, *extra)."""
     prev = KERNEL_VARIANT == "prev"
     if name == "alm2leg":
         if prev:
@@ -184,6 +184,8 @@ def _kernel(name, nmaps, tpb, rp, *extra):
     if prev:
         return K.leg2alm_kernel_prev(nmaps, tpb, rp)
     return K.leg2alm_kernel(nmaps, tpb, rp, *extra)
+
+
 AUTOTUNE_MIN_LMAX = 512
 
 
