@@ -165,8 +165,10 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
 #: what the autotuner tries: (threads, pairs) and, as a third entry, alm2leg's register limit
 #: for the compiler or leg2alm's chains of adds (see _cuda_kernels.alm2leg_kernel and
-#: leg2alm_kernel); leg2alm picks its chunk length so that each fits in 48 KiB of shared memory
-CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 8), (256, 8), (128, 8, 255)],
+#: leg2alm_kernel); leg2alm picks its chunk length so that each fits in 48 KiB of shared memory.
+#: For sm_90 (ptxas, one map): alm2leg (128, 5) takes 126 registers, 4 blocks per SM, where
+#: (128, 6) and (128, 8) take 156 and 168, 3 blocks
+CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 5), (128, 8), (256, 8), (128, 8, 255)],
               "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8), (64, 8, 2)]}
 #: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
 #: were before the one-barrier-per-chunk versions (_cuda_kernels.*_prev), for

@@ -205,12 +205,15 @@ def test_previous_kernels_still_agree(rng, monkeypatch):
     assert rel_err(_cuda._leg2alm(leg, pl, np), back) <= 1e-15
 
 
-def test_leg2alm_with_two_chains_of_adds_matches_twin(rng, monkeypatch):
-    # the (threads, pairs, chains) launch shape: even and odd pairs summed apart
+def test_odd_pairs_and_two_chains_of_adds_match_twin(rng, monkeypatch):
+    # an odd number of pairs per thread (alm2leg) and the (threads, pairs, chains) launch shape
+    # of leg2alm: even and odd pairs summed apart
     from sphgpu.sht import _cuda
     g, layout = RingGeometry.healpix(2), AlmLayout(6, 4)
-    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (4, 2), "leg2alm": (4, 2, 2)})
+    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": (4, 2, 2)})
     pl = _cuda._Plan(g, layout.lmax, layout.mmax)
+    alms = random_alm(rng, layout, k=1)
+    assert rel_err(_cuda._alm2leg(alms, pl, np), _cpu.twin_alm2leg(alms, layout, g)) <= 1e-13
     leg = rng.standard_normal((1, g.nrings, 5)) + 1j * rng.standard_normal((1, g.nrings, 5))
     back = _cuda._leg2alm(leg, pl, np)
     assert pl.launch["leg2alm"] == (4, 2, 2)
