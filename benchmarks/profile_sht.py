@@ -6,7 +6,9 @@ Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
 Legendre kernels (``_cuda_kernels.*_prev``) and the current ones at every autotuner candidate
 shape in the same run, and prints how far each result is from the previous kernels' at their
 first shape (same arithmetic in the same order: expect 0 for alm2leg, rounding for leg2alm,
-whose atomic adds land in any order).
+whose atomic adds land in any order). It compiles about 20 kernels: one nside per command
+keeps it within a 10-minute limit, e.g.
+    python benchmarks/profile_sht.py --nside 2048 --compare --resources
 """
 
 import argparse
