@@ -163,9 +163,31 @@ def _batches(pl, nmaps):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries (leg2alm: shared memory of wider blocks exceeds 48 KiB for 2 maps)
-CANDIDATES = {"alm2leg": [(64, 4), (128, 2), (128, 4), (128, 8)],
-              "leg2alm": [(64, 2), (64, 4), (64, 8)]}
+#: what the autotuner tries: (threads, pairs) and, as a third entry, alm2leg's register limit
+#: for the compiler or leg2alm's chains of adds (see _cuda_kernels.alm2leg_kernel and
+#: leg2alm_kernel); leg2alm picks its chunk length so that each fits in 48 KiB of shared memory.
+#: For sm_90 (ptxas, one map): alm2leg (128, 5) takes 126 registers, 4 blocks per SM, where
+#: (128, 6) and (128, 8) take 156 and 168, 3 blocks
+CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 5), (128, 8), (256, 8), (128, 8, 255)],
+              "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8), (64, 8, 2)]}
+#: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
+#: were before the one-barrier-per-chunk versions (_cuda_kernels.*_prev), for
+#: benchmarks/profile_sht.py --compare
+KERNEL_VARIANT = "new"
+
+
+def _kernel(name, nmaps, tpb, rp, *extra):
+    """The compiled Legendre kernel ``name`` for a launch shape (tpb, rp, *extra)."""
+    prev = KERNEL_VARIANT == "prev"
+    if name == "alm2leg":
+        if prev:
+            return K.alm2leg_kernel_prev(nmaps, tpb, rp)
+        return K.alm2leg_kernel(nmaps, tpb, rp, *extra)
+    if prev:
+        return K.leg2alm_kernel_prev(nmaps, tpb, rp)
+    return K.leg2alm_kernel(nmaps, tpb, rp, *extra)
+
+
 AUTOTUNE_MIN_LMAX = 512
 
 
@@ -221,11 +243,11 @@ def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
-    tpb, rp = _launch(pl)["alm2leg"]
+    tpb, rp, *regs = _launch(pl)["alm2leg"]
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
-        K.alm2leg_kernel(j - i, tpb, rp)[grid, tpb](
+        _kernel("alm2leg", j - i, tpb, rp, *regs)[grid, tpb](
             alm[i:j], astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x,
             pl.sin, pl.north, pl.south, pl.first, leg[i:j])
     return leg
@@ -235,11 +257,11 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp = _launch(pl)["leg2alm"]
+    tpb, rp, *extra = _launch(pl)["leg2alm"]
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        K.leg2alm_kernel(j - i, tpb, rp)[grid, tpb](
+        _kernel("leg2alm", j - i, tpb, rp, *extra)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)
