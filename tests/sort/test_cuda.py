@@ -273,7 +273,12 @@ def test_launch_shape_fits_shared_memory():
                 threads, items = _cuda.launch_shape(bits, key_bytes, perm, items=64,
                                                     threads=256)
                 assert items >= 1 and items <= K.max_items(bits, 256, key_bytes, perm)
-    assert _cuda.launch_shape(8, 4, True, threads=256)[1] == min(_cuda.DEFAULT_ITEMS, 16)
+    # uint32 keys + permutation, 256 threads: ptxas (sm_90) reports 47,140 bytes of static
+    # shared memory at 18 items, the most below 48 KB
+    items = _cuda.launch_shape(8, 4, True, threads=256)[1]
+    assert items == min(_cuda.DEFAULT_ITEMS, K.max_items(8, 256, 4, True))
+    if not _cuda.SIMULATOR:
+        assert K.max_items(8, 256, 4, True) == 18
 
 
 @pytest.mark.parametrize("dtype", SUPPORTED_DTYPES, ids=str)
