@@ -2,13 +2,9 @@
 
 Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
 
-``--compare`` (TEMPORARY, remove with ``_cuda.KERNEL_VARIANT`` once measured) times the previous
-Legendre kernels (``_cuda_kernels.*_prev``) and the current ones at every autotuner candidate
-shape in the same run, and prints how far each result is from the previous kernels' at their
-first shape (same arithmetic in the same order: expect 0 for alm2leg, rounding for leg2alm,
-whose atomic adds land in any order). It compiles about 20 kernels: one nside per command
-keeps it within a 10-minute limit, e.g.
-    python benchmarks/profile_sht.py --nside 2048 --compare --resources
+``--resources`` prints the registers, local and shared memory of the compiled Legendre kernels,
+``--sweep`` times both kernels at a grid of (threads, pairs) launch shapes, and ``--launch``
+fixes the shapes instead of the autotuner's pick.
 """
 
 import argparse
@@ -31,9 +27,6 @@ def main():
     p.add_argument("--launch", type=int, nargs=4, metavar=("A_THREADS", "A_PAIRS", "L_THREADS",
                                                             "L_PAIRS"),
                    help="launch parameters of alm2leg and leg2alm (default: the autotuner's)")
-    p.add_argument("--compare", action="store_true",
-                   help="time the previous and current Legendre kernels at the autotuner's "
-                        "candidate shapes (temporary)")
     args = p.parse_args()
     sync = cupy.cuda.Device().synchronize
     for nside in args.nside:
@@ -73,8 +66,6 @@ def main():
             t = time_call(fn, repeat=5, sync=sync)
             line.append(f"{name} {t.median * 1e3:.2f} ms")
         print("  ".join(line), flush=True)
-        if args.compare:
-            compare(pl, alm, leg, sync)
         if args.sweep:
             default = dict(_cuda._launch(pl))
             for kern, fn in (("alm2leg", steps["alm2leg"]), ("leg2alm", steps["leg2alm"])):
@@ -89,36 +80,6 @@ def main():
                         print(f"  {kern} threads {tpb} pairs {rp}: {t.median * 1e3:.2f} ms",
                               flush=True)
                 pl.launch.update(default)
-
-
-def compare(pl, alm, leg, sync):
-    """Previous against current Legendre kernels, every candidate shape, one line each."""
-    default = dict(_cuda._launch(pl))
-    ref = {}
-    try:
-        for variant in ("prev", "new"):
-            _cuda.KERNEL_VARIANT = variant
-            for name, fn, arg in (("alm2leg", _cuda._alm2leg, alm),
-                                  ("leg2alm", _cuda._leg2alm, leg)):
-                for shape in _cuda.CANDIDATES[name]:
-                    if variant == "prev" and len(shape) > 2:     # no register limit there
-                        continue
-                    pl.launch[name] = tuple(shape)
-                    try:
-                        got = fn(arg, pl, cupy)
-                        t = time_call(lambda: fn(arg, pl, cupy), repeat=5, sync=sync)
-                    except Exception as exc:   # e.g. too much shared memory
-                        print(f"  {variant} {name} {shape}: {type(exc).__name__}: {exc}",
-                              flush=True)
-                        continue
-                    want = ref.setdefault(name, got)
-                    diff = float(cupy.abs(got - want).max() / cupy.abs(want).max())
-                    print(f"  {variant} {name} {shape}: {t.median * 1e3:.2f} ms "
-                          f"(best {t.best * 1e3:.2f}), max diff from prev {diff:.1e}", flush=True)
-                pl.launch.update(default)
-    finally:
-        _cuda.KERNEL_VARIANT = "new"
-        pl.launch.update(default)
 
 
 if __name__ == "__main__":

@@ -163,29 +163,23 @@ def _batches(pl, nmaps):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries: (threads, pairs) and, as a third entry, alm2leg's register limit
-#: for the compiler or leg2alm's chains of adds (see _cuda_kernels.alm2leg_kernel and
-#: leg2alm_kernel); leg2alm picks its chunk length so that each fits in 48 KiB of shared memory.
-#: For sm_90 (ptxas, one map): alm2leg (128, 5) takes 126 registers, 4 blocks per SM, where
-#: (128, 6) and (128, 8) take 156 and 168, 3 blocks
+#: what the autotuner tries: (threads, pairs) and, for alm2leg, optionally a third entry, the
+#: register limit for the compiler (see _cuda_kernels.alm2leg_kernel); leg2alm picks its chunk
+#: length so that each fits in 48 KiB of shared memory. For sm_90 (ptxas, one map): alm2leg
+#: (128, 5) takes 126 registers, 4 blocks per SM, where (128, 6) and (128, 8) take 156 and 168,
+#: 3 blocks. Measured on an H200 at nside 2048, one map (benchmarks/profile_sht.py), ms:
+#: alm2leg (64, 8) 10.78, (128, 4) 10.68, (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80,
+#: (128, 8, 255) 11.60; leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took
+#: 32.13 and was dropped)
 CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 5), (128, 8), (256, 8), (128, 8, 255)],
-              "leg2alm": [(32, 8), (64, 4), (64, 8), (128, 8), (64, 8, 2)]}
-#: TEMPORARY, remove once the H200 has measured both: "prev" runs the Legendre kernels as they
-#: were before the one-barrier-per-chunk versions (_cuda_kernels.*_prev), for
-#: benchmarks/profile_sht.py --compare
-KERNEL_VARIANT = "new"
+              "leg2alm": [(32, 8), (64, 4), (64, 8)]}
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
     """The compiled Legendre kernel ``name`` for a launch shape (tpb, rp, *extra)."""
-    prev = KERNEL_VARIANT == "prev"
     if name == "alm2leg":
-        if prev:
-            return K.alm2leg_kernel_prev(nmaps, tpb, rp)
         return K.alm2leg_kernel(nmaps, tpb, rp, *extra)
-    if prev:
-        return K.leg2alm_kernel_prev(nmaps, tpb, rp)
-    return K.leg2alm_kernel(nmaps, tpb, rp, *extra)
+    return K.leg2alm_kernel(nmaps, tpb, rp)
 
 
 AUTOTUNE_MIN_LMAX = 512
@@ -204,8 +198,12 @@ def _launch(pl):
            f"|mmax={pl.mmax}")
     cached = _tuning.lookup("sht_launch", key)
     if cached is not None:
-        pl.launch = {k: tuple(v) for k, v in cached.items()}
-        return pl.launch
+        cached = {k: tuple(v) for k, v in cached.items()}
+        # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
+        # measured again
+        if all(cached.get(k) in CANDIDATES[k] for k in CANDIDATES):
+            pl.launch = cached
+            return pl.launch
     pl.launch = _measure(pl)
     _tuning.store("sht_launch", key, pl.launch)
     return pl.launch
@@ -257,11 +255,11 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp, *extra = _launch(pl)["leg2alm"]
+    tpb, rp = _launch(pl)["leg2alm"]
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        _kernel("leg2alm", j - i, tpb, rp, *extra)[grid, tpb](
+        _kernel("leg2alm", j - i, tpb, rp)[grid, tpb](
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)

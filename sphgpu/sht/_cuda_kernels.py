@@ -25,17 +25,17 @@ from numba import cuda, float64
 
 from . import legendre
 
-__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "alm2leg_kernel_prev",
-           "leg2alm_kernel_prev", "chirp_kernel",
+__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
            "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
            "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
-           "LEG2ALM_CHUNK", "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
+           "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
 
+# default launch shapes (used where the autotuner is off): the fastest of its candidates on an
+# H200 at nside 2048, alm2leg (128, 4) 10.68 ms and leg2alm (32, 8) 17.21 ms (_cuda.CANDIDATES)
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
 ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking)
-LEG2ALM_THREADS = 64       # threads per block in leg2alm
-LEG2ALM_PAIRS = 4          # ring pairs per thread in leg2alm
-LEG2ALM_CHUNK = 16         # l per reduction step of leg2alm_kernel_prev (see _leg2alm_chunk)
+LEG2ALM_THREADS = 32       # threads per block in leg2alm
+LEG2ALM_PAIRS = 8          # ring pairs per thread in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
 LEG2ALM_UNROLL = 8         # recurrence steps per pass of leg2alm's innermost loop (even)
 ALM2LEG_UNROLL = 8         # recurrence steps per pass of alm2leg's innermost loop (even)
@@ -85,7 +85,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     the default gives 168 registers at 8 pairs (3 blocks of 128 threads per SM) and schedules
     each product alpha_l * x right before the multiply-add that uses it (8-cycle stalls); a
     limit of 255 gives 198 registers (2 blocks) and a schedule with 17 % fewer stall cycles
-    per group of steps: which is faster is for the GPU to say (benchmarks/profile_sht.py).
+    per group of steps, yet on an H200 at nside 2048 (128, 8) took 10.89 ms with the default
+    and 11.60 ms with 255 (benchmarks/profile_sht.py).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
@@ -258,152 +259,6 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     return kernel
 
 
-@functools.lru_cache(maxsize=None)
-def alm2leg_kernel_prev(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2LEG_PAIRS):
-    """PREVIOUS alm2leg, kept only so that benchmarks/profile_sht.py --compare can time it against
-    :func:`alm2leg_kernel` in one GPU run: remove once measured. Same contract.
-
-    Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
-
-    Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
-    blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
-    consecutive ring pairs from (b * threads + t) * pairs. Arguments:
-        alm (nmaps, nalm) complex128 holding the orders mvals, coefficient (l, mvals[c]) at
-            alm[:, astart[c] + l]; astart, mvals (nm,) int64 (0..mmax and the m-major
-            offsets for a whole transform; a packed subset for :mod:`sphgpu.sht.stages`),
-        lmax int, alpha, scale (ntab,) float64 from :func:`legendre.coefficient_tables`, the
-            order m at tstart[m] + l; tstart, mu (mmax+1,),
-        x, sin (npairs,) float64, north, south (npairs,) int64 (south -1: no mirror ring),
-        first (mmax+1,) int64 from :func:`first_alive_kernel`,
-        leg (nmaps, nrings, nm) complex128, written.
-    The block stages alpha_l and s_l * a_lm of ``threads`` consecutive l in shared memory; each
-    value a thread reads from there serves its ``pairs`` ring pairs and nmaps maps.
-
-    Every step is the same straight-line code (see :func:`_check`): accumulation runs from
-    l = m on, and the rescaling check runs once per CHECK_EVERY steps, so the steps below
-    2**-HALF_BITS near the poles cost what the others cost instead of twice as much.
-    """
-    assert threads % 2 == 0, "alm2leg takes steps two at a time"
-    K = nmaps
-    TPB = threads
-    RP = pairs
-    G = math.gcd(TPB, CHECK_EVERY)     # whole groups per chunk (all of CHECK_EVERY on a GPU)
-
-    @cuda.jit
-    def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
-               leg):
-        col = cuda.blockIdx.y
-        m = mvals[col]
-        t = cuda.threadIdx.x
-        npairs = x.shape[0]
-        p0 = (cuda.blockIdx.x * TPB + t) * RP
-        fm = first[m]
-        if (cuda.blockIdx.x + 1) * RP * TPB <= fm or fm >= npairs:
-            # every pair of this block stays negligible for this m: write zeros, skip the work
-            for r in range(RP):
-                p = p0 + r
-                if p < npairs:
-                    for i in range(K):
-                        leg[i, north[p], col] = 0j
-                        if south[p] >= 0:
-                            leg[i, south[p], col] = 0j
-            return
-        sa = cuda.shared.array(TPB, float64)
-        sre = cuda.shared.array((K, TPB), float64)
-        sim = cuda.shared.array((K, TPB), float64)
-        acc = cuda.local.array((RP, K, 4), float64)   # even re, even im, odd re, odd im
-        cur = cuda.local.array(RP, float64)
-        prev = cuda.local.array(RP, float64)
-        kk = cuda.local.array(RP, numba.int64)
-        xv = cuda.local.array(RP, float64)
-        active = False
-        for r in range(RP):
-            p = p0 + r
-            # pairs past the end or before first[m] run on zeros (y stays 0, k = 0)
-            cur[r] = 0.0
-            prev[r] = 0.0
-            kk[r] = 0
-            xv[r] = 0.0
-            if p < npairs and p >= fm:
-                xv[r] = x[p]
-                v, k = _start(mu[m], m, sin[p])
-                # y_{m-2} = -lambda_mm, y_{m-1} = 0 and alpha_m = 0: the first step gives
-                # y_m = lambda_mm (legendre.recurrence_coefficients)
-                prev[r] = -v
-                kk[r] = k
-                active = True
-            for i in range(K):
-                for c in range(4):
-                    acc[r, i, c] = 0.0
-        base = tstart[m]
-        abase = astart[col]
-        for l0 in range(m, lmax + 1, TPB):
-            l = l0 + t
-            # past lmax: alpha = 0 and a_lm = 0, so whole groups of steps can run there; the
-            # recurrence just alternates signs of the values it has and adds nothing
-            sa[t] = alpha[base + l] if l <= lmax else 0.0
-            sc = scale[base + l] if l <= lmax else 0.0
-            for i in range(K):
-                v = alm[i, abase + l] if l <= lmax else 0j
-                sre[i, t] = v.real * sc
-                sim[i, t] = v.imag * sc
-            cuda.syncthreads()
-            n = min(TPB, lmax + 1 - l0)
-            if active:
-                # l0 - m is a multiple of the (even) chunk length, so even j are the even-(l-m)
-                # terms: taking them two at a time keeps every accumulator index constant.
-                # Groups are whole (a constant trip count the compiler can unroll).
-                for g0 in range(0, n, G):
-                    for jj in range(G // 2):
-                        j = g0 + 2 * jj
-                        a = sa[j]
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                acc[r, i, 0] += nxt * sre[i, j]
-                                acc[r, i, 1] += nxt * sim[i, j]
-                        a = sa[j + 1]
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                acc[r, i, 2] += nxt * sre[i, j + 1]
-                                acc[r, i, 3] += nxt * sim[i, j + 1]
-                    for r in range(RP):
-                        if kk[r] < 0:
-                            c0, c1, k = _check(prev[r], cur[r], kk[r])
-                            cur[r] = c1
-                            prev[r] = c0
-                            kk[r] = k
-                            if k == 0:
-                                # the sums so far hold scaled values below 2**-HALF_BITS
-                                # times 2**(SCALE_BITS * -k): start them over
-                                for i in range(K):
-                                    for c in range(4):
-                                        acc[r, i, c] = 0.0
-            cuda.syncthreads()
-        for r in range(RP):
-            p = p0 + r
-            if p < npairs:
-                rn = north[p]
-                rs = south[p]
-                if kk[r] < 0:          # never reached a non-negligible value
-                    for i in range(K):
-                        for c in range(4):
-                            acc[r, i, c] = 0.0
-                for i in range(K):
-                    leg[i, rn, col] = complex(acc[r, i, 0] + acc[r, i, 2],
-                                              acc[r, i, 1] + acc[r, i, 3])
-                    if rs >= 0:
-                        leg[i, rs, col] = complex(acc[r, i, 0] - acc[r, i, 2],
-                                                acc[r, i, 1] - acc[r, i, 3])
-
-    return kernel
-
-
 def _leg2alm_chunk(nmaps: int, threads: int) -> int:
     """l values per reduction step of :func:`leg2alm_kernel`: the largest of 16, 8, 4, 2 whose
     two reduction buffers fit in the 48 KiB of static shared memory (<= CHECK_EVERY, even)."""
@@ -414,15 +269,8 @@ def _leg2alm_chunk(nmaps: int, threads: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
-                   chains: int = 1):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
-
-    ``chains`` (1 or 2): a thread adds its pairs' terms of one step in that many independent
-    chains of multiply-adds (2: even and odd pairs, then one add). For sm_90 at 8 pairs, 2 cuts
-    the stall cycles of the compiled steps by 39 % for 6 % more FP64 instructions, but takes 213
-    registers instead of 166 (8 warps per SM instead of 12): which is faster is for the GPU to
-    say (benchmarks/profile_sht.py).
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
@@ -449,8 +297,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     CH = _leg2alm_chunk(K, TPB)    # also the distance between rescaling checks: <= CHECK_EVERY
     RP = pairs
     NC = 2 * K
-    assert chains in (1, 2), "leg2alm sums in one or two chains"
-    NC2 = chains * NC              # the sums of a step, chain by chain
     # rows of the sums padded to TPB + 1 so the reduction's threads, each summing one row, hit
     # different shared-memory banks; flat arrays with unsigned indices (no negative-index wrap)
     ROW = TPB + 1
@@ -480,7 +326,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         prev = cuda.local.array(RP, float64)
         kk = cuda.local.array(RP, numba.int32)
         xv = cuda.local.array(RP, float64)
-        sums = cuda.local.array(NC2, float64)
+        sums = cuda.local.array(NC, float64)
         na = cuda.local.array(NPT, float64)      # the next chunk's alpha_l, s_l of this thread
         ns = cuda.local.array(NPT, float64)
         base = tstart[m]
@@ -540,21 +386,17 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         for q in range(U):
                             a = sa[jb + u64(q)]
                             h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
-                            for c in range(NC2):
+                            for c in range(NC):
                                 sums[c] = 0.0
                             for r in range(RP):
                                 nxt = (a * xv[r]) * cur[r] - prev[r]
                                 prev[r] = cur[r]
                                 cur[r] = nxt
-                                e = NC * (r % chains)     # constant once unrolled
                                 for i in range(K):
-                                    sums[e + 2 * i] += nxt * ln[r, i, h]
-                                    sums[e + 2 * i + 1] += nxt * ln[r, i, h + 1]
+                                    sums[2 * i] += nxt * ln[r, i, h]
+                                    sums[2 * i + 1] += nxt * ln[r, i, h + 1]
                             for c in range(NC):
-                                v = sums[c]
-                                for e in range(1, chains):
-                                    v += sums[e * NC + c]
-                                buf[ob + u64((q * NC + c) * ROW)] = v
+                                buf[ob + u64((q * NC + c) * ROW)] = sums[c]
                     if low:
                         low = False
                         for r in range(RP):
@@ -606,157 +448,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
                                     ((s0 + s1) + (s2 + s3)) * ss[so + u64(j)])
                 it += 1
-
-    return kernel
-
-
-@functools.lru_cache(maxsize=None)
-def leg2alm_kernel_prev(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
-    """PREVIOUS leg2alm, kept only so that benchmarks/profile_sht.py --compare can time it against
-    :func:`leg2alm_kernel` in one GPU run: remove once measured. Same contract.
-
-    Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
-
-    Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
-    m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
-    groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of each group).
-    Arguments:
-        leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
-        astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
-        :func:`alm2leg_kernel`,
-        alm (nmaps, 2*nalm) float64: the real view of complex128 a_lm, zeroed, added into.
-    Each thread sums its pairs' terms in registers; every LEG2ALM_CHUNK values of l the threads
-    write those sums to shared memory and the block adds them up and into a_lm (with atomic adds,
-    only so that the warp need not wait for the old value). One block per m: the m with most
-    work (m = 0) still takes well under a millisecond.
-    A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
-    until then they are held as zeros and loaded at the check that finds k = 0.
-    """
-    K = nmaps
-    TPB = threads
-    CH = LEG2ALM_CHUNK     # also the distance between rescaling checks: <= CHECK_EVERY
-    RP = pairs
-    NC = 2 * K
-    # rows padded to TPB + 1 so the reduction's threads, each summing one row, hit different
-    # shared-memory banks (a constant tuple: Numba needs the shape at compile time)
-    BUF = (CH, NC, TPB + 1)
-    # threads per row of the reduction, so that every thread of the block takes part
-    SPLIT = max(1, TPB // (CH * NC))
-    while TPB % SPLIT:
-        SPLIT -= 1
-    PART = TPB // SPLIT
-
-    @cuda.jit
-    def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
-               alm):
-        col = cuda.blockIdx.y
-        m = mvals[col]
-        t = cuda.threadIdx.x
-        npairs = x.shape[0]
-        sa = cuda.shared.array(CH, float64)
-        buf = cuda.shared.array(BUF, float64)
-        ln = cuda.local.array((RP, K, 4), float64)    # (n+s) re, im, (n-s) re, im
-        cur = cuda.local.array(RP, float64)
-        prev = cuda.local.array(RP, float64)
-        kk = cuda.local.array(RP, numba.int64)
-        xv = cuda.local.array(RP, float64)
-        sums = cuda.local.array(NC, float64)
-        base = tstart[m]
-        abase = astart[col]
-        fm = first[m]
-        # groups before first[m] hold only pairs that are negligible for this m
-        ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
-        for g in range(fm // (RP * TPB), ngroups):
-            active = False
-            for r in range(RP):
-                p = (g * TPB + t) * RP + r
-                cur[r] = 0.0
-                prev[r] = 0.0
-                kk[r] = 0
-                xv[r] = 0.0
-                for i in range(K):
-                    for c in range(4):
-                        ln[r, i, c] = 0.0
-                if p < npairs and p >= fm:
-                    xv[r] = x[p]
-                    v, k = _start(mu[m], m, sin[p])
-                    prev[r] = -v         # the first step gives y_m = lambda_mm (alm2leg_kernel)
-                    kk[r] = k
-                    active = True
-                    if k == 0:
-                        _load_rings(leg, north[p], south[p], col, ln, r)
-            for l0 in range(m, lmax + 1, CH):
-                for u in range(t, CH, TPB):           # blocks may be narrower than a chunk
-                    # past lmax alpha = 0: the steps there are run (whole chunks unroll) and
-                    # their sums never read
-                    sa[u] = alpha[base + l0 + u] if l0 + u <= lmax else 0.0
-                cuda.syncthreads()
-                n = min(CH, lmax + 1 - l0)
-                # even j <-> even l - m (CH is even): two steps per pass keep indices constant
-                if active:
-                    for j in range(0, CH, 2):
-                        a = sa[j]
-                        for c in range(NC):
-                            sums[c] = 0.0
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                sums[2 * i] += nxt * ln[r, i, 0]
-                                sums[2 * i + 1] += nxt * ln[r, i, 1]
-                        for c in range(NC):
-                            buf[j, c, t] = sums[c]
-                            sums[c] = 0.0
-                        a = sa[j + 1]
-                        for r in range(RP):
-                            nxt = (a * xv[r]) * cur[r] - prev[r]
-                            prev[r] = cur[r]
-                            cur[r] = nxt
-                            for i in range(K):
-                                sums[2 * i] += nxt * ln[r, i, 2]
-                                sums[2 * i + 1] += nxt * ln[r, i, 3]
-                        for c in range(NC):
-                            buf[j + 1, c, t] = sums[c]
-                else:
-                    for j in range(CH):
-                        for c in range(NC):
-                            buf[j, c, t] = 0.0
-                if active:
-                    for r in range(RP):
-                        if kk[r] < 0:
-                            c0, c1, k = _check(prev[r], cur[r], kk[r])
-                            cur[r] = c1
-                            prev[r] = c0
-                            kk[r] = k
-                            if k == 0:
-                                p = (g * TPB + t) * RP + r
-                                _load_rings(leg, north[p], south[p], col, ln, r)
-                cuda.syncthreads()
-                # reduce over the block's threads: SPLIT threads per (j, component), each
-                # summing PART rows with four independent partial sums (a serial chain of
-                # dependent adds would stall the block at the next barrier)
-                for w in range(t, n * NC * SPLIT, TPB):
-                    item = w // SPLIT
-                    q0 = (w - item * SPLIT) * PART
-                    j = item // NC
-                    c = item - j * NC
-                    s0 = 0.0
-                    s1 = 0.0
-                    s2 = 0.0
-                    s3 = 0.0
-                    for q in range(q0, q0 + PART - 3, 4):
-                        s0 += buf[j, c, q]
-                        s1 += buf[j, c, q + 1]
-                        s2 += buf[j, c, q + 2]
-                        s3 += buf[j, c, q + 3]
-                    for q in range(q0 + PART - PART % 4, q0 + PART):
-                        s0 += buf[j, c, q]
-                    # an atomic add whose result is unused does not wait for memory, where
-                    # a += would stall this warp, and the block at the next barrier, on the load
-                    cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
-                                    ((s0 + s1) + (s2 + s3)) * scale[base + l0 + j])
-                cuda.syncthreads()
 
     return kernel
 

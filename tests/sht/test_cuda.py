@@ -182,7 +182,7 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
     # even and at most CHECK_EVERY
     from sphgpu.sht import _cuda
     from sphgpu.sht import _cuda_kernels as K
-    for tpb, *_ in _cuda.CANDIDATES["leg2alm"]:
+    for tpb, _ in _cuda.CANDIDATES["leg2alm"]:
         for nmaps in range(1, K.LEG2ALM_MAX_MAPS + 1):
             ch = K._leg2alm_chunk(nmaps, tpb)
             assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
@@ -191,30 +191,15 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
         K._leg2alm_chunk(2, 4096)
 
 
-def test_previous_kernels_still_agree(rng, monkeypatch):
-    # TEMPORARY, removed with _cuda.KERNEL_VARIANT: the previous Legendre kernels, kept for
-    # benchmarks/profile_sht.py --compare, run the same arithmetic in the same order
+def test_odd_pairs_per_thread_match_twin(rng, monkeypatch):
+    # an odd number of ring pairs per thread in both Legendre kernels
     from sphgpu.sht import _cuda
     g, layout = RingGeometry.healpix(2), AlmLayout(6, 4)
-    alms = random_alm(rng, layout, k=1)
-    pl = _cuda.plan(g, layout.lmax, layout.mmax)
-    leg = _cuda._alm2leg(alms, pl, np)
-    back = _cuda._leg2alm(leg, pl, np)
-    monkeypatch.setattr(_cuda, "KERNEL_VARIANT", "prev")
-    assert np.array_equal(_cuda._alm2leg(alms, pl, np), leg)
-    assert rel_err(_cuda._leg2alm(leg, pl, np), back) <= 1e-15
-
-
-def test_odd_pairs_and_two_chains_of_adds_match_twin(rng, monkeypatch):
-    # an odd number of pairs per thread (alm2leg) and the (threads, pairs, chains) launch shape
-    # of leg2alm: even and odd pairs summed apart
-    from sphgpu.sht import _cuda
-    g, layout = RingGeometry.healpix(2), AlmLayout(6, 4)
-    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": (4, 2, 2)})
+    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": (4, 3)})
     pl = _cuda._Plan(g, layout.lmax, layout.mmax)
     alms = random_alm(rng, layout, k=1)
     assert rel_err(_cuda._alm2leg(alms, pl, np), _cpu.twin_alm2leg(alms, layout, g)) <= 1e-13
     leg = rng.standard_normal((1, g.nrings, 5)) + 1j * rng.standard_normal((1, g.nrings, 5))
     back = _cuda._leg2alm(leg, pl, np)
-    assert pl.launch["leg2alm"] == (4, 2, 2)
+    assert pl.launch["leg2alm"] == (4, 3)
     assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
