@@ -42,14 +42,17 @@ import numpy as np
 import sphgpu
 from sphgpu import RingGeometry
 from sphgpu.bench import machine_info, time_call
-from sphgpu.convolve import (ARCMIN, MeasuredCostModel, RadialKernel, SplitFitter, convolve,
-                             default_theta_grid, measure_error, optimize_split, white_noise)
+from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKernel,
+                             SplitFitter, convolve, default_theta_grid, measure_error,
+                             optimize_split, white_noise)
 from sphgpu.convolve.harmonic import harmonic_convolve
 from sphgpu.convolve.realspace import pair_count, ring_plan
 
 TABLE1 = {7: (1158, 390), 8: (1070, 390), 9: (1055, 360), 10: (979, 360), 11: (1014, 330),
           12: (960, 330), 13: (940, 330), 14: (929, 300), 15: (961, 270)}
-PAPER_GRID = np.arange(30, 601, 30) * ARCMIN
+#: Support radii of the paper's theta_cut scan: its theta_cut is the support's full width (see
+#: PaperCostModel), in 30' steps up to 600', so radii 15', 30', ... 300'.
+PAPER_GRID = PaperCostModel().theta_grid(600.0)
 
 
 def rel(a, b):
@@ -105,6 +108,7 @@ def table(log, fwhms, nside, lmax):
                                fitter=fitter)
             row[name] = {"method": p.method, "l_cut": p.l_cut,
                          "theta_cut_arcmin": p.theta_cut_arcmin,
+                         "full_width_arcmin": 2 * p.theta_cut_arcmin,
                          "predicted_error": p.predicted_error,
                          "time_harmonic_s": p.time_harmonic, "time_realspace_s": p.time_realspace,
                          "time_total_s": p.time_total, "time_all_harmonic_s": p.time_all_harmonic,
@@ -114,8 +118,8 @@ def table(log, fwhms, nside, lmax):
             log(f"FWHM {fw}': {name:8s} {p!r}")
         if fw in TABLE1:
             lc, th = TABLE1[fw]
-            row["paper_table1"] = {"l_cut": lc, "theta_cut_arcmin": th,
-                                   "error_here": fitter.error(lc, th * ARCMIN)}
+            row["paper_table1"] = {"l_cut": lc, "theta_cut_arcmin": th,    # full width
+                                   "error_here": fitter.error(lc, th / 2 * ARCMIN)}
         rows.append(row)
     return rows, measured.describe()
 
@@ -370,8 +374,10 @@ def plot(data, outdir):
                        label=f"sphgpu, {name} costs")
             ax[1].plot([r["fwhm_arcmin"] for r in ok], [r[name]["l_cut"] for r in ok], style,
                        label=f"sphgpu, {name} costs")
-            ax[2].plot([r["fwhm_arcmin"] for r in ok], [r[name]["theta_cut_arcmin"] for r in ok],
-                       style, label=f"sphgpu, {name} costs")
+            # results from before the full-width reading hold the radius only
+            width = [r[name].get("full_width_arcmin", r[name]["theta_cut_arcmin"]) for r in ok]
+            ax[2].plot([r["fwhm_arcmin"] for r in ok], width, style,
+                       label=f"sphgpu, {name} costs")
         pt = [r for r in rows if "paper_table1" in r]
         ax[1].plot([r["fwhm_arcmin"] for r in pt], [r["paper_table1"]["l_cut"] for r in pt], "k^--",
                    label="paper, Table 1")
@@ -381,7 +387,7 @@ def plot(data, outdir):
         ax[0].set_ylabel("predicted speedup over all-harmonic")
         ax[0].set_title("Fig. 10 again (paper: 12-18x, its costs)")
         ax[1].set_ylabel("l_cut")
-        ax[2].set_ylabel("theta_cut [arcmin]")
+        ax[2].set_ylabel("support full width (the paper's theta_cut) [arcmin]")
         for a in ax:
             a.set_xlabel("beam FWHM [arcmin]")
             a.legend(fontsize=8)

@@ -73,6 +73,22 @@ class PaperCostModel(CostModel):
     npix / npix(2048) (an extrapolation the paper does not make). The two parts run in parallel
     (a split costs the longer one), and the paper's baseline, the whole kernel in harmonic
     space, is ``harmonic_time(lmax, ...)`` = 160 s at lmax 4096.
+
+    What the paper's theta_cut measures (``theta_cut_is``): everywhere in sphgpu theta_cut is the
+    support *radius* of the real-space part (it vanishes beyond theta_cut from the centre). The
+    paper's own numbers make its theta_cut the support's full width, twice the radius:
+
+    * "half the available interpolation nodes within the first 1/16 of the available support;
+      in this case, within 7.5'" for theta_cut = 240': 7.5' is 1/16 of 120', half of 240';
+    * "with theta_cut ~ 6 deg, [the sky] could potentially be split amongst 30 GPUs" in
+      latitude bands, which works "until the width of the latitude bands is equal to twice the
+      kernel width": 30 bands of 6 deg each make the kernel 3 deg wide on either side.
+
+    With ``theta_cut_is="diameter"`` (default) Eq. 7 is fed twice the radius, and with it the
+    optimizer lands on the paper's Table 1 (``benchmarks/convolve_table1_variants.py``);
+    ``"radius"`` feeds the radius itself (an earlier reading; optimum cuts about half the
+    paper's, see that script). :meth:`paper_theta_cut` converts a radius to the paper's
+    theta_cut and :meth:`theta_grid` gives the radii of the paper's 30' steps.
     """
 
     name = "paper"
@@ -81,6 +97,34 @@ class PaperCostModel(CostModel):
     ARKCOS_PER_ARCMIN = 0.0232
     ARKCOS_CONSTANT = 2.428
     LIBPSHT_FULL = 160.0
+    THETA_CUT_READINGS = ("diameter", "radius")
+
+    def __init__(self, theta_cut_is: str = "diameter"):
+        if theta_cut_is not in self.THETA_CUT_READINGS:
+            raise ValueError(f"theta_cut_is must be one of {self.THETA_CUT_READINGS}, got "
+                             f"{theta_cut_is!r}")
+        self.theta_cut_is = theta_cut_is
+        # the paper's theta_cut per radian of support radius
+        self._width = 2.0 if theta_cut_is == "diameter" else 1.0
+
+    def paper_theta_cut(self, theta_cut):
+        """The paper's theta_cut (radians) of a real-space part of support radius ``theta_cut``
+        (radians; scalar or array)."""
+        return self._width * np.asarray(theta_cut, dtype=np.float64)
+
+    def support_radius(self, paper_theta_cut):
+        """Inverse of :meth:`paper_theta_cut`: the support radius (radians) of the paper's
+        theta_cut (radians)."""
+        return np.asarray(paper_theta_cut, dtype=np.float64) / self._width
+
+    def theta_grid(self, max_arcmin: float = 600.0, step_arcmin: float = 30.0) -> np.ndarray:
+        """Support radii (radians) of the paper's theta_cut scan: step_arcmin, 2 step_arcmin,
+        ... up to max_arcmin in the paper's theta_cut (30' steps as its Table 1)."""
+        if not (step_arcmin > 0 and max_arcmin >= step_arcmin):
+            raise ValueError(f"need 0 < step_arcmin <= max_arcmin, got {step_arcmin!r}, "
+                             f"{max_arcmin!r}")
+        paper = np.arange(1, int(max_arcmin / step_arcmin + 1e-9) + 1) * step_arcmin * ARCMIN
+        return self.support_radius(paper)
 
     def harmonic_time(self, l_cut, nside, lmax, backend="cpu"):
         if l_cut < 0:
@@ -91,14 +135,17 @@ class PaperCostModel(CostModel):
         if theta_cut <= 0:
             return 0.0
         scale = (nside / 2048.0) ** 2
-        return (self.ARKCOS_PER_ARCMIN * theta_cut / ARCMIN + self.ARKCOS_CONSTANT) * scale
+        paper_arcmin = self._width * theta_cut / ARCMIN
+        return (self.ARKCOS_PER_ARCMIN * paper_arcmin + self.ARKCOS_CONSTANT) * scale
 
     def concurrent(self, harmonic_backend, realspace_backend):
         return True
 
     def describe(self):
-        return ("paper (Eqs. 7-8): t_ARKCoS = 0.0232 s/arcmin * theta_cut + 2.428 s on a GTX 480; "
-                "t_libpsht = 160 s * l_cut^2 lmax / 4096^3 on one CPU core")
+        what = ("the support's full width, twice sphgpu's radius" if self._width == 2.0
+                else "sphgpu's support radius")
+        return ("paper (Eqs. 7-8): t_ARKCoS = 0.0232 s/arcmin * theta_cut + 2.428 s on a GTX 480, "
+                f"theta_cut = {what}; t_libpsht = 160 s * l_cut^2 lmax / 4096^3 on one CPU core")
 
 
 def cache_path() -> str:
@@ -336,11 +383,12 @@ def _save_cache(cache):
 
 
 def resolve_cost_model(cost_model, nside, lmax, **kw) -> CostModel:
-    """A CostModel from a name ("paper", "measured") or an instance (returned as is)."""
+    """A CostModel from a name ("paper", "measured") or an instance (returned as is); ``kw``
+    go to the model's constructor."""
     if isinstance(cost_model, CostModel):
         return cost_model
     if cost_model == "paper":
-        return PaperCostModel()
+        return PaperCostModel(**kw)
     if cost_model == "measured":
         return MeasuredCostModel(nside, lmax, **kw)
     raise ValueError(f"cost_model must be 'paper', 'measured' or a CostModel instance, got "

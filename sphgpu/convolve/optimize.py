@@ -25,9 +25,10 @@ SMALLEST_REACHABLE_ERROR = 1e-12
 
 
 def default_theta_grid(lmax: int, steps: int = 20) -> np.ndarray:
-    """theta_cut values to scan (radians): the paper's 30 arcmin steps at lmax 4096, scaled by
-    4096 / lmax (the same number of pixels per support at any resolution), ``steps`` of them,
-    capped at pi."""
+    """theta_cut values (support radii) to scan (radians): 30 arcmin steps at lmax 4096, scaled
+    by 4096 / lmax (the same number of pixels per support at any resolution), ``steps`` of them,
+    capped at pi. (The paper stepped its theta_cut, the support's full width, by 30 arcmin:
+    :meth:`PaperCostModel.theta_grid` gives those radii.)"""
     step = 30.0 * ARCMIN * 4096.0 / max(lmax, 1)
     grid = step * np.arange(1, steps + 1)
     return grid[grid <= math.pi]
@@ -62,7 +63,8 @@ class Plan:
     l_cut : int
         Harmonic band limit (lmax for "harmonic", -1 for "realspace").
     theta_cut : float
-        Real-space support radius in radians (0 for "harmonic"); ``theta_cut_arcmin`` too.
+        Real-space support radius in radians (0 for "harmonic"); ``theta_cut_arcmin`` too, and
+        ``paper_theta_cut_arcmin`` as the paper's Table 1 states it (the full width).
     predicted_error : float
         The paper's sigma (Eq. 6, alpha included) of the chosen split.
     time_harmonic, time_realspace, time_total : float
@@ -109,6 +111,15 @@ class Plan:
         return self.theta_cut / ARCMIN
 
     @property
+    def paper_theta_cut_arcmin(self) -> float:
+        """theta_cut as the paper's Table 1 states it (arcmin): with the paper's cost model,
+        whatever its ``theta_cut_is`` says (the support's full width by default); otherwise
+        the support radius, ``theta_cut_arcmin``."""
+        if isinstance(self.cost_model, PaperCostModel):
+            return float(self.cost_model.paper_theta_cut(self.theta_cut)) / ARCMIN
+        return self.theta_cut_arcmin
+
+    @property
     def speedup(self) -> float:
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
@@ -153,6 +164,9 @@ class Plan:
             lines.append(f"  scanned {len(self.candidates)} theta_cut values; "
                          f"{len(feasible)} gave a valid split.")
         if isinstance(self.cost_model, PaperCostModel):
+            if self.method != "harmonic":
+                lines.append(f"  in the paper's terms (its Table 1): l_cut {self.l_cut}, theta_cut "
+                             f"{self.paper_theta_cut_arcmin:.4g} arcmin.")
             lines.append(f"  ({self.cost_model.describe()})")
         return "\n".join(lines)
 

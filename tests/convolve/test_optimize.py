@@ -11,10 +11,13 @@ from sphgpu.convolve import (ARCMIN, Candidate, CostModel, MeasuredCostModel, Pa
 from sphgpu.convolve.optimize import make_fitter
 
 #: Sutter, Wandelt & Elsner, Table 1: FWHM (arcmin) -> (l_cut, theta_cut in arcmin), for
-#: nside 2048, lmax 4096, C_l^input = 1, alpha = 5, error bound 1e-5 (WMAP7 C_l there).
+#: nside 2048, lmax 4096, C_l^input = 1, alpha = 5, error bound 1e-5 (WMAP7 C_l there). The
+#: paper's theta_cut is the real-space support's full width (see PaperCostModel), twice the
+#: radius that sphgpu calls theta_cut.
 TABLE1 = {7: (1158, 390), 8: (1070, 390), 9: (1055, 360), 10: (979, 360), 11: (1014, 330),
           12: (960, 330), 13: (940, 330), 14: (929, 300), 15: (961, 270)}
-GRID = np.arange(30, 391, 30) * ARCMIN          # the paper's 30 arcmin steps, up to Table 1's
+#: Support radii of the paper's 30 arcmin steps of theta_cut (full width), up to 600 arcmin.
+GRID = PaperCostModel().theta_grid(600.0)
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +29,22 @@ def table_plans():
 
 
 def test_paper_cost_model_formulas():
-    cm = PaperCostModel()
-    assert cm.realspace_time(390 * ARCMIN, 2048) == pytest.approx(0.0232 * 390 + 2.428)
+    cm = PaperCostModel()                       # Eq. 7 takes the full width: twice the radius
+    assert cm.realspace_time(195 * ARCMIN, 2048) == pytest.approx(0.0232 * 390 + 2.428)
+    radius = PaperCostModel(theta_cut_is="radius")
+    assert radius.realspace_time(390 * ARCMIN, 2048) == pytest.approx(0.0232 * 390 + 2.428)
+    assert cm.paper_theta_cut(195 * ARCMIN) == pytest.approx(390 * ARCMIN)
+    assert cm.support_radius(cm.paper_theta_cut(0.1)) == pytest.approx(0.1)
+    np.testing.assert_allclose(cm.theta_grid(90.0) / ARCMIN, [15.0, 30.0, 45.0])
+    np.testing.assert_allclose(radius.theta_grid(90.0) / ARCMIN, [30.0, 60.0, 90.0])
     assert cm.harmonic_time(1158, 2048, 4096) == pytest.approx(160 * 1158 ** 2 * 4096 / 4096 ** 3)
     assert cm.harmonic_time(4096, 2048, 4096) == pytest.approx(160.0)
     assert cm.split_time(3.0, 5.0, "cpu", "cuda") == 5.0          # the parts run in parallel
+    with pytest.raises(ValueError, match="theta_cut_is"):
+        PaperCostModel(theta_cut_is="chord")
+    p = optimize_split(RadialKernel.cmb(640.0, 64), nside=32, cost_model="paper",
+                       cost_model_options=dict(theta_cut_is="radius"))
+    assert p.cost_model.theta_cut_is == "radius"
 
 
 def test_no_valid_split_below_7_arcmin(table_plans):
@@ -46,35 +60,30 @@ def test_no_valid_split_below_7_arcmin(table_plans):
         assert p.method == "split" and p.predicted_error <= 1e-5 and p.speedup > 10
 
 
-def test_papers_choices_meet_the_bound_and_ours_cost_no_more(table_plans):
+def test_papers_choices_sit_at_the_bound_and_ours_cost_no_more(table_plans):
+    # Read with theta_cut as the full width, the paper's own pairs are at the bound in our fit
+    # too (its optimum is where the error just meets the bound): within 10% above it, and not
+    # far below. Where a pair meets the bound here, our plan costs no more than it.
     cm = PaperCostModel()
     for fw, (l_cut, theta) in TABLE1.items():
         fitter = make_fitter(RadialKernel.cmb(fw, 4096), GRID.max())
-        assert fitter.error(l_cut, theta * ARCMIN) <= 1e-5
-        papers = max(cm.harmonic_time(l_cut, 2048, 4096), cm.realspace_time(theta * ARCMIN, 2048))
-        assert table_plans[fw].time_total <= papers
+        err = fitter.error(l_cut, float(cm.support_radius(theta * ARCMIN)))
+        assert 0.5e-5 <= err <= 1.1e-5
+        if err <= 1e-5:
+            papers = max(cm.harmonic_time(l_cut, 2048, 4096),
+                         cm.realspace_time(float(cm.support_radius(theta * ARCMIN)), 2048))
+            assert table_plans[fw].time_total <= papers * (1 + 1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Table 1 is not reproduced within 15%, by none of the fit set-ups tried that the paper's "
-    "text allows (benchmarks/convolve_table1_variants.py -> "
-    "results/convolve_table1_variants.json). "
-    "Default fit: optimum l_cut 846/821/774 at theta_cut 210/210/180' for 7/10/15' (paper "
-    "1158/979/961 at 390/360/270'); the paper's own pairs meet the bound here with a 2.3-8x "
-    "margin (errors 4.3e-6, 1.9e-6, 1.2e-6), so the paper's fit was that much less accurate at "
-    "the same cuts. The literal set-up (rows to lmax, SVD 1e-6, plain bisection; fit='paper') "
-    "gives 1532/1215/1018 at 570/510/240' and a split at 6' (1534 at 570'); kernel samples "
-    "on the lmax-point Gauss grid in Eq. 3 with 1e-6 give errors 2.4e-5..9.8e-5 at the paper's "
-    "pairs (unit columns) or 0.1-0.4 (quadrature-weighted columns: the real-space part is "
-    "thresholded away), and the reading z_cut = lmax(1-cos theta_cut) (12-26 unknowns) 0.1-0.4. "
-    "WMAP7 C_l (CAMB) instead of Planck 2018 moves l_cut by <= 1 (lensed). Only K_l = "
-    "sqrt(D_l) B_l (a guess, not the text) comes near for 10' (1011 at 330'), not for 7' "
-    "(no split) or 15' (899 at 210'). See notebook 02."))
 def test_table1_within_15_percent(table_plans):
+    # The paper's cost model with its theta_cut read as the support's full width (the default;
+    # the radius reading lands on about half the paper's cuts: see
+    # benchmarks/convolve_table1_variants.py). Our C_l is Planck 2018, the paper's WMAP7.
     for fw, (l_cut, theta) in TABLE1.items():
         p = table_plans[fw]
         assert p.l_cut == pytest.approx(l_cut, rel=0.15)
-        assert p.theta_cut_arcmin == pytest.approx(theta, rel=0.15)
+        assert p.paper_theta_cut_arcmin == pytest.approx(theta, rel=0.15)
+        assert "in the paper's terms" in p.explain()
 
 
 class _Toy(CostModel):
