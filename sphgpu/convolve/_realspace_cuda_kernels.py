@@ -46,6 +46,17 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
     TWO_PI = 2.0 * math.pi
     NACC = nmaps * fold
 
+    @cuda.jit(device=True, inline=True)
+    def add_folded(acc, kv, maps, sr, j, qr, nr):
+        """acc[q * nmaps + m] += kv * (pixel j + q quarter turns of ring sr's row, map m), for
+        the fold sectors q; j < nr, qr = nr / fold."""
+        for q in range(fold):
+            for m in range(nmaps):
+                acc[q * nmaps + m] += kv * maps[m, sr + j]
+            j += qr
+            if j >= nr:
+                j -= nr
+
     @cuda.jit(fastmath=False)
     def kernel(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
                item_ring, item_start, h, n, coef, out):
@@ -88,14 +99,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
                 if use_row:
                     j = (p + d0) % nr
                     for t in range(length):
-                        kv = row[t]
-                        jq = j
-                        for q in range(fold):
-                            for m in range(nmaps):
-                                acc[q * nmaps + m] += kv * maps[m, sr + jq]
-                            jq += qr
-                            if jq >= nr:
-                                jq -= nr
+                        add_folded(acc, row[t], maps, sr, j, qr, nr)
                         j += 1
                         if j == nr:
                             j = 0
@@ -112,14 +116,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
                             c = math.cos(x)
                         kv = kernel_value(a + b * s * s, h, inv_h, inv_h2, n, coef)
                         if kv != 0.0:
-                            kv *= w
-                            jq = j % nr
-                            for q in range(fold):
-                                for m in range(nmaps):
-                                    acc[q * nmaps + m] += kv * maps[m, sr + jq]
-                                jq += qr
-                                if jq >= nr:
-                                    jq -= nr
+                            add_folded(acc, kv * w, maps, sr, j % nr, qr, nr)
                         s, c = s * step_c + c * step_s, c * step_c - s * step_s
             cuda.syncthreads()
         if active:
