@@ -53,8 +53,7 @@ def main(argv=None) -> int:
     parser.add_argument("--output", default=DEFAULT_OUTPUT, help="npz file to write")
     args = parser.parse_args(argv)
 
-    entries, source = {}, []
-    tables = {}
+    tables, entries, source = {}, {}, []
     for nside in NSIDES:
         name = f"pixel_window_n{nside:04d}.fits"
         path = os.path.join(args.fits_dir, name)

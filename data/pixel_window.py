@@ -8,9 +8,9 @@ float64 values are bit for bit those of the FITS files.
 Storage: one entry per nside, ``n0064`` etc., a uint8 array of shape (8, 2, 4*nside+1). The
 float64 bit patterns of each column (T, P), read as int64, are replaced by their second
 differences along ell and split into 8 byte planes. The windows are smooth in ell, so the high
-byte planes are nearly constant and deflate to little: the file (304 kB) is 3.4x smaller than the raw
-doubles, without rounding anything. Integer wrap-around in the differences is harmless: the
-cumulative sums that undo them wrap back modulo 2**64.
+byte planes are nearly constant and deflate to little: the file (304 kB) is 3.4x smaller than
+the raw doubles, without rounding anything. Integer wrap-around in the differences is harmless:
+the cumulative sums that undo them wrap back modulo 2**64.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def pixel_window_table(nside: int) -> np.ndarray:
     for l = 0 ... 4*nside. Only the entry for ``nside`` is decompressed; the result is cached.
     """
     if nside not in NSIDES:
-        raise ValueError(f"nside={nside!r} has no HEALPix pixel window table; tables exist for "
-                         f"nside in {NSIDES}")
+        raise ValueError(f"nside must be a power of two from {NSIDES[0]} to {NSIDES[-1]} (the "
+                         f"HEALPix pixel window tables shipped with sphgpu), got {nside!r}")
     with (files(__package__) / FILENAME).open("rb") as fh, np.load(fh, allow_pickle=False) as npz:
         table = decode_columns(npz[entry_name(nside)])
     if table.shape != (2, 4 * nside + 1):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_int
-from ..data.pixel_window import NSIDES, pixel_window_table
+from ..data.pixel_window import pixel_window_table
 
 __all__ = ["pixwin"]
 
@@ -47,9 +47,6 @@ def pixwin(nside, pol=False, lmax=None):
         ``nside`` not a power of two in 2 ... 8192; ``lmax`` negative or above 4*nside.
     """
     nside = check_int("nside", nside)
-    if nside not in NSIDES:
-        raise ValueError(f"nside must be a power of two from {NSIDES[0]} to {NSIDES[-1]} "
-                         f"(the HEALPix pixel window tables shipped with sphgpu), got {nside}")
     if not isinstance(pol, (bool, np.bool_)):
         raise TypeError(f"pol must be a bool, got {pol!r} of type {type(pol).__name__}")
     table = pixel_window_table(nside)
