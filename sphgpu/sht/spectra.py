@@ -261,11 +261,11 @@ def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False
     ``nspec`` keeps the first nspec spectra. Returns the spectra, float64, or ``(cl, alm1)`` /
     ``(cl, alm1, alm2)`` with ``alm=True``.
     """
+    if map2 is not None and np.shape(map2) != np.shape(map1):
+        raise ValueError(f"map2 has shape {np.shape(map2)} but map1 has {np.shape(map1)}")
     kw = dict(backend=backend, geometry=geometry)
     a1 = map2alm(map1, lmax, mmax, iter, pol, **kw)
     a2 = None if map2 is None else map2alm(map2, lmax, mmax, iter, pol, **kw)
-    if a2 is not None and a2.shape != a1.shape:
-        raise ValueError(f"map2 has shape {np.shape(map2)} but map1 has {np.shape(map1)}")
     h1 = a1 if isinstance(a1, np.ndarray) else a1.get()
     h2 = None if a2 is None else (a2 if isinstance(a2, np.ndarray) else a2.get())
     cl = alm2cl(h1, h2, mmax=mmax, lmax=_lmax_of(h1, mmax), nspec=nspec)
