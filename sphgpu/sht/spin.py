@@ -33,7 +33,6 @@ s = 2 at nside 2048 (measured against ducc0, see tests and benchmarks). Rings ex
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -70,12 +69,14 @@ def _tables(lmax: int, mmax: int, spin: int):
     fl1 = fl + 1.0
     eps_next = np.sqrt((fl1 * fl1 - fm * fm) / (4.0 * fl1 * fl1 - 1.0))
     eps_next[l == ext.lmax] = 0.0
-    norm = np.zeros(ext.size)
-    ok = (l >= spin) & (l <= lmax)
-    # (l-s)!/(l+s)! = 1 / prod_{j=l-s+1}^{l+s} j, computed in logs: no overflow at lmax 16384
-    lo = l[ok].astype(np.float64)
-    norm[ok] = np.exp(-0.5 * (np.array([math.lgamma(x + spin + 1.0) for x in lo])
-                              - np.array([math.lgamma(x - spin + 1.0) for x in lo])))
+    # N_l = sqrt((l-s)!/(l+s)!) = prod_{j=l-s+1}^{l+s} j^-1/2 (no overflow at any lmax)
+    ell = np.arange(ext.lmax + 1, dtype=np.float64)
+    per_l = np.ones(ext.lmax + 1)
+    for j in range(-spin + 1, spin + 1):
+        per_l /= np.sqrt(np.maximum(ell + j, 1.0))
+    per_l[:spin] = 0.0
+    per_l[lmax + 1:] = 0.0
+    norm = per_l[l]
     base = AlmLayout(lmax, mmax)
     bl, bm = base.lm()
     inner = ext.index(bl, bm)
