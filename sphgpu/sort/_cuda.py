@@ -129,8 +129,14 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None):
-    """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
+               max_registers=None, trace=None, transform=K.UNSIGNED):
+    """Stable LSD radix sort of keys on the low ``key_bits`` bits of their radix keys.
+
+    ``ukeys`` holds the raw bits of the keys as uint8/16/32/64 (a view of any supported key
+    dtype of that width) and ``transform`` (:data:`~sphgpu.sort._cuda_kernels.UNSIGNED`,
+    ``SIGNED`` or ``FLOAT``) says what they are: the kernels map each key to its radix key
+    (:func:`~sphgpu.sort._cuda_kernels.radix_key`) whenever they take a digit, so signed and
+    float keys cost no pass of their own, and the sorted keys come back with their own bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
@@ -160,6 +166,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
     kt = numba.from_dtype(keys.dtype)
+    wide = K.wide_type(kt)
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     stream, stream_key = _stream(xp)
@@ -169,14 +176,14 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     trace("buffers")
     try:
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
-        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt), blocks, HIST_THREADS,
-                stream, keys, key_bits, scratch.hist, scratch.status_flat)
+        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform), blocks,
+                HIST_THREADS, stream, keys, key_bits, scratch.hist, scratch.status_flat)
         trace("histogram")
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
         if max_registers is None:
-            max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
+            max_registers = MAX_REGISTERS if keys.dtype.itemsize <= 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
         src_keys, src_perm = keys, scratch.unused
         for p in range(passes):
@@ -191,9 +198,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
                 mode = 1 if p == 0 else 2
                 dst_perm = perm if p == passes - 1 else scratch.perm[p % 2]
             kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
-                                       max_registers)
+                                       max_registers, transform=transform)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
-                    kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
+                    wide(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm
             trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
     except BaseException:
