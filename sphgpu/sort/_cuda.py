@@ -27,9 +27,11 @@ from . import _cuda_kernels as K
 from ._launch import launch as _launch
 
 __all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "clear_scratch",
-           "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
+           "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
+#: takes the keys' own bits and a transform (see :mod:`sphgpu.sort.api`)
+NATIVE_KEYS = True
 DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
@@ -82,16 +84,23 @@ def _tune(n, key_bits, itemsize, want_perm):
     (:mod:`sphgpu._tuning`, file sort_launch.json). None where defaults apply."""
     if SIMULATOR or n < AUTOTUNE_MIN_N or not _tuning.enabled():
         return None
-    size_class = math.ceil(math.log2(n))
-    key = (f"{_tuning.device_name()}|onesweep|bytes={itemsize}|key_bits={key_bits}"
-           f"|log2n={size_class}|perm={int(want_perm)}")
-    if key not in _tuned:
+    size_class = (n - 1).bit_length()                  # ceil(log2(n))
+    # this process's answers are keyed by the device's number, which costs less to learn than
+    # its name (the key of the cache on disk): a sort's host time matters at PIC sizes
+    import cupy
+
+    fast_key = (cupy.cuda.runtime.getDevice(), itemsize, key_bits, size_class, want_perm)
+    found = _tuned.get(fast_key)
+    if found is None:
+        key = (f"{_tuning.device_name()}|onesweep|bytes={itemsize}|key_bits={key_bits}"
+               f"|log2n={size_class}|perm={int(want_perm)}")
         cached = _tuning.lookup("sort_launch", key)
-        _tuned[key] = tuple(cached) if cached is not None else _measure(
+        found = tuple(cached) if cached is not None else _measure(
             size_class, key_bits, itemsize, want_perm)
         if cached is None:
-            _tuning.store("sort_launch", key, list(_tuned[key]))
-    return _tuned[key]
+            _tuning.store("sort_launch", key, list(found))
+        _tuned[fast_key] = found
+    return found
 
 
 def _measure(size_class, key_bits, itemsize, want_perm):
@@ -102,9 +111,8 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     import cupy
 
     n = 1 << min(size_class, 26)          # larger sorts scale like this one
-    dtype = np.uint32 if itemsize == 4 else np.uint64
     rng = np.random.default_rng(0)
-    keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype))
+    keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(f"u{itemsize}"))
     fewest = math.ceil(key_bits / MAX_RADIX_BITS)
     widths = sorted({math.ceil(key_bits / p) for p in (fewest, fewest + 1)
                      if p <= key_bits})

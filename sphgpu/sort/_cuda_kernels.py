@@ -38,6 +38,7 @@ import numpy as np
 from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
+from .keys import FLOAT, SIGNED, UNSIGNED
 
 __all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "radix_key",
            "max_items", "status_shift", "UNSIGNED", "SIGNED", "FLOAT",
@@ -57,9 +58,6 @@ def status_shift(n: int) -> int:
     uint32 words (shift 30) up to 2**30 keys, uint64 words (shift 40) beyond."""
     return 30 if n < (1 << 30) else 40
 
-
-#: Key transforms (see :func:`radix_key`): what the bits of a key are.
-UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
 #: bits of +inf, by float width: exponent all ones, mantissa zero
 _INF_BITS = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}
