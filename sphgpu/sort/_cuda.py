@@ -14,6 +14,7 @@ them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 
@@ -67,6 +68,7 @@ def _balanced_bits(key_bits, most=MAX_RADIX_BITS):
     return math.ceil(key_bits / passes)
 
 
+@functools.lru_cache(maxsize=None)
 def launch_shape(radix_bits, key_bytes, with_perm, items=None, threads=None):
     """(threads, items per thread) of the onesweep kernel, items clipped to what fits in shared
     memory at these radix bits."""
@@ -174,14 +176,11 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
     kt = numba.from_dtype(keys.dtype)
-    wide = K.wide_type(kt)
+    wide = numba.uint64 if keys.dtype.itemsize == 8 else numba.uint32     # K.wide_type
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     stream, stream_key = _stream(xp)
     scratch = _scratch(xp, stream_key, keys.dtype, n, passes, radix_bits, ntiles, want_perm)
-    out = xp.empty_like(keys)
-    perm = xp.empty(n, dtype=np.int64) if want_perm else None
-    trace("buffers")
     try:
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
         _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform), blocks,
@@ -190,6 +189,10 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
+        # made while the GPU counts: a small sort's time is mostly the host's
+        out = xp.empty_like(keys)
+        perm = xp.empty(n, dtype=np.int64) if want_perm else None
+        trace("buffers")
         if max_registers is None:
             max_registers = MAX_REGISTERS if keys.dtype.itemsize <= 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)

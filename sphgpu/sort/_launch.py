@@ -40,14 +40,16 @@ _C_SCALARS = {np.dtype(t): c for t, c in (
 
 
 def _kind(a):
-    """What the compiled kernel depends on: (dtype, ndim) of an array, the type of a scalar."""
-    if hasattr(a, "__cuda_array_interface__") or isinstance(a, np.ndarray):
-        return a.dtype, a.ndim
+    """What the compiled kernel depends on: (dtype, ndim) of an array, the type of a scalar.
+    (Not by ``__cuda_array_interface__``: CuPy builds that dict at every access.)"""
     if isinstance(a, np.generic):
         return a.dtype
     if isinstance(a, int):
         return int
-    raise TypeError(f"cannot launch with an argument of type {type(a).__name__}")
+    try:
+        return a.dtype, a.ndim
+    except AttributeError:
+        raise TypeError(f"cannot launch with an argument of type {type(a).__name__}") from None
 
 
 def _numba_type(a):

@@ -176,9 +176,11 @@ def _sort(keys, key_bits, radix_bits, values, want_perm, backend):
         sorted_keys, perm = _sort_native(impl, arr, device, key_bits, radix_bits, need_perm)
     else:
         sorted_keys, perm = _sort_radix_keys(impl, arr, key_bits, radix_bits, need_perm)
-    sorted_vals = None if vals is None else vals[perm]
-    return (like_input(sorted_keys, keys), like_input(sorted_vals, values),
-            like_input(perm, keys) if want_perm else None)
+    sorted_vals = None if vals is None else like_input(vals[perm], values)
+    if device and type(keys).__module__.startswith("numba"):   # Numba arrays in, Numba out
+        sorted_keys = like_input(sorted_keys, keys)
+        perm = like_input(perm, keys)
+    return sorted_keys, sorted_vals, (perm if want_perm else None)
 
 
 def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False, values=None,
