@@ -6,8 +6,9 @@ single-block kernel scans each pass's row into the start of every digit and flag
 which one digit holds every key, and one onesweep kernel per pass moves the keys, and the uint32
 permutation, between the result and one scratch buffer (a flagged pass only copies). The first
 pass makes the permutation up (the input order) instead of reading it, the last writes it as
-int64 directly. Scratch arrays are kept per stream and shape for the next sort of that shape.
-Device arrays (CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's
+int64 directly. Keys of every dtype go in as their bits (uint8/16/32/64) with the transform
+the kernels apply when they take a digit (:func:`sphgpu.sort._cuda_kernels.radix_key`).
+Scratch arrays are kept per stream and shape for the next sort of that shape. Device arrays (CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's
 CUDA simulator the same code runs on NumPy arrays, with small tiles so that tests cross many of
 them.
 """

@@ -12,6 +12,11 @@ final places. The histogram / scan / reorder of the paper (Helluy 2011) are all 
 the keys cross memory twice a pass (read, write) instead of three times, and the host never
 waits for the GPU.
 
+Keys stay in memory as they are (their bits as uint8/16/32/64): a kernel maps a key to its
+radix key (:func:`radix_key`: the sign flip of signed integers, the float transform with -0.0
+tied to +0.0 and NaN last) each time it takes a digit, a few integer instructions, so signed
+and float keys cost no pass of their own and leave the sort with their own bits.
+
 Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
 the count of that digit over tiles 0..tile) and the count in the low bits, so one read
