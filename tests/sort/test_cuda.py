@@ -402,8 +402,24 @@ def test_every_dtype_on_the_gpu(rng, monkeypatch):
             keys[[5, 9]] = np.nan
             keys[11] = -0.0
         want = np.argsort(keys, kind="stable")
-        perm = S.argsort(cupy.asarray(keys), backend="cuda")
+        d = cupy.asarray(keys)
+        perm = S.argsort(d, backend="cuda")
         np.testing.assert_array_equal(perm.get(), want)
+        out = S.radix_sort(d, backend="cuda")         # keys alone: no permutation to gather by
+        np.testing.assert_array_equal(out.get().view(np.uint8), keys[want].view(np.uint8))
+
+
+@real_gpu
+def test_small_sorts_on_the_gpu_warn_nothing(rng):
+    """Grids of one block (the digit scan) or a few tiles: nothing printed to the user."""
+    import cupy
+
+    import sphgpu.sort as S
+    keys = cupy.asarray(rng.standard_normal(1000).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        S.radix_sort(keys, return_permutation=True, backend="cuda")
+        S.radix_sort(keys, key_bits=32, radix_bits=4, backend="cuda")
 
 
 @real_gpu
