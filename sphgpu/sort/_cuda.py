@@ -8,9 +8,9 @@ permutation, between the result and one scratch buffer (a flagged pass only copi
 pass makes the permutation up (the input order) instead of reading it, the last writes it as
 int64 directly. Keys of every dtype go in as their bits (uint8/16/32/64) with the transform
 the kernels apply when they take a digit (:func:`sphgpu.sort._cuda_kernels.radix_key`).
-Scratch arrays are kept per stream and shape for the next sort of that shape. Device arrays (CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's
-CUDA simulator the same code runs on NumPy arrays, with small tiles so that tests cross many of
-them.
+Scratch arrays are kept per stream and shape for the next sort of that shape. Device arrays
+(CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator
+the same code runs on NumPy arrays, with small tiles so that tests cross many of them.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
     kt = numba.from_dtype(keys.dtype)
-    wide = numba.uint64 if keys.dtype.itemsize == 8 else numba.uint32     # K.wide_type
+    wide = K.wide_type(kt)
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     stream, stream_key = _stream(xp)

@@ -68,6 +68,7 @@ def status_shift(n: int) -> int:
 _INF_BITS = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}
 
 
+@functools.lru_cache(maxsize=None)
 def wide_type(key_type):
     """The integer type digits are computed in for keys stored as ``key_type``: uint32 for keys
     of up to 32 bits, uint64 for 64 (Numba widens narrower integers anyway)."""
@@ -152,9 +153,8 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     ``radix_key(key_type, transform)``), key_bits (int), hist (passes * 2**radix_bits,) int64,
     zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
     radix key's digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status
-    (words,) uint32 or
-    uint64, the flattened look-back words and tile counters of :func:`onesweep_kernel`, set to 0
-    here so that a sort needs no memset launch of its own.
+    (words,) uint32 or uint64, the flattened look-back words and tile counters of
+    :func:`onesweep_kernel`, set to 0 here so that a sort needs no memset launch of its own.
     """
     R = 1 << radix_bits
     SIZE = passes * R
