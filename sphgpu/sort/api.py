@@ -149,8 +149,10 @@ def _sort_native(impl, arr, device, key_bits, radix_bits, need_perm):
         return arr.copy(), xp.arange(n, dtype=np.int64)
     if radix_bits is None:
         radix_bits = impl.choose_radix_bits(n, key_bits, arr.dtype.itemsize, need_perm)
-    bits = arr.view(f"u{arr.dtype.itemsize}")
-    sorted_bits, perm = impl.sort_pairs(bits, key_bits, radix_bits, need_perm,
+    if arr.dtype.kind == "u":
+        return impl.sort_pairs(arr, key_bits, radix_bits, need_perm, transform=UNSIGNED)
+    sorted_bits, perm = impl.sort_pairs(arr.view(f"u{arr.dtype.itemsize}"), key_bits,
+                                        radix_bits, need_perm,
                                         transform=_TRANSFORMS[arr.dtype.kind])
     return sorted_bits.view(arr.dtype), perm
 
