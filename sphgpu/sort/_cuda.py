@@ -55,6 +55,8 @@ MAX_REGISTERS_WIDE = 80
 MAX_KEYS = 2**32 - 2**16
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
+FILL_THREADS = 32 if SIMULATOR else 256
+FILL_MAX_BLOCKS = 2048
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
 HIST_MAX_BLOCKS = 1024
 AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
@@ -190,6 +192,16 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
+        if keys.dtype.itemsize == 1 and key_bits == 8 and passes == 1 and not want_perm:
+            # every key of a digit has the same bits: write the runs, rank nothing
+            words = xp.empty(math.ceil(n / 4), dtype=np.uint32)
+            trace("buffers")
+            _launch(K.fill_kernel(FILL_THREADS, transform),
+                    max(1, min(math.ceil(words.size / (FILL_THREADS * 4)), FILL_MAX_BLOCKS)),
+                    FILL_THREADS, stream, scratch.digit_start, words, n)
+            trace("fill")
+            out = words.view(np.uint8)[:n]
+            return (out.get(), None) if host else (out, None)
         # made while the GPU counts: a small sort's time is mostly the host's
         out = xp.empty_like(keys)
         perm = xp.empty(n, dtype=np.int64) if want_perm else None

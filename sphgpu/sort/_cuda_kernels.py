@@ -45,7 +45,7 @@ from numba import cuda, int32, int64, uint32, uint64
 from .._device import SIMULATOR
 from .keys import FLOAT, SIGNED, UNSIGNED
 
-__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "radix_key",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "fill_kernel", "radix_key",
            "max_items", "status_shift", "UNSIGNED", "SIGNED", "FLOAT",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
@@ -252,6 +252,57 @@ def scan_kernel(passes: int, radix_bits: int, threads: int):
             hist[j] = 0
         for p in range(t, passes, threads):
             constant[p] = flag[p]
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def fill_kernel(threads: int, transform: int):
+    """The sorted keys of a sort of 8-bit keys without the permutation, written from the digit
+    starts alone: with 8 key bits the digit is the whole radix key, so every key of digit d has
+    the same bits (d, or d with the sign bit flipped for signed keys) and the output is runs of
+    equal bytes. This replaces the one pass's ranking with a pass of stores.
+
+    Launch: any grid (grid-stride loops), block ``threads``. Arguments: digit_start (passes,
+    256) int64 from :func:`scan_kernel` (row 0 is used); out_words (ceil(n / 4),) uint32, the
+    output as words (little-endian: byte j of word w is sorted key 4 w + j; the bytes past n
+    are written too, with digit 255); n (int), the number of keys.
+    """
+    FLIP = uint32(0x80 if transform == SIGNED else 0)
+
+    @cuda.jit
+    def kernel(digit_start, out_words, n):
+        start = cuda.shared.array(257, int64)       # start[256] = n: the end of digit 255
+        t = cuda.threadIdx.x
+        for j in range(t, 256, threads):
+            start[j] = digit_start[0, j]
+        if t == 0:
+            start[256] = n
+        cuda.syncthreads()
+        stride = cuda.gridDim.x * threads
+        w = cuda.blockIdx.x * threads + t
+        nwords = out_words.shape[0]
+        if w < nwords:
+            # the digit of the first position: the largest d with start[d] <= 4 w
+            lo = 0
+            hi = 256
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if start[mid] <= int64(w) * 4:
+                    lo = mid
+                else:
+                    hi = mid
+            d = lo
+            while w < nwords:
+                # positions only grow, so the digit is found by walking on from the last one
+                p = int64(w) * 4
+                word = uint32(0)
+                for j in range(4):
+                    while d < 255 and start[d + 1] <= p + j:
+                        d += 1
+                    word = uint32(word | (uint32(uint32(d) ^ FLIP) << uint32(8 * j)))
+                out_words[w] = word
+                w += stride
 
     return kernel
 

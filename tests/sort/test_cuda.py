@@ -340,6 +340,33 @@ def test_device_radix_key_orders_as_numpy(dtype, rng):
     np.testing.assert_array_equal(us[1:] == us[:-1], numpy_equal(xs[1:], xs[:-1]))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_eight_bit_keys_alone_are_written_as_runs(dtype, rng, monkeypatch):
+    """8-bit keys without the permutation: the digit is the whole key, so the sorted keys are
+    written from the digit starts (fill_kernel) and no pass kernel is built; ragged lengths
+    (n not a multiple of the 4 keys of a word), empty digits, one digit holding most keys."""
+    built = []
+    build = K.onesweep_kernel
+    monkeypatch.setattr(K, "onesweep_kernel", lambda *a, **kw: built.append(a) or build(*a, **kw))
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    transform = _TRANSFORM[dtype.kind]
+    for n in (2, 3, 5, 8, 333, 1001):
+        keys = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+        keys[: n // 2] = keys[-1]
+        out, perm = _cuda.sort_pairs(keys.view(np.uint8), 8, 8, False, transform=transform)
+        assert perm is None
+        np.testing.assert_array_equal(out.view(dtype), np.sort(keys, kind="stable"))
+    assert not built
+    # a grid smaller than the work: each thread walks on over several words
+    keys = np.sort(rng.integers(info.min, 0, 1003, endpoint=True).astype(dtype))  # few digits
+    radix = keys.view(np.uint8) ^ np.uint8(0x80 if dtype.kind == "i" else 0)
+    start = np.searchsorted(np.sort(radix), np.arange(256)).astype(np.int64)[None, :]
+    words = np.zeros(251, np.uint32)
+    K.fill_kernel(32, transform)[2, 32](start, words, 1003)
+    np.testing.assert_array_equal(words.view(np.uint8)[:1003].view(dtype), keys)
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.float32, np.int8])
 def test_device_keys_sort_every_bit_without_reading_them_on_the_host(dtype, rng, monkeypatch):
     """Device keys without key_bits: no host read of their range (it would make the host wait
