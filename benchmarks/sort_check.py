@@ -9,6 +9,11 @@ The kernel variants alone (part 1's checks, then part 4):
 
     python3 benchmarks/sort_check.py --variants-only --out DIR
 
+Where the time of each key dtype's sort goes (part 1's checks, then part 5; names optional,
+all dtypes without):
+
+    python3 benchmarks/sort_check.py --dtypes uint8 float64 --out DIR
+
 1. Correctness of ``sphgpu.sort._cuda.sort_pairs`` at several sizes, key widths and radix bits
    (ragged last tiles, many ties): against numpy.argsort(kind="stable") up to 2^22 keys, and on
    the GPU beyond (sorted keys equal cupy.sort's, keys[perm] equal them, perm is a permutation
@@ -27,6 +32,10 @@ The kernel variants alone (part 1's checks, then part 4):
 4. (--variants) The look-back's reads (relaxed loads or atomic adds of 0) and launch shapes
    (threads, items, register cap): medians at 2^25 keys, keys + permutation and the PIC case,
    against CuPy in the same run; then per-stage times and host issue time of the defaults.
+5. (--dtypes) Per key dtype at 2^25 (random bits for integers, normal floats with NaN, -0.0
+   and infinities): per-stage GPU times of the backend sort with the dtype's transform, at the
+   default tile and at 15 keys a thread, against cupy.sort / cupy.argsort and the public
+   radix_sort, keys and keys + permutation.
 Prints a table per part and writes DIR/sort_check.json when --out is given. Peers: cupy only.
 """
 
@@ -128,6 +137,8 @@ def main():
     p.add_argument("--variants", action="store_true", help="add part 4 (kernel variants)")
     p.add_argument("--variants-only", action="store_true",
                    help="only the checks and part 4")
+    p.add_argument("--dtypes", nargs="*", default=None,
+                   help="only part 1 and part 5 for these dtypes (all without names)")
     args = p.parse_args()
     info = machine_info()
     print(json.dumps(info), flush=True)
@@ -169,16 +180,53 @@ def main():
     result["checks"] = checks
     print(f"checks took {time.perf_counter() - t0:.1f} s (with compiles)", flush=True)
 
-    if not args.variants_only:
-        parts_2_3(cupy, rng, args, result)
-    if args.variants or args.variants_only:
-        compare_variants(cupy, rng, args, result)
+    if args.dtypes is not None:                    # part 1's checks, then part 5 alone
+        per_dtype(cupy, args, result)
+    else:
+        if not args.variants_only:
+            parts_2_3(cupy, rng, args, result)
+        if args.variants or args.variants_only:
+            compare_variants(cupy, rng, args, result)
 
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "sort_check.json"), "w") as f:
             json.dump(result, f, indent=1)
     return 0 if all(c["ok"] for c in result["checks"]) else 1
+
+
+def per_dtype(cupy, args, result):
+    """Part 5: for each dtype at 2^25 keys (those of benchmarks/sort.py), where a sort's time
+    goes (per-stage CUDA events of the backend's sort_pairs with the dtype's transform, at the
+    default tile and at 15 keys a thread), against CuPy and against the public radix_sort,
+    whose extra time is the host's work before the first launch."""
+    import sphgpu
+    from sort import DTYPES, device_keys          # benchmarks/sort.py
+    from sphgpu.sort.api import _TRANSFORMS
+
+    rows = []
+    for name in args.dtypes or DTYPES:
+        d = device_keys(cupy, name, 1 << 25, seed=25)
+        width = 8 * d.dtype.itemsize
+        bits = d.view(f"u{d.dtype.itemsize}")
+        r = _cuda._balanced_bits(width)           # the default, not tuned
+        for perm in (False, True):
+            peer = median_ms(cupy, (lambda: cupy.argsort(d)) if perm else (lambda: cupy.sort(d)))
+            public = median_ms(cupy, lambda: sphgpu.radix_sort(d, return_permutation=perm,
+                                                               backend="cuda"))
+            for items in (None, 15):
+                total, issue, parts = staged(cupy, bits, width, r, perm, items=items,
+                                             transform=_TRANSFORMS[d.dtype.kind])
+                rows.append({"dtype": name, "perm": perm, "items": items, "radix_bits": r,
+                             "total_ms": total, "host_issue_ms": issue, "stages_ms": parts,
+                             "public_ms": public, "cupy_ms": peer})
+                print(f"{name:>8} {'keys+perm' if perm else 'keys':9s} items={items}: GPU "
+                      f"{total:.3f} ms (issued in {issue:.3f}), public radix_sort {public:.3f},"
+                      f" cupy {peer:.3f} -> {peer / total:.2f}x / public {peer / public:.2f}x"
+                      " | " + ", ".join(f"{k} {v:.3f}" for k, v in parts), flush=True)
+        del d, bits
+        _cuda.clear_scratch()
+    result["per_dtype_2e25"] = rows
 
 
 def compare_variants(cupy, rng, args, result):

@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from numba import prange
 
-__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS"]
+__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]
 
 #: Digit width when the caller gives none, measured on the 2-core development machine (AMD EPYC
 #: VM, 1 MiB L2 per core, numba 0.68, 2 threads) on 2**24 random uint32 keys (b = 32), warm,
@@ -44,6 +44,9 @@ __all__ = ["sort_pairs", "DEFAULT_RADIX_BITS"]
 #: r = 16 is a little faster still at this size but needs 65536-entry tables per block, which
 #: dominate for small n and press on smaller caches; 11 is the default.
 DEFAULT_RADIX_BITS = 11
+#: takes NumPy radix keys (uint32/uint64) only; see :mod:`sphgpu.sort.api`
+ACCEPTS_DEVICE_ARRAYS = False
+NATIVE_KEYS = False
 
 #: Below this many keys one block is used: thread start-up costs more than it saves.
 PARALLEL_FROM = 1 << 16

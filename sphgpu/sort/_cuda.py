@@ -6,14 +6,16 @@ single-block kernel scans each pass's row into the start of every digit and flag
 which one digit holds every key, and one onesweep kernel per pass moves the keys, and the uint32
 permutation, between the result and one scratch buffer (a flagged pass only copies). The first
 pass makes the permutation up (the input order) instead of reading it, the last writes it as
-int64 directly. Scratch arrays are kept per stream and shape for the next sort of that shape.
-Device arrays (CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's
-CUDA simulator the same code runs on NumPy arrays, with small tiles so that tests cross many of
-them.
+int64 directly. Keys of every dtype go in as their bits (uint8/16/32/64) with the transform
+the kernels apply when they take a digit (:func:`sphgpu.sort._cuda_kernels.radix_key`).
+Scratch arrays are kept per stream and shape for the next sort of that shape. Device arrays
+(CuPy or Numba) in give CuPy arrays out; NumPy in gives NumPy out. Under Numba's CUDA simulator
+the same code runs on NumPy arrays, with small tiles so that tests cross many of them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 
@@ -27,9 +29,11 @@ from . import _cuda_kernels as K
 from ._launch import launch as _launch
 
 __all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "clear_scratch",
-           "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS"]
+           "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
+#: takes the keys' own bits and a transform (see :mod:`sphgpu.sort.api`)
+NATIVE_KEYS = True
 DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balanced by _balanced_bits
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
@@ -51,6 +55,8 @@ MAX_REGISTERS_WIDE = 80
 MAX_KEYS = 2**32 - 2**16
 HIST_THREADS = 32 if SIMULATOR else 256
 SCAN_THREADS = 32 if SIMULATOR else 256
+FILL_THREADS = 32 if SIMULATOR else 256
+FILL_MAX_BLOCKS = 2048
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
 HIST_MAX_BLOCKS = 1024
 AUTOTUNE_MIN_N = 1 << 20     # smaller sorts take the defaults: launches dominate them
@@ -65,6 +71,7 @@ def _balanced_bits(key_bits, most=MAX_RADIX_BITS):
     return math.ceil(key_bits / passes)
 
 
+@functools.lru_cache(maxsize=None)
 def launch_shape(radix_bits, key_bytes, with_perm, items=None, threads=None):
     """(threads, items per thread) of the onesweep kernel, items clipped to what fits in shared
     memory at these radix bits."""
@@ -82,16 +89,23 @@ def _tune(n, key_bits, itemsize, want_perm):
     (:mod:`sphgpu._tuning`, file sort_launch.json). None where defaults apply."""
     if SIMULATOR or n < AUTOTUNE_MIN_N or not _tuning.enabled():
         return None
-    size_class = math.ceil(math.log2(n))
-    key = (f"{_tuning.device_name()}|onesweep|bytes={itemsize}|key_bits={key_bits}"
-           f"|log2n={size_class}|perm={int(want_perm)}")
-    if key not in _tuned:
+    size_class = (n - 1).bit_length()                  # ceil(log2(n))
+    # this process's answers are keyed by the device's number, which costs less to learn than
+    # its name (the key of the cache on disk): a sort's host time matters at PIC sizes
+    import cupy
+
+    fast_key = (cupy.cuda.runtime.getDevice(), itemsize, key_bits, size_class, want_perm)
+    found = _tuned.get(fast_key)
+    if found is None:
+        key = (f"{_tuning.device_name()}|onesweep|bytes={itemsize}|key_bits={key_bits}"
+               f"|log2n={size_class}|perm={int(want_perm)}")
         cached = _tuning.lookup("sort_launch", key)
-        _tuned[key] = tuple(cached) if cached is not None else _measure(
+        found = tuple(cached) if cached is not None else _measure(
             size_class, key_bits, itemsize, want_perm)
         if cached is None:
-            _tuning.store("sort_launch", key, list(_tuned[key]))
-    return _tuned[key]
+            _tuning.store("sort_launch", key, list(found))
+        _tuned[fast_key] = found
+    return found
 
 
 def _measure(size_class, key_bits, itemsize, want_perm):
@@ -102,9 +116,8 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     import cupy
 
     n = 1 << min(size_class, 26)          # larger sorts scale like this one
-    dtype = np.uint32 if itemsize == 4 else np.uint64
     rng = np.random.default_rng(0)
-    keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(dtype))
+    keys = cupy.asarray(rng.integers(0, 2**key_bits, n, dtype=np.uint64).astype(f"u{itemsize}"))
     fewest = math.ceil(key_bits / MAX_RADIX_BITS)
     widths = sorted({math.ceil(key_bits / p) for p in (fewest, fewest + 1)
                      if p <= key_bits})
@@ -129,8 +142,14 @@ def _no_trace(label):
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
-               max_registers=None, trace=None):
-    """Stable LSD radix sort of uint32/uint64 keys on their low ``key_bits`` bits.
+               max_registers=None, trace=None, transform=K.UNSIGNED):
+    """Stable LSD radix sort of keys on the low ``key_bits`` bits of their radix keys.
+
+    ``ukeys`` holds the raw bits of the keys as uint8/16/32/64 (a view of any supported key
+    dtype of that width) and ``transform`` (:data:`~sphgpu.sort._cuda_kernels.UNSIGNED`,
+    ``SIGNED`` or ``FLOAT``) says what they are: the kernels map each key to its radix key
+    (:func:`~sphgpu.sort._cuda_kernels.radix_key`) whenever they take a digit, so signed and
+    float keys cost no pass of their own, and the sorted keys come back with their own bits.
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
@@ -160,23 +179,35 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
     kt = numba.from_dtype(keys.dtype)
+    wide = K.wide_type(kt)
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     stream, stream_key = _stream(xp)
     scratch = _scratch(xp, stream_key, keys.dtype, n, passes, radix_bits, ntiles, want_perm)
-    out = xp.empty_like(keys)
-    perm = xp.empty(n, dtype=np.int64) if want_perm else None
-    trace("buffers")
     try:
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
-        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt), blocks, HIST_THREADS,
-                stream, keys, key_bits, scratch.hist, scratch.status_flat)
+        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform), blocks,
+                HIST_THREADS, stream, keys, key_bits, scratch.hist, scratch.status_flat)
         trace("histogram")
         _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
                 scratch.hist, n, scratch.digit_start, scratch.constant)
         trace("digit scan")
+        if keys.dtype.itemsize == 1 and key_bits == 8 and passes == 1 and not want_perm:
+            # every key of a digit has the same bits: write the runs, rank nothing
+            words = xp.empty(math.ceil(n / 4), dtype=np.uint32)
+            trace("buffers")
+            _launch(K.fill_kernel(FILL_THREADS, transform),
+                    max(1, min(math.ceil(words.size / (FILL_THREADS * 4)), FILL_MAX_BLOCKS)),
+                    FILL_THREADS, stream, scratch.digit_start, words, n)
+            trace("fill")
+            out = words.view(np.uint8)[:n]
+            return (out.get(), None) if host else (out, None)
+        # made while the GPU counts: a small sort's time is mostly the host's
+        out = xp.empty_like(keys)
+        perm = xp.empty(n, dtype=np.int64) if want_perm else None
+        trace("buffers")
         if max_registers is None:
-            max_registers = MAX_REGISTERS if keys.dtype.itemsize == 4 else MAX_REGISTERS_WIDE
+            max_registers = MAX_REGISTERS if keys.dtype.itemsize <= 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
         src_keys, src_perm = keys, scratch.unused
         for p in range(passes):
@@ -191,9 +222,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
                 mode = 1 if p == 0 else 2
                 dst_perm = perm if p == passes - 1 else scratch.perm[p % 2]
             kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
-                                       max_registers)
+                                       max_registers, transform=transform)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
-                    kt(shift), scratch.digit_start, scratch.status, scratch.constant, p)
+                    wide(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm
             trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
     except BaseException:

@@ -12,6 +12,11 @@ final places. The histogram / scan / reorder of the paper (Helluy 2011) are all 
 the keys cross memory twice a pass (read, write) instead of three times, and the host never
 waits for the GPU.
 
+Keys stay in memory as they are (their bits as uint8/16/32/64): a kernel maps a key to its
+radix key (:func:`radix_key`: the sign flip of signed integers, the float transform with -0.0
+tied to +0.0 and NaN last) each time it takes a digit, a few integer instructions, so signed
+and float keys cost no pass of their own and leave the sort with their own bits.
+
 Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 2**30) hold a
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
 the count of that digit over tiles 0..tile) and the count in the low bits, so one read
@@ -38,9 +43,10 @@ import numpy as np
 from numba import cuda, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
+from .keys import FLOAT, SIGNED, UNSIGNED
 
-__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel",
-           "max_items", "status_shift",
+__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "fill_kernel", "radix_key",
+           "max_items", "status_shift", "UNSIGNED", "SIGNED", "FLOAT",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
 WARP = 32
@@ -56,6 +62,62 @@ def status_shift(n: int) -> int:
     """Bit position of the flag in a look-back word for n keys: counts must stay below it.
     uint32 words (shift 30) up to 2**30 keys, uint64 words (shift 40) beyond."""
     return 30 if n < (1 << 30) else 40
+
+
+#: bits of +inf, by float width: exponent all ones, mantissa zero
+_INF_BITS = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}
+
+
+@functools.lru_cache(maxsize=None)
+def wide_type(key_type):
+    """The integer type digits are computed in for keys stored as ``key_type``: uint32 for keys
+    of up to 32 bits, uint64 for 64 (Numba widens narrower integers anyway)."""
+    return uint64 if np.dtype(str(key_type)).itemsize == 8 else uint32
+
+
+@functools.lru_cache(maxsize=None)
+def radix_key(key_type, transform: int):
+    """A device function ``key -> radix key``: the order-preserving map of a key's raw bits
+    (stored as the unsigned ``key_type`` of its width) to an unsigned integer of
+    :func:`wide_type`, whose unsigned order is ``numpy.argsort(kind="stable")``'s order.
+
+    ``transform`` UNSIGNED: the bits themselves. SIGNED: the sign bit flipped. FLOAT: -0.0
+    maps where +0.0 does (they tie), every NaN (any sign or payload) to all ones of the width
+    (after +inf; NaNs tie, so they keep their input order), a negative value to its bits
+    inverted, a non-negative one to its bits with the sign bit set. The kernels apply it each
+    time they take a digit, to the raw keys they move, so keys are never transformed in
+    memory and come out with their own bits (NaN payloads, -0.0) without an inverse.
+    """
+    width = 8 * np.dtype(str(key_type)).itemsize
+    wide = wide_type(key_type)
+    np_wide = np.dtype(str(wide)).type
+    SIGN = np_wide(1 << (width - 1))
+    ALL = np_wide((1 << width) - 1)
+    MAGNITUDE = np_wide((1 << (width - 1)) - 1)
+    if transform == UNSIGNED:
+        @cuda.jit(device=True, inline=True)
+        def to_radix(key):
+            return wide(key)
+    elif transform == SIGNED:
+        @cuda.jit(device=True, inline=True)
+        def to_radix(key):
+            return wide(wide(key) ^ SIGN)
+    elif transform == FLOAT:
+        INF = np_wide(_INF_BITS[width])
+
+        @cuda.jit(device=True, inline=True)
+        def to_radix(key):
+            b = wide(key)
+            if wide(b & MAGNITUDE) > INF:        # NaN: after everything, all equal
+                return ALL
+            if b == SIGN:                        # -0.0: where +0.0 goes
+                return SIGN
+            if b >= SIGN:                        # negative: larger magnitude sorts first
+                return wide(b ^ ALL)
+            return wide(b | SIGN)
+    else:
+        raise ValueError(f"transform must be UNSIGNED, SIGNED or FLOAT, got {transform}")
+    return to_radix
 
 
 def _fixed_shared_bytes(radix_bits: int, threads: int) -> int:
@@ -83,28 +145,32 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
 
 
 @functools.lru_cache(maxsize=None)
-def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type):
+def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED):
     """Digit counts of all passes at once, and the look-back words of all passes cleared.
 
     Launch: any grid (grid-stride loops), block ``threads``. Arguments: keys (n,) of
-    ``key_type`` (uint32 or uint64), key_bits (int), hist (passes * 2**radix_bits,) int64,
+    ``key_type`` (uint8/16/32/64: the raw bits of the keys, read through
+    ``radix_key(key_type, transform)``), key_bits (int), hist (passes * 2**radix_bits,) int64,
     zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
-    digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status (words,) uint32 or
-    uint64, the flattened look-back words and tile counters of :func:`onesweep_kernel`, set to 0
-    here so that a sort needs no memset launch of its own.
+    radix key's digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status
+    (words,) uint32 or uint64, the flattened look-back words and tile counters of
+    :func:`onesweep_kernel`, set to 0 here so that a sort needs no memset launch of its own.
     """
     R = 1 << radix_bits
     SIZE = passes * R
     UNROLL = 4
+    wide = wide_type(key_type)
+    to_radix = radix_key(key_type, transform)
 
     @cuda.jit(device=True, inline=True)
     def count_digits(key, counts, key_bits):
         """Add the key's digit of every pass to the block's counts (row p at p * R)."""
+        u = to_radix(key)
         for p in range(passes):
             shift = p * radix_bits
             bits = min(radix_bits, key_bits - shift)
             mask = (1 << bits) - 1
-            d = uint32((key >> key_type(shift)) & key_type(mask))
+            d = uint32((u >> wide(shift)) & wide(mask))
             cuda.atomic.add(counts, uint32(uint32(p * R) + d), 1)
 
     @cuda.jit
@@ -186,6 +252,57 @@ def scan_kernel(passes: int, radix_bits: int, threads: int):
             hist[j] = 0
         for p in range(t, passes, threads):
             constant[p] = flag[p]
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def fill_kernel(threads: int, transform: int):
+    """The sorted keys of a sort of 8-bit keys without the permutation, written from the digit
+    starts alone: with 8 key bits the digit is the whole radix key, so every key of digit d has
+    the same bits (d, or d with the sign bit flipped for signed keys) and the output is runs of
+    equal bytes. This replaces the one pass's ranking with a pass of stores.
+
+    Launch: any grid (grid-stride loops), block ``threads``. Arguments: digit_start (passes,
+    256) int64 from :func:`scan_kernel` (row 0 is used); out_words (ceil(n / 4),) uint32, the
+    output as words (little-endian: byte j of word w is sorted key 4 w + j; the bytes past n
+    are written too, with digit 255); n (int), the number of keys.
+    """
+    FLIP = uint32(0x80 if transform == SIGNED else 0)
+
+    @cuda.jit
+    def kernel(digit_start, out_words, n):
+        start = cuda.shared.array(257, int64)       # start[256] = n: the end of digit 255
+        t = cuda.threadIdx.x
+        for j in range(t, 256, threads):
+            start[j] = digit_start[0, j]
+        if t == 0:
+            start[256] = n
+        cuda.syncthreads()
+        stride = cuda.gridDim.x * threads
+        w = cuda.blockIdx.x * threads + t
+        nwords = out_words.shape[0]
+        if w < nwords:
+            # the digit of the first position: the largest d with start[d] <= 4 w
+            lo = 0
+            hi = 256
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if start[mid] <= int64(w) * 4:
+                    lo = mid
+                else:
+                    hi = mid
+            d = lo
+            while w < nwords:
+                # positions only grow, so the digit is found by walking on from the last one
+                p = int64(w) * 4
+                word = uint32(0)
+                for j in range(4):
+                    while d < 255 and start[d + 1] <= p + j:
+                        d += 1
+                    word = uint32(word | (uint32(uint32(d) ^ FLIP) << uint32(8 * j)))
+                out_words[w] = word
+                w += stride
 
     return kernel
 
@@ -342,10 +459,11 @@ def _stage(key, packed, i, w, warp_count, stage_keys, stage_perm, perm_in, perm_
 
 
 @cuda.jit(device=True, inline=True)
-def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out, with_perm):
+def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out, with_perm,
+           to_radix):
     """Write the j-th key of the digit-sorted tile (and its permutation entry) to its place."""
     key = stage_keys[j]
-    dest = uint32(dest_base[uint32((key >> shift) & mask)] + j)
+    dest = uint32(dest_base[uint32((to_radix(key) >> shift) & mask)] + j)
     keys_out[dest] = key
     if with_perm:
         perm_out[dest] = stage_perm[j]
@@ -354,17 +472,19 @@ def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True):
-    """One stable pass of the LSD radix sort on the digit ``(key >> shift) & (2**radix_bits - 1)``.
+                    publish_inclusive: bool = True, transform: int = UNSIGNED):
+    """One stable pass of the LSD radix sort on the digit
+    ``(radix_key(key) >> shift) & (2**radix_bits - 1)`` (:func:`radix_key` of ``key_type`` and
+    ``transform``; keys move with their raw bits).
 
     Launch: grid (ntiles,) with ``ntiles = ceil(n / (threads * items))``, block ``threads`` (a
     multiple of 32), n + threads * items < 2**32 (indices are uint32). Arguments:
 
-    - keys_in (n,) ``key_type``; keys_out (n,) the same dtype;
+    - keys_in (n,) ``key_type`` (uint8/16/32/64); keys_out (n,) the same dtype;
     - perm_in (n,) uint32 and perm_out (n,) uint32 or int64: the permutation carried along.
       ``perm_mode`` 0: none (pass any arrays), 1: the input order itself (perm_in is not read:
       the first pass), 2: read perm_in;
-    - shift, of ``key_type`` (mixing signed and unsigned 64-bit integers would make Numba
+    - shift, of :func:`wide_type` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
     - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
       digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
@@ -391,8 +511,9 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     LOG_R = radix_bits
     if threads % WARP or items < 1:
         raise ValueError(f"threads={threads} must be a multiple of {WARP}, items={items} >= 1")
-    np_key = np.dtype(str(key_type))
-    MASK = np_key.type(R - 1)
+    wide = wide_type(key_type)
+    MASK = np.dtype(str(wide)).type(R - 1)
+    to_radix = radix_key(key_type, transform)
     with_perm = perm_mode != 0
     status_type = uint32 if shift_bits == 30 else uint64
     AGG = AGGREGATE << shift_bits
@@ -482,7 +603,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
                 keys[k] = keys_in[i] if i < n else key_type(0)
         for k in range(items):
             valid = uint32(first + uint32(k * WARP)) < n
-            value = uint32((keys[k] >> shift) & MASK)
+            value = uint32((to_radix(keys[k]) >> shift) & MASK)
             if TABLE_RANK:
                 if not valid:
                     value = uint32(R)            # no digit
@@ -591,12 +712,12 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
         if full:
             for k in range(items):
                 _write(uint32(k * threads + t), shift, MASK, stage_keys, stage_perm, dest_base,
-                       keys_out, perm_out, with_perm)
+                       keys_out, perm_out, with_perm, to_radix)
         else:
             for k in range(items):
                 j = uint32(k * threads + t)
                 if j < m:
                     _write(j, shift, MASK, stage_keys, stage_perm, dest_base, keys_out,
-                           perm_out, with_perm)
+                           perm_out, with_perm, to_radix)
 
     return kernel

@@ -10,12 +10,16 @@ parameters flattened as Numba's kernel ABI lays them out: an array is (meminfo, 
 itemsize, data pointer, *shape, *strides in bytes), a scalar a ctypes value of its type. CuPy
 arrays go in as they are. Where this Numba lacks the pieces (another version), the dispatcher
 launches as usual, with Numba views of the CuPy arrays. Under Numba's simulator (NumPy arrays)
-the dispatcher always launches.
+the dispatcher always launches. Launches through the dispatcher silence its low-occupancy
+warning ("Grid size N will likely result in GPU under-utilization"): the sort's small grids
+(the one-block digit scan, the few tiles of a small sort) are by design, and the warning,
+meant for a user's own kernels, would otherwise reach the user from inside sphgpu.
 """
 
 from __future__ import annotations
 
 import ctypes
+import warnings
 
 import numpy as np
 
@@ -36,14 +40,16 @@ _C_SCALARS = {np.dtype(t): c for t, c in (
 
 
 def _kind(a):
-    """What the compiled kernel depends on: (dtype, ndim) of an array, the type of a scalar."""
-    if hasattr(a, "__cuda_array_interface__") or isinstance(a, np.ndarray):
-        return a.dtype, a.ndim
+    """What the compiled kernel depends on: (dtype, ndim) of an array, the type of a scalar.
+    (Not by ``__cuda_array_interface__``: CuPy builds that dict at every access.)"""
     if isinstance(a, np.generic):
         return a.dtype
     if isinstance(a, int):
         return int
-    raise TypeError(f"cannot launch with an argument of type {type(a).__name__}")
+    try:
+        return a.dtype, a.ndim
+    except AttributeError:
+        raise TypeError(f"cannot launch with an argument of type {type(a).__name__}") from None
 
 
 def _numba_type(a):
@@ -80,14 +86,14 @@ def launch(kernel, grid, block, stream, *args):
     simulator NumPy arrays.
     """
     if SIMULATOR:
-        kernel[grid, block, stream](*args)
+        _dispatch(kernel, grid, block, stream, args)
         return
     key = (kernel, tuple(_kind(a) for a in args))
     handle = _compiled.get(key, False) if FAST else None
     if handle is False:
         handle = _compiled[key] = _compile(kernel, args)
     if handle is None:
-        kernel[grid, block, stream](*(_numba_view(a) for a in args))
+        _dispatch(kernel, grid, block, stream, [_numba_view(a) for a in args])
         return
     from cuda.core import launch as core_launch
 
@@ -95,6 +101,16 @@ def launch(kernel, grid, block, stream, *args):
     if config is None:
         config = _configs[(grid, block)] = _config(grid, block)
     core_launch(_core_stream(stream), config, handle, *kernel_params(args))
+
+
+def _dispatch(kernel, grid, block, stream, args):
+    """``kernel[grid, block, stream](*args)`` through Numba's dispatcher, without its
+    low-occupancy warning (see the module docstring); other warnings pass."""
+    from numba.core.errors import NumbaPerformanceWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Grid size", category=NumbaPerformanceWarning)
+        kernel[grid, block, stream](*args)
 
 
 def _compile(kernel, args):

@@ -1,16 +1,18 @@
-"""radix_sort and argsort: argument checks, key transforms and dispatch to a sort backend.
+"""radix_sort and argsort: argument checks and dispatch to a sort backend.
 
-Each backend module (``reference``, ``_cpu``, ``_cuda``) provides ``DEFAULT_RADIX_BITS`` and
+Each backend module (``reference``, ``_cpu``, ``_cuda``) provides ``DEFAULT_RADIX_BITS``,
+``ACCEPTS_DEVICE_ARRAYS`` (whether it takes GPU arrays), ``NATIVE_KEYS`` and
 
     sort_pairs(ukeys, key_bits, radix_bits, want_perm) -> (sorted_ukeys, perm int64 or None)
 
-on 1-D uint32/uint64 radix keys (NumPy for the CPU backends; NumPy or CuPy for CUDA, which sets
-``ACCEPTS_DEVICE_ARRAYS = True`` and returns arrays of the kind it was given). A backend that
-measures its radix bits (CUDA) also provides
-``choose_radix_bits(n, key_bits, itemsize, want_perm)``. Everything else
-lives here once: validation, the order-preserving key transforms of :mod:`sphgpu.sort.keys`,
-carrying values and returning the original float keys. Backends are only called with n >= 2 and
-key_bits >= 1; shorter inputs and keys that are all zero are answered here.
+on 1-D unsigned keys. Backends without ``NATIVE_KEYS`` (the CPU ones) take uint32/uint64 radix
+keys: this module maps the keys through :mod:`sphgpu.sort.keys` first, and back (or through
+the permutation) after. A backend with ``NATIVE_KEYS`` (CUDA) takes the keys' own bits as the
+unsigned dtype of their width, with ``transform=`` (:data:`~sphgpu.sort.keys.UNSIGNED`,
+``SIGNED`` or ``FLOAT``), maps them to radix keys inside its kernels and returns the sorted
+keys with their own bits, so no pass over memory is spent on the transforms; it also provides
+``choose_radix_bits(n, key_bits, itemsize, want_perm)`` (its measured choice). Backends are
+only called with n >= 2 and key_bits >= 1; shorter inputs are answered here.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ import numpy as np
 from .. import backends
 from .._device import like_input
 from .._validate import check_int, is_device_array
-from .keys import (SUPPORTED_DTYPES, bits_needed, float_radix_keys, from_radix_keys, radix_dtype,
-                   to_radix_keys)
+from .keys import (FLOAT, SIGNED, SUPPORTED_DTYPES, UNSIGNED, bits_needed, float_radix_keys,
+                   from_radix_keys, radix_dtype, to_radix_keys)
 
 __all__ = ["radix_sort", "argsort", "MAX_RADIX_BITS"]
 
 #: Largest digit width a pass may use (65536 digit values).
 MAX_RADIX_BITS = 16
 
-_DTYPES_TEXT = "uint8/16/32/64, int8/16/32/64, float32 or float64"
+_DTYPES_TEXT = "uint8/16/32/64, int8/16/32/64, float16, float32 or float64"
+_TRANSFORMS = {"u": UNSIGNED, "i": SIGNED, "f": FLOAT}
 
 
 def _cupy(a):
@@ -44,10 +47,21 @@ def _cupy_module():
     return cupy
 
 
+def _refuse_masked(name, a):
+    # np.asarray would drop the mask and sort the hidden entries as if they were data
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a numpy.ma masked array; radix_sort does not apply masks: "
+                        f"pass {name}.compressed() to sort the unmasked entries, or "
+                        f"{name}.filled(value) to sort masked entries as value")
+
+
 def _as_keys(keys):
     """Validated 1-D keys of a supported native dtype: (array, is_device). Device arrays are
     returned untouched (converted to CuPy only once a backend has accepted them)."""
-    if is_device_array(keys):
+    _refuse_masked("keys", keys)
+    if isinstance(keys, np.ndarray):
+        arr, device = keys, False
+    elif is_device_array(keys):
         arr, device = keys, True
     else:
         if keys is None or isinstance(keys, (str, bytes)):
@@ -66,6 +80,7 @@ def _as_keys(keys):
 
 
 def _as_values(values, n, device):
+    _refuse_masked("values", values)
     if is_device_array(values) != device:
         where = "a GPU array" if device else "a NumPy array"
         raise TypeError(f"values must be the same kind of array as keys ({where})")
@@ -89,48 +104,85 @@ def _radix_keys(arr):
     return to_radix_keys(arr)[0], lambda u: from_radix_keys(u, arr.dtype)
 
 
+def _check_key_bits(key_bits, need, kind):
+    """key_bits, or what the keys ``need`` when it is None; raises where they need more."""
+    if key_bits is None:
+        return need
+    if key_bits < need:
+        extra = ("" if kind == "u" else
+                 "; negative integer keys and float keys use all the bits of their dtype")
+        raise ValueError(f"key_bits={key_bits} is too small: the keys need {need} bits{extra}")
+    return key_bits
+
+
+def _sort_radix_keys(impl, arr, key_bits, radix_bits, need_perm):
+    """Sort through uint32/uint64 radix keys made on the host: (sorted keys, perm or None)."""
+    ukeys, inverse = _radix_keys(arr)
+    key_bits = _check_key_bits(key_bits, bits_needed(ukeys), arr.dtype.kind)
+    if ukeys.dtype == np.uint64 and key_bits <= 32:   # e.g. int64 cell indices: half the traffic
+        ukeys = ukeys.astype(np.uint32)
+    if radix_bits is None:
+        radix_bits = min(int(impl.DEFAULT_RADIX_BITS), max(key_bits, 1))
+    need_perm = need_perm or inverse is None
+    if arr.shape[0] <= 1 or key_bits == 0:    # nothing to order: all keys equal or too few
+        sorted_u, perm = ukeys.copy(), np.arange(arr.shape[0], dtype=np.int64)
+    else:
+        sorted_u, perm = impl.sort_pairs(ukeys, key_bits, radix_bits, need_perm)
+    return (arr[perm] if inverse is None else inverse(sorted_u)), perm
+
+
+def _sort_native(impl, arr, device, key_bits, radix_bits, need_perm):
+    """Sort the keys' own bits on a backend that transforms them itself: (sorted keys, perm).
+
+    Device keys are never read by the host: without key_bits every bit of the dtype is sorted
+    (the backend finds passes whose digit is the same for every key on the device and only
+    copies there), and a key_bits the caller gives is trusted, as CUB's end_bit is. Host keys
+    are checked here (they are on the host already)."""
+    width = 8 * arr.dtype.itemsize
+    if device:
+        key_bits = width if key_bits is None else key_bits
+    else:
+        key_bits = _check_key_bits(key_bits, bits_needed(_radix_keys(arr)[0]), arr.dtype.kind)
+    n = arr.shape[0]
+    if n <= 1 or key_bits == 0:
+        xp = _cupy_module() if device else np
+        return arr.copy(), xp.arange(n, dtype=np.int64)
+    if radix_bits is None:
+        radix_bits = impl.choose_radix_bits(n, key_bits, arr.dtype.itemsize, need_perm)
+    if arr.dtype.kind == "u":
+        return impl.sort_pairs(arr, key_bits, radix_bits, need_perm, transform=UNSIGNED)
+    sorted_bits, perm = impl.sort_pairs(arr.view(f"u{arr.dtype.itemsize}"), key_bits,
+                                        radix_bits, need_perm,
+                                        transform=_TRANSFORMS[arr.dtype.kind])
+    return sorted_bits.view(arr.dtype), perm
+
+
 def _sort(keys, key_bits, radix_bits, values, want_perm, backend):
     """The work of radix_sort and argsort: (sorted_keys or None, sorted_values or None, perm)."""
     arr, device = _as_keys(keys)
     n = arr.shape[0]
     vals = None if values is None else _as_values(values, n, device)
-    full_bits = 8 * arr.dtype.itemsize
     if key_bits is not None:
-        key_bits = check_int("key_bits", key_bits, minimum=1, maximum=full_bits)
+        key_bits = check_int("key_bits", key_bits, minimum=1, maximum=8 * arr.dtype.itemsize)
     if radix_bits is not None:
         radix_bits = check_int("radix_bits", radix_bits, minimum=1, maximum=MAX_RADIX_BITS)
     impl = backends.load("sort", backend)
-    if device and not getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+    if device and not impl.ACCEPTS_DEVICE_ARRAYS:
         raise TypeError("keys is a GPU array; the CPU backends take NumPy arrays "
                         "(use backend='cuda', or copy it to the host)")
     if device:
         arr = _cupy(arr)
         vals = None if vals is None else _cupy(vals)
-
-    ukeys, inverse = _radix_keys(arr)
-    need = bits_needed(ukeys)
-    if key_bits is None:
-        key_bits = need
-    elif key_bits < need:
-        extra = ("" if arr.dtype.kind == "u" else
-                 "; negative integer keys and float keys use all the bits of their dtype")
-        raise ValueError(f"key_bits={key_bits} is too small: the keys need {need} bits{extra}")
-    if ukeys.dtype == np.uint64 and key_bits <= 32:   # e.g. int64 cell indices: half the traffic
-        ukeys = ukeys.astype(np.uint32)
-    need_perm = want_perm or vals is not None or inverse is None
-    if radix_bits is None:
-        choose = getattr(impl, "choose_radix_bits", None)
-        radix_bits = (choose(n, max(key_bits, 1), ukeys.dtype.itemsize, need_perm) if choose
-                      else min(int(impl.DEFAULT_RADIX_BITS), max(key_bits, 1)))
-    xp = _cupy_module() if device else np
-    if n <= 1 or key_bits == 0:               # nothing to order: all keys equal or too few
-        sorted_u, perm = ukeys.copy(), xp.arange(n, dtype=np.int64)
+    need_perm = want_perm or vals is not None
+    if impl.NATIVE_KEYS:
+        sorted_keys, perm = _sort_native(impl, arr, device, key_bits, radix_bits, need_perm)
     else:
-        sorted_u, perm = impl.sort_pairs(ukeys, key_bits, radix_bits, need_perm)
-    sorted_keys = arr[perm] if inverse is None else inverse(sorted_u)
-    sorted_vals = None if vals is None else vals[perm]
-    return (like_input(sorted_keys, keys), like_input(sorted_vals, values),
-            like_input(perm, keys) if want_perm else None)
+        sorted_keys, perm = _sort_radix_keys(impl, arr, key_bits, radix_bits, need_perm)
+    sorted_vals = None if vals is None else like_input(vals[perm], values)
+    if device and type(keys).__module__.startswith("numba"):   # Numba arrays in, Numba out
+        sorted_keys = like_input(sorted_keys, keys)
+        perm = like_input(perm, keys)
+    return sorted_keys, sorted_vals, (perm if want_perm else None)
 
 
 def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False, values=None,
@@ -139,20 +191,27 @@ def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False
 
     An LSD radix sort over ``key_bits`` bits in ``ceil(key_bits / radix_bits)`` passes of
     ``radix_bits``-bit digits (Helluy 2011). Signed and float keys are sorted through the
-    order-preserving transforms of :mod:`sphgpu.sort.keys`, so the order is exactly
+    order-preserving transforms of :mod:`sphgpu.sort.keys` (on the CUDA backend applied inside
+    the kernels as they read each key, at no extra pass), so the order is exactly
     ``numpy.sort(keys, kind="stable")``'s: -0.0 and +0.0 tie (input order kept) and NaNs go
-    last in input order.
+    last in input order. Sorted keys keep their bits (-0.0, NaN payloads).
 
     Parameters
     ----------
-    keys : array, shape (n,), dtype uint8/16/32/64, int8/16/32/64, float32 or float64
+    keys : array, shape (n,), dtype uint8/16/32/64, int8/16/32/64, float16, float32 or float64
         NumPy array, or a device array (CuPy or Numba, anything with
-        ``__cuda_array_interface__``), which is sorted on the GPU without a host copy.
+        ``__cuda_array_interface__``), which is sorted on the GPU without a host copy and
+        without the host waiting for the GPU. A ``numpy.ma`` masked array is refused
+        (TypeError): pass ``keys.compressed()`` or ``keys.filled(value)``.
     key_bits : int, optional
-        Bits b that the keys occupy, 1 to the dtype's width; passes only look at these. By
-        default what the largest key needs (``bits_needed``). Unsigned keys and signed keys that
-        are all >= 0 need the bit length of their largest value; negative integer keys and float
-        keys need the full width of their dtype. A value smaller than the keys need raises.
+        Bits b of the radix keys that the passes look at, 1 to the dtype's width. Unsigned
+        keys and signed keys that are all >= 0 need the bit length of their largest value;
+        negative integer keys and float keys need the full width of their dtype. NumPy keys:
+        by default what the largest key needs (``bits_needed``), and a value smaller than the
+        keys need raises. Device keys: by default the dtype's width (the GPU then only copies
+        in passes whose digit is the same for every key), and a given value is trusted
+        without a check (the check would make the host wait for the GPU): keys that do not
+        fit in it come out ordered by their low key_bits bits only.
     radix_bits : int, optional
         Digit width r of a pass, 1 to 16; by default the backend's measured best
         (``DEFAULT_RADIX_BITS``), at most key_bits. r need not divide b: the last pass then
@@ -160,7 +219,8 @@ def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False
     return_permutation : bool
         Also return the permutation (see Returns).
     values : array, shape (n, ...), optional
-        Carried along: ``sorted_values = values[permutation]``. Same kind of array as keys.
+        Carried along: ``sorted_values = values[permutation]``. Same kind of array as keys;
+        not a masked array.
     backend : {"auto", "cuda", "cpu", "reference"}
 
     Returns

@@ -10,7 +10,7 @@ uint8, uint16, uint32  none (widened)                               uint32
 uint64                 none                                         uint64
 int8, int16, int32     flip the sign bit, then widen                uint32
 int64                  flip the sign bit                            uint64
-float32                canonicalize, then the float transform       uint32
+float16, float32       canonicalize, then the float transform       uint32
 float64                canonicalize, then the float transform       uint64
 =====================  ===========================================  ==============
 
@@ -31,12 +31,16 @@ import numpy as np
 from .._validate import _array_module
 
 __all__ = ["to_radix_keys", "from_radix_keys", "float_radix_keys", "bits_needed", "radix_dtype",
-           "SUPPORTED_DTYPES"]
+           "SUPPORTED_DTYPES", "UNSIGNED", "SIGNED", "FLOAT"]
 
 #: The key dtypes radix_sort accepts.
 SUPPORTED_DTYPES = tuple(np.dtype(t) for t in (
     np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64,
-    np.float32, np.float64))
+    np.float16, np.float32, np.float64))
+
+#: What a key's raw bits are, for a backend that applies the transforms itself (the CUDA
+#: kernels, :func:`sphgpu.sort._cuda_kernels.radix_key`): by the dtype's kind "u", "i", "f".
+UNSIGNED, SIGNED, FLOAT = 0, 1, 2
 
 
 def radix_dtype(dtype) -> np.dtype:
@@ -53,7 +57,7 @@ def to_radix_keys(keys, xp=None):
 
     Parameters
     ----------
-    keys : ndarray, 1-D, dtype uint8/16/32/64, int8/16/32/64, float32 or float64
+    keys : ndarray, 1-D, dtype uint8/16/32/64, int8/16/32/64, float16, float32 or float64
         NumPy or CuPy array; it is never modified.
     xp : module, optional
         ``numpy`` or ``cupy``; by default the module the array belongs to.
@@ -96,10 +100,10 @@ def float_radix_keys(keys, xp=None):
     """
     xp = _array_module(keys) if xp is None else xp
     dtype = np.dtype(keys.dtype)
-    out = radix_dtype(dtype)
-    top = out.type(8 * dtype.itemsize - 1)
-    sign = out.type(1) << top
-    bits = keys.view(out)
+    same = _unsigned(dtype.itemsize)     # the transform works at the key's width, then widens
+    top = same.type(8 * dtype.itemsize - 1)
+    sign = same.type(1) << top
+    bits = keys.view(same)
     u = bits >> top                      # 1 for a negative sign bit, else 0
     xp.negative(u, out=u)                # all ones for negatives, else 0 (unsigned wrap-around)
     u |= sign
@@ -109,8 +113,8 @@ def float_radix_keys(keys, xp=None):
     exact = not (bool(negative_zero.any()) or bool(nan.any()))
     if not exact:
         u[negative_zero] = sign          # -0.0 ties with +0.0
-        u[nan] = np.array(np.nan, dtype=dtype).view(out)[()] | sign     # positive quiet NaN
-    return u, exact
+        u[nan] = np.array(np.nan, dtype=dtype).view(same)[()] | sign    # positive quiet NaN
+    return u.astype(radix_dtype(dtype), copy=False), exact
 
 
 def from_radix_keys(ukeys, dtype):

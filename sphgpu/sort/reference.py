@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS"]
+__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]
 
 #: Digit width used when the caller gives none (the reference does not use it).
 DEFAULT_RADIX_BITS = 8
+#: takes NumPy radix keys (uint32/uint64) only; see :mod:`sphgpu.sort.api`
+ACCEPTS_DEVICE_ARRAYS = False
+NATIVE_KEYS = False
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm):

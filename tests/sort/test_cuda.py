@@ -8,14 +8,20 @@ pick ``threads`` and ``items`` themselves use several warps per tile.
 
 import sys
 import types
+import warnings
 
+import numba
 import numpy as np
 import pytest
+from numba import cuda
+from numba.core.errors import NumbaPerformanceWarning
 
 from sphgpu.backends import cuda_available
 from sphgpu.sort import _cuda
 from sphgpu.sort import _cuda_kernels as K
-from sphgpu.sort.keys import SUPPORTED_DTYPES
+from sphgpu.sort.keys import FLOAT, SIGNED, SUPPORTED_DTYPES, UNSIGNED
+
+_TRANSFORM = {"u": UNSIGNED, "i": SIGNED, "f": FLOAT}
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 real_gpu = pytest.mark.skipif(_cuda.SIMULATOR, reason="sizes for a real GPU")
@@ -212,6 +218,9 @@ def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
             return types.SimpleNamespace(_codelibrary=Kernel())
 
         def __getitem__(self, config):
+            # as Numba's dispatcher does for grids under 128 blocks
+            warnings.warn(NumbaPerformanceWarning(f"Grid size {config[0]} will likely result "
+                                                  "in GPU under-utilization"))
             return lambda *args: calls.append(("slow", config))
 
     class DeviceArray(np.ndarray):           # a NumPy array with a device pointer, like CuPy's
@@ -242,8 +251,11 @@ def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
     assert calls[0][0] == "compile"                      # another dtype: compiled again
     del Dispatcher.compile                                # an older or newer Numba
     calls.clear()
-    _launch.launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _launch.launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
     assert calls == [("slow", (7, 64, 0))]
+    assert not caught                    # the low-occupancy warning stays inside sphgpu
     with pytest.raises(ValueError, match="C-contiguous"):
         _launch.kernel_params([a.T])
 
@@ -290,11 +302,93 @@ def test_public_api_on_the_cuda_backend(dtype, rng):
     if dtype.kind == "f":
         keys[[3, 7]] = np.nan
         keys[10] = -0.0
+    if dtype.kind == "f":
+        keys.view(f"u{dtype.itemsize}")[12] = np.iinfo(f"u{dtype.itemsize}").max    # -NaN
     want = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(S.argsort(keys, backend="cuda"), want)
     out, vals = S.radix_sort(keys, values=np.arange(float(n)), backend="cuda")
     np.testing.assert_array_equal(vals, want.astype(float))
+    # bit for bit: -0.0 and the NaN payloads come back as they went in, with or without the
+    # permutation (the kernels move the keys' own bits)
     np.testing.assert_array_equal(out.view(np.uint8), keys[want].view(np.uint8))
+    out = S.radix_sort(keys, backend="cuda")
+    np.testing.assert_array_equal(out.view(np.uint8), keys[want].view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", SUPPORTED_DTYPES, ids=str)
+def test_device_radix_key_orders_as_numpy(dtype, rng):
+    """The kernels' order-preserving map (radix_key) against NumPy's stable order: sorted,
+    and ties exactly where NumPy sees equal keys (-0.0 == +0.0, every NaN equal)."""
+    from .test_keys import numpy_equal, sample
+
+    x = sample(rng, dtype, 200)
+    bits = x.view(f"u{dtype.itemsize}")
+    to_radix = K.radix_key(numba.from_dtype(bits.dtype), _TRANSFORM[dtype.kind])
+    wide = np.uint64 if dtype.itemsize == 8 else np.uint32
+
+    @cuda.jit
+    def apply(src, dst):
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        if i < src.size:
+            dst[i] = to_radix(src[i])
+
+    u = np.zeros(x.size, wide)
+    apply[(x.size + 63) // 64, 64](bits, u)
+    order = np.argsort(x, kind="stable")
+    us, xs = u[order], x[order]
+    assert np.all(us[1:] >= us[:-1])
+    np.testing.assert_array_equal(us[1:] == us[:-1], numpy_equal(xs[1:], xs[:-1]))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_eight_bit_keys_alone_are_written_as_runs(dtype, rng, monkeypatch):
+    """8-bit keys without the permutation: the digit is the whole key, so the sorted keys are
+    written from the digit starts (fill_kernel) and no pass kernel is built; ragged lengths
+    (n not a multiple of the 4 keys of a word), empty digits, one digit holding most keys."""
+    built = []
+    build = K.onesweep_kernel
+    monkeypatch.setattr(K, "onesweep_kernel", lambda *a, **kw: built.append(a) or build(*a, **kw))
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    transform = _TRANSFORM[dtype.kind]
+    for n in (2, 3, 5, 8, 333, 1001):
+        keys = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+        keys[: n // 2] = keys[-1]
+        out, perm = _cuda.sort_pairs(keys.view(np.uint8), 8, 8, False, transform=transform)
+        assert perm is None
+        np.testing.assert_array_equal(out.view(dtype), np.sort(keys, kind="stable"))
+    assert not built
+    # a grid smaller than the work: each thread walks on over several words
+    keys = np.sort(rng.integers(info.min, 0, 1003, endpoint=True).astype(dtype))  # few digits
+    radix = keys.view(np.uint8) ^ np.uint8(0x80 if dtype.kind == "i" else 0)
+    start = np.searchsorted(np.sort(radix), np.arange(256)).astype(np.int64)[None, :]
+    words = np.zeros(251, np.uint32)
+    K.fill_kernel(32, transform)[2, 32](start, words, 1003)
+    np.testing.assert_array_equal(words.view(np.uint8)[:1003].view(dtype), keys)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.float32, np.int8])
+def test_device_keys_sort_every_bit_without_reading_them_on_the_host(dtype, rng, monkeypatch):
+    """Device keys without key_bits: no host read of their range (it would make the host wait
+    for the GPU); every bit of the dtype is sorted, the passes whose digit is the same for
+    every key only copying. Small keys in a wide type make most passes such copies. (The
+    simulator's "device" arrays are NumPy arrays, so the device path is called directly.)"""
+    from sphgpu.sort import api
+
+    def host_read(*a):
+        raise AssertionError("the host read the keys")
+
+    monkeypatch.setattr(api, "bits_needed", host_read)
+    monkeypatch.setattr(api, "_radix_keys", host_read)
+    dtype = np.dtype(dtype)
+    keys = rng.integers(-40 if dtype.kind in "if" else 0, 90, 150).astype(dtype)
+    keys[::7] = keys[3]
+    want = np.argsort(keys, kind="stable")
+    for need_perm in (True, False):
+        out, perm = api._sort_native(_cuda, keys, True, None, None, need_perm)
+        np.testing.assert_array_equal(out.view(np.uint8), keys[want].view(np.uint8))
+        if need_perm:
+            np.testing.assert_array_equal(perm, want)
 
 
 # -- real GPU only --------------------------------------------------------------------------
@@ -335,8 +429,24 @@ def test_every_dtype_on_the_gpu(rng, monkeypatch):
             keys[[5, 9]] = np.nan
             keys[11] = -0.0
         want = np.argsort(keys, kind="stable")
-        perm = S.argsort(cupy.asarray(keys), backend="cuda")
+        d = cupy.asarray(keys)
+        perm = S.argsort(d, backend="cuda")
         np.testing.assert_array_equal(perm.get(), want)
+        out = S.radix_sort(d, backend="cuda")         # keys alone: no permutation to gather by
+        np.testing.assert_array_equal(out.get().view(np.uint8), keys[want].view(np.uint8))
+
+
+@real_gpu
+def test_small_sorts_on_the_gpu_warn_nothing(rng):
+    """Grids of one block (the digit scan) or a few tiles: nothing printed to the user."""
+    import cupy
+
+    import sphgpu.sort as S
+    keys = cupy.asarray(rng.standard_normal(1000).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        S.radix_sort(keys, return_permutation=True, backend="cuda")
+        S.radix_sort(keys, key_bits=32, radix_bits=4, backend="cuda")
 
 
 @real_gpu
