@@ -342,6 +342,17 @@ def analysis(maps, layout, geometry):
     return _run(maps, layout, geometry, (_map2leg, _leg2alm))
 
 
+def _eth(xp, c, t, j, bar, transpose=False):
+    """:func:`spin.eth` as one kernel pass (the NumPy-style passes make ~20 temporaries)."""
+    shape = c.shape
+    c2 = xp.ascontiguousarray(c.reshape(-1, shape[-1]))
+    out = xp.empty_like(c2)
+    n = c2.shape[1]
+    K.eth_kernel[(math.ceil(n / 256), c2.shape[0]), 256](
+        c2, t[0], t[1], t[2], t[3], float(j), 1.0 if bar else -1.0, int(transpose), out)
+    return out.reshape(shape)
+
+
 def _run_spin(data, spin, layout, geometry, forward):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
@@ -356,12 +367,12 @@ def _run_spin(data, spin, layout, geometry, forward):
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
                                       lambda c, ext: _alm2leg(c, pl, xp),
-                                      lambda leg: _leg2map(leg, pl, xp), xp)
+                                      lambda leg: _leg2map(leg, pl, xp), xp, _eth)
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
                                      lambda m: _map2leg(m, pl, xp),
-                                     lambda leg, ext: _leg2alm(leg, pl, xp), xp)
+                                     lambda leg, ext: _leg2alm(leg, pl, xp), xp, _eth)
     outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
     return to_host(out) if host else out

@@ -27,7 +27,7 @@ from . import legendre
 
 __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
            "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
-           "unfold_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
+           "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
 
 # default launch shapes (used where the autotuner is off): the fastest of its candidates on an
@@ -598,3 +598,31 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
             g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
+
+
+@cuda.jit
+def eth_kernel(c, fl, fm, eps, eps_next, j, sign_m, transpose, out):
+    """One spin-raising (sign_m = -1) or lowering (+1) pass of :mod:`sphgpu.sht.spin` on
+    coefficient sets, or its transpose (``transpose`` = 1): out = -(D c - 2 j X c + sign_m m c)
+    with D = sin d/dtheta and X = cos theta acting on sums of lambda_lm (``spin._eth``).
+
+    Launch: grid (ceil(n / 256), rows), block 256. c, out (rows, n) complex128 on the
+    extended layout; fl, fm, eps, eps_next (n,) float64 from ``spin._tables``. Neighbours
+    across an order's ends are multiplied by eps = 0 there, as in the NumPy passes.
+    """
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    r = cuda.blockIdx.y
+    n = c.shape[1]
+    if i < n:
+        cur = c[r, i]
+        dn = c[r, i - 1] if i > 0 else 0j
+        up = c[r, i + 1] if i + 1 < n else 0j
+        e = eps[i]
+        en = eps_next[i]
+        lv = fl[i]
+        if transpose:
+            d = (lv * en) * up - ((lv + 1.0) * e) * dn
+        else:
+            d = ((lv - 1.0) * e) * dn - ((lv + 2.0) * en) * up
+        x = e * dn + en * up
+        out[r, i] = -(d - (2.0 * j) * x + (sign_m * fm[i]) * cur)

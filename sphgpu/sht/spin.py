@@ -118,47 +118,44 @@ def _up(xp, c):
     return out
 
 
-def _eth(xp, c, t, j, bar):
+def eth(xp, c, t, j, bar, transpose=False):
     """One spin-raising (bar=False, spin j -> j+1) or lowering (bar=True, spin -j -> -j-1)
-    step on coefficients c of sin^-j sum c lambda: returns those of sin^-(j+1) sum c' lambda.
+    step on coefficients c (..., n_ext) of sin^-j sum c lambda: returns those of
+    sin^-(j+1) sum c' lambda; ``transpose`` gives the transposed (= adjoint: the passes have
+    real coefficients) step. ``t``: :func:`_device_tables`.
 
     eth f = -(sin^q (d/dtheta - m/sin) sin^-q f) on spin q, eth-bar with +m/sin and sin^-q;
-    with f = sin^-j P the sin^(j -+ q) factors leave cos-terms (j + q) cot(theta) f.
+    with f = sin^-j P and q = +-j both leave -(D - 2 j X -+ m) on the coefficients, where
+    D = sin d/dtheta and X = cos theta act on sums of lambda_j as in the module docstring
+    (D^T g_j = j eps_{j+1} g_{j+1} - (j+1) eps_j g_{j-1}; X is symmetric).
     """
     fl, fm, eps, eps_next = t[0], t[1], t[2], t[3]
     dn, up = _down(xp, c), _up(xp, c)
-    d = (fl - 1.0) * eps * dn - (fl + 2.0) * eps_next * up   # sin d/dtheta of sum c lambda
-    x = eps * dn + eps_next * up                             # cos(theta) * sum c lambda
+    if transpose:
+        d = fl * eps_next * up - (fl + 1.0) * eps * dn
+    else:
+        d = (fl - 1.0) * eps * dn - (fl + 2.0) * eps_next * up
+    x = eps * dn + eps_next * up
     return -(d - 2.0 * j * x + (fm if bar else -fm) * c)
 
 
-def _eth_adjoint(xp, g, t, j, bar):
-    """Transpose of :func:`_eth` (real coefficients of the passes, so also its adjoint)."""
-    fl, fm, eps, eps_next = t[0], t[1], t[2], t[3]
-    # D^T g_j = j eps_{j+1} g_{j+1} - (j+1) eps_j g_{j-1};  X^T = X
-    dn, up = _down(xp, g), _up(xp, g)
-    dt = fl * eps_next * up - (fl + 1.0) * eps * dn
-    xt = eps * dn + eps_next * up
-    return -(dt - 2.0 * j * xt + (fm if bar else -fm) * g)
-
-
-def _plus_minus(xp, a, t, spin):
+def _plus_minus(xp, a, t, spin, step):
     """(P+ a, P- a): coefficients of sum a lam+- as sin^-s sum c lambda (extended layout)."""
     na = a * t[4]
     up, dn = na, na
     for j in range(spin):
-        up = _eth(xp, up, t, j, False)
-        dn = _eth(xp, dn, t, j, True)
+        up = step(xp, up, t, j, False)
+        dn = step(xp, dn, t, j, True)
     return 0.5 * (up + dn), 0.5 * (up - dn)
 
 
-def _plus_minus_adjoint(xp, gp, gm, t, spin):
+def _plus_minus_adjoint(xp, gp, gm, t, spin, step):
     """Transpose of :func:`_plus_minus`: returns P+^T gp + P-^T gm (extended layout)."""
     up = 0.5 * (gp + gm)
     dn = 0.5 * (gp - gm)
     for j in reversed(range(spin)):
-        up = _eth_adjoint(xp, up, t, j, False)
-        dn = _eth_adjoint(xp, dn, t, j, True)
+        up = step(xp, up, t, j, False, True)
+        dn = step(xp, dn, t, j, True, True)
     return (up + dn) * t[4]
 
 
@@ -168,7 +165,7 @@ def _embed(xp, a, t, nalm_ext):
     return out
 
 
-def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np):
+def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth):
     """Scalar coefficient sets of a spin-s synthesis.
 
     alm : (k, 2, nalm) complex128, E (gradient) and B (curl) in ``layout``.
@@ -179,21 +176,21 @@ def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np):
     n_ext = extended_layout(layout, spin).size
     e = _embed(xp, alm[:, 0], t, n_ext)
     b = _embed(xp, alm[:, 1], t, n_ext)
-    pe, me = _plus_minus(xp, e, t, spin)
-    pb, mb = _plus_minus(xp, b, t, spin)
+    pe, me = _plus_minus(xp, e, t, spin, step)
+    pb, mb = _plus_minus(xp, b, t, spin, step)
     out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
     out[:, 0] = -(pe + 1j * mb)
     out[:, 1] = -(pb - 1j * me)
     return out
 
 
-def spin_coefficients_adjoint(g, spin: int, layout: AlmLayout, xp=np):
+def spin_coefficients_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth):
     """Adjoint of :func:`spin_coefficients`: g (k, 2, nalm_ext) -> (k, 2, nalm) E and B."""
     t = _device_tables(xp, layout, spin)
     gq, gu = g[:, 0], g[:, 1]
     # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E); conjugate-transposed:
-    e = -_plus_minus_adjoint(xp, gq, 1j * gu, t, spin)
-    b = -_plus_minus_adjoint(xp, gu, -1j * gq, t, spin)
+    e = -_plus_minus_adjoint(xp, gq, 1j * gu, t, spin, step)
+    b = -_plus_minus_adjoint(xp, gu, -1j * gq, t, spin, step)
     out = xp.empty((g.shape[0], 2, layout.size), dtype=np.complex128)
     out[:, 0] = e[..., t[5]]
     out[:, 1] = b[..., t[5]]
@@ -213,7 +210,7 @@ def _factor(xp, geometry, spin):
     return _cached((xp.__name__, geometry, spin), lambda: xp.asarray(ring_factor(geometry, spin)))
 
 
-def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np):
+def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
     """Spin-s (and, with 3 rows, polarized) synthesis through a backend's scalar steps.
 
     alm : (k, 2, nalm) E, B or (k, 3, nalm) T, E, B complex128 (T is spin 0).
@@ -228,7 +225,7 @@ def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np):
     coeffs = xp.empty((k, r, ext.size), dtype=np.complex128)
     if r == 3:
         coeffs[:, 0] = _embed(xp, alm[:, 0], t, ext.size)
-    coeffs[:, r - 2:] = spin_coefficients(alm[:, r - 2:], spin, layout, xp)
+    coeffs[:, r - 2:] = spin_coefficients(alm[:, r - 2:], spin, layout, xp, step)
     leg = alm2leg(coeffs.reshape(k * r, ext.size), ext)
     leg = leg.reshape((k, r) + leg.shape[1:])
     leg[:, r - 2:] *= _factor(xp, geometry, spin)[None, None, :, None]
@@ -236,11 +233,12 @@ def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np):
     return maps.reshape(k, r, maps.shape[-1])
 
 
-def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np):
+def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth):
     """Adjoint of :func:`synthesis` (weighted by the quadrature, as the scalar analysis).
 
     maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix)) ->
     weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) -> coeffs (n, nalm_ext).
+    ``step``: the implementation of :func:`eth` (a backend may pass a fused kernel).
     Returns (k, 2 or 3, nalm) complex128: E, B or T, E, B.
     """
     k, r, npix = maps.shape
@@ -253,5 +251,5 @@ def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np):
     out = xp.empty((k, r, layout.size), dtype=np.complex128)
     if r == 3:
         out[:, 0] = g[:, 0][..., t[5]]
-    out[:, r - 2:] = spin_coefficients_adjoint(g[:, r - 2:], spin, layout, xp)
+    out[:, r - 2:] = spin_coefficients_adjoint(g[:, r - 2:], spin, layout, xp, step)
     return out
