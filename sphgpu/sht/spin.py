@@ -174,13 +174,11 @@ def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth):
     """
     t = _device_tables(xp, layout, spin)
     n_ext = extended_layout(layout, spin).size
-    e = _embed(xp, alm[:, 0], t, n_ext)
-    b = _embed(xp, alm[:, 1], t, n_ext)
-    pe, me = _plus_minus(xp, e, t, spin, step)
-    pb, mb = _plus_minus(xp, b, t, spin, step)
+    # E and B travel together through the passes (one launch each on a GPU)
+    pe, me = _plus_minus(xp, _embed(xp, alm, t, n_ext), t, spin, step)
     out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
-    out[:, 0] = -(pe + 1j * mb)
-    out[:, 1] = -(pb - 1j * me)
+    out[:, 0] = -(pe[:, 0] + 1j * me[:, 1])
+    out[:, 1] = -(pe[:, 1] - 1j * me[:, 0])
     return out
 
 
@@ -188,13 +186,11 @@ def spin_coefficients_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth):
     """Adjoint of :func:`spin_coefficients`: g (k, 2, nalm_ext) -> (k, 2, nalm) E and B."""
     t = _device_tables(xp, layout, spin)
     gq, gu = g[:, 0], g[:, 1]
-    # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E); conjugate-transposed:
-    e = -_plus_minus_adjoint(xp, gq, 1j * gu, t, spin, step)
-    b = -_plus_minus_adjoint(xp, gu, -1j * gq, t, spin, step)
-    out = xp.empty((g.shape[0], 2, layout.size), dtype=np.complex128)
-    out[:, 0] = e[..., t[5]]
-    out[:, 1] = b[..., t[5]]
-    return out
+    # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E); conjugate-transposed, E and B together:
+    gp = xp.stack([gq, gu], axis=1)
+    gm = xp.stack([1j * gu, -1j * gq], axis=1)
+    eb = -_plus_minus_adjoint(xp, gp, gm, t, spin, step)
+    return xp.ascontiguousarray(eb[..., t[5]])
 
 
 def ring_factor(geometry, spin: int) -> np.ndarray:
