@@ -42,11 +42,11 @@ import uuid
 
 import numpy as np
 
-from .._validate import as_complex_array, as_real_array, check_int, is_device_array
+from .._validate import as_complex_array, as_maps, as_real_array, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import stages
-from ..sht.transforms import resolve_geometry
+from ..sht.transforms import _check_pol, _shape_kind, resolve_geometry
 from . import cluster as _cluster
 from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
 
@@ -236,16 +236,20 @@ def _put_pixels(out, piece, runs):
 
 # ----------------------------------------------------------------------------- tasks
 # Module-level functions: workers import them from sphgpu, nothing is pickled by value.
+# A batch is (k, n) spin-0 sets or (k, 3, n) polarized ones (T, E, B / I, Q, U): the number
+# of axes says which, never the number of rows.
 def _synthesis_task(alm, lmax, mmax, ref, backend):
     from ..sht.transforms import alm2map
 
-    return alm2map(alm, lmax=lmax, mmax=mmax, geometry=_geom(ref), backend=backend)
+    return alm2map(alm, lmax=lmax, mmax=mmax, pol=alm.ndim == 3, geometry=_geom(ref),
+                   backend=backend)
 
 
 def _analysis_task(maps, lmax, mmax, iter, ref, backend):
     from ..sht.transforms import map2alm
 
-    return map2alm(maps, lmax, mmax, iter, geometry=_geom(ref), backend=backend)
+    return map2alm(maps, lmax, mmax, iter, pol=maps.ndim == 3, geometry=_geom(ref),
+                   backend=backend)
 
 
 def _legendre_task(alm, layout, ref, mrange, ring_lists, backend):
@@ -281,21 +285,26 @@ def _adjoint_legendre_task(layout, ref, ring_lists, mrange, backend, previous, *
 
 
 def _rings_synthesis_task(alm, layout, ref, rings, backend):
+    """Ring chunk's pixels, (rows, npix_chunk) with rows = k or 3k (polarized: alm 3-D)."""
     from ..sht.transforms import alm2map
 
-    return alm2map(alm, lmax=layout.lmax, mmax=layout.mmax,
-                   geometry=_subgeometry(_geom(ref), rings), backend=backend)
+    out = alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, pol=alm.ndim == 3,
+                  geometry=_subgeometry(_geom(ref), rings), backend=backend)
+    return out.reshape(-1, out.shape[-1])
 
 
-def _rings_analysis_task(maps, alm, layout, ref, rings, backend):
-    """Ring chunk's share of one analysis pass of (maps - synthesis(alm)) (or of maps)."""
+def _rings_analysis_task(maps, alm, layout, ref, rings, backend, pol):
+    """Ring chunk's share of one analysis pass of (maps - synthesis(alm)) (or of maps);
+    maps (rows, npix_chunk), read as (k, 3, npix_chunk) I, Q, U when ``pol``."""
     from ..sht.transforms import alm2map, map2alm
 
     sub = _subgeometry(_geom(ref), rings)
+    if pol:
+        maps = maps.reshape(-1, 3, maps.shape[-1])
     if alm is not None:
-        maps = maps - alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, geometry=sub,
+        maps = maps - alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, pol=pol, geometry=sub,
                               backend=backend)
-    return map2alm(maps, layout.lmax, layout.mmax, 0, geometry=sub, backend=backend)
+    return map2alm(maps, layout.lmax, layout.mmax, 0, pol=pol, geometry=sub, backend=backend)
 
 
 def _sum_task(previous, *parts):
@@ -307,11 +316,19 @@ def _sum_task(previous, *parts):
 
 # ----------------------------------------------------------------------------- batches
 def _batch_inputs(name, data, check):
-    """(list of row groups or futures, was 1-D, inputs are futures)."""
+    """(list of row groups or futures, was 1-D, inputs are futures); arrays of shape (n,),
+    (k, n) spin-0 or (k, 3, n) polarized."""
     if _is_future_list(data):
         return list(data), False, True
-    arr = _host_array(name, data, check)
+    arr = _host_array(name, data, lambda nm, a: check(nm, a, allow_batch=3))
+    if arr.ndim == 3 and arr.shape[1] != 3:
+        raise ValueError(f"{name} has shape {arr.shape}: a batch of polarized sets is (k, 3, n)")
     return arr, arr.ndim == 1, False
+
+
+def _masked_maps(name, a, allow_batch):
+    """Maps as sphgpu.map2alm reads them: UNSEEN and numpy.ma pixels set to zero."""
+    return as_maps(name, a, max_ndim=allow_batch)[0]
 
 
 def _groups(k, per):
@@ -324,7 +341,7 @@ def _stack(results, single):
     flat = [r for item in results for r in item]
     if not all(isinstance(r, np.ndarray) for r in flat):
         return flat
-    out = np.concatenate([r if r.ndim == 2 else r[None] for r in flat], axis=0)
+    out = np.concatenate([r if r.ndim >= 2 else r[None] for r in flat], axis=0)
     return out[0] if single else out
 
 
@@ -354,7 +371,8 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
     Parameters
     ----------
     alms : array, shape (k, nalm) (or (nalm,)), complex; or a list of Dask futures
-        Coefficient sets in healpy's order. Futures (e.g. a_lm made on the workers) are
+        Coefficient sets in healpy's order; (k, 3, nalm) is a batch of polarized T, E, B sets
+        (each gives I, Q, U maps, as ``sphgpu.alm2map`` with ``pol=True``). Futures (e.g. a_lm made on the workers) are
         transformed where they are, one task each, without passing through this process.
     nside, lmax, mmax, geometry
         As in :func:`sphgpu.alm2map`.
@@ -373,7 +391,8 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
 
     Returns
     -------
-    ndarray, shape (k, npix) (or (npix,)), float64 -- or a list of futures (``gather=False``).
+    ndarray, shape (k, npix) (or (npix,), or (k, 3, npix)), float64 -- or a list of futures
+    (``gather=False``).
     With futures as input, a list of the results when they are not NumPy arrays (device arrays
     stay device arrays).
     """
@@ -396,14 +415,15 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     """Analyse many maps on a Dask cluster (healpy's ``map2alm`` with ``iter`` Jacobi
     iterations for each), one task per ``maps_per_task`` of them.
 
-    ``maps`` is (k, npix) (or (npix,)) real, or a list of futures; other arguments as in
+    ``maps`` is (k, npix) (or (npix,)) real, (k, 3, npix) polarized I, Q, U maps, or a list
+    of futures; other arguments as in
     :func:`alm2map_many` and :func:`sphgpu.map2alm`. Returns (k, nalm) complex128 (or
     (nalm,)), or a list of futures with ``gather=False``.
     """
     client = _cluster.get_client(client)
     name, resources = _placement(client, backend)
     iter = check_int("iter", iter, minimum=0)
-    data, single, futures_in = _batch_inputs("maps", maps, as_real_array)
+    data, single, futures_in = _batch_inputs("maps", maps, _masked_maps)
     if futures_in:
         g = geometry
         if g is None:
@@ -423,6 +443,13 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
 
 
 # ----------------------------------------------------------------------------- one large transform
+def _check_polarized_pattern(polarized, pattern):
+    if polarized and pattern != "rings":
+        raise NotImplementedError(
+            f"polarized transforms split by m (pattern={pattern!r}) are not implemented: use "
+            "pattern='rings', or alm2map_many / map2alm_many for batches")
+
+
 def _check_pattern(pattern):
     if pattern not in PATTERNS:
         raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
@@ -447,15 +474,16 @@ def _plan(g, layout, n, pattern):
                              cost=transform_ring_costs(g.nphi, pairs, layout.size))
 
 
-def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",
+def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, backend="auto",
             client=None, nchunks=None, pattern="m", progress=False):
     """One synthesis (healpy's ``alm2map``) split over the workers of a Dask cluster.
 
     Parameters
     ----------
-    alm : array, shape (nalm,) or (k, nalm), complex
-    nside, lmax, mmax, geometry
-        As in :func:`sphgpu.alm2map`.
+    alm : array, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm), complex
+    nside, lmax, mmax, pol, geometry
+        As in :func:`sphgpu.alm2map` (healpy's ``pol=True``: 3 rows are T, E, B). Polarized
+        sets run with ``pattern="rings"`` only.
     backend : {"auto", "cuda", "cpu", "reference"}
         As in :func:`alm2map_many`.
     client : distributed.Client, optional
@@ -475,10 +503,12 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="au
     client = _cluster.get_client(client)
     name, resources = _placement(client, backend)
     pattern = _check_pattern(pattern)
-    arr = _host_array("alm", alm, as_complex_array)
+    arr = _host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
+    polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
+    _check_polarized_pattern(polarized, pattern)
     g = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
-    batch = arr[None] if arr.ndim == 1 else arr
+    batch = arr.reshape((-1, 3, arr.shape[-1]) if polarized else (-1, arr.shape[-1]))
     mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
     ref = _geom_ref(g)
 
@@ -506,16 +536,18 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, geometry=None, backend="au
                 for r, rings in enumerate(ring_lists)]
 
     [parts] = _run_items(client, 1, build, progress=progress)
-    out = np.zeros((batch.shape[0], g.npix))
+    out = np.zeros((batch.size // batch.shape[-1], g.npix))
     for rings, piece in zip(ring_lists, parts):
         _put_pixels(out, piece, _pixel_runs(g, rings))
-    return out[0] if arr.ndim == 1 else out
+    return out.reshape(lead + (g.npix,))
 
 
-def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto", client=None,
-            nchunks=None, pattern="m", progress=False):
+def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, backend="auto",
+            client=None, nchunks=None, pattern="m", progress=False):
     """One analysis (healpy's ``map2alm``, ``iter`` Jacobi iterations) split over the workers
-    of a Dask cluster; arguments as in :func:`alm2map` and :func:`sphgpu.map2alm`.
+    of a Dask cluster; arguments as in :func:`alm2map` and :func:`sphgpu.map2alm` (I, Q, U
+    maps with ``pol=True``, ``pattern="rings"`` only; UNSEEN and ``numpy.ma`` pixels count
+    as zero).
 
     With ``pattern="m"`` the map stays split by ring chunks and the a_lm by m chunks on their
     workers through all iterations; only Delta_m pieces move between them. With ``"rings"``
@@ -530,10 +562,12 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto"
     name, resources = _placement(client, backend)
     pattern = _check_pattern(pattern)
     iter = check_int("iter", iter, minimum=0)
-    arr = _host_array("maps", maps, as_real_array)
+    arr = _host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])
+    polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
+    _check_polarized_pattern(polarized, pattern)
     g = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
-    batch = arr[None] if arr.ndim == 1 else arr
+    batch = arr.reshape(-1, arr.shape[-1])          # rows: k maps, or k I, Q, U triples
     mranges, ring_lists = _plan(g, layout, _chunk_count(client, name, nchunks), pattern)
     ref = _geom_ref(g)
     nr = len(ring_lists)
@@ -549,7 +583,8 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto"
             for it in range(iter + 1):
                 ka = _key("analysis")
                 partial = [client.submit(_rings_analysis_task, map_f[r], alm, layout, ref,
-                                         rings, name, key=(ka, r), resources=resources)
+                                         rings, name, polarized, key=(ka, r),
+                                         resources=resources)
                            for r, rings in enumerate(ring_lists)]
                 alm = client.submit(_sum_task, alm, *partial, key=_key("sum"))
             return [alm]
@@ -579,5 +614,5 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto"
         return alm_c
 
     [parts] = _run_items(client, 1, build, progress=progress)
-    alm = np.concatenate(parts, axis=1)
-    return alm[0] if arr.ndim == 1 else alm
+    alm = np.concatenate(parts, axis=-1)
+    return alm.reshape(lead + (layout.size,))

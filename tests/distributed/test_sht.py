@@ -13,7 +13,9 @@ from ..conftest import TOL, random_alm, rel_err
 
 
 def _serial_maps(alm, g, layout):
-    return sphgpu.alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, geometry=g, backend="cpu")
+    # 2-D a_lm here are batches of spin-0 sets (sd.*_many's reading), hence pol=False
+    return sphgpu.alm2map(alm, lmax=layout.lmax, mmax=layout.mmax, pol=False, geometry=g,
+                          backend="cpu")
 
 
 @pytest.mark.parametrize("nside, lmax, mmax, per_task", [(1, 2, 2, 1), (5, 14, 9, 3),
@@ -28,7 +30,7 @@ def test_batches_equal_the_serial_transforms(client, nside, lmax, mmax, per_task
     one = sd.alm2map_many(alms[2], nside, lmax, mmax, client=client)
     assert one.shape == (g.npix,) and rel_err(one, want[2]) <= TOL["distributed"]
     back = sd.map2alm_many(want, lmax, mmax, iter=2, client=client, maps_per_task=per_task)
-    assert rel_err(back, sphgpu.map2alm(want, lmax, mmax, iter=2, backend="cpu")) \
+    assert rel_err(back, sphgpu.map2alm(want, lmax, mmax, iter=2, pol=False, backend="cpu")) \
         <= TOL["distributed"]
 
 
@@ -87,12 +89,39 @@ def test_one_transform_of_a_batch_and_with_default_chunks(client, rng):
     layout = AlmLayout(30, 20)
     alms = random_alm(rng, layout, k=2)
     want = _serial_maps(alms, RingGeometry.healpix(8), layout)
-    got = sd.alm2map(alms, 8, 30, 20, client=client)               # nchunks: 2 CPU slots
+    got = sd.alm2map(alms, 8, 30, 20, pol=False, client=client)   # nchunks: 2 CPU slots
     assert got.shape == want.shape and rel_err(got, want) <= TOL["distributed"]
-    back = sd.map2alm(want, 30, 20, iter=1, client=client, pattern="rings")
+    back = sd.map2alm(want, 30, 20, iter=1, pol=False, client=client, pattern="rings")
     assert back.shape == alms.shape
-    assert rel_err(back, sphgpu.map2alm(want, 30, 20, iter=1, backend="cpu")) \
+    assert rel_err(back, sphgpu.map2alm(want, 30, 20, iter=1, pol=False, backend="cpu")) \
         <= TOL["distributed"]
+    with pytest.raises(ValueError, match="pol=False"):
+        sd.alm2map(alms, 8, 30, 20, client=client)           # 2 rows: not T, E, B
+
+
+def _pol_alm(rng, layout, k):
+    a = random_alm(rng, layout, k=3 * k).reshape(k, 3, -1)
+    a[:, 1:, layout.lm()[0] < 2] = 0
+    return a
+
+
+def test_polarized_batches_and_rings_equal_serial(client, rng):
+    layout = AlmLayout(20, 15)
+    alms = _pol_alm(rng, layout, 3)
+    want = sphgpu.alm2map(alms, 8, 20, 15, backend="cpu")
+    got = sd.alm2map_many(alms, 8, 20, 15, client=client, maps_per_task=2)
+    assert got.shape == (3, 3, 768) and rel_err(got, want) <= TOL["distributed"]
+    one = sd.alm2map(alms[1], 8, 20, 15, client=client, pattern="rings", nchunks=3)
+    assert one.shape == (3, 768) and rel_err(one, want[1]) <= TOL["distributed"]
+    masked = want.copy()
+    masked[:, :, 40:90] = sphgpu.UNSEEN
+    serial = sphgpu.map2alm(masked, 20, 15, iter=2, backend="cpu")
+    back = sd.map2alm_many(masked, 20, 15, iter=2, client=client)
+    assert back.shape == alms.shape and rel_err(back, serial) <= TOL["distributed"]
+    back1 = sd.map2alm(masked[0], 20, 15, iter=2, client=client, pattern="rings", nchunks=2)
+    assert rel_err(back1, serial[0]) <= TOL["distributed"]
+    with pytest.raises(NotImplementedError, match="pattern='rings'"):
+        sd.alm2map(alms[0], 8, 20, 15, client=client)        # pattern "m"
 
 
 def test_bad_requests_raise_clear_errors(client, rng):
@@ -146,14 +175,16 @@ def test_gpu_tasks_run_only_on_gpu_workers():
             held = {names[a] for f in futs for a in c.who_has(f)[f.key]}
             assert held == {where}
             assert rel_err(np.concatenate(c.gather(futs)), want) <= TOL["vs_ducc0"]
-        got = sd.alm2map(alms, 1, client=c, backend="cuda", pattern="rings", nchunks=2)
+        got = sd.alm2map(alms, 1, pol=False, client=c, backend="cuda", pattern="rings",
+                         nchunks=2)
         assert rel_err(got, want) <= TOL["vs_ducc0"]
-        got = sd.alm2map(alms, 1, client=c, backend="cuda", pattern="m", nchunks=2)
+        got = sd.alm2map(alms, 1, pol=False, client=c, backend="cuda", pattern="m", nchunks=2)
         assert rel_err(got, want) <= TOL["vs_ducc0"]
         maps = np.random.default_rng(6).standard_normal((2, 12))
-        assert rel_err(sd.map2alm(maps, 2, iter=1, client=c, backend="cuda", pattern="m",
-                                  nchunks=2),
-                       sphgpu.map2alm(maps, 2, iter=1, backend="cpu")) <= TOL["vs_ducc0"]
+        assert rel_err(sd.map2alm(maps, 2, iter=1, pol=False, client=c, backend="cuda",
+                                  pattern="m", nchunks=2),
+                       sphgpu.map2alm(maps, 2, iter=1, pol=False, backend="cpu")) \
+            <= TOL["vs_ducc0"]
     finally:
         c.shutdown()
         c.close()
