@@ -109,12 +109,14 @@ def bench_size(nside, args, log):
     try:
         import healpy as hp
 
+        if nside > args.max_nside_healpy:
+            raise ImportError(f"nside {nside} > --max-nside-healpy")
         t["healpy_pol_alm2map"] = time_call(lambda: hp.alm2map(alm, nside, lmax=lmax),
                                             repeat=args.repeat, max_seconds=15)
         t["healpy_pol_map2alm"] = time_call(lambda: hp.map2alm(ref, lmax=lmax, iter=0),
                                             repeat=args.repeat, max_seconds=15)
     except ImportError:
-        log("healpy not installed: skipped")
+        log("healpy skipped (not installed, or above --max-nside-healpy)")
     row["timings"] = {k: v.as_dict() for k, v in t.items()}
     med = {k: v.median for k, v in t.items()}
     for op in ("alm2map", "map2alm"):
@@ -174,8 +176,10 @@ def plot(results, path):
                            (f"cuda_host_pol_{op}", "sphgpu T,E,B (host to host)"),
                            (f"cuda_device_spin2_{op}", "sphgpu spin 2 (device)"),
                            (f"healpy_pol_{op}", "healpy T,E,B")):
-            if all(key in r["timings"] for r in results):
-                ax.loglog(ns, [r["timings"][key]["median_s"] for r in results], "o-", label=label)
+            pts = [(r["nside"], r["timings"][key]["median_s"]) for r in results
+                   if key in r["timings"]]
+            if pts:
+                ax.loglog(*zip(*pts), "o-", label=label)
         ax.loglog(ns, [r[f"ducc0_all_pol_{op}_s"] for r in results], "s--",
                   label=f"ducc0 T,E,B ({results[0].get('cpu_count')} threads)")
         ax.set_xlabel("nside (lmax = 2 nside)")
@@ -191,6 +195,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nside", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--max-nside-healpy", type=int, default=1024,
+                   help="healpy is timed up to this nside (8.6 s a call at nside 2048)")
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
     args = p.parse_args()
