@@ -77,3 +77,25 @@ def test_read_only_cache_dir_keeps_working(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("not a directory")
     _tuning.store("c", "k", 1.0)          # nowhere to write: silently kept by the caller
     assert _tuning.lookup("c", "k") is None
+
+
+@pytest.mark.parametrize("bad", [[128, 4], {"alm2leg": [128, 4]}, {"alm2leg": "x", "leg2alm": 3},
+                                 {"alm2leg": [128, -4], "leg2alm": [32, 8]}])
+def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, bad):
+    from sphgpu.sht import _cuda
+
+    monkeypatch.setattr(_cuda, "SIMULATOR", False)
+    monkeypatch.setattr(_tuning, "device_name", lambda: "Test GPU")
+    measured = {"alm2leg": (64, 8), "leg2alm": (64, 8)}
+    monkeypatch.setattr(_cuda, "_measure", lambda pl: dict(measured))
+
+    class FakePlan:             # just what _launch reads
+        launch, nrings, npix, lmax, mmax = None, 4, 48, 600, 600
+
+    key = "Test GPU|nrings=4|npix=48|lmax=600|mmax=600"
+    _tuning.store("sht_launch", key, bad)
+    with pytest.warns(_tuning.CacheWarning, match="sht_launch.json"):
+        assert _cuda._launch(FakePlan()) == measured
+    # measured again, stored and served from the cache from then on
+    monkeypatch.setattr(_cuda, "_measure", lambda pl: pytest.fail("measured twice"))
+    assert _cuda._launch(FakePlan()) == measured

@@ -163,16 +163,15 @@ def _batches(pl, nmaps):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries: (threads, pairs) and, for alm2leg, optionally a third entry, the
-#: register limit for the compiler (see _cuda_kernels.alm2leg_kernel); leg2alm picks its chunk
-#: length so that each fits in 48 KiB of shared memory. For sm_90 (ptxas, one map): alm2leg
-#: (128, 5) takes 126 registers, 4 blocks per SM, where (128, 6) and (128, 8) take 156 and 168,
-#: 3 blocks. Measured on an H200 at nside 2048, one map (benchmarks/profile_sht.py), ms:
-#: alm2leg (64, 8) 10.78, (128, 4) 10.68, (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80,
-#: (128, 8, 255) 11.60; leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took
-#: 32.13 and was dropped)
-CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 5), (128, 8), (256, 8), (128, 8, 255)],
-              "leg2alm": [(32, 8), (64, 4), (64, 8)]}
+#: what the autotuner tries: (threads, pairs); leg2alm picks its chunk length so that each fits
+#: in 48 KiB of shared memory. Few candidates, because each is a kernel compiled on the first
+#: call in a new process (the disk cache serves later processes). Measured on an H200 at nside
+#: 2048, one map (benchmarks/profile_sht.py), ms: alm2leg (64, 8) 10.78, (128, 4) 10.68,
+#: (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80, (128, 8, max_registers=255) 11.60;
+#: leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took 32.13): the ones more than
+#: 4 % behind the best were dropped
+CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
+              "leg2alm": [(32, 8), (64, 8)]}
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
@@ -196,17 +195,27 @@ def _launch(pl):
         return pl.launch
     key = (f"{_tuning.device_name()}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}"
            f"|mmax={pl.mmax}")
-    cached = _tuning.lookup("sht_launch", key)
-    if cached is not None:
-        cached = {k: tuple(v) for k, v in cached.items()}
-        # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
-        # measured again
-        if all(cached.get(k) in CANDIDATES[k] for k in CANDIDATES):
-            pl.launch = cached
-            return pl.launch
+    cached = _tuning.lookup("sht_launch", key, check=_check_launch)
+    # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
+    # measured again
+    if cached is not None and all(cached[k] in CANDIDATES[k] for k in CANDIDATES):
+        pl.launch = cached
+        return pl.launch
     pl.launch = _measure(pl)
     _tuning.store("sht_launch", key, pl.launch)
     return pl.launch
+
+
+def _check_launch(value):
+    """A cached launch choice as {kernel name: (int, ...)}, or ValueError/TypeError."""
+    if not isinstance(value, dict) or set(value) != set(CANDIDATES):
+        raise ValueError(f"expected an object with keys {sorted(CANDIDATES)}")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(v, list) or not all(type(i) is int and i > 0 for i in v):
+            raise ValueError(f"{k}: expected a list of positive integers, got {v!r}")
+        out[k] = tuple(v)
+    return out
 
 
 def _measure(pl):

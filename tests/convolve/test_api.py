@@ -128,6 +128,10 @@ def test_bad_cuts_and_bounds():
         convolve(m, k, method="split", l_cut=10, theta_cut=4.0)
     with pytest.raises(ValueError, match="needs both l_cut and theta_cut"):
         convolve(m, k, method="split", l_cut=10)
+    # as split_kernel: no real-space basis function fits, so the split would be the harmonic
+    # part alone (before, convolve returned it: a 0.9 relative error)
+    with pytest.raises(ValueError, match="below one knot spacing"):
+        convolve(m, k, method="split", l_cut=10, theta_cut=1e-4, backend="cpu")
     with pytest.raises(ValueError, match="needs theta_cut"):
         convolve(m, k, method="realspace")
     with pytest.raises(ValueError, match="method must be one of"):
