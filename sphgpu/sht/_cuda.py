@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import _tuning
+from .._cuda_launch import quiet
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
@@ -138,6 +139,7 @@ class _Plan:
 
 
 @functools.lru_cache(maxsize=8)
+@quiet()
 def plan(geometry, lmax, mmax):
     """The cached :class:`_Plan` of a geometry and band limits (geometries hash by identity)."""
     return _Plan(geometry, lmax, mmax)
@@ -323,6 +325,7 @@ def _convolve(a, c, nmaps, xp):
     return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)
 
 
+@quiet()
 def _run(data, layout, geometry, steps):
     xp = _xp()
     pl = plan(geometry, layout.lmax, layout.mmax)
@@ -349,6 +352,7 @@ def analysis(maps, layout, geometry):
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)
+@quiet()
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
     xp = _xp()
