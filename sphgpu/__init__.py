@@ -11,6 +11,7 @@ from .sht import (alm2cl, alm2map, almxfl, anafast, gauss_beam, map2alm, smoothi
                   synfast)
 from .sort import argsort, radix_sort
 from . import tpacf  # angular correlation functions; a GPU-free import
+from .warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -19,5 +20,5 @@ __all__ = [
     "alm2map", "map2alm", "synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam",
     "smoothing",
     "radix_sort", "argsort",
-    "use_backend", "cuda_available", "BackendUnavailableError",
+    "use_backend", "cuda_available", "BackendUnavailableError", "warmup",
 ]
