@@ -19,13 +19,16 @@ Cases and goals (issue 16), on backend "cuda" (``--cpu``: "cpu", at small sizes)
 Cache states, each in its own directories (NUMBA_CACHE_DIR, SPHGPU_CACHE_DIR, CUPY_CACHE_DIR):
 "empty": the very first call on a machine (fresh, empty directories, one process per case);
 "warm": the same directories after that, ``--repeat`` fresh processes per case (median and
-max reported). The JSON (first_call.json) holds every process's times, the machine (GPU name)
-and the number of Numba cache files written (0 would mean Numba's disk cache is not working).
+max reported). The JSON (first_call.json) holds every process's times, the machine (GPU name),
+the number of Numba cache files written (0 would mean Numba's disk cache is not working),
+whether each warm run's output is bit for bit the empty-cache run's (kernels loaded from disk
+compute what freshly compiled ones do), and any warning line a process printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -111,6 +114,11 @@ def child(case, backend, size):
     if case.startswith("optimize_split"):
         row["plan"] = {"method": out.method, "l_cut": out.l_cut,
                        "theta_cut_arcmin": out.theta_cut_arcmin, "time_total": out.time_total}
+    else:
+        # kernels compiled afresh (empty caches) and loaded from disk must agree
+        arr = np.asarray(out.counts if hasattr(out, "counts") else out)
+        row["output_sha1"] = hashlib.sha1(np.ascontiguousarray(arr).tobytes()).hexdigest()
+        row["output_norm"] = float(np.linalg.norm(arr.astype(np.float64)))
     print("RESULT " + json.dumps(row), flush=True)
 
 
@@ -194,6 +202,10 @@ def main():
                     f" s, max {summary['first_max_s']:7.3f} s"
                     + ("" if goal is None else f"  (goal {goal} s: "
                        f"{'met' if summary['meets_goal'] else 'NOT met'})"))
+            empty = result["empty"].get(case, {}).get("output_sha1")
+            if empty is not None:
+                summary["same_output_as_empty_caches"] = all(
+                    r.get("output_sha1") == empty for r in rows)
             result["warm"][case] = summary
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -76,7 +76,7 @@ class _Plan:
     def __init__(self, geometry, lmax, mmax):
         xp = _xp()
         self.lmax, self.mmax = lmax, mmax
-        self.launch = None             # chosen at first use, see _launch
+        self.launch = {}               # kernel name -> launch shape, chosen at first use (_launch)
         self.nrings, self.npix = geometry.nrings, geometry.npix
         north, south = geometry.ring_pairs()
         theta = geometry.theta[north]
@@ -186,57 +186,55 @@ def _kernel(name, nmaps, tpb, rp, *extra):
 AUTOTUNE_MIN_LMAX = 512
 
 
-def _launch(pl):
-    """Launch parameters for this plan: measured once per device and problem size by trying
-    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`,
-    file sht_launch.json). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
-    if pl.launch is not None:
-        return pl.launch
-    pl.launch = dict(LAUNCH)
-    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled():
-        return pl.launch
-    key = (f"{_tuning.device_name()}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}"
-           f"|mmax={pl.mmax}")
-    cached = _tuning.lookup("sht_launch", key, check=_check_launch)
-    # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
-    # measured again
-    if cached is not None and all(cached[k] in CANDIDATES[k] for k in CANDIDATES):
-        pl.launch = cached
-        return pl.launch
-    pl.launch = _measure(pl)
-    _tuning.store("sht_launch", key, pl.launch)
-    return pl.launch
+def _launch(pl, name=None):
+    """Launch parameters of the Legendre kernel ``name`` ("alm2leg" or "leg2alm"; None: a dict
+    of both) for this plan: measured once per device, problem size and kernel by trying its
+    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`, file
+    sht_launch.json). Each kernel is tuned when first needed, so an alm2map compiles no
+    leg2alm variant. ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    if name is None:
+        return {k: _launch(pl, k) for k in CANDIDATES}
+    if name in pl.launch:
+        return pl.launch[name]
+    choice = LAUNCH[name]
+    if not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled()):
+        key = (f"{_tuning.device_name()}|{name}|nrings={pl.nrings}|npix={pl.npix}"
+               f"|lmax={pl.lmax}|mmax={pl.mmax}")
+        choice = _tuning.lookup("sht_launch", key, check=_check_launch)
+        # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
+        # measured again
+        if choice not in CANDIDATES[name]:
+            choice = _measure(pl, name)
+            _tuning.store("sht_launch", key, list(choice))
+    pl.launch[name] = choice
+    return choice
 
 
 def _check_launch(value):
-    """A cached launch choice as {kernel name: (int, ...)}, or ValueError/TypeError."""
-    if not isinstance(value, dict) or set(value) != set(CANDIDATES):
-        raise ValueError(f"expected an object with keys {sorted(CANDIDATES)}")
-    out = {}
-    for k, v in value.items():
-        if not isinstance(v, list) or not all(type(i) is int and i > 0 for i in v):
-            raise ValueError(f"{k}: expected a list of positive integers, got {v!r}")
-        out[k] = tuple(v)
-    return out
+    """A cached launch choice as a tuple of positive ints, or ValueError."""
+    if not isinstance(value, list) or not all(type(i) is int and i > 0 for i in value):
+        raise ValueError(f"expected a list of positive integers, got {value!r}")
+    return tuple(value)
 
 
-def _measure(pl):
+def _measure(pl, name):
+    """The fastest of CANDIDATES[name] on this plan, one map of random data."""
     import cupy
 
     rng = np.random.default_rng(0)
-    nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
-    alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
-    leg = _alm2leg(alm, pl, cupy)
-    best = {}
-    for name, run in (("alm2leg", lambda: _alm2leg(alm, pl, cupy)),
-                      ("leg2alm", lambda: _leg2alm(leg, pl, cupy))):
-        times = {}
-        for cand in CANDIDATES[name]:
-            pl.launch[name] = cand
-            times[cand] = _tuning.seconds(run, 2)
-        best[name] = min(times, key=times.get)
-        pl.launch[name] = best[name]
-    return best
+    if name == "alm2leg":
+        nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
+        alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
+        run = lambda: _alm2leg(alm, pl, cupy)
+    else:
+        shape = (1, pl.nrings, pl.mmax + 1)
+        leg = cupy.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+        run = lambda: _leg2alm(leg, pl, cupy)
+    times = {}
+    for cand in CANDIDATES[name]:
+        pl.launch[name] = cand
+        times[cand] = _tuning.seconds(run, 2)
+    return min(times, key=times.get)
 
 
 def _orders(pl, orders):
@@ -252,7 +250,7 @@ def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
-    tpb, rp, *regs = _launch(pl)["alm2leg"]
+    tpb, rp, *regs = _launch(pl, "alm2leg")
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
@@ -266,7 +264,7 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp = _launch(pl)["leg2alm"]
+    tpb, rp = _launch(pl, "leg2alm")
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
