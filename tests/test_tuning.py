@@ -80,7 +80,7 @@ def test_read_only_cache_dir_keeps_working(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("bad", [{"alm2leg": [128, 4]}, "x", [128, -4], [128.0, 4]])
-def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, bad):
+def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, bad, capsys):
     from sphgpu.sht import _cuda
 
     monkeypatch.setattr(_cuda, "SIMULATOR", False)
@@ -103,6 +103,8 @@ def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, b
     with pytest.warns(_tuning.CacheWarning, match="sht_launch.json"):
         assert _cuda._launch(FakePlan(), "alm2leg") == (64, 8)
     assert measured == ["alm2leg"]            # leg2alm is tuned only when it is needed
+    assert capsys.readouterr().out == ("sphgpu: tuning the alm2leg kernel for lmax 600 on 48 "
+                                       "pixels (once per GPU and size)\n")
     # measured again, stored and served from the cache from then on
     assert _cuda._launch(FakePlan(), "alm2leg") == (64, 8)
     assert _cuda._launch(FakePlan()) == {"alm2leg": (64, 8), "leg2alm": (64, 8)}

@@ -204,6 +204,8 @@ def _launch(pl, name=None):
         # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
         # measured again
         if choice not in CANDIDATES[name]:
+            _tuning.print_progress(f"tuning the {name} kernel for lmax {pl.lmax} on "
+                                   f"{pl.npix} pixels (once per GPU and size)")
             choice = _measure(pl, name)
             _tuning.store("sht_launch", key, list(choice))
     pl.launch[name] = choice
