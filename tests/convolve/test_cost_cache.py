@@ -89,3 +89,30 @@ def test_bad_budget():
     for bad in (-1.0, 0, float("nan"), "1"):
         with pytest.raises(ValueError, match="budget must be a positive number"):
             _model(budget=bad, use_cache=False)
+
+
+def test_harmonic_slope_timed_at_a_quarter_of_the_resolution(cache_dir, monkeypatch):
+    # a synthetic machine whose transforms cost exactly A * npix + B * nrings * (l_cut+1)^2:
+    # the fit must recover the real resolution's constants from the quarter-resolution series
+    # and one call at the real nside
+    from sphgpu.convolve import cost, harmonic
+
+    A, B = 1e-8, 1e-11
+    calls = []
+
+    def fake(maps, bl, geom, backend):
+        calls.append((geom.nside, len(bl) - 1))
+        return A * geom.npix + B * geom.nrings * len(bl) ** 2
+
+    monkeypatch.setattr(harmonic, "harmonic_convolve", fake)
+    monkeypatch.setattr(cost, "_time", lambda fn, backend: fn())
+    monkeypatch.setattr(MeasuredCostModel, "_measure_realspace",
+                        lambda self, b: cost._Fit(0.0, 0.0))
+    cm = MeasuredCostModel(256, 512, harmonic_backends=("cpu",), realspace_backends=("cpu",),
+                           progress=False, budget=1e6)
+    assert calls == [(64, 32), (64, 64), (64, 128), (64, 256), (64, 512), (256, 32)]
+    fit = cm.harmonic["cpu"]
+    assert fit.b == pytest.approx(B * (4 * 256 - 1), rel=1e-9)
+    assert fit.a == pytest.approx(A * 12 * 256 ** 2, rel=1e-9)
+    assert cm.harmonic_time(300, 256, 512, "cpu") == pytest.approx(
+        A * 12 * 256 ** 2 + B * (4 * 256 - 1) * 301 ** 2, rel=1e-9)
