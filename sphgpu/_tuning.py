@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 import time
 import warnings
 
@@ -27,7 +28,7 @@ try:
 except ImportError:        # Windows: atomic replacement still holds, entries may race
     fcntl = None
 
-__all__ = ["enabled", "cache_path", "device_name", "lookup", "store", "seconds", "CacheWarning",
+__all__ = ["enabled", "paused", "cache_path", "device_name", "lookup", "store", "seconds", "CacheWarning",
            "nonnegative_number", "print_progress"]
 
 
@@ -35,8 +36,25 @@ class CacheWarning(RuntimeWarning):
     """A cache file of sphgpu could not be used as it stands (it is ignored)."""
 
 
+_local = threading.local()
+
+
 def enabled() -> bool:
-    return os.environ.get("SPHGPU_AUTOTUNE") != "0"
+    """Whether launch autotuners measure: not with ``SPHGPU_AUTOTUNE=0``, not inside
+    :func:`paused` (in this thread)."""
+    return os.environ.get("SPHGPU_AUTOTUNE") != "0" and not getattr(_local, "paused", 0)
+
+
+@contextlib.contextmanager
+def paused():
+    """Launch autotuners keep their defaults while the block runs in this thread (the cost
+    model times many sizes once each: tuning each would cost more than the few per cent it
+    gains)."""
+    _local.paused = getattr(_local, "paused", 0) + 1
+    try:
+        yield
+    finally:
+        _local.paused -= 1
 
 
 def cache_path(name: str) -> str:

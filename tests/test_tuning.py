@@ -109,3 +109,20 @@ def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, b
     assert _cuda._launch(FakePlan(), "alm2leg") == (64, 8)
     assert _cuda._launch(FakePlan()) == {"alm2leg": (64, 8), "leg2alm": (64, 8)}
     assert measured == ["alm2leg", "leg2alm"]
+
+
+def test_paused_is_per_thread_and_nests(monkeypatch):
+    import threading
+
+    monkeypatch.delenv("SPHGPU_AUTOTUNE", raising=False)
+    seen = []
+    with _tuning.paused():
+        with _tuning.paused():
+            assert not _tuning.enabled()
+        assert not _tuning.enabled()
+        t = threading.Thread(target=lambda: seen.append(_tuning.enabled()))
+        t.start()
+        t.join()
+    assert seen == [True] and _tuning.enabled()
+    monkeypatch.setenv("SPHGPU_AUTOTUNE", "0")
+    assert not _tuning.enabled()

@@ -301,7 +301,8 @@ class MeasuredCostModel(CostModel):
         if not self.measure:
             raise LookupError(f"the {part} part on {backend} was never timed at nside "
                               f"{self.nside}, lmax {self.lmax} on this machine")
-        fit = measure(backend)
+        with _tuning.paused():
+            fit = measure(backend)
         if self.use_cache:
             _tuning.store(CACHE, key, {"a": fit.a, "b": fit.b, "points": fit.points,
                                        "when": time.strftime("%Y-%m-%d %H:%M:%S")})

@@ -101,6 +101,7 @@ def test_harmonic_slope_timed_at_a_quarter_of_the_resolution(cache_dir, monkeypa
     calls = []
 
     def fake(maps, bl, geom, backend):
+        assert not _tuning.enabled()          # no launch tuning for each timed size
         calls.append((geom.nside, len(bl) - 1))
         return A * geom.npix + B * geom.nrings * len(bl) ** 2
 
