@@ -22,8 +22,9 @@ import warnings
 
 __all__ = ["quiet", "refresh_kernel_cache", "UNDER_UTILIZATION"]
 
-#: the message of Numba's low-occupancy warning (a regular expression, matched at its start)
-UNDER_UTILIZATION = r"Grid size \d+ will likely result in GPU under-utilization"
+#: the message of Numba's low-occupancy warning (a regular expression, matched at the start of
+#: the message; Numba may put terminal colour codes before it, NUMBA_COLOR_SCHEME)
+UNDER_UTILIZATION = r".*Grid size \d+ will likely result in GPU under-utilization"
 
 
 def _categories():

@@ -28,6 +28,8 @@ def test_quiet_hides_only_the_under_utilization_warning():
         warnings.simplefilter("always")
         with quiet():
             _numba_warns()
+            warnings.warn(CATEGORIES[0]("\x1b[1mGrid size 3 will likely result in GPU "
+                                        "under-utilization due to low occupancy.\x1b[0m"))
             warnings.warn(CATEGORIES[0]("Host array used in CUDA kernel will incur copy "
                                         "overhead"))
         _numba_warns()                     # the user's own launch, outside sphgpu
