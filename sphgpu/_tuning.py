@@ -28,8 +28,8 @@ try:
 except ImportError:        # Windows: atomic replacement still holds, entries may race
     fcntl = None
 
-__all__ = ["enabled", "paused", "cache_path", "device_name", "lookup", "store", "seconds", "CacheWarning",
-           "nonnegative_number", "print_progress"]
+__all__ = ["enabled", "paused", "cache_path", "device_name", "lookup", "store", "seconds",
+           "CacheWarning", "nonnegative_number", "print_progress"]
 
 
 class CacheWarning(RuntimeWarning):
@@ -101,7 +101,8 @@ def _load(path) -> dict:
 
 def lookup(name: str, key: str, check=None):
     """The cached value of ``key`` in cache ``name``, or None. ``check(value)`` returns the value
-    to use or raises ValueError/TypeError/KeyError for a damaged entry (reported, then None)."""
+    to use or raises ValueError, TypeError, KeyError or AttributeError for a damaged entry
+    (reported, then None)."""
     path = cache_path(name)
     value = _load(path).get(key)
     if value is None or check is None:
