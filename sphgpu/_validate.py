@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-__all__ = ["check_int", "check_finite", "as_real_array", "as_complex_array", "is_device_array"]
+__all__ = ["check_int", "check_finite", "as_real_array", "as_complex_array", "as_maps",
+           "is_device_array", "UNSEEN"]
+
+#: healpy's value for pixels without data (``healpy.UNSEEN``)
+UNSEEN = -1.6375e30
+# healpy.mask_bad's default tolerance around UNSEEN: |m - UNSEEN| <= atol + rtol |UNSEEN|
+_UNSEEN_TOL = 1e-8 + 1e-5 * abs(UNSEEN)
 
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -64,9 +71,11 @@ def _finish(name, arr, allow_batch, dtype):
     return arr
 
 
-def _check_dims(name: str, a, allow_batch: bool):
-    if a.ndim not in ((1, 2) if allow_batch else (1,)):
-        want = "1-D or 2-D (a batch)" if allow_batch else "1-D"
+def _check_dims(name: str, a, allow_batch):
+    """allow_batch: False (1-D only), True (1-D or 2-D) or an int, the most dimensions."""
+    most = 1 if allow_batch is False else (2 if allow_batch is True else int(allow_batch))
+    if not 1 <= a.ndim <= most:
+        want = {1: "1-D", 2: "1-D or 2-D (a batch)"}.get(most, f"1-D to {most}-D")
         raise ValueError(f"{name} must be {want}, got {a.ndim} dimensions with shape {a.shape}")
 
 
@@ -101,3 +110,50 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
     if np.dtype(arr.dtype).kind != "c":
         raise TypeError(f"{name} must be complex (complex64 or complex128), got dtype {arr.dtype}")
     return _finish(name, arr, allow_batch, dtype)
+
+
+def as_maps(name: str, a, *, max_ndim: int = 2):
+    """Validate map(s) the way healpy reads them: pixels equal to ``UNSEEN`` (within healpy's
+    ``mask_bad`` tolerance) and the masked pixels of a ``numpy.ma`` array are excluded, i.e.
+    set to zero; any other NaN or infinity is an error naming ``name``.
+
+    Returns ``(arr, bad)``: arr a C-contiguous float64 array (NumPy, or CuPy for device
+    input; a copy whenever pixels were zeroed, so the caller's maps are never modified) of
+    1 to ``max_ndim`` dimensions, and bad the boolean array of excluded pixels (same shape),
+    or None when there are none.
+    """
+    mask = None
+    if np.ma.isMaskedArray(a):
+        mask = np.ma.getmaskarray(a)
+        a = np.ma.getdata(a)
+    if is_device_array(a):
+        arr = a
+    else:
+        if isinstance(a, (str, bytes)) or a is None:
+            raise TypeError(f"{name} must be an array of real numbers, got {type(a).__name__}")
+        arr = np.asarray(a)
+    kind = np.dtype(arr.dtype).kind
+    if kind == "c":
+        raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
+    if kind not in "fiu":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    _check_dims(name, arr, max_ndim)
+    arr = np.ascontiguousarray(arr, dtype=np.float64) if isinstance(arr, np.ndarray) \
+        else _device_as(arr, np.float64)
+    xp = _array_module(arr)
+    # Two reductions tell the common case (no mask, no NaN) without building masks: the
+    # minimum is NaN if any NaN, -inf or ~UNSEEN if either is present; the maximum catches +inf.
+    lo, hi = float(xp.min(arr)), float(xp.max(arr))
+    clean = mask is None or not mask.any()
+    if clean and math.isfinite(lo) and math.isfinite(hi) and lo > UNSEEN + _UNSEEN_TOL:
+        return arr, None
+    bad = xp.abs(arr - UNSEEN) <= _UNSEEN_TOL
+    if mask is not None:
+        bad |= xp.asarray(mask)
+    if not bool(xp.all(xp.isfinite(arr) | bad)):
+        n = int(xp.count_nonzero(~(xp.isfinite(arr) | bad)))
+        raise ValueError(f"{name} contains NaN or infinite values at {n} pixels that are not "
+                         "masked: mask them (healpy.UNSEEN or a numpy.ma mask) to exclude them")
+    if not bool(bad.any()):
+        return arr, None
+    return xp.where(bad, 0.0, arr), bad

@@ -1,11 +1,13 @@
 """Spherical harmonic transforms on ring grids (HEALPix, Gauss-Legendre, equiangular).
 
 healpy's names and conventions: RING order, m-major a_lm, ``iter`` Jacobi iterations in map2alm,
-``fwhm`` in radians. Backends: "cpu" (ducc0), "reference" (NumPy), "cuda" (Numba CUDA).
+``fwhm`` in radians, ``pol=True`` (T, E, B a_lm and I, Q, U maps), ``UNSEEN`` and ``numpy.ma``
+masks. Backends: "cpu" (ducc0), "reference" (NumPy), "cuda" (Numba CUDA).
 """
 
+from .pixwin import pixwin
 from .spectra import alm2cl, almxfl, anafast, gauss_beam, smoothing, synalm, synfast
-from .transforms import alm2map, map2alm
+from .transforms import alm2map, alm2map_spin, map2alm, map2alm_spin
 
-__all__ = ["alm2map", "map2alm", "synalm", "synfast", "alm2cl", "anafast", "almxfl",
-           "gauss_beam", "smoothing"]
+__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "synalm", "synfast", "alm2cl",
+           "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin"]

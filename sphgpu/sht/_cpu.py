@@ -15,9 +15,10 @@ import numba
 import numpy as np
 
 from . import legendre, ringfft
+from . import spin as spin_mod
 
-__all__ = ["synthesis", "analysis", "twin_alm2leg", "twin_leg2alm", "twin_synthesis",
-           "twin_analysis"]
+__all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "twin_alm2leg",
+           "twin_leg2alm", "twin_synthesis", "twin_analysis", "twin_synthesis_spin"]
 
 
 def _nthreads() -> int:
@@ -30,19 +31,48 @@ def _geometry_args(geometry):
                 phi0=geometry.phi0, ringstart=geometry.ringstart.astype(np.uint64))
 
 
+def _synthesis(alm, spin, layout, geometry):
+    """alm (k, ncomp, nalm) -> maps (k, ncomp, npix) through ducc0 (ncomp = 1 for spin 0)."""
+    return ducc0.sht.synthesis(alm=alm, lmax=layout.lmax, mmax=layout.mmax, spin=spin,
+                               nthreads=_nthreads(), **_geometry_args(geometry))
+
+
+def _analysis(maps, spin, layout, geometry):
+    return ducc0.sht.adjoint_synthesis(map=maps, lmax=layout.lmax, mmax=layout.mmax, spin=spin,
+                                       ringfactor=geometry.weight, nthreads=_nthreads(),
+                                       **_geometry_args(geometry))
+
+
 def synthesis(alm, layout, geometry):
     """alm (k, nalm) complex128 -> maps (k, npix) float64, through ducc0."""
-    maps = ducc0.sht.synthesis(alm=alm[:, None, :], lmax=layout.lmax, mmax=layout.mmax, spin=0,
-                               nthreads=_nthreads(), **_geometry_args(geometry))
-    return maps[:, 0, :]
+    return _synthesis(alm[:, None, :], 0, layout, geometry)[:, 0, :]
 
 
 def analysis(maps, layout, geometry):
     """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm), through ducc0."""
-    alm = ducc0.sht.adjoint_synthesis(map=maps[:, None, :], lmax=layout.lmax, mmax=layout.mmax,
-                                      spin=0, ringfactor=geometry.weight, nthreads=_nthreads(),
-                                      **_geometry_args(geometry))
-    return alm[:, 0, :]
+    return _analysis(maps[:, None, :], 0, layout, geometry)[:, 0, :]
+
+
+def synthesis_spin(alm, spin, layout, geometry):
+    """alm (k, 2, nalm) E, B (or (k, 3, nalm) T, E, B) -> maps (k, 2 or 3, npix): ducc0's spin
+    transform (healpy's conventions), T through its spin-0 one."""
+    if alm.shape[1] == 2:
+        return _synthesis(alm, spin, layout, geometry)
+    out = np.empty((alm.shape[0], 3, geometry.npix))
+    out[:, :1] = _synthesis(alm[:, :1], 0, layout, geometry)
+    out[:, 1:] = _synthesis(alm[:, 1:], spin, layout, geometry)
+    return out
+
+
+def analysis_spin(maps, spin, layout, geometry):
+    """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
+    (k, 2 or 3, nalm) complex128."""
+    if maps.shape[1] == 2:
+        return _analysis(maps, spin, layout, geometry)
+    out = np.empty((maps.shape[0], 3, layout.size), dtype=np.complex128)
+    out[:, :1] = _analysis(maps[:, :1], 0, layout, geometry)
+    out[:, 1:] = _analysis(maps[:, 1:], spin, layout, geometry)
+    return out
 
 
 # ----------------------------------------------------------------------------- the Numba twin
@@ -81,6 +111,13 @@ def twin_analysis(maps, layout, geometry):
     """maps (k, npix) -> weighted adjoint synthesis (k, nalm), the twin of the GPU analysis."""
     leg = ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax)
     return twin_leg2alm(leg, layout, geometry)
+
+
+def twin_synthesis_spin(alm, spin, layout, geometry):
+    """The GPU algorithm of a spin synthesis on the CPU: alm (k, 2 or 3, nalm) -> maps."""
+    return spin_mod.synthesis(alm, spin, layout, geometry,
+                              lambda c, ext: twin_alm2leg(c, ext, geometry),
+                              lambda leg: ringfft.leg2map(leg, geometry))
 
 
 # Parallel over m: each m owns its output column of leg (and its alm entries in the adjoint),

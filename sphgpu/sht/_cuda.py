@@ -23,8 +23,10 @@ from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
 from . import legendre
+from . import spin as spin_mod
 
-__all__ = ["synthesis", "analysis", "to_device", "to_host", "plan", "ACCEPTS_DEVICE_ARRAYS"]
+__all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host", "plan",
+           "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
 MAPS_PER_LAUNCH = 2            # maps sharing one Legendre recurrence in alm2leg
@@ -145,9 +147,10 @@ def plan(geometry, lmax, mmax):
     return _Plan(geometry, lmax, mmax)
 
 
-def _batches(pl, nmaps):
-    """Split nmaps into groups that fit in free device memory, or say how much is needed."""
-    need = pl.bytes_per_map()
+def _batches(pl, nmaps, rows=1):
+    """Split nmaps into groups that fit in free device memory, or say how much is needed;
+    ``rows`` maps travel together (the Q and U, or I, Q and U, of a spin transform)."""
+    need = pl.bytes_per_map() * rows
     if SIMULATOR:
         return [(0, nmaps)]
     import cupy
@@ -349,6 +352,43 @@ def synthesis(alm, layout, geometry):
 def analysis(maps, layout, geometry):
     """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm) complex128."""
     return _run(maps, layout, geometry, (_map2leg, _leg2alm))
+
+
+def _run_spin(data, spin, layout, geometry, forward):
+    """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
+    coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
+    steps, on the plan of the extended band limit lmax + spin (same rings and mmax). Batches of
+    k sets are split to fit in device memory as in :func:`_run`."""
+    xp = _xp()
+    pl = plan(geometry, layout.lmax + spin, layout.mmax)
+    host = isinstance(data, np.ndarray) and xp is not np
+    d = xp.asarray(data)
+    rows = d.shape[1]
+    if forward:
+        def one(a):
+            return spin_mod.synthesis(a, spin, layout, geometry,
+                                      lambda c, ext: _alm2leg(c, pl, xp),
+                                      lambda leg: _leg2map(leg, pl, xp), xp)
+    else:
+        def one(a):
+            return spin_mod.analysis(a, spin, layout, geometry,
+                                     lambda m: _map2leg(m, pl, xp),
+                                     lambda leg, ext: _leg2alm(leg, pl, xp), xp)
+    outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
+    out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
+    return to_host(out) if host else out
+
+
+def synthesis_spin(alm, spin, layout, geometry):
+    """alm (k, 2, nalm) E, B, or (k, 3, nalm) T, E, B -> maps (k, 2 or 3, npix) float64 (Q, U
+    or I, Q, U), host or device as the input. One Legendre recurrence serves T, Q and U."""
+    return _run_spin(alm, spin, layout, geometry, True)
+
+
+def analysis_spin(maps, spin, layout, geometry):
+    """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
+    (k, 2 or 3, nalm) complex128."""
+    return _run_spin(maps, spin, layout, geometry, False)
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)

@@ -14,8 +14,10 @@ import math
 import numpy as np
 
 from . import ringfft
+from . import spin as spin_mod
 
-__all__ = ["synthesis", "analysis", "MAX_LMAX"]
+__all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "alm2leg", "leg2alm",
+           "MAX_LMAX"]
 
 #: beyond this the unscaled recurrence can lose non-negligible values to underflow
 MAX_LMAX = 1500
@@ -49,24 +51,53 @@ def _legendre_rows(layout, theta, m):
         yield l, cur
 
 
-def synthesis(alm, layout, geometry):
-    """alm (k, nalm) complex128 -> maps (k, npix) float64."""
+def alm2leg(alm, layout, geometry):
+    """Legendre step: alm (k, nalm) complex128 -> leg (k, nrings, mmax+1) complex128."""
     _check(layout)
     leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
     mstart = layout.mstart()
     for m in range(layout.mmax + 1):
         for l, lam in _legendre_rows(layout, geometry.theta, m):
             leg[:, :, m] += alm[:, mstart[m] + l, None] * lam[None, :]
-    return ringfft.leg2map(leg, geometry)
+    return leg
 
 
-def analysis(maps, layout, geometry):
-    """maps (k, npix) float64 -> sum over pixels of weight * map * conj(Y_lm): (k, nalm)."""
+def leg2alm(leg, layout, geometry):
+    """Adjoint Legendre step: leg (k, nrings, mmax+1) -> alm (k, nalm) complex128."""
     _check(layout)
-    leg = ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax)
-    alm = np.zeros((maps.shape[0], layout.size), dtype=np.complex128)
+    alm = np.zeros((leg.shape[0], layout.size), dtype=np.complex128)
     mstart = layout.mstart()
     for m in range(layout.mmax + 1):
         for l, lam in _legendre_rows(layout, geometry.theta, m):
             alm[:, mstart[m] + l] = leg[:, :, m] @ lam
     return alm
+
+
+def synthesis(alm, layout, geometry):
+    """alm (k, nalm) complex128 -> maps (k, npix) float64."""
+    return ringfft.leg2map(alm2leg(alm, layout, geometry), geometry)
+
+
+def analysis(maps, layout, geometry):
+    """maps (k, npix) float64 -> sum over pixels of weight * map * conj(Y_lm): (k, nalm)."""
+    _check(layout)
+    return leg2alm(ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax),
+                   layout, geometry)
+
+
+def synthesis_spin(alm, spin, layout, geometry):
+    """alm (k, 2, nalm) E, B (or (k, 3, nalm) T, E, B with spin 2) -> maps (k, 2 or 3, npix):
+    the spin functions as combinations of the scalar ones (:mod:`sphgpu.sht.spin`)."""
+    return spin_mod.synthesis(alm, spin, layout, geometry,
+                              lambda c, ext: alm2leg(c, ext, geometry),
+                              lambda leg: ringfft.leg2map(leg, geometry))
+
+
+def analysis_spin(maps, spin, layout, geometry):
+    """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
+    (k, 2 or 3, nalm)."""
+    _check(layout)
+    w = geometry.pixel_weights()
+    return spin_mod.analysis(maps, spin, layout, geometry,
+                             lambda m: ringfft.map2leg(m * w, geometry, layout.mmax),
+                             lambda leg, ext: leg2alm(leg, ext, geometry))

@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from .._validate import as_complex_array, as_real_array, check_int
+from .._validate import UNSEEN, as_complex_array, as_maps, as_real_array, check_int
 from ..alm import AlmLayout
-from .transforms import alm2map, map2alm, resolve_geometry
+from .transforms import _check_pol, alm2map, map2alm, resolve_geometry
 
 __all__ = ["synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing"]
 
@@ -52,9 +52,9 @@ def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
 def almxfl(alm, fl, mmax=None, inplace=False, *, lmax=None):
     """Multiply a_lm by fl[l] (coefficients with l >= len(fl) become 0, as in healpy).
 
-    alm : (nalm,) or (k, nalm) complex; fl : (L,) real or complex.
+    alm : (nalm,) or any batch (..., nalm) complex; fl : (L,) real or complex.
     """
-    alm_arr = as_complex_array("alm", alm)
+    alm_arr = as_complex_array("alm", alm, allow_batch=3)
     fl = np.asarray(fl)
     if fl.ndim != 1 or np.dtype(fl.dtype).kind not in "fiuc":
         raise ValueError(f"fl must be a 1-D array of numbers, got shape {fl.shape}, dtype {fl.dtype}")
@@ -71,113 +71,248 @@ def almxfl(alm, fl, mmax=None, inplace=False, *, lmax=None):
             raise TypeError("inplace=True needs alm to be a contiguous complex128 NumPy array")
         alm *= factor
         return alm
+    if not isinstance(alm_arr, np.ndarray):      # device a_lm: the factor goes to the device
+        import cupy
+
+        factor = cupy.asarray(factor)
     return alm_arr * factor
 
 
-def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None):
-    """Angular power (cross-)spectrum C_l = sum_m a1_lm conj(a2_lm) / (2l+1) over m = -l..l.
+def _pairs_by_diagonal(n):
+    """healpy's order of the n(n+1)/2 spectra of n fields: by diagonal, (0,0), (1,1), ...,
+    (0,1), (1,2), ..., (0,n-1): TT, EE, BB, TE, EB, TB for T, E, B."""
+    return [(i, i + d) for d in range(n) for i in range(n - d)]
 
-    alms1, alms2 : (nalm,) or (k, nalm) complex (same shape). Returns (lmax_out+1,) or
-    (k, lmax_out+1) float64; lmax_out defaults to lmax (entries above lmax are 0).
+
+def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
+    """Angular power (cross-)spectra, as healpy's ``alm2cl``.
+
+    C_l = sum_m a1_lm conj(a2_lm) / (2l+1) over m = -l..l (real part).
+
+    alms1, alms2 : (nalm,), (n, nalm) or (k, n, nalm) complex (same shape). One set gives one
+    spectrum; n sets (e.g. T, E, B) give healpy's n(n+1)/2 auto and cross spectra ordered by
+    diagonal (TT, EE, BB, TE, EB, TB), of alms1[i] with alms2[j]; ``nspec`` keeps the first
+    nspec of them (nspec = n: the auto spectra). A leading k is a batch.
+    Returns (lmax_out+1,), (nspec, lmax_out+1) or (k, nspec, lmax_out+1) float64; lmax_out
+    defaults to lmax (entries above lmax are 0).
     """
-    a1 = as_complex_array("alms1", alms1)
-    a2 = a1 if alms2 is None else as_complex_array("alms2", alms2)
+    a1 = np.asarray(as_complex_array("alms1", alms1, allow_batch=3))
+    a2 = a1 if alms2 is None else np.asarray(as_complex_array("alms2", alms2, allow_batch=3))
     if a2.shape != a1.shape:
         raise ValueError(f"alms2 has shape {a2.shape} but alms1 has {a1.shape}")
     layout = AlmLayout.from_size(a1.shape[-1], lmax, mmax, name="alms1")
     lmax_out = layout.lmax if lmax_out is None else check_int("lmax_out", lmax_out, minimum=0)
+    single = a1.ndim == 1
+    b1 = a1.reshape((-1,) + a1.shape[-2:]) if not single else a1[None, None]
+    b2 = a2.reshape(b1.shape)
+    pairs = _pairs_by_diagonal(b1.shape[1])
+    if nspec is not None:
+        pairs = pairs[:check_int("nspec", nspec, minimum=1, maximum=len(pairs))]
     l, m = layout.lm()
-    # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part.
-    prod = (a1 * np.conj(a2)).real * np.where(m > 0, 2.0, 1.0)
-    batch = np.atleast_2d(prod)
-    cl = np.zeros((batch.shape[0], lmax_out + 1))
     keep = l <= lmax_out
-    for i in range(batch.shape[0]):
-        cl[i] = np.bincount(l[keep], weights=batch[i, keep], minlength=lmax_out + 1)
+    # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part.
+    twice = np.where(m > 0, 2.0, 1.0)[keep]
+    cl = np.zeros((b1.shape[0], len(pairs), lmax_out + 1))
+    for q in range(b1.shape[0]):
+        for s, (i, j) in enumerate(pairs):
+            prod = (b1[q, i, keep] * np.conj(b2[q, j, keep])).real * twice
+            cl[q, s] = np.bincount(l[keep], weights=prod, minlength=lmax_out + 1)
     cl /= 2.0 * np.arange(lmax_out + 1) + 1.0
-    return cl[0] if prod.ndim == 1 else cl
+    if single:
+        return cl[0, 0]
+    return cl[0] if a1.ndim == 2 else cl.reshape(a1.shape[:-2] + cl.shape[1:])
 
 
-def synalm(cls, lmax=None, mmax=None, *, seed=None):
-    """Gaussian random a_lm with power spectrum ``cls`` (one spectrum, spin 0).
+def _field_spectra(cls, new, pol):
+    """The spectra of synalm/synfast as an (n, n, L) covariance table of n fields."""
+    if isinstance(cls, (list, tuple)):
+        rows = [None if c is None else np.asarray(c, dtype=np.float64) for c in cls]
+        size = max((r.shape[0] for r in rows if r is not None), default=0)
+        arr = np.zeros((len(rows), size))
+        for i, r in enumerate(rows):
+            if r is not None:
+                if r.ndim != 1:
+                    raise ValueError(f"cls[{i}] must be 1-D, got shape {r.shape}")
+                arr[i, :r.shape[0]] = r
+    else:
+        arr = np.asarray(as_real_array("cls", cls), dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None]
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("cls contains NaN or infinite values")
+    nspec = arr.shape[0]
+    if nspec == 4:                  # T, E, B with TE only (healpy)
+        arr = (np.stack([arr[0], arr[1], arr[2], arr[3], 0 * arr[0], 0 * arr[0]]) if new else
+               np.stack([arr[0], arr[1], 0 * arr[0], arr[2], 0 * arr[0], arr[3]]))
+        nspec = 6
+    n = int(round((math.sqrt(8 * nspec + 1) - 1) / 2))
+    if n * (n + 1) // 2 != nspec:
+        raise ValueError(f"cls has {arr.shape[0]} spectra: give 1, 4 (TT EE BB TE with new=True, "
+                         "TT TE EE BB with new=False) or n(n+1)/2 for n fields")
+    if pol and n not in (1, 3):
+        raise ValueError(f"cls has {arr.shape[0]} spectra, {n} fields: with pol=True give 1, 4 or "
+                         "6 spectra (T, E, B), or pass pol=False for spin-0 fields")
+    # healpy: new=True orders the spectra by diagonal, new=False by row of the upper triangle
+    order = (_pairs_by_diagonal(n) if new else
+             [(i, j) for i in range(n) for j in range(i, n)])
+    cov = np.zeros((n, n, arr.shape[1]))
+    for spec, (i, j) in zip(arr, order):
+        cov[i, j] = cov[j, i] = spec
+    if np.any(np.diagonal(cov) < 0):
+        raise ValueError("cls: auto spectra must be non-negative")
+    return cov
 
-    cls : (L,) real, >= 0 (values past len(cls)-1 are taken as 0). lmax defaults to L-1.
-    seed : int or numpy.random.Generator, optional, for reproducible skies.
-    Returns (nalm,) complex128: a_l0 ~ N(0, C_l), Re and Im of a_lm (m > 0) ~ N(0, C_l/2).
+
+def synalm(cls, lmax=None, mmax=None, new=False, *, seed=None):
+    """Gaussian random a_lm with the (cross-)spectra ``cls``, as healpy's ``synalm``.
+
+    cls : (L,) one spectrum, or several: a sequence / (nspec, L) array of n(n+1)/2 spectra of
+        n correlated fields (healpy's order: by row, TT TE TB EE EB BB, or with ``new=True`` by
+        diagonal, TT EE BB TE EB TB; 4 spectra are TT EE BB TE with new=True, TT TE EE BB
+        otherwise). Values past the end are 0; None entries are 0.
+    lmax defaults to L-1. seed : int or numpy.random.Generator, for reproducible skies.
+    Returns (nalm,) complex128 for one spectrum, else (n, nalm): a_l0 real, Re and Im of a_lm
+    (m > 0) each with half the variance; the fields correlated per l as cls says.
     """
-    cl = as_real_array("cls", cls, allow_batch=False)
-    if np.any(cl < 0):
-        raise ValueError("cls must be non-negative")
-    layout = AlmLayout(cl.shape[0] - 1 if lmax is None else lmax, mmax)
+    cov = _field_spectra(cls, bool(new), pol=False)
+    n, _, size = cov.shape
+    layout = AlmLayout(size - 1 if lmax is None else lmax, mmax)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    full = np.zeros(layout.lmax + 1)
-    n = min(cl.shape[0], layout.lmax + 1)
-    full[:n] = cl[:n]
+    full = np.zeros((n, n, layout.lmax + 1))
+    k = min(size, layout.lmax + 1)
+    full[:, :, :k] = cov[:, :, :k]
+    # per l a factor F with F F^T = C: the eigen-decomposition also serves singular C (BB = 0)
+    w, v = np.linalg.eigh(np.moveaxis(full, 2, 0))
+    scale = np.maximum(np.abs(w).max(axis=1, keepdims=True), 1e-300)
+    if np.any(w < -1e-10 * scale):
+        bad = int(np.flatnonzero((w < -1e-10 * scale).any(axis=1))[0])
+        raise ValueError(f"cls is not positive semi-definite at l={bad}: the cross spectra are "
+                         "larger than the auto spectra allow")
+    f = v * np.sqrt(np.maximum(w, 0.0))[:, None, :]          # (lmax+1, n, n)
     l, m = layout.lm()
-    amp = np.sqrt(full[l] * np.where(m == 0, 1.0, 0.5))
-    re = rng.standard_normal(layout.size)
-    im = np.where(m == 0, 0.0, rng.standard_normal(layout.size))
-    return amp * (re + 1j * im)
+    re = rng.standard_normal((n, layout.size))
+    im = np.where(m == 0, 0.0, rng.standard_normal((n, layout.size)))
+    z = (re + 1j * im) * np.sqrt(np.where(m == 0, 1.0, 0.5))
+    alm = np.einsum("pij,jp->ip", f[l], z)
+    return alm[0] if n == 1 else alm
 
 
-def synfast(cls, nside=None, lmax=None, mmax=None, *, fwhm=0.0, fwhm_arcmin=None, seed=None,
-            alm=False, backend="auto", geometry=None):
-    """A Gaussian random map with power spectrum ``cls`` smoothed by a Gaussian beam.
+def _beam_rows(nrows, polarized, lmax, fwhm, beam_window):
+    """(nrows, lmax+1) transfer functions: a Gaussian (T, E, B factors of gauss_beam(pol=True)
+    for a polarized set) or beam_window ((L,), or (L, >= 3) with T, E, B columns)."""
+    if beam_window is not None:
+        bw = np.asarray(beam_window, dtype=np.float64)
+        if bw.ndim == 1:
+            return np.broadcast_to(bw, (nrows, bw.shape[0]))
+        if bw.ndim == 2 and polarized and bw.shape[1] >= 3:
+            return bw[:, :3].T
+        raise ValueError(f"beam_window must be 1-D, or (L, 3 or 4) for polarized maps; got "
+                         f"shape {bw.shape}")
+    if polarized:
+        return gauss_beam(fwhm, lmax, pol=True)[:, :3].T
+    return np.broadcast_to(gauss_beam(fwhm, lmax), (nrows, lmax + 1))
 
-    lmax defaults to the grid's natural limit (3*nside-1 for HEALPix). Returns the map
-    (npix,) float64, or ``(map, alm)`` with ``alm=True``.
+
+def _apply_rows(a, rows_fl, mmax, lmax):
+    """almxfl of each row of a (..., r, nalm) with its own transfer function."""
+    out = np.array(a, dtype=np.complex128, copy=True) if isinstance(a, np.ndarray) else a.copy()
+    for i, fl in enumerate(rows_fl):
+        out[..., i, :] = almxfl(out[..., i, :], fl, mmax, lmax=lmax)
+    return out
+
+
+def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwin=False,
+            fwhm=0.0, fwhm_arcmin=None, seed=None, alm=False, backend="auto", geometry=None):
+    """Gaussian random map(s) with the spectra ``cls``, smoothed by a Gaussian beam (healpy's
+    ``synfast``).
+
+    cls : one spectrum (L,) gives a temperature map (npix,). With ``pol=True`` (healpy's
+    default) 4 or 6 spectra (order set by ``new``, see :func:`synalm`) give I, Q, U maps
+    (3, npix) from T, E, B a_lm; with ``pol=False`` n(n+1)/2 spectra give n correlated spin-0
+    maps. ``pixwin=True`` applies HEALPix's pixel window (polarization window to E, B).
+    lmax defaults to the grid's natural limit (3*nside-1 for HEALPix). Returns the map(s),
+    float64, or ``(maps, alm)`` with ``alm=True``.
     """
     geom = resolve_geometry(nside, geometry)
     lmax = geom.natural_lmax if lmax is None else lmax
-    a = synalm(cls, lmax, mmax, seed=seed)
+    pol = _check_pol(pol)
+    _field_spectra(cls, bool(new), pol)           # the count and order checks, up front
+    a = synalm(cls, lmax, mmax, new, seed=seed)
     fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
     if fwhm > 0:
-        a = almxfl(a, gauss_beam(fwhm, lmax), mmax, lmax=lmax)
-    m = alm2map(a, lmax=lmax, mmax=mmax, backend=backend, geometry=geom)
+        if a.ndim == 1:
+            a = almxfl(a, gauss_beam(fwhm, lmax), mmax, lmax=lmax)
+        else:
+            a = _apply_rows(a, _beam_rows(a.shape[0], pol, lmax, fwhm, None), mmax, lmax)
+    m = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, pixwin=pixwin, backend=backend,
+                geometry=geom)
     return (m, a) if alm else m
 
 
-def anafast(map1, map2=None, lmax=None, mmax=None, iter=3, alm=False, *, backend="auto",
-            geometry=None):
-    """Power (cross-)spectrum of map(s) through :func:`map2alm` and :func:`alm2cl`.
+def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False, pol=True,
+            *, backend="auto", geometry=None):
+    """Power (cross-)spectra of map(s) through :func:`map2alm` and :func:`alm2cl` (healpy's
+    ``anafast``): UNSEEN and ``numpy.ma`` pixels count as zero (pseudo-spectra of the masked
+    sky).
 
-    map1, map2 : (npix,) or (k, npix) real. Returns C_l (lmax+1,) or (k, lmax+1) float64, or
-    ``(cl, alm1)`` / ``(cl, alm1, alm2)`` with ``alm=True``.
+    map1, map2 : (npix,) gives C_l (lmax+1,); I, Q, U maps (3, npix) with ``pol=True`` give
+    the 6 spectra TT, EE, BB, TE, EB, TB (of map1's T, E, B with map2's when given, healpy's
+    order); with ``pol=False`` n maps give their n(n+1)/2 spectra. (k, 3, npix) is a batch.
+    ``nspec`` keeps the first nspec spectra. Returns the spectra, float64, or ``(cl, alm1)`` /
+    ``(cl, alm1, alm2)`` with ``alm=True``.
     """
-    maps1 = as_real_array("map1", map1)
-    maps2 = None if map2 is None else as_real_array("map2", map2)
-    if maps2 is not None and maps2.shape != maps1.shape:
-        raise ValueError(f"map2 has shape {maps2.shape} but map1 has {maps1.shape}")
-    geom = resolve_geometry(None, geometry, npix=maps1.shape[-1], name="map1")
-    lmax = geom.natural_lmax if lmax is None else lmax
-    kw = dict(backend=backend, geometry=geom)
-    a1 = map2alm(maps1, lmax, mmax, iter, **kw)
-    a2 = None if maps2 is None else map2alm(maps2, lmax, mmax, iter, **kw)
-    cl = alm2cl(a1, a2, lmax=lmax, mmax=mmax)
+    if map2 is not None and np.shape(map2) != np.shape(map1):
+        raise ValueError(f"map2 has shape {np.shape(map2)} but map1 has {np.shape(map1)}")
+    kw = dict(backend=backend, geometry=geometry)
+    a1 = map2alm(map1, lmax, mmax, iter, pol, **kw)
+    a2 = None if map2 is None else map2alm(map2, lmax, mmax, iter, pol, **kw)
+    h1 = a1 if isinstance(a1, np.ndarray) else a1.get()
+    h2 = None if a2 is None else (a2 if isinstance(a2, np.ndarray) else a2.get())
+    cl = alm2cl(h1, h2, mmax=mmax, lmax=_lmax_of(h1, mmax), nspec=nspec)
     if not alm:
         return cl
     return (cl, a1) if a2 is None else (cl, a1, a2)
 
 
-def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, iter=3, lmax=None, mmax=None, *,
-              fwhm_arcmin=None, backend="auto", geometry=None):
+def _lmax_of(a, mmax):
+    return AlmLayout.from_size(a.shape[-1], None, mmax).lmax
+
+
+def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, lmax=None,
+              mmax=None, *, fwhm_arcmin=None, backend="auto", geometry=None):
     """Smooth map(s) with a Gaussian beam (``fwhm`` or ``sigma`` in radians, or ``fwhm_arcmin``)
     or any transfer function ``beam_window`` b_l: map2alm (``iter`` iterations), multiply by
-    b_l, alm2map, as healpy. map_in : (npix,) or (k, npix); returns the same shape, float64.
+    b_l, alm2map, as healpy. I, Q, U maps (3, npix) with ``pol=True`` are smoothed as a
+    polarized field (E and B take the spin-2 Gaussian factors). UNSEEN and ``numpy.ma`` pixels
+    enter as zero and come out as ``UNSEEN`` (healpy). Returns the shape of map_in, float64.
     """
-    maps = as_real_array("map_in", map_in)
-    geom = resolve_geometry(None, geometry, npix=maps.shape[-1], name="map_in")
+    arr, bad = as_maps("map_in", map_in, max_ndim=3)
+    geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="map_in")
     lmax = geom.natural_lmax if lmax is None else check_int("lmax", lmax, minimum=0)
     if beam_window is not None:
         if sigma is not None or fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
             raise ValueError("give beam_window or a Gaussian width (fwhm, sigma), not both")
-        bl = beam_window
+    elif sigma is not None:
+        if fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
+            raise ValueError("give sigma or fwhm, not both")
+        fwhm = _fwhm_radians(sigma, None, "sigma") * math.sqrt(8.0 * math.log(2.0))
     else:
-        if sigma is not None:
-            if fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
-                raise ValueError("give sigma or fwhm, not both")
-            fwhm = _fwhm_radians(sigma, None, "sigma") * math.sqrt(8.0 * math.log(2.0))
-        bl = gauss_beam(fwhm, lmax, fwhm_arcmin=fwhm_arcmin)
-    a = map2alm(maps, lmax, mmax, iter, backend=backend, geometry=geom)
-    a = almxfl(a, bl, mmax, lmax=lmax)
-    return alm2map(a, lmax=lmax, mmax=mmax, backend=backend, geometry=geom)
+        fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
+    a = map2alm(arr, lmax, mmax, iter, pol, backend=backend, geometry=geom)
+    polarized = pol and a.ndim >= 2 and a.shape[-2] == 3
+    if polarized:
+        a = _apply_rows(a, _beam_rows(3, True, lmax, fwhm, beam_window), mmax, lmax)
+    else:
+        bl = (_beam_rows(1, False, lmax, fwhm, beam_window)[0])
+        a = almxfl(a, _named_window(bl, beam_window), mmax, lmax=lmax)
+    out = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, backend=backend, geometry=geom)
+    if bad is not None:
+        out[bad] = UNSEEN
+    return out
+
+
+def _named_window(bl, beam_window):
+    """The transfer function, with its NaN check reported against ``beam_window``."""
+    if beam_window is not None and not np.all(np.isfinite(bl)):
+        raise ValueError("beam_window contains NaN or infinite values")
+    return bl

@@ -1,23 +1,31 @@
-"""alm2map and map2alm: the healpy-compatible entry points, dispatching to a backend.
+"""alm2map, map2alm and their spin-s forms: the healpy-compatible entry points.
 
-Each backend module (``reference``, ``_cpu``, later ``_cuda``) provides two functions on validated
-2-D arrays, and everything else (argument checks, batching, healpy's Jacobi iterations) lives
-here once:
+Each backend module (``reference``, ``_cpu``, ``_cuda``) provides four functions on validated
+arrays, and everything else (argument checks, healpy's shapes and masks, batching, healpy's
+Jacobi iterations) lives here once:
 
     synthesis(alm (k, nalm) complex128, layout, geometry) -> maps (k, npix) float64
     analysis(maps (k, npix) float64, layout, geometry)    -> alm (k, nalm) complex128
         = sum over pixels of weight * map * conj(Y_lm)   (one quadrature pass, "iter=0")
+    synthesis_spin(alm (k, r, nalm), spin, layout, geometry) -> maps (k, r, npix)
+    analysis_spin(maps (k, r, npix), spin, layout, geometry) -> alm (k, r, nalm)
+        r = 2: gradient/curl (E, B) <-> the two maps of a spin-s field (Q, U for s = 2);
+        r = 3: T, E, B <-> I, Q, U with T spin 0 (a polarized transform, healpy's pol=True)
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backends
 from .._device import like_input
-from .._validate import as_complex_array, as_real_array, check_int, is_device_array
+from .._validate import as_complex_array, as_maps, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
+from . import spin as spin_mod
 
-__all__ = ["alm2map", "map2alm", "resolve_geometry", "nside_from_npix"]
+__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "resolve_geometry",
+           "nside_from_npix"]
 
 
 def nside_from_npix(npix: int, name: str = "map") -> int:
@@ -55,74 +63,205 @@ def _check_kind(name, a, impl):
                         "(use backend='cuda', or copy it to the host)")
 
 
-def _batch(a):
-    return (a[None, :], True) if a.ndim == 1 else (a, False)
+def _check_pol(pol):
+    if not isinstance(pol, (bool, np.bool_)):
+        raise TypeError(f"pol must be True or False, got {pol!r}")
+    return bool(pol)
 
 
-def alm2map(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=None):
+def _shape_kind(name, arr, pol, what):
+    """How healpy reads the leading axes of ``arr`` (alm or maps): returns ``(polarized,
+    batch_shape)``. With ``pol=True`` (healpy's default) 3 rows (T, E, B or I, Q, U) or shape
+    (k, 3, n) are polarized; one row or a 1-D array is spin 0. ``pol=False``: 1-D or a batch
+    (k, n) of spin-0 transforms."""
+    if not pol:
+        if arr.ndim > 2:
+            raise ValueError(f"{name} has shape {arr.shape}: with pol=False give one {what} "
+                             f"(1-D) or a batch of them (2-D)")
+        return False, arr.shape[:-1]
+    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[0] == 1):
+        return False, arr.shape[:-1]
+    if arr.shape[-2] != 3:
+        raise ValueError(
+            f"{name} has shape {arr.shape}: with pol=True (the default, as healpy) give 3 rows "
+            f"(T, E, B a_lm or I, Q, U maps) or shape (k, 3, n); pass pol=False for a batch of "
+            f"spin-0 transforms")
+    return True, arr.shape[:-1]
+
+
+def _rows(arr, rows):
+    """arr with its batch axes flattened to (k, rows, n) (rows = 0: (k, n))."""
+    return arr.reshape((-1, rows, arr.shape[-1]) if rows else (-1, arr.shape[-1]))
+
+
+def _check_healpix_pixwin(geometry):
+    if geometry.kind != "healpix":
+        raise ValueError(f"pixwin=True needs a HEALPix map, got {geometry!r}")
+
+
+def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, backend="auto",
+            geometry=None):
     """Synthesize a map from spherical-harmonic coefficients (healpy's ``alm2map``).
 
     Parameters
     ----------
-    alm : array, shape (nalm,) or (k, nalm), complex
-        Coefficients in healpy's m-major order (:class:`sphgpu.AlmLayout`); a 2-D array is a
-        batch of k coefficient sets.
+    alm : array, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm), complex
+        Coefficients in healpy's m-major order (:class:`sphgpu.AlmLayout`). With ``pol=True``
+        three rows are T, E, B (healpy's convention) and give I, Q, U maps; with ``pol=False``
+        a 2-D array is a batch of k spin-0 coefficient sets.
     nside : int, optional
         HEALPix resolution (RING order); give this or ``geometry``.
     lmax, mmax : int, optional
         Band limits; by default inferred from the length of ``alm`` with mmax = lmax.
+    pol : bool
+        healpy's ``pol``: True (default) reads 3 rows as T, E, B.
+    pixwin : bool
+        Multiply by HEALPix's pixel window (:func:`sphgpu.pixwin`; polarization window for E, B).
     backend : {"auto", "cuda", "cpu", "reference"}
     geometry : RingGeometry, optional
         Any ring grid instead of HEALPix.
 
     Returns
     -------
-    ndarray, shape (npix,) or (k, npix), float64
+    array, float64, shape (npix,), (3, npix), (k, npix) or (k, 3, npix); device in, device out.
     """
-    arr = as_complex_array("alm", alm)
+    arr = as_complex_array("alm", alm, allow_batch=3)
+    polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
     impl = backends.load("sht", backend)
     _check_kind("alm", arr, impl)
-    batch, single = _batch(arr)
-    maps = impl.synthesis(batch, layout, geometry)
-    return like_input(maps[0] if single else maps, alm)
+    if pixwin:
+        _check_healpix_pixwin(geometry)
+        arr = _apply_pixwin(arr, geometry.nside, layout, polarized)
+    if polarized:
+        maps = impl.synthesis_spin(_rows(arr, 3), 2, layout, geometry)
+    else:
+        maps = impl.synthesis(_rows(arr, 0), layout, geometry)
+    return like_input(maps.reshape(lead + (geometry.npix,)), alm)
 
 
-def map2alm(maps, lmax=None, mmax=None, iter=3, *, backend="auto", geometry=None):
+def _apply_pixwin(arr, nside, layout, polarized):
+    from .pixwin import pixwin as _pixwin
+    from .spectra import almxfl
+
+    wt, wp = _pixwin(nside, pol=True, lmax=layout.lmax)
+    if not polarized:
+        return almxfl(arr, wt, layout.mmax, lmax=layout.lmax)
+    out = arr.copy()
+    out[..., 0, :] = almxfl(arr[..., 0, :], wt, layout.mmax, lmax=layout.lmax)
+    out[..., 1:, :] = almxfl(arr[..., 1:, :], wp, layout.mmax, lmax=layout.lmax)
+    return out
+
+
+def _jacobi(work, iter, analysis, synthesis):
+    """healpy's map2alm iterations: one quadrature pass, then ``iter`` corrections from the
+    residual map."""
+    alm = analysis(work)
+    for _ in range(iter):
+        alm += analysis(work - synthesis(alm))
+    return alm
+
+
+def _analyse(arr, rows, spin, layout, geometry, iter, impl, original):
+    """The shared body of map2alm and map2alm_spin on validated maps (k, rows, npix) or
+    (k, npix) (rows = 0)."""
+    # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
+    to_device = getattr(impl, "to_device", None)
+    batch = _rows(arr, rows)
+    work = to_device(batch) if to_device else batch
+    if rows:
+        alm = _jacobi(work, iter,
+                      lambda m: impl.analysis_spin(m, spin, layout, geometry),
+                      lambda a: impl.synthesis_spin(a, spin, layout, geometry))
+    else:
+        alm = _jacobi(work, iter, lambda m: impl.analysis(m, layout, geometry),
+                      lambda a: impl.synthesis(a, layout, geometry))
+    if to_device and not is_device_array(original):
+        alm = impl.to_host(alm)
+    return alm
+
+
+def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geometry=None):
     """Spherical-harmonic coefficients of a map (healpy's ``map2alm``).
 
     One quadrature pass (``sum weight * map * conj(Y_lm)``) followed by ``iter`` Jacobi
     iterations that correct it with the residual map, exactly as healpy does. On Gauss-Legendre
     and equiangular grids the quadrature is exact for band-limited maps, and ``iter=0`` suffices.
+    Pixels equal to ``healpy.UNSEEN`` and the masked pixels of a ``numpy.ma`` array count as
+    zero, as in healpy (each map its own mask); NaN elsewhere raises.
 
     Parameters
     ----------
-    maps : array, shape (npix,) or (k, npix), real
-        HEALPix RING map(s) (npix = 12*nside**2), or maps on ``geometry``.
+    maps : array, shape (npix,), (3, npix), (k, npix) or (k, 3, npix), real
+        HEALPix RING map(s) (npix = 12*nside**2), or maps on ``geometry``. With ``pol=True``
+        three rows are I, Q, U (healpy's convention) and give T, E, B.
     lmax, mmax : int, optional
         Band limits; lmax defaults to ``3*nside - 1`` (the grid's natural limit), mmax to lmax.
     iter : int
         Number of Jacobi iterations (healpy's default, 3).
+    pol : bool
+        healpy's ``pol``: True (default) reads 3 rows as I, Q, U; False, a 2-D array is a batch.
 
     Returns
     -------
-    ndarray, shape (nalm,) or (k, nalm), complex128
+    array, complex128, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm)
     """
-    arr = as_real_array("maps", maps)
+    arr, _ = as_maps("maps", maps, max_ndim=3)
+    polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
     geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     lmax = geometry.natural_lmax if lmax is None else lmax
     layout = AlmLayout(lmax, mmax)
     iter = check_int("iter", iter, minimum=0)
     impl = backends.load("sht", backend)
     _check_kind("maps", arr, impl)
-    batch, single = _batch(arr)
-    # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
-    to_device = getattr(impl, "to_device", None)
-    work = to_device(batch) if to_device else batch
-    alm = impl.analysis(work, layout, geometry)
-    for _ in range(iter):
-        alm += impl.analysis(work - impl.synthesis(alm, layout, geometry), layout, geometry)
-    if to_device and not is_device_array(maps):
-        alm = impl.to_host(alm)
-    return like_input(alm[0] if single else alm, maps)
+    alm = _analyse(arr, 3 if polarized else 0, 2, layout, geometry, iter, impl, maps)
+    return like_input(alm.reshape(lead + (layout.size,)), maps)
+
+
+def _spin_lead(name, arr):
+    if arr.ndim < 2 or arr.shape[-2] != 2:
+        raise ValueError(f"{name} has shape {arr.shape}: give 2 rows (shape (2, n)) or a batch "
+                         "of shape (k, 2, n)")
+    return arr.shape[:-1]
+
+
+def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="auto",
+                 geometry=None):
+    """Spin-s synthesis (healpy's ``alm2map_spin``): gradient (E) and curl (B) coefficients to
+    the two real maps of a spin-s field (Q, U for s = 2), healpy's signs and conventions.
+
+    alms : (2, nalm) or (k, 2, nalm) complex; spin : int >= 1. Returns (2, npix) or
+    (k, 2, npix) float64 (device in, device out).
+    """
+    arr = as_complex_array("alms", alms, allow_batch=3)
+    lead = _spin_lead("alms", arr)
+    spin = spin_mod.check_spin(spin)
+    geometry = resolve_geometry(nside, geometry)
+    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alms")
+    impl = backends.load("sht", backend)
+    _check_kind("alms", arr, impl)
+    maps = impl.synthesis_spin(_rows(arr, 2), spin, layout, geometry)
+    return like_input(maps.reshape(lead + (geometry.npix,)), alms)
+
+
+def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto",
+                 geometry=None):
+    """Spin-s analysis (healpy's ``map2alm_spin``): two real maps of a spin-s field to its
+    gradient (E) and curl (B) coefficients; one quadrature pass as healpy (``iter`` adds
+    Jacobi iterations as in :func:`map2alm`). UNSEEN and ``numpy.ma`` pixels count as zero.
+
+    maps : (2, npix) or (k, 2, npix) real; spin : int >= 1. Returns (2, nalm) or (k, 2, nalm)
+    complex128.
+    """
+    arr, _ = as_maps("maps", maps, max_ndim=3)
+    lead = _spin_lead("maps", arr)
+    spin = spin_mod.check_spin(spin)
+    geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+    lmax = geometry.natural_lmax if lmax is None else lmax
+    layout = AlmLayout(lmax, mmax)
+    iter = check_int("iter", iter, minimum=0)
+    impl = backends.load("sht", backend)
+    _check_kind("maps", arr, impl)
+    alm = _analyse(arr, 2, spin, layout, geometry, iter, impl, maps)
+    return like_input(alm.reshape(lead + (layout.size,)), maps)

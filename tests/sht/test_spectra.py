@@ -34,9 +34,14 @@ def test_alm2cl_and_almxfl_match_healpy(lmax, mmax, rng):
     fl = rng.standard_normal(lmax - 3)        # shorter than lmax+1: the rest become zero
     np.testing.assert_allclose(sphgpu.almxfl(a, fl, mmax, lmax=lmax if mmax else None),
                                hp.almxfl(a, fl, mmax), rtol=1e-15)
-    batch = sphgpu.alm2cl(np.stack([a, b]), lmax=lmax, mmax=mmax, lmax_out=lmax + 2)
-    assert batch.shape == (2, lmax + 3) and np.all(batch[:, lmax + 1:] == 0)
-    np.testing.assert_allclose(batch[1, :lmax + 1], hp.alm2cl(b, lmax=lmax, mmax=mmax))
+    # two sets: healpy's three spectra by diagonal, aa, bb, ab; a leading axis is a batch
+    two = sphgpu.alm2cl(np.stack([a, b]), lmax=lmax, mmax=mmax, lmax_out=lmax + 2)
+    assert two.shape == (3, lmax + 3) and np.all(two[:, lmax + 1:] == 0)
+    np.testing.assert_allclose(two[:, :lmax + 1], hp.alm2cl([a, b], lmax=lmax, mmax=mmax),
+                               rtol=1e-12, atol=1e-15)
+    batch = sphgpu.alm2cl(np.stack([a, b])[:, None], lmax=lmax, mmax=mmax)
+    assert batch.shape == (2, 1, lmax + 1)
+    np.testing.assert_allclose(batch[1, 0], hp.alm2cl(b, lmax=lmax, mmax=mmax))
 
 
 def test_almxfl_inplace():
