@@ -99,6 +99,8 @@ def test_sht_and_convolve_launches_are_quiet(numba_like_launches, rng):
         warnings.simplefilter("error")
         alm = map2alm(m, lmax, backend="cuda")
         alm2map(alm, nside, backend="cuda")
+        iqu = np.stack([m, m[::-1], 2 * m])
+        alm2map(map2alm(iqu, lmax, backend="cuda"), nside, backend="cuda")     # polarized
         convolve(m, RadialKernel.gaussian(1200.0, lmax), method="realspace", theta_cut=0.8,
                  backend="cuda")
     with pytest.warns(Warning, match="Grid size"):

@@ -354,6 +354,7 @@ def analysis(maps, layout, geometry):
     return _run(maps, layout, geometry, (_map2leg, _leg2alm))
 
 
+@quiet()
 def _run_spin(data, spin, layout, geometry, forward):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
