@@ -20,7 +20,8 @@ Cache states, each in its own directories (NUMBA_CACHE_DIR, SPHGPU_CACHE_DIR, CU
 "empty": the very first call on a machine (fresh, empty directories, one process per case);
 "warm": the same directories after that, ``--repeat`` fresh processes per case (median and
 max reported). The JSON (first_call.json) holds every process's times, the machine (GPU name),
-the number of Numba cache files written (0 would mean Numba's disk cache is not working),
+the number of Numba cache files written (0 would mean Numba's disk cache is not working) and
+each process's hits and misses of it for the SHT's module-level kernels,
 whether each warm run's output is bit for bit the empty-cache run's (kernels loaded from disk
 compute what freshly compiled ones do), and any warning line a process printed.
 """
@@ -119,7 +120,25 @@ def child(case, backend, size):
         arr = np.asarray(out.counts if hasattr(out, "counts") else out)
         row["output_sha1"] = hashlib.sha1(np.ascontiguousarray(arr).tobytes()).hexdigest()
         row["output_norm"] = float(np.linalg.norm(arr.astype(np.float64)))
+    if backend == "cuda":
+        row["numba_cache"] = _cache_stats()
     print("RESULT " + json.dumps(row), flush=True)
+
+
+def _cache_stats():
+    """Hits and misses of Numba's disk cache for the module-level kernels of the SHT and
+    convolve (a warm process should only hit)."""
+    from sphgpu.convolve import _realspace_cuda_kernels
+    from sphgpu.sht import _cuda_kernels
+
+    hits = misses = 0
+    for mod in (_cuda_kernels, _realspace_cuda_kernels):
+        for obj in vars(mod).values():
+            stats = getattr(obj, "stats", None)
+            if stats is not None and hasattr(stats, "cache_hits"):
+                hits += sum(stats.cache_hits.values())
+                misses += sum(stats.cache_misses.values())
+    return {"hits": hits, "misses": misses}
 
 
 # ----------------------------------------------------------------------------- parent
