@@ -62,7 +62,6 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
         raise ValueError(f"steps must be among {STEPS}, got {unknown}")
     if "cost_model" in steps and nside is None:
         raise ValueError("the 'cost_model' step needs nside (and lmax): the resolution to time")
-    sized = nside is not None
     nside = check_int("nside", 32 if nside is None else nside, minimum=1)
     lmax = check_int("lmax", 2 * nside if lmax is None else lmax, minimum=0)
     try:
@@ -78,8 +77,7 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
            "pair_counts": lambda: _pair_counts(backend),
            "convolve": lambda: _convolve(backend),
            "cost_model": lambda: _cost_model(nside, lmax, backend, say)}
-    what = {"sht": f"the transforms at nside {nside}, lmax {lmax}"
-                   + (" (launch parameters tuned for this size)" if sized else ""),
+    what = {"sht": f"the transforms at nside {nside}, lmax {lmax}",
             "sort": f"the radix sort ({', '.join(d.name for d in dtypes)})",
             "pair_counts": "the pair counts",
             "convolve": "the real-space convolution",
