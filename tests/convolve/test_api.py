@@ -29,6 +29,9 @@ def test_harmonic_method_is_healpy_smoothing_with_iter_0(rng):
     # a batch, and a lower band limit through l_cut
     both = convolve(np.stack([m, 2 * m]), k, method="harmonic", backend="cpu")
     assert rel_err(both[1], 2 * got) <= 1e-14
+    # three maps are three maps, not a T, Q, U triple (the SHT's pol=True default)
+    three = convolve(np.stack([m, 2 * m, -m]), k, method="harmonic", backend="cpu")
+    assert rel_err(three, np.stack([got, 2 * got, -got])) <= 1e-14
     low = convolve(m, k, method="harmonic", l_cut=10, backend="cpu")
     assert rel_err(low, harmonic_convolve(m, k.bl[:11], RingGeometry.healpix(nside),
                                           backend="cpu")) <= 1e-14
