@@ -12,6 +12,7 @@ from .sht import (alm2cl, alm2map, alm2map_spin, almxfl, anafast, gauss_beam, ma
                   map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sort import argsort, radix_sort
 from . import tpacf  # angular correlation functions; a GPU-free import
+from .warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -20,5 +21,5 @@ __all__ = [
     "alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "synalm", "synfast", "alm2cl",
     "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
     "radix_sort", "argsort",
-    "use_backend", "cuda_available", "BackendUnavailableError",
+    "use_backend", "cuda_available", "BackendUnavailableError", "warmup",
 ]

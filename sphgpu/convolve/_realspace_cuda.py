@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from .._cuda_launch import quiet
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from ._realspace_cuda_kernels import realspace_kernel
@@ -70,6 +71,7 @@ def _device_tables(plan, tpb, fold):
     return cache[tpb, fold]
 
 
+@quiet()
 def convolve(maps, plan, kernel, *, stream=None, tpb=None, rowmax=None, fold=None):
     """maps (k, npix) float64 (NumPy, CuPy or Numba) -> (k, npix) of the kind given (CuPy for
     device input): the real-space sum with ``kernel`` (CompactKernel) over ``plan``

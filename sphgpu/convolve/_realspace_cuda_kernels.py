@@ -31,7 +31,12 @@ import math
 
 from numba import cuda, float64
 
+from .. import _cuda_launch
+from . import kernels, realspace
 from .realspace import kernel_value, pixel_range, ring_window, row_offsets
+
+# the kernel is cached on disk (cache=True); it inlines realspace's device functions
+_cuda_launch.refresh_kernel_cache(__file__, realspace.__file__, kernels.__file__)
 
 __all__ = ["realspace_kernel", "RESYNC"]
 
@@ -57,7 +62,7 @@ def realspace_kernel(tpb: int, rowmax: int, nmaps: int, fold: int = 1):
             if j >= nr:
                 j -= nr
 
-    @cuda.jit(fastmath=False)
+    @cuda.jit(fastmath=False, cache=True)
     def kernel(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
                item_ring, item_start, h, n, coef, out):
         row = cuda.shared.array(rowmax, dtype=float64)

@@ -25,7 +25,7 @@ from ..sht.transforms import resolve_geometry
 from .harmonic import harmonic_convolve
 from .kernels import CompactKernel, _check_angle
 from .realspace import brute_force, ring_plan
-from .split import KernelSplit, _check_kernel
+from .split import KernelSplit, _check_kernel, split_kernel
 
 __all__ = ["convolve", "run_plan", "METHODS"]
 
@@ -66,9 +66,9 @@ def _realspace(maps, geometry, compact, backend, stream=None):
 
 @functools.lru_cache(maxsize=8)
 def _cached_split(kernel, l_cut, theta_cut, fit):
-    from .optimize import make_fitter
-
-    return make_fitter(kernel, theta_cut, fit=fit).split(l_cut, theta_cut)
+    # split_kernel refuses a theta_cut below one knot of the real-space basis (a split with no
+    # real-space part would return the harmonic part alone)
+    return split_kernel(kernel, l_cut, theta_cut, fit=fit)
 
 
 @functools.lru_cache(maxsize=8)

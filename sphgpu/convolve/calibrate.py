@@ -79,8 +79,8 @@ def measure_error(split: KernelSplit, nside: int, *, seed=0, backend="auto", map
     if full is None:
         full = harmonic_convolve(m, split.kernel.bl, geom, backend=backend)
     approx = convolve(m, split, backend=backend)
-    cf = alm2cl(map2alm(full, lmax, lmax, iter=0, backend=backend))
-    cs = alm2cl(map2alm(approx, lmax, lmax, iter=0, backend=backend))
+    cf = alm2cl(map2alm(full, lmax, lmax, iter=0, pol=False, backend=backend))
+    cs = alm2cl(map2alm(approx, lmax, lmax, iter=0, pol=False, backend=backend))
     return MeasuredError(split.l_cut, split.theta_cut, split.predicted_error, split.relative_rms,
                          _spectrum_error(cs, cf),
                          float(np.linalg.norm(approx - full) / np.linalg.norm(full)), cf, cs)

@@ -14,12 +14,13 @@ a 2.8 GHz Core2 Quad, nside 2048, lmax 4096), kept to reproduce its Table 1 and 
 :class:`MeasuredCostModel` times both parts on this machine, fits the same kind of formula
 (a constant plus the work: (l_cut+1)^2 for the harmonic part at a fixed nside, pixel pairs for
 the real-space part) and keeps the constants in ``~/.cache/sphgpu/convolve_cost.json``
-(``SPHGPU_CACHE_DIR`` moves it), per device, backend and nside.
+(``SPHGPU_CACHE_DIR`` moves it; see :mod:`sphgpu._tuning`), per device, backend and nside.
+Timing stops once a part has used its time budget (about a second), so a first call takes
+seconds, and says what it times as it goes.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _tuning
 from .._validate import check_int
 from .kernels import ARCMIN
 from .realspace import pair_count
@@ -148,19 +150,17 @@ class PaperCostModel(CostModel):
                 f"theta_cut = {what}; t_libpsht = 160 s * l_cut^2 lmax / 4096^3 on one CPU core")
 
 
+CACHE = "convolve_cost"
+
+
 def cache_path() -> str:
-    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "sphgpu")
-    return os.path.join(root, "convolve_cost.json")
+    """The file of the measured constants (see :mod:`sphgpu._tuning`)."""
+    return _tuning.cache_path(CACHE)
 
 
 def _device_name(backend):
     if backend == "cuda":
-        from numba import cuda
-
-        dev = cuda.get_current_device()
-        return dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        return _tuning.device_name()
     threads = os.environ.get("SPHGPU_NUM_THREADS", "all")
     return f"{platform.processor() or platform.machine()} x{os.cpu_count()} threads={threads}"
 
@@ -187,16 +187,27 @@ class _Fit:
     def __call__(self, work):
         return self.a + self.b * work
 
+    @classmethod
+    def from_cache(cls, value):
+        """A cached entry {"a", "b", "points"} -> _Fit; ValueError/TypeError/KeyError when it
+        is damaged (a NaN or negative constant would price plans at NaN or negative times)."""
+        num = _tuning.nonnegative_number
+        points = value.get("points", [])
+        if not isinstance(points, list):
+            raise TypeError("points: expected a list")
+        return cls(num(value["a"]), num(value["b"]), [(num(w), num(t)) for w, t in points])
+
 
 class MeasuredCostModel(CostModel):
     """Costs timed on this machine, for one nside.
 
     Harmonic part, per backend: t = a + b (l_cut + 1)^2 from map2alm + alm2map at a few l_cut
-    on the real nside (a holds the ring FFTs, which do not shrink with l_cut). Real-space part:
-    t = a + b * pairs(theta_cut) from a few small theta_cut at nside ``min(nside,
-    realspace_nside)`` (the work per pixel pair does not depend on nside). Fitted constants are
-    cached on disk per (device, backend, nside, lmax); ``measure=False`` refuses to time and
-    needs the cache.
+    on the real nside (a holds the ring FFTs, which do not shrink with l_cut), from the smallest
+    l_cut up. Real-space part: t = a + b * pairs(theta_cut) from a few small theta_cut at nside
+    ``min(nside, realspace_nside)`` (the work per pixel pair does not depend on nside), from the
+    smallest up. Each part stops timing larger cases once the next would pass ``budget``
+    seconds (at least two cases are timed). Fitted constants are cached on disk per (device,
+    backend, nside, lmax); ``measure=False`` refuses to time and needs the cache.
 
     Parameters
     ----------
@@ -206,8 +217,12 @@ class MeasuredCostModel(CostModel):
         What to price; default: "cpu" and, with a GPU, "cuda" for both.
     sizes : "full" or "quick"
         "quick" times fewer, smaller cases (tests, Binder).
-    progress : callable(str), optional
-        Called with a line of text before each timing.
+    progress : callable(str) or False, optional
+        Called with a line of text before each timing; default: print the line
+        (:func:`sphgpu._tuning.print_progress`), False: say nothing.
+    budget : float
+        Seconds each part (per backend) may spend timing, warm-up included, before it stops
+        adding larger cases (default 0.8).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
@@ -217,7 +232,7 @@ class MeasuredCostModel(CostModel):
 
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
                  sizes="full", use_cache=True, progress=None, realspace_nside=None,
-                 measure=True):
+                 measure=True, budget=0.8):
         from ..backends import cuda_available
 
         self.nside = check_int("nside", nside, minimum=1)
@@ -228,8 +243,13 @@ class MeasuredCostModel(CostModel):
         if sizes not in ("full", "quick"):
             raise ValueError(f"sizes must be 'full' or 'quick', got {sizes!r}")
         self.sizes = sizes
-        self.progress = progress or (lambda s: None)
-        default_rs_nside = 2048 if gpu else (64 if sizes == "quick" else 256)
+        self.progress = (_tuning.print_progress if progress is None
+                         else progress or (lambda s: None))
+        if not (isinstance(budget, (int, float)) and 0 < budget < math.inf):
+            raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
+        self.budget = float(budget)
+        # 1024 keeps a GPU busy (3M threads with the quarter-turn symmetry) for milliseconds
+        default_rs_nside = 1024 if gpu else (64 if sizes == "quick" else 256)
         self.realspace_nside = min(self.nside, realspace_nside or default_rs_nside)
         self.use_cache = use_cache
         self.measure = measure
@@ -274,40 +294,66 @@ class MeasuredCostModel(CostModel):
 
     def _cached(self, part, backend, measure):
         key = self._key(part, backend)
-        cache = _load_cache() if self.use_cache else {}
-        if key in cache:
-            c = cache[key]
-            return _Fit(c["a"], c["b"], [tuple(p) for p in c.get("points", [])])
+        if self.use_cache:
+            fit = _tuning.lookup(CACHE, key, check=_Fit.from_cache)
+            if fit is not None:
+                return fit
         if not self.measure:
             raise LookupError(f"the {part} part on {backend} was never timed at nside "
                               f"{self.nside}, lmax {self.lmax} on this machine")
-        fit = measure(backend)
+        with _tuning.paused():
+            fit = measure(backend)
         if self.use_cache:
-            cache = _load_cache()
-            cache[key] = {"a": fit.a, "b": fit.b, "points": fit.points,
-                          "when": time.strftime("%Y-%m-%d %H:%M:%S")}
-            _save_cache(cache)
+            _tuning.store(CACHE, key, {"a": fit.a, "b": fit.b, "points": fit.points,
+                                       "when": time.strftime("%Y-%m-%d %H:%M:%S")})
         return fit
+
+    def _time_cases(self, cases, backend):
+        """Time ``cases`` [(work, label, fn)] in order of growing work, until the next case
+        would pass the budget (predicted from the last one, work in proportion); -> _Fit."""
+        start = time.perf_counter()
+        points = []
+        for i, (work, label, fn) in enumerate(cases):
+            if len(points) >= 2:
+                w0, t0 = points[-1]
+                # three calls per case (warm-up and two timed)
+                if time.perf_counter() - start + 3 * t0 * work / w0 > self.budget:
+                    break
+            self.progress(f"timing {label} ({i + 1}/{len(cases)})")
+            points.append((work, _time(fn, backend)))
+        a, b = _fit_line(*zip(*points))
+        return _Fit(a, b, points)
 
     # ------------------------------------------------------------------ timing
     def _measure_harmonic(self, backend):
+        """t = a + b (l_cut+1)^2. From nside 256 up, b (the Legendre work, per ring) is timed
+        at a quarter of the resolution, where it stands out of the ring FFTs already at the
+        l_cut a short budget affords, and scaled by the ratio of rings; a (the FFTs) is then
+        what one call at the real nside and the smallest l_cut leaves over. Timing every l_cut
+        at the real nside took 41 s on an H200."""
         from ..geometry import RingGeometry
         from .harmonic import harmonic_convolve
 
-        geom = RingGeometry.healpix(self.nside)
-        rng = np.random.default_rng(0)
-        m = rng.standard_normal(geom.npix)
-        m = _to_backend(m, backend)
-        fractions = (0.125, 0.5, 1.0) if self.sizes == "quick" else (0.0625, 0.25, 0.5, 0.75, 1.0)
-        work, secs = [], []
-        for f in fractions:
-            l_cut = max(1, int(round(f * self.lmax)))
-            self.progress(f"timing the harmonic part [{backend}] at l_cut {l_cut}")
+        def case(nside, l_cut):
+            geom = RingGeometry.healpix(nside)
+            m = _to_backend(np.random.default_rng(0).standard_normal(geom.npix), backend)
             bl = np.ones(l_cut + 1)
-            secs.append(_time(lambda: harmonic_convolve(m, bl, geom, backend=backend), backend))
-            work.append((l_cut + 1) ** 2)
-        a, b = _fit_line(work, secs)
-        return _Fit(a, b, list(zip(work, secs)))
+            return ((l_cut + 1) ** 2, f"the harmonic part [{backend}] at l_cut {l_cut}, nside "
+                    f"{nside}", lambda: harmonic_convolve(m, bl, geom, backend=backend))
+
+        fractions = (0.125, 0.5, 1.0) if self.sizes == "quick" else (0.0625, 0.125, 0.25, 0.5, 1.0)
+        l_cuts = [max(1, int(round(f * self.lmax))) for f in fractions]
+        low = self.nside // 4 if self.nside >= 256 else self.nside
+        fit = self._time_cases([case(low, l) for l in l_cuts], backend)
+        if low == self.nside:
+            return fit
+        rings = (4 * self.nside - 1) / (4 * low - 1)
+        work, label, run = case(self.nside, l_cuts[0])
+        self.progress(f"timing {label}")
+        t = _time(run, backend)
+        b = fit.b * rings
+        points = [(w * rings, s) for w, s in fit.points] + [(work, t)]
+        return _Fit(max(0.0, t - b * work), b, points)
 
     def _measure_realspace(self, backend):
         from ..geometry import RingGeometry
@@ -324,19 +370,19 @@ class MeasuredCostModel(CostModel):
         pix = 4 * math.pi / geom.npix
         kernel = RadialKernel.gaussian(max(1.0, 2.0 * math.sqrt(pix) / ARCMIN), 3 * nside)
         impl = _realspace_impl(backend)
-        work, secs = [], []
+        cases = []
         for npix_disc in targets:
             theta = min(math.pi, 2.0 * math.asin(min(1.0, math.sqrt(npix_disc * pix / math.pi) / 2)))
             ck = kernel.tabulate(theta, rtol=1e-6)
             pl = ring_plan(geom, ck.theta_cut)
-            self.progress(f"timing the real-space part [{backend}] at theta_cut "
-                          f"{ck.theta_cut / ARCMIN:.3g} arcmin, nside {nside}")
-            secs.append(_time(lambda: impl.convolve(m, pl, ck), backend))
-            work.append(pair_count(nside, ck.theta_cut))
-        a, b = _fit_line(work, secs)
+            cases.append((pair_count(nside, ck.theta_cut),
+                          f"the real-space part [{backend}] at theta_cut "
+                          f"{ck.theta_cut / ARCMIN:.3g} arcmin, nside {nside}",
+                          lambda pl=pl, ck=ck: impl.convolve(m, pl, ck)))
+        fit = self._time_cases(cases, backend)
         # the constant was measured at realspace_nside; launch/row overheads grow with npix
-        a *= (self.nside / nside) ** 2
-        return _Fit(a, b, list(zip(work, secs)))
+        fit.a *= (self.nside / nside) ** 2
+        return fit
 
 
 def _simulator():
@@ -353,7 +399,7 @@ def _to_backend(a, backend):
     return a
 
 
-def _time(fn, backend, repeat=3):
+def _time(fn, backend, repeat=2):
     from ..bench.timing import time_call
 
     sync = None
@@ -361,25 +407,8 @@ def _time(fn, backend, repeat=3):
         import cupy
 
         sync = cupy.cuda.Device().synchronize
-    return time_call(fn, repeat=repeat, warmup=1, sync=sync, max_seconds=10.0).median
-
-
-def _load_cache():
-    try:
-        with open(cache_path()) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_cache(cache):
-    path = cache_path()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(cache, f, indent=1)
-    except OSError:   # read-only home: the constants still serve this process
-        pass
+    # a call longer than 0.2 s is timed once: its spread is small next to the fit's
+    return time_call(fn, repeat=repeat, warmup=1, sync=sync, max_seconds=0.2).median
 
 
 def resolve_cost_model(cost_model, nside, lmax, **kw) -> CostModel:

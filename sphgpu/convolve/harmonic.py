@@ -66,7 +66,7 @@ def harmonic_convolve(maps, bl, geometry: RingGeometry, *, backend="auto"):
         import cupy
 
         return to_host(harmonic_convolve(cupy.asarray(maps), bl, geometry, backend="cuda"))
-    # each row is its own scalar field (a radial kernel does not mix Q and U): pol=False
+    # pol=False: the rows of ``maps`` are independent maps, never a T, Q, U triple
     alm = map2alm(maps, lmax, lmax, iter=0, pol=False, backend=backend, geometry=geometry)
     alm = _scale_alm(alm, bl, lmax)
     return alm2map(alm, lmax=lmax, mmax=lmax, pol=False, backend=backend, geometry=geometry)

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import _tuning
+from .._cuda_launch import quiet
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
@@ -77,7 +78,7 @@ class _Plan:
     def __init__(self, geometry, lmax, mmax):
         xp = _xp()
         self.lmax, self.mmax = lmax, mmax
-        self.launch = None             # chosen at first use, see _launch
+        self.launch = {}               # kernel name -> launch shape, chosen at first use (_launch)
         self.nrings, self.npix = geometry.nrings, geometry.npix
         north, south = geometry.ring_pairs()
         theta = geometry.theta[north]
@@ -140,6 +141,7 @@ class _Plan:
 
 
 @functools.lru_cache(maxsize=8)
+@quiet()
 def plan(geometry, lmax, mmax):
     """The cached :class:`_Plan` of a geometry and band limits (geometries hash by identity)."""
     return _Plan(geometry, lmax, mmax)
@@ -166,16 +168,15 @@ def _batches(pl, nmaps, rows=1):
 #: used below AUTOTUNE_MIN_LMAX, in the simulator, and where the autotuner is switched off
 LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
-#: what the autotuner tries: (threads, pairs) and, for alm2leg, optionally a third entry, the
-#: register limit for the compiler (see _cuda_kernels.alm2leg_kernel); leg2alm picks its chunk
-#: length so that each fits in 48 KiB of shared memory. For sm_90 (ptxas, one map): alm2leg
-#: (128, 5) takes 126 registers, 4 blocks per SM, where (128, 6) and (128, 8) take 156 and 168,
-#: 3 blocks. Measured on an H200 at nside 2048, one map (benchmarks/profile_sht.py), ms:
-#: alm2leg (64, 8) 10.78, (128, 4) 10.68, (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80,
-#: (128, 8, 255) 11.60; leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took
-#: 32.13 and was dropped)
-CANDIDATES = {"alm2leg": [(64, 8), (128, 4), (128, 5), (128, 8), (256, 8), (128, 8, 255)],
-              "leg2alm": [(32, 8), (64, 4), (64, 8)]}
+#: what the autotuner tries: (threads, pairs); leg2alm picks its chunk length so that each fits
+#: in 48 KiB of shared memory. Few candidates, because each is a kernel compiled on the first
+#: call in a new process (the disk cache serves later processes). Measured on an H200 at nside
+#: 2048, one map (benchmarks/profile_sht.py), ms: alm2leg (64, 8) 10.78, (128, 4) 10.68,
+#: (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80, (128, 8, max_registers=255) 11.60;
+#: leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took 32.13): the ones more than
+#: 4 % behind the best were dropped
+CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
+              "leg2alm": [(32, 8), (64, 8)]}
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
@@ -188,47 +189,57 @@ def _kernel(name, nmaps, tpb, rp, *extra):
 AUTOTUNE_MIN_LMAX = 512
 
 
-def _launch(pl):
-    """Launch parameters for this plan: measured once per device and problem size by trying
-    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`,
-    file sht_launch.json). ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
-    if pl.launch is not None:
-        return pl.launch
-    pl.launch = dict(LAUNCH)
-    if SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled():
-        return pl.launch
-    key = (f"{_tuning.device_name()}|nrings={pl.nrings}|npix={pl.npix}|lmax={pl.lmax}"
-           f"|mmax={pl.mmax}")
-    cached = _tuning.lookup("sht_launch", key)
-    if cached is not None:
-        cached = {k: tuple(v) for k, v in cached.items()}
+def _launch(pl, name=None):
+    """Launch parameters of the Legendre kernel ``name`` ("alm2leg" or "leg2alm"; None: a dict
+    of both) for this plan: measured once per device, problem size and kernel by trying its
+    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`, file
+    sht_launch.json). Each kernel is tuned when first needed, so an alm2map compiles no
+    leg2alm variant. ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    if name is None:
+        return {k: _launch(pl, k) for k in CANDIDATES}
+    if name in pl.launch:
+        return pl.launch[name]
+    choice = LAUNCH[name]
+    if not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled()):
+        key = (f"{_tuning.device_name()}|{name}|nrings={pl.nrings}|npix={pl.npix}"
+               f"|lmax={pl.lmax}|mmax={pl.mmax}")
+        choice = _tuning.lookup("sht_launch", key, check=_check_launch)
         # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
         # measured again
-        if all(cached.get(k) in CANDIDATES[k] for k in CANDIDATES):
-            pl.launch = cached
-            return pl.launch
-    pl.launch = _measure(pl)
-    _tuning.store("sht_launch", key, pl.launch)
-    return pl.launch
+        if choice not in CANDIDATES[name]:
+            _tuning.print_progress(f"tuning the {name} kernel for lmax {pl.lmax} on "
+                                   f"{pl.npix} pixels (once per GPU and size)")
+            choice = _measure(pl, name)
+            _tuning.store("sht_launch", key, list(choice))
+    pl.launch[name] = choice
+    return choice
 
 
-def _measure(pl):
+def _check_launch(value):
+    """A cached launch choice as a tuple of positive ints, or ValueError."""
+    if not isinstance(value, list) or not all(type(i) is int and i > 0 for i in value):
+        raise ValueError(f"expected a list of positive integers, got {value!r}")
+    return tuple(value)
+
+
+def _measure(pl, name):
+    """The fastest of CANDIDATES[name] on this plan, one map of random data."""
     import cupy
 
     rng = np.random.default_rng(0)
-    nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
-    alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
-    leg = _alm2leg(alm, pl, cupy)
-    best = {}
-    for name, run in (("alm2leg", lambda: _alm2leg(alm, pl, cupy)),
-                      ("leg2alm", lambda: _leg2alm(leg, pl, cupy))):
-        times = {}
-        for cand in CANDIDATES[name]:
-            pl.launch[name] = cand
-            times[cand] = _tuning.seconds(run, 2)
-        best[name] = min(times, key=times.get)
-        pl.launch[name] = best[name]
-    return best
+    if name == "alm2leg":
+        nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
+        alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
+        run = lambda: _alm2leg(alm, pl, cupy)
+    else:
+        shape = (1, pl.nrings, pl.mmax + 1)
+        leg = cupy.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+        run = lambda: _leg2alm(leg, pl, cupy)
+    times = {}
+    for cand in CANDIDATES[name]:
+        pl.launch[name] = cand
+        times[cand] = _tuning.seconds(run, 2)
+    return min(times, key=times.get)
 
 
 def _orders(pl, orders):
@@ -244,7 +255,7 @@ def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
-    tpb, rp, *regs = _launch(pl)["alm2leg"]
+    tpb, rp, *regs = _launch(pl, "alm2leg")
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     # the rows of a polarized batch (T, Q, U sets) share their recurrence three at a time:
     # at nside 2048 on an H100, 3 rows took 24.5 ms in one launch and 28.0 ms as 2 + 1
@@ -262,7 +273,7 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp = _launch(pl)["leg2alm"]
+    tpb, rp = _launch(pl, "leg2alm")
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
@@ -321,6 +332,7 @@ def _convolve(a, c, nmaps, xp):
     return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)
 
 
+@quiet()
 def _run(data, layout, geometry, steps):
     xp = _xp()
     pl = plan(geometry, layout.lmax, layout.mmax)
@@ -357,6 +369,7 @@ def _eth(xp, c, t, j, bar, transpose=False):
     return out.reshape(shape)
 
 
+@quiet()
 def _run_spin(data, spin, layout, geometry, forward):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
@@ -395,6 +408,7 @@ def analysis_spin(maps, spin, layout, geometry):
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)
+@quiet()
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
     xp = _xp()

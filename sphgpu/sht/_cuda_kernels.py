@@ -23,7 +23,11 @@ import math
 import numba
 from numba import cuda, float64
 
+from .._cuda_launch import refresh_kernel_cache
 from . import legendre
+
+# kernels are cached on disk (cache=True); they inline legendre's device functions
+refresh_kernel_cache(__file__, legendre.__file__)
 
 __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
            "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
@@ -52,7 +56,7 @@ _step = legendre.step
 _check = legendre.rescale
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def first_alive_kernel(lmax, mstart, alpha, mu, x, sin, first):
     """For each m, the smallest ring-pair index whose lambda_lm reaches a non-negligible value
     (scale k = 0) for some l <= lmax; pairs sorted from the pole, so pairs before it only
@@ -118,7 +122,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     SV = 2 * K * TPB                   # one buffer of s_l * a_lm: (map, re/im, l) flattened
     SA2, SV2 = 2 * TPB, 2 * SV         # two buffers each (compile-time shapes)
     u64 = numba.uint64                 # unsigned shared-memory indices: no negative-index wrap
-    jit = cuda.jit(max_registers=max_registers) if max_registers else cuda.jit
+    # Numba's cache key leaves out max_registers: only the default limit is cached
+    jit = cuda.jit(max_registers=max_registers) if max_registers else cuda.jit(cache=True)
     # steps per pass of the innermost loop: a whole group for one map (fewest loop and address
     # instructions), two for more maps, whose shared-memory loads need more registers
     U = min(G, ALM2LEG_UNROLL if K == 1 else 2)
@@ -311,7 +316,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     U = min(CH, LEG2ALM_UNROLL)    # steps per pass of the innermost loop (even)
     u64 = numba.uint64
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                alm):
         col = cuda.blockIdx.y
@@ -476,7 +481,7 @@ def _chirp(t, n, chirped):
     return complex(math.cos(ang), math.sin(ang))
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def chirp_kernel(nphi, out):
     """B rows for Bluestein: out[row, t] = conj(z_t) for |t| < n (t < 0 at M + t), else 0.
 
@@ -494,7 +499,7 @@ def chirp_kernel(nphi, out):
         out[row, t] = v
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
     """alm2map ring pass 1: fold Delta_m of each ring onto its n Fourier modes and chirp them.
 
@@ -528,7 +533,7 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
         out[R, q] = v
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
     """alm2map ring pass 2: maps[i, ringstart + j] = Re(z_j conv[i*nr + row, j]) for j < n.
 
@@ -545,7 +550,7 @@ def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
             maps[i, ringstart[row] + j] = v.real
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
     """map2alm ring pass 1: out[i*nr + row, j] = weight * s_j * z_j for j < n, else 0.
 
@@ -562,7 +567,7 @@ def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
         out[R, j] = v
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
     """map2alm ring pass 1 of a plain class (one ring length n): out[i*nr + row, j] =
     weight * s_j, float64 rows for a real-to-complex FFT.
@@ -576,7 +581,7 @@ def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
         out[R, j] = weight[row] * maps[i, ringstart[row] + j]
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
     """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
 
@@ -600,7 +605,7 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
         leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def eth_kernel(c, fl, fm, eps, eps_next, j, sign_m, transpose, out):
     """One spin-raising (sign_m = -1) or lowering (+1) pass of :mod:`sphgpu.sht.spin` on
     coefficient sets, or its transpose (``transpose`` = 1): out = -(D c - 2 j X c + sign_m m c)

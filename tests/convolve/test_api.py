@@ -29,6 +29,9 @@ def test_harmonic_method_is_healpy_smoothing_with_iter_0(rng):
     # a batch, and a lower band limit through l_cut
     both = convolve(np.stack([m, 2 * m]), k, method="harmonic", backend="cpu")
     assert rel_err(both[1], 2 * got) <= 1e-14
+    # three maps are three maps, not a T, Q, U triple (the SHT's pol=True default)
+    three = convolve(np.stack([m, 2 * m, -m]), k, method="harmonic", backend="cpu")
+    assert rel_err(three, np.stack([got, 2 * got, -got])) <= 1e-14
     low = convolve(m, k, method="harmonic", l_cut=10, backend="cpu")
     assert rel_err(low, harmonic_convolve(m, k.bl[:11], RingGeometry.healpix(nside),
                                           backend="cpu")) <= 1e-14
@@ -128,6 +131,10 @@ def test_bad_cuts_and_bounds():
         convolve(m, k, method="split", l_cut=10, theta_cut=4.0)
     with pytest.raises(ValueError, match="needs both l_cut and theta_cut"):
         convolve(m, k, method="split", l_cut=10)
+    # as split_kernel: no real-space basis function fits, so the split would be the harmonic
+    # part alone (before, convolve returned it: a 0.9 relative error)
+    with pytest.raises(ValueError, match="below one knot spacing"):
+        convolve(m, k, method="split", l_cut=10, theta_cut=1e-4, backend="cpu")
     with pytest.raises(ValueError, match="needs theta_cut"):
         convolve(m, k, method="realspace")
     with pytest.raises(ValueError, match="method must be one of"):
