@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backends
 from .._device import like_input
-from .._validate import as_real_array, check_int, is_device_array
+from .._validate import UNSEEN, as_maps, as_real_array, check_int, is_device_array
 from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
 from .harmonic import harmonic_convolve
@@ -162,6 +162,9 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
              harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None):
     """Convolve HEALPix map(s) with a radially symmetric kernel.
 
+    Pixels equal to ``healpy.UNSEEN`` and the masked pixels of a ``numpy.ma`` array enter as
+    zero and come out as ``UNSEEN``, as in healpy's ``smoothing``; NaN elsewhere raises.
+
     Parameters
     ----------
     maps : array, shape (npix,) or (k, npix), float64; NumPy, CuPy or Numba
@@ -191,6 +194,16 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     -------
     array of the shape and kind of ``maps``, float64.
     """
+    arr, bad = as_maps("maps", maps)
+    out = _convolve(maps if bad is None else arr, kernel, method, l_cut, theta_cut, backend,
+                    harmonic_backend, error_bound, fit, geometry)
+    if bad is not None:
+        out[bad] = UNSEEN
+    return out
+
+
+def _convolve(maps, kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound,
+              fit, geometry):
     from .optimize import Plan
 
     if method not in METHODS:

@@ -32,7 +32,7 @@ import uuid
 
 import numpy as np
 
-from .._validate import as_real_array, check_int
+from .._validate import UNSEEN, as_maps, check_int
 from ..convolve import api as _api
 from ..convolve.harmonic import harmonic_convolve
 from ..convolve.kernels import CompactKernel
@@ -159,6 +159,14 @@ def _pixels(geom, rings):
     return first, int(geom.ringstart[last] + geom.nphi[last])
 
 
+def _unseen(out, bad):
+    """Masked input pixels (UNSEEN, numpy.ma) back to UNSEEN in the result, as the serial
+    convolve and healpy's smoothing do."""
+    if bad is not None:
+        out[bad] = UNSEEN
+    return out
+
+
 def _key(stage):
     return f"sphgpu-{stage}-{uuid.uuid4().hex}"
 
@@ -211,7 +219,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     ndarray of the shape of ``maps``, float64, equal to the serial convolution to rounding.
     """
     client = _cluster.get_client(client)
-    arr = _host_array("maps", maps, as_real_array)
+    arr, bad = _host_array("maps", maps, as_maps)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     for name, value in (("backend", backend), ("harmonic_backend", harmonic_backend)):
         if value is not None and not isinstance(value, str):
@@ -236,7 +244,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         # one worker: the serial split there runs both parts at once (streams / threads)
         res = h_res if hb == "cuda" or rb != "cuda" else r_res
         out = _run_whole(client, [batch], ref, job, hb, rb, res, progress)[0][0]
-        return out[0] if arr.ndim == 1 else out
+        return _unseen(out[0] if arr.ndim == 1 else out, bad)
 
     # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker)
     h_pick = [w for w in h_where if w not in r_where][:1] or h_where[:1]
@@ -288,7 +296,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
             out[:, a:b] += piece           # harmonic + real-space, as the serial split adds
         else:
             out[:, a:b] = piece
-    return out[0] if arr.ndim == 1 else out
+    return _unseen(out[0] if arr.ndim == 1 else out, bad)
 
 
 def _plan_weight(kernel):
@@ -365,9 +373,9 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
             raise ValueError("with futures as maps, pass geometry= (the maps are not here to "
                              "infer nside from)")
         geom = resolve_geometry(None, geometry)
-        items, single = list(maps), False
+        items, single, bad = list(maps), False, None
     else:
-        arr = _host_array("maps", maps, as_real_array)
+        arr, bad = _host_array("maps", maps, as_maps)
         geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
         single = arr.ndim == 1
         arr = arr[None] if single else arr
@@ -390,4 +398,4 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
             return futs
         return _stack([[r] for r in client.gather(futs)], False)
     out = _run_whole(client, items, ref, job, hb, rb, res, progress, gather=gather)
-    return _stack(out, single) if gather else out
+    return _unseen(_stack(out, single), bad) if gather else out

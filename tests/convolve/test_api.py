@@ -147,3 +147,23 @@ def test_bad_cuts_and_bounds():
         convolve(m, "gauss", method="harmonic")
     with pytest.raises(ValueError, match="unreachable"):
         convolve(m, k, error_bound=1e-15)
+
+
+def test_masked_pixels_enter_as_zero_and_come_back_unseen(rng):
+    import healpy as hp
+
+    nside, lmax = 8, 23
+    m = rng.standard_normal(12 * nside**2)
+    m[100:140] = hp.UNSEEN
+    kernel = sphgpu.convolve.RadialKernel.gaussian(fwhm_arcmin=300.0, lmax=lmax)
+    got = sphgpu.convolve.convolve(m, kernel, method="harmonic", backend="cpu")
+    zero = np.where(m == hp.UNSEEN, 0.0, m)
+    want = sphgpu.convolve.convolve(zero, kernel, method="harmonic", backend="cpu")
+    assert np.all(got[100:140] == hp.UNSEEN) and m[100] == hp.UNSEEN
+    np.testing.assert_array_equal(got[:100], want[:100])
+    ma = np.ma.masked_values(m, hp.UNSEEN)
+    np.testing.assert_array_equal(
+        sphgpu.convolve.convolve(ma, kernel, method="harmonic", backend="cpu"), got)
+    m[3] = np.nan
+    with pytest.raises(ValueError, match="maps contains NaN"):
+        sphgpu.convolve.convolve(m, kernel, method="harmonic", backend="cpu")

@@ -5,6 +5,7 @@ import distributed
 import numpy as np
 import pytest
 
+import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import RingGeometry
 from sphgpu.convolve import ARCMIN, RadialKernel, convolve, split_kernel
@@ -169,3 +170,15 @@ def test_harmonic_weight_gives_the_harmonic_worker_a_smaller_band(client, rng):
     assert small == h                     # the smaller band, next to the harmonic part
     with pytest.raises(ValueError, match="harmonic_weight"):
         sd.convolve(m, KERNEL, harmonic_weight=-1.0, client=client, **kw)
+
+
+def test_masked_maps_come_back_unseen_like_the_serial_convolution(client, rng):
+    from sphgpu.convolve import RadialKernel, convolve
+
+    m = rng.standard_normal((2, 12 * 8**2))
+    m[:, 50:90] = sphgpu.UNSEEN
+    k = RadialKernel.gaussian(300.0, 23)
+    want = convolve(m, k, method="harmonic", backend="cpu")
+    got = sd.convolve_many(m, k, method="harmonic", backend="cpu", client=client)
+    np.testing.assert_array_equal(got, want)
+    assert np.all(got[:, 50:90] == sphgpu.UNSEEN)
