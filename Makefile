@@ -43,15 +43,20 @@ demo: $(STAMP)
 	@echo "HTML of every notebook in build/"
 
 # The browser test drives the system chromium (Debian's package); Playwright downloads nothing.
+# healpy-data: HEALPix's pixel-window FITS files, which tests/sht/test_pixwin.py compares the
+# shipped tables with (the tests skip that comparison without them).
 browser-deps:
-	@if [ -x /usr/bin/chromium ]; then \
-		echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null)"; \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="chromium"; \
+	[ -f /usr/share/healpy/data/pixel_window_n0002.fits ] || missing="$$missing healpy-data"; \
+	if [ -z "$$missing" ]; then \
+		echo "chromium: $$(/usr/bin/chromium --version 2>/dev/null); healpy-data: present"; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
 	else \
-		echo "chromium is missing and this is not root with apt-get: install Debian's" \
-		     "chromium package for tests/browser (it is skipped without it)"; \
+		echo "missing Debian packages:$$missing (not root with apt-get): tests/browser and" \
+		     "the FITS comparisons of tests/sht/test_pixwin.py are skipped without them"; \
 	fi
 
 clean:
