@@ -82,23 +82,24 @@ class Preparer:
     xp = np
     sort_backend = "cpu"
 
-    def keys(self, cat, nbands, nreg):
-        """(n,) uint64 cell keys ((band * nreg + label) << 32) | q, in catalog order."""
-        ra, dec = cat.coordinates()
-        lab = cat.labels if (cat.labels is not None and nreg > 1) else np.zeros(0, np.int64)
-        keys = np.empty(cat.size, np.uint64)
-        sky.parallel_slices(sky.cell_keys_into, cat.size, ra, dec, lab, nbands, nreg, keys)
+    def keys(self, ra, dec, labels, nbands, nreg):
+        """(n,) uint64 cell keys ((band * nreg + label) << 32) | q, in catalog order, of
+        coordinates ``ra``, ``dec`` (``xp`` arrays) and host ``labels`` (None: all 0)."""
+        n = ra.shape[0]
+        lab = labels if (labels is not None and nreg > 1) else np.zeros(0, np.int64)
+        keys = np.empty(n, np.uint64)
+        sky.parallel_slices(sky.cell_keys_into, n, ra, dec, lab, nbands, nreg, keys)
         return keys
 
-    def points(self, cat, perm):
-        """Unit vectors (3, n) float64 and float32 and weights (n,) or None, in sorted order."""
-        ra, dec = cat.coordinates()
-        n = cat.size
+    def points(self, ra, dec, weights, perm):
+        """Unit vectors (3, n) float64 and float32 and weights (n,) or None (host ``weights``
+        None), in the sorted order ``perm``."""
+        n = ra.shape[0]
         xyz, xyz32 = np.empty((3, n)), np.empty((3, n), np.float32)
-        w = cat.weights if cat.weights is not None else np.zeros(0)
-        ws = np.empty(n if cat.weights is not None else 0)
+        w = weights if weights is not None else np.zeros(0)
+        ws = np.empty(n if weights is not None else 0)
         sky.parallel_slices(sky.sorted_points_into, n, ra, dec, w, perm, xyz, xyz32, ws)
-        return xyz, xyz32, (ws if cat.weights is not None else None)
+        return xyz, xyz32, (ws if weights is not None else None)
 
 
 HOST = Preparer()
@@ -152,9 +153,10 @@ def sorted_catalog(cat, h: float, n_regions: int, prep: Preparer = HOST) -> Sort
         raise ValueError(f"labels go up to {cat.labels.max()} but n_regions is {n_regions}")
     xp = prep.xp
     bits = QBITS + max(1, (nbands * nreg - 1).bit_length())
-    keys, perm = radix_sort(prep.keys(cat, nbands, nreg), key_bits=bits,
+    ra, dec = cat.coordinates(xp)
+    keys, perm = radix_sort(prep.keys(ra, dec, cat.labels, nbands, nreg), key_bits=bits,
                             return_permutation=True, backend=prep.sort_backend)
-    xyz, xyz32, ws = prep.points(cat, perm)
+    xyz, xyz32, ws = prep.points(ra, dec, cat.weights, perm)
     hi = keys >> np.uint64(QBITS)
     brk = to_host(xp.flatnonzero(hi[1:] != hi[:-1]) + 1)
     run_start = np.concatenate(([0], brk, [cat.size])).astype(np.int64)

@@ -59,12 +59,23 @@ def point_math(jit, mul, add):
         r = add(x, -90.0 * k)                     # exact (Sterbenz): |r| <= 45
         t = mul(r, _DEG)
         t2 = mul(t, t)
-        ps = S[7]
-        for m in range(6, -1, -1):               # unrolled by Numba: constant trip count
-            ps = add(S[m], mul(t2, ps))
-        pc = C[7]
-        for m in range(6, -1, -1):
-            pc = add(C[m], mul(t2, pc))
+        # Horner's scheme, written out (a loop over the tuples needs a run-time tuple index)
+        ps = add(S[7], mul(t2, S[8]))
+        ps = add(S[6], mul(t2, ps))
+        ps = add(S[5], mul(t2, ps))
+        ps = add(S[4], mul(t2, ps))
+        ps = add(S[3], mul(t2, ps))
+        ps = add(S[2], mul(t2, ps))
+        ps = add(S[1], mul(t2, ps))
+        ps = add(S[0], mul(t2, ps))
+        pc = add(C[7], mul(t2, C[8]))
+        pc = add(C[6], mul(t2, pc))
+        pc = add(C[5], mul(t2, pc))
+        pc = add(C[4], mul(t2, pc))
+        pc = add(C[3], mul(t2, pc))
+        pc = add(C[2], mul(t2, pc))
+        pc = add(C[1], mul(t2, pc))
+        pc = add(C[0], mul(t2, pc))
         s = add(t, mul(mul(t, t2), ps))
         c = add(1.0, mul(t2, pc))
         quadrant = int(k) & 3
