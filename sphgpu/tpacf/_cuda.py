@@ -26,13 +26,13 @@ from numba.core.errors import NumbaPerformanceWarning
 from .._device import SIMULATOR, array_module
 from . import exact
 from . import _cuda_kernels as K
-from .grid import Preparer, build_plan, unit_weights
+from .grid import Preparer, band_height, build_plan, sorted_catalog, unit_weights
 from .reference import RawCounts
 
 __all__ = ["count_pairs", "DevicePreparer", "DEVICE", "PRECISIONS", "DEFAULT_PRECISION",
            "ACCEPTS_DEVICE_ARRAYS"]
 
-ACCEPTS_DEVICE_ARRAYS = False
+ACCEPTS_DEVICE_ARRAYS = True        # device coordinates are prepared where they are
 PRECISIONS = ("float32", "float64")
 DEFAULT_PRECISION = "float32"
 #: Defaults of the launch (the lead tunes them on the GPU; see benchmarks/tpacf.py --sweep).
@@ -113,8 +113,9 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
                 threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS, profile=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
-    ``profile``, a dict, receives the seconds spent in each step (plan, upload, kernel,
-    download; the device is synchronised between them) and the launch shape.
+    ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
+    device, nothing for Catalogs prepared before; plan; upload; kernel; download; the device
+    is synchronised between them) and the launch shape.
     """
     clock = _Clock(profile)
     if precision not in PRECISIONS:
@@ -129,6 +130,11 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
     th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted)
+    h = band_height(bins.theta_max_rad)
+    for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
+        if c is not None:
+            sorted_catalog(c, h, n_regions, DEVICE)
+    clock.lap("prepare")
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                       groups=groups, prep=DEVICE)
     clock.lap("plan")
