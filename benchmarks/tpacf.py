@@ -117,8 +117,8 @@ def run_footprint(footprint, sizes, bins, args, threads):
                           warmup=1, sync=sync)
             res[label] = t.as_dict()
         res["cuda_numpy_float64"] = time_call(
-            lambda: _call(name, *host, bins, backend="cuda", precision="float64"), repeat=max(3, args.repeat // 3),
-            warmup=1, sync=sync).as_dict()
+            lambda: _call(name, *host, bins, backend="cuda", precision="float64"),
+            repeat=max(3, args.repeat // 3), warmup=1, sync=sync).as_dict()
         prof = {}
         a, b = _args(name, *host)
         _cuda.count_pairs(Catalog(*a, copy=False), None if b is None else Catalog(*b, copy=False),

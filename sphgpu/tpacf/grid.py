@@ -7,13 +7,14 @@ sorted, with :func:`sphgpu.sort.radix_sort`, by the key
 
 so every (band, label) is a contiguous *run*, ordered by RA. A :class:`Preparer` does the
 per-point work (keys, sort, sorted unit vectors) on the host (NumPy and Numba) or on the GPU
-(CuPy arrays and CUDA kernels); both give the same keys and the same stable order, so the same
-sorted catalog. The plan below is built on the host from small per-run and per-chunk arrays;
-its only look at a whole catalog is the binary search of range ends, done where the catalog is. The first catalog's runs are cut
-into *chunks*: at most ``i_tile`` consecutive points spanning a limited RA width. For a chunk
-(declinations within its band [D0, D1], RA within [A0, A1]) and a band of the second catalog
-(declinations [F0, F1]), every point within theta_max of a chunk point has an RA within
-[A0 - da, A1 + da], where, with g the declination gap between the two bands,
+(CuPy arrays and CUDA kernels); both give the same keys and the same stable order, hence the
+same sorted catalog. The plan is built on the host from small per-run and per-chunk arrays;
+its only look at a whole catalog, the binary search of range ends, runs where the catalog is.
+
+The first catalog's runs are cut into *chunks*: at most ``i_tile`` consecutive points spanning
+a limited RA width. For a chunk (declinations within its band [D0, D1], RA within [A0, A1]) and
+a band of the second catalog (declinations [F0, F1]), every point within theta_max of a chunk
+point has an RA within [A0 - da, A1 + da], where, with g the declination gap between the two bands,
 
     sin^2(da / 2) = (sin^2(theta_max / 2) - sin^2(g / 2)) / (min cos(dec) over the chunk band
                                                             * min cos(dec) over the other band)
