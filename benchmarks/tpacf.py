@@ -6,8 +6,10 @@ Correctness only, small sizes, seconds:   python benchmarks/tpacf.py --quick --o
 Workloads (20 log bins from 0.01 to 10 degrees):
   * "survey": one contiguous footprint of 7,500 square degrees, Dec -5 to 70 and 127.5 degrees
     of RA centred on RA 3.75 (it crosses RA 0, as wide-field surveys do), 84,000 clustered
-    points and 900,000 randoms (the headline);
-  * "quarter": RA 0-180, Dec 0-90 (a quarter of the sky), the same sizes (earlier tables).
+    points and 900,000 randoms (the headline), and both scaled by ``--fractions`` (rows of
+    "results" in the JSON);
+  * "quarter": RA 0-180, Dec 0-90 (a quarter of the sky), full size ("quarter_sky"), the
+    workload of earlier tables.
 
 What is timed (medians; same process, same run):
   * sphgpu cuda, **whole call from NumPy arrays** (the headline): ``pair_counts(ra, dec, ra2,
@@ -91,13 +93,13 @@ def _call(name, d, r, bins, **kw):
     return pair_counts(a, b, bins=bins, **kw)
 
 
-def run_footprint(footprint, sizes, bins, args, threads):
+def run_footprint(footprint, nd, nr, bins, args, threads):
+    """Every timing and check of DD, DR and RR on one footprint: a row of tpacf.json."""
     import cupy
     from numba import cuda
 
     from sphgpu.tpacf import Catalog, _cuda
 
-    nd, nr = sizes
     ra, dec, rra, rdec = workload(footprint, nd, nr)
     host = ((ra, dec), (rra, rdec))
     dev = tuple((cupy.asarray(a), cupy.asarray(b)) for a, b in host)
@@ -110,13 +112,14 @@ def run_footprint(footprint, sizes, bins, args, threads):
         res["pairs_in_bins"] = int(gpu.counts.sum())
         res["pairs_compared"] = gpu.pairs_compared
         res["refined"] = gpu.refined
-        for label, inputs in (("cuda_numpy", host), ("cuda_cupy", dev), ("cuda_prepared", cats)):
+        for label, inputs in (("sphgpu_cuda_float32", host), ("sphgpu_cuda_cupy", dev),
+                              ("sphgpu_cuda_prepared", cats)):
             again = _call(name, *inputs, bins, backend="cuda")
             assert np.array_equal(again.counts, gpu.counts), f"{name} {label}"
             t = time_call(lambda: _call(name, *inputs, bins, backend="cuda"), repeat=args.repeat,
                           warmup=1, sync=sync)
             res[label] = t.as_dict()
-        res["cuda_numpy_float64"] = time_call(
+        res["sphgpu_cuda_float64"] = time_call(
             lambda: _call(name, *host, bins, backend="cuda", precision="float64"),
             repeat=max(3, args.repeat // 3), warmup=1, sync=sync).as_dict()
         prof = {}
@@ -137,27 +140,29 @@ def run_footprint(footprint, sizes, bins, args, threads):
             diff = tc - gpu.counts
             res["treecorr_diff"] = diff.tolist()
             res["treecorr_equal"] = bool(np.all(diff == 0))
-        g = res["cuda_numpy"]["median_s"]
+        g = res["sphgpu_cuda_float32"]["median_s"]
         for peer in ("cpu", "treecorr"):
             if peer in res:
                 res[f"speedup_vs_{peer}"] = res[peer]["median_s"] / g
         out["counts"][name] = res
         print(f"{footprint} {name}: numpy {g * 1e3:.1f} ms, cupy "
-              f"{res['cuda_cupy']['median_s'] * 1e3:.1f} ms, prepared "
-              f"{res['cuda_prepared']['median_s'] * 1e3:.1f} ms, cpu {res['cpu']['median_s']:.3f} s"
+              f"{res['sphgpu_cuda_cupy']['median_s'] * 1e3:.1f} ms, prepared "
+              f"{res['sphgpu_cuda_prepared']['median_s'] * 1e3:.1f} ms, cpu "
+              f"{res['cpu']['median_s']:.3f} s"
               + (f", treecorr {res['treecorr']['median_s']:.3f} s (equal: "
                  f"{res['treecorr_equal']})" if "treecorr" in res else "")
               + " | " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in prof.items()
                                   if isinstance(v, float)), flush=True)
     tot = {}
-    for key in ("cuda_numpy", "cuda_cupy", "cuda_prepared", "cpu", "treecorr"):
+    for key in ("sphgpu_cuda_float32", "sphgpu_cuda_cupy", "sphgpu_cuda_prepared", "cpu",
+                "treecorr"):
         vals = [out["counts"][n].get(key) for n in NAMES]
         if all(isinstance(v, dict) for v in vals):
             tot[key] = sum(v["median_s"] for v in vals)
     out["total_s"] = tot
     for peer in ("cpu", "treecorr"):
         if peer in tot:
-            out[f"total_speedup_vs_{peer}"] = tot[peer] / tot["cuda_numpy"]
+            out[f"total_speedup_vs_{peer}"] = tot[peer] / tot["sphgpu_cuda_float32"]
     return out
 
 
@@ -233,14 +238,18 @@ def run(args):
                        "spacing": "log"}}
     result["unit_vectors_equal"] = check_unit_vectors(20_000 if args.quick else 1_000_003)
     print("device preparation equals the host's:", result["unit_vectors_equal"], flush=True)
-    sizes = SIZES["quick" if args.quick else "full"]
+    nd, nr = SIZES["quick" if args.quick else "full"]
     with warnings.catch_warnings(record=True) as caught:   # none may reach a user
         warnings.simplefilter("always")
-        for fp in args.footprints:
-            result["results"].append(run_footprint(fp, sizes, bins, args, threads))
+        for f in [1.0] if args.quick else args.fractions:
+            result["results"].append(run_footprint("survey", round(nd * f), round(nr * f), bins,
+                                                   args, threads))
+            save(result, args.out)
+        if not args.no_quarter:
+            result["quarter_sky"] = run_footprint("quarter", nd, nr, bins, args, threads)
             save(result, args.out)
     result["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    ra, dec, rra, rdec = workload("survey", *sizes)
+    ra, dec, rra, rdec = workload("survey", nd, nr)
     result["fresh_process"] = [fresh_process(ra[:2000], dec[:2000], rra[:2000], rdec[:2000],
                                              args.out)]
     if not args.quick:
@@ -288,31 +297,33 @@ def sweep(bins):
     return out
 
 
-STYLES = {"cuda_numpy": "sphgpu cuda, from NumPy", "cuda_prepared": "sphgpu cuda, prepared",
-          "cpu": "sphgpu cpu", "treecorr": "TreeCorr exact"}
+STYLES = {"sphgpu_cuda_float32": ("o-", "sphgpu cuda, whole call from NumPy"),
+          "sphgpu_cuda_prepared": ("o--", "sphgpu cuda, prepared Catalogs"),
+          "cpu": ("s:", "sphgpu cpu"), "treecorr": ("^:", "TreeCorr exact")}
 
 
 def plot(result, path):
+    """Seconds against catalog size on the survey footprint: DR, and DD + DR + RR."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = result["results"]
-    fig, axes = plt.subplots(1, len(rows), figsize=(5.5 * len(rows), 4.2), squeeze=False)
-    for ax, row in zip(axes[0], rows):
-        x = np.arange(len(NAMES))
-        keys = [k for k in STYLES if all(k in row["counts"][n] for n in NAMES)]
-        width = 0.8 / max(1, len(keys))
-        for i, k in enumerate(keys):
-            vals = [row["counts"][n][k]["median_s"] for n in NAMES]
-            ax.bar(x + (i - (len(keys) - 1) / 2) * width, vals, width, label=STYLES[k])
-        ax.set_yscale("log")
-        ax.set_xticks(x, NAMES)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, what in zip(axes, ("DR", "DD + DR + RR")):
+        for key, (style, label) in STYLES.items():
+            pts = [(r["n_random"], r["total_s"][key] if what != "DR"
+                    else r["counts"]["DR"][key]["median_s"]) for r in rows
+                   if key in r["total_s"]]
+            if pts:
+                ax.loglog(*zip(*pts), style, label=label)
+        if what == "DR":
+            ax.axhline(0.030, color="k", lw=0.8, alpha=0.5)
+        ax.set_xlabel("randoms (data: 84/900 of them)")
         ax.set_ylabel("seconds per call (median)")
-        ax.set_title(f"{row['footprint']}: {row['n_data']:,} data, {row['n_random']:,} randoms",
-                     fontsize=9)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.set_title(f"{what}, survey footprint (7,500 deg^2)", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"Exact pair counts, 20 log bins 0.01-10 deg, on {result['machine'].get('gpu')}"
                  f" ({result.get('host_threads')} host threads)", fontsize=10)
@@ -332,22 +343,24 @@ def table(result):
         return "–" if v is None else (f"{v:.0f}x" if v >= 10 else f"{v:.2g}x")
 
     lines = [f"GPU: {result['machine'].get('gpu')}; host threads: {result.get('host_threads')}",
-             "| footprint | count | pairs in bins | cuda from NumPy (headline) | cuda from CuPy | "
+             "| footprint, data / randoms | count | pairs in bins | cuda from NumPy (headline) | cuda from CuPy | "
              "cuda, prepared Catalogs | sphgpu cpu | TreeCorr exact | speedup vs cpu / "
              "TreeCorr | equal to cpu / TreeCorr |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in result["results"]:
+    for r in result["results"] + ([result["quarter_sky"]] if "quarter_sky" in result else []):
         for name in NAMES:
             c = r["counts"][name]
             lines.append(" | ".join([
-                f"| {r['footprint']}", name, f"{c['pairs_in_bins']:.3g}", ms(c["cuda_numpy"]),
-                ms(c["cuda_cupy"]), ms(c["cuda_prepared"]), ms(c.get("cpu")),
+                f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}", name, f"{c['pairs_in_bins']:.3g}",
+                ms(c["sphgpu_cuda_float32"]),
+                ms(c["sphgpu_cuda_cupy"]), ms(c["sphgpu_cuda_prepared"]), ms(c.get("cpu")),
                 ms(c.get("treecorr")),
                 f"{x(c.get('speedup_vs_cpu'))} / {x(c.get('speedup_vs_treecorr'))}",
                 f"{c.get('cpu_equal')} / {c.get('treecorr_equal', '–')} |"]))
         tot = r["total_s"]
         lines.append(" | ".join([
-            f"| {r['footprint']}", "**DD+DR+RR**", "", sec(tot.get("cuda_numpy")),
-            sec(tot.get("cuda_cupy")), sec(tot.get("cuda_prepared")), sec(tot.get("cpu")),
+            f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}", "**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
+            sec(tot.get("sphgpu_cuda_cupy")), sec(tot.get("sphgpu_cuda_prepared")),
+            sec(tot.get("cpu")),
             sec(tot.get("treecorr")),
             f"{x(r.get('total_speedup_vs_cpu'))} / {x(r.get('total_speedup_vs_treecorr'))}",
             " |"]))
@@ -367,8 +380,10 @@ def main():
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--quick", action="store_true",
                    help="small catalogs: the correctness checks in seconds")
-    p.add_argument("--footprints", nargs="+", default=["survey", "quarter"],
-                   choices=sorted(FOOTPRINTS))
+    p.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0],
+                   help="survey catalogs scaled by these fractions (pairs by their squares)")
+    p.add_argument("--no-quarter", action="store_true",
+                   help="skip the quarter-sky footprint (full size) of earlier tables")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--no-treecorr", action="store_true", help="skip TreeCorr")
     p.add_argument("--sweep", action="store_true", help="also sweep launch parameters")
