@@ -343,25 +343,25 @@ def table(result):
         return "–" if v is None else (f"{v:.0f}x" if v >= 10 else f"{v:.2g}x")
 
     lines = [f"GPU: {result['machine'].get('gpu')}; host threads: {result.get('host_threads')}",
-             "| footprint, data / randoms | count | pairs in bins | cuda from NumPy (headline) | cuda from CuPy | "
-             "cuda, prepared Catalogs | sphgpu cpu | TreeCorr exact | speedup vs cpu / "
-             "TreeCorr | equal to cpu / TreeCorr |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| footprint, data / randoms | count | pairs in bins | cuda from NumPy (headline) | "
+             "cuda from CuPy | cuda, prepared Catalogs | sphgpu cpu | TreeCorr exact | speedup "
+             "vs cpu / TreeCorr | equal to cpu / TreeCorr |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in result["results"] + ([result["quarter_sky"]] if "quarter_sky" in result else []):
+        where = f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}"
         for name in NAMES:
             c = r["counts"][name]
             lines.append(" | ".join([
-                f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}", name, f"{c['pairs_in_bins']:.3g}",
-                ms(c["sphgpu_cuda_float32"]),
+                where, name, f"{c['pairs_in_bins']:.3g}", ms(c["sphgpu_cuda_float32"]),
                 ms(c["sphgpu_cuda_cupy"]), ms(c["sphgpu_cuda_prepared"]), ms(c.get("cpu")),
                 ms(c.get("treecorr")),
                 f"{x(c.get('speedup_vs_cpu'))} / {x(c.get('speedup_vs_treecorr'))}",
                 f"{c.get('cpu_equal')} / {c.get('treecorr_equal', '–')} |"]))
         tot = r["total_s"]
         lines.append(" | ".join([
-            f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}", "**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
+            where, "**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
             sec(tot.get("sphgpu_cuda_cupy")), sec(tot.get("sphgpu_cuda_prepared")),
-            sec(tot.get("cpu")),
-            sec(tot.get("treecorr")),
+            sec(tot.get("cpu")), sec(tot.get("treecorr")),
             f"{x(r.get('total_speedup_vs_cpu'))} / {x(r.get('total_speedup_vs_treecorr'))}",
             " |"]))
     for fresh in result.get("fresh_process", []):
