@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .._device import SIMULATOR, to_host
+from .._device import SIMULATOR, array_module, to_host
 from .._validate import is_device_array
 from . import sky
 
@@ -109,7 +109,7 @@ class Catalog:
                              f"and {dec.shape[0]}")
         if ra.shape[0] == 0:
             raise ValueError(f"{n_ra} and {n_dec} are empty: a catalog needs at least one point")
-        xp = np if isinstance(ra, np.ndarray) else __import__("cupy")
+        xp = np if isinstance(ra, np.ndarray) else array_module()
         if not bool(xp.isfinite(ra).all()):
             raise ValueError(f"{n_ra} contains NaN or infinite values")
         if not bool(xp.isfinite(dec).all()):
