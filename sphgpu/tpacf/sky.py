@@ -19,7 +19,8 @@ Definitions (degrees in, as the catalogs hold them):
     band  = floor((dec + 90) * nbands / 180), clipped to [0, nbands)
     q     = floor(w * 2**32 / 360), clipped to [0, 2**32): RA quantised to 32 bits
 
-Accuracy: within 2 units in the last place of the true values (tested against NumPy).
+Accuracy: absolute error below 3e-16 in every component (tests/tpacf/test_prepare.py, against
+long double); NumPy's cos(deg2rad(x)) reaches 6e-16, since deg2rad rounds large angles.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def point_math(jit, mul, add):
         b = min(max(b, 0), nbands - 1)
         q = math.floor(mul(wrap_ra(ra), Q_PER_DEG))
         q = min(max(q, 0), _QMAX)
-        return np.int64(b), np.int64(q)
+        return b, q
 
     return SimpleNamespace(sincos_deg=sincos_deg, wrap_ra=wrap_ra, unit_vector=unit_vector,
                            cell=cell)
