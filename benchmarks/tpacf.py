@@ -1,22 +1,30 @@
-"""Angular correlation benchmark: sphgpu's exact DD/DR/RR on the GPU against its peers, one run.
+"""Angular correlation benchmark: sphgpu's exact DD/DR/RR as users call it, against its peers.
 
-Peers (same machine, same run):
-  * TreeCorr (pip wheel ``treecorr``), exact mode: bin_slop=0, metric="Arc" (great-circle
-    angles, the quantity sphgpu bins), OpenMP on all host threads;
-  * sphgpu's own "cpu" backend (Numba, all host cores), which must give identical integers.
+Run on the GPU machine:   python benchmarks/tpacf.py --out benchmarks/results
+Correctness only, small sizes, seconds:   python benchmarks/tpacf.py --quick --out /tmp/tpacf
 
-Workload (the issue's): a clustered catalog of 84,000 points and 900,000 randoms over a quarter
-of the sky (RA 0-180, Dec 0-90), 20 log bins from 0.01 to 10 degrees; also scaled-down sizes
-(``--fractions``: both catalogs scaled by f, pairs by f^2).
+Workloads (20 log bins from 0.01 to 10 degrees):
+  * "survey": one contiguous footprint of 7,500 square degrees, Dec -5 to 70 and 127.5 degrees
+    of RA centred on RA 3.75 (it crosses RA 0, as wide-field surveys do), 84,000 clustered
+    points and 900,000 randoms (the headline), and both scaled by ``--fractions`` (rows of
+    "results" in the JSON);
+  * "quarter": RA 0-180, Dec 0-90 (a quarter of the sky), full size ("quarter_sky"), the
+    workload of earlier tables.
 
-Run on the GPU machine:  python benchmarks/tpacf.py --out benchmarks/results
-Checks the GPU counts against the CPU backend (equal integers) and TreeCorr (which decides
-pairs within rounding of an edge with its own arithmetic: differences are reported, not
-asserted), times DD, DR and RR (medians; sphgpu from prepared catalogs: sorted, on the device;
-the plan of work items is rebuilt in every call), breaks one DR call into plan / upload /
-kernel, optionally sweeps launch parameters (``--sweep``), writes tpacf.json and
-tpacf_speed.png and prints the README's table. ``--replot JSON`` redraws the plot and prints
-the table from an earlier run.
+What is timed (medians; same process, same run):
+  * sphgpu cuda, **whole call from NumPy arrays** (the headline): ``pair_counts(ra, dec, ra2,
+    dec2, bins=..., backend="cuda")``, preparation of both catalogs on the device included;
+  * sphgpu cuda from CuPy arrays (whole call, coordinates already on the device);
+  * sphgpu cuda with prepared catalogs: ``Catalog`` objects counted before (their sorted device
+    copies cached on them), as a user reusing random catalogs gets them;
+  * sphgpu's "cpu" backend (Numba, all host cores), whole call from NumPy arrays;
+  * TreeCorr exact (bin_slop=0, metric="Arc", all host threads), whole call from NumPy arrays
+    (its Catalogs built inside the timing).
+Counts: the GPU's must equal the CPU backend's bin for bin (asserted) and, at every size,
+TreeCorr's (differences recorded; TreeCorr decides pairs within rounding of an edge with its
+own arithmetic). Also: one DR call broken into prepare / plan / upload / kernel / download; the
+first call in fresh processes (subprocesses: the first of them may fill on-disk caches, the
+second finds them warm). Writes tpacf.json and tpacf_speed.png under --out and prints a table.
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -32,167 +42,251 @@ import numpy as np
 from sphgpu.bench import machine_info, time_call
 
 NAMES = ("DD", "DR", "RR")
+#: RA width (degrees) of a 7,500 deg^2 footprint between Dec -5 and 70
+SURVEY_RA_WIDTH = 7500.0 / (np.rad2deg(1.0) * (np.sin(np.deg2rad(70)) - np.sin(np.deg2rad(-5))))
+FOOTPRINTS = {
+    # generated in the box (0, width) and turned by -width/2 + 3.75 degrees: through RA 0
+    "survey": ((0.0, SURVEY_RA_WIDTH, -5.0, 70.0), 3.75 - SURVEY_RA_WIDTH / 2),
+    "quarter": ((0.0, 180.0, 0.0, 90.0), 0.0),
+}
+SIZES = {"full": (84_000, 900_000), "quick": (1_500, 12_000)}
 
 
-def _workload(fraction, seed=1):
-    from sphgpu.tpacf import Catalog
-    from sphgpu.tpacf.mocks import QUARTER_SKY, clustered_catalog, uniform_randoms
+def workload(footprint, n_data, n_random, seed=1):
+    """(ra, dec, rra, rdec) NumPy arrays in degrees."""
+    from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
-    nd, nr = round(84_000 * fraction), round(900_000 * fraction)
-    d = Catalog(*clustered_catalog(nd, QUARTER_SKY, seed=seed))
-    r = Catalog(*uniform_randoms(nr, QUARTER_SKY, seed=seed + 1))
-    return d, r
-
-
-def _pairs(d, r):
-    return {"DD": (d, None), "DR": (d, r), "RR": (r, None)}
+    box, turn = FOOTPRINTS[footprint]
+    ra, dec = clustered_catalog(n_data, box, seed=seed)
+    rra, rdec = uniform_randoms(n_random, box, seed=seed + 1)
+    return np.mod(ra + turn, 360.0), dec, np.mod(rra + turn, 360.0), rdec
 
 
-def _treecorr_counts(bins, c1, c2, threads):
+def treecorr_counts(bins, d, r, threads):
+    """TreeCorr exact counts of (ra, dec) arrays d with r (None: auto), whole call."""
     import treecorr
+
+    def cat(c):
+        return treecorr.Catalog(ra=c[0], dec=c[1], ra_units="deg", dec_units="deg")
 
     nn = treecorr.NNCorrelation(min_sep=bins.edges[0], max_sep=bins.edges[-1],
                                 nbins=bins.nbins, sep_units=bins.unit, bin_slop=0,
                                 metric="Arc")
-    nn.process(c1, c2, num_threads=threads) if c2 is not None else nn.process(
-        c1, num_threads=threads)
+    if r is None:
+        nn.process(cat(d), num_threads=threads)
+    else:
+        nn.process(cat(d), cat(r), num_threads=threads)
     return np.rint(nn.npairs).astype(np.int64)
 
 
-def _time_peer(fn, budget, predicted):
-    """Time a slow peer: skipped when the prediction exceeds the budget; when the first run
-    (which builds TreeCorr's trees, cached on its catalogs) is cheap, a second, warm run is
-    the timing, else the first run is."""
-    if predicted is not None and predicted > budget:
-        return None, "skipped (predicted %.0f s > budget)" % predicted
+def _args(name, d, r):
+    return {"DD": (d, None), "DR": (d, r), "RR": (r, None)}[name]
+
+
+def _call(name, d, r, bins, **kw):
+    """pair_counts of the count ``name`` on (ra, dec) tuples or Catalogs d and r."""
+    from sphgpu.tpacf import pair_counts
+
+    a, b = _args(name, d, r)
+    if isinstance(a, tuple):
+        return pair_counts(*a, *(b if b is not None else ()), bins=bins, **kw)
+    return pair_counts(a, b, bins=bins, **kw)
+
+
+def run_footprint(footprint, nd, nr, bins, args, threads):
+    """Every timing and check of DD, DR and RR on one footprint: a row of tpacf.json."""
+    import cupy
+    from numba import cuda
+
+    from sphgpu.tpacf import Catalog, _cuda
+
+    ra, dec, rra, rdec = workload(footprint, nd, nr)
+    host = ((ra, dec), (rra, rdec))
+    dev = tuple((cupy.asarray(a), cupy.asarray(b)) for a, b in host)
+    cats = (Catalog(ra, dec), Catalog(rra, rdec))
+    sync = cuda.synchronize
+    out = {"footprint": footprint, "n_data": nd, "n_random": nr, "counts": {}}
+    for name in NAMES:
+        res = {}
+        gpu = _call(name, *host, bins, backend="cuda")
+        res["pairs_in_bins"] = int(gpu.counts.sum())
+        res["pairs_compared"] = gpu.pairs_compared
+        res["refined"] = gpu.refined
+        for label, inputs in (("sphgpu_cuda_float32", host), ("sphgpu_cuda_cupy", dev),
+                              ("sphgpu_cuda_prepared", cats)):
+            again = _call(name, *inputs, bins, backend="cuda")
+            assert np.array_equal(again.counts, gpu.counts), f"{name} {label}"
+            t = time_call(lambda: _call(name, *inputs, bins, backend="cuda"), repeat=args.repeat,
+                          warmup=1, sync=sync)
+            res[label] = t.as_dict()
+        res["sphgpu_cuda_float64"] = time_call(
+            lambda: _call(name, *host, bins, backend="cuda", precision="float64"),
+            repeat=max(3, args.repeat // 3), warmup=1, sync=sync).as_dict()
+        prof = {}
+        a, b = _args(name, *host)
+        _cuda.count_pairs(Catalog(*a, copy=False), None if b is None else Catalog(*b, copy=False),
+                          bins, profile=prof)
+        res["cuda_breakdown_s"] = prof
+        t0 = time.perf_counter()
+        cpu = _call(name, *host, bins, backend="cpu")
+        res["cpu"] = {"median_s": time.perf_counter() - t0, "repeats": 1}
+        assert np.array_equal(cpu.counts, gpu.counts), f"{footprint} {name}: cpu != cuda"
+        res["cpu_equal"] = True
+        if not args.no_treecorr:
+            a, b = _args(name, *host)
+            t0 = time.perf_counter()
+            tc = treecorr_counts(bins, a, b, threads)
+            res["treecorr"] = {"median_s": time.perf_counter() - t0, "repeats": 1}
+            diff = tc - gpu.counts
+            res["treecorr_diff"] = diff.tolist()
+            res["treecorr_equal"] = bool(np.all(diff == 0))
+        g = res["sphgpu_cuda_float32"]["median_s"]
+        for peer in ("cpu", "treecorr"):
+            if peer in res:
+                res[f"speedup_vs_{peer}"] = res[peer]["median_s"] / g
+        out["counts"][name] = res
+        print(f"{footprint} {name}: numpy {g * 1e3:.1f} ms, cupy "
+              f"{res['sphgpu_cuda_cupy']['median_s'] * 1e3:.1f} ms, prepared "
+              f"{res['sphgpu_cuda_prepared']['median_s'] * 1e3:.1f} ms, cpu "
+              f"{res['cpu']['median_s']:.3f} s"
+              + (f", treecorr {res['treecorr']['median_s']:.3f} s (equal: "
+                 f"{res['treecorr_equal']})" if "treecorr" in res else "")
+              + " | " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in prof.items()
+                                  if isinstance(v, float)), flush=True)
+    tot = {}
+    for key in ("sphgpu_cuda_float32", "sphgpu_cuda_cupy", "sphgpu_cuda_prepared", "cpu",
+                "treecorr"):
+        vals = [out["counts"][n].get(key) for n in NAMES]
+        if all(isinstance(v, dict) for v in vals):
+            tot[key] = sum(v["median_s"] for v in vals)
+    out["total_s"] = tot
+    for peer in ("cpu", "treecorr"):
+        if peer in tot:
+            out[f"total_speedup_vs_{peer}"] = tot[peer] / tot["sphgpu_cuda_float32"]
+    return out
+
+
+FRESH = textwrap.dedent("""
+    import json, sys, time
     t0 = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t0
-    if first < budget / 4:
-        t = time_call(fn, repeat=1, warmup=0)
-        return {"median_s": t.median, "first_s": first, "warm": True}, out
-    return {"median_s": first, "first_s": first, "warm": False}, out
+    import numpy as np
+    from sphgpu.tpacf import AngularBins, pair_counts
+    t_import = time.perf_counter() - t0
+    bins = AngularBins.log(0.01, 10, 20, unit="deg")
+    z = np.load(sys.argv[1])
+    ra, dec, rra, rdec = (z[k] for k in ("ra", "dec", "rra", "rdec"))
+    out = {"import_s": t_import}
+    for k in ("first_s", "second_s"):
+        t0 = time.perf_counter()
+        pair_counts(ra, dec, rra, rdec, bins=bins, backend="cuda")
+        out[k] = time.perf_counter() - t0
+    print(json.dumps(out))
+""")
+
+
+def fresh_process(ra, dec, rra, rdec, tmp):
+    """Import, first and second call of a DR count from NumPy arrays in two fresh processes,
+    one after the other (the first may fill on-disk caches that the second finds)."""
+    path = os.path.join(tmp, "tpacf_fresh.npz")
+    np.savez(path, ra=ra, dec=dec, rra=rra, rdec=rdec)
+    runs = []
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-c", FRESH, path], capture_output=True, text=True,
+                           timeout=600)
+        runs.append({"error": p.stderr[-2000:]} if p.returncode else
+                    json.loads(p.stdout.strip().splitlines()[-1]))
+    os.remove(path)
+    return {"n_data": ra.size, "n_random": rra.size, "runs": runs}
+
+
+def check_unit_vectors(n=1_000_003):
+    """The device's unit vectors equal the host's bit for bit (random points, with poles, RA
+    wraps and multiples of 90 degrees); raises if not."""
+    import cupy
+
+    from sphgpu.tpacf import Catalog, grid
+    from sphgpu.tpacf._cuda import DEVICE
+
+    rng = np.random.default_rng(7)
+    ra = np.concatenate([rng.uniform(-400, 800, n), [0, 90, 180, 270, 360, -1e-14, 720, 45]])
+    dec = np.concatenate([rng.uniform(-90, 90, n), [90, -90, 0, 45, -45, 0, 89.9999, -5]])
+    cat = Catalog(ra, dec)
+    h = grid.band_height(np.deg2rad(10.0))
+    host = grid.sorted_catalog(cat, h, 0)
+    dev = grid.sorted_catalog(cat, h, 0, DEVICE)
+    same = {"perm": bool(np.array_equal(host.perm, cupy.asnumpy(dev.perm))),
+            "xyz": bool(np.array_equal(host.xyz, cupy.asnumpy(dev.xyz))),
+            "xyz32": bool(np.array_equal(host.xyz32, cupy.asnumpy(dev.xyz32))),
+            "runs": bool(np.array_equal(host.run_start, dev.run_start))}
+    assert all(same.values()), f"device and host preparation differ: {same}"
+    return same
 
 
 def run(args):
-    from numba import cuda
+    import warnings
 
-    import treecorr
-    from sphgpu.tpacf import AngularBins, pair_counts
-    from sphgpu.tpacf import _cuda
+    import treecorr  # noqa: F401  (fail early if the peer is missing)
+    from sphgpu.tpacf import AngularBins
 
     bins = AngularBins.log(0.01, 10, 20, unit="deg")
     threads = os.cpu_count()
     info = machine_info()
     info["treecorr"] = treecorr.__version__
     print(json.dumps(info), flush=True)
-    sync = cuda.synchronize
-    rows = []
-    peer_time = {}                           # (peer, name) -> (pairs, seconds): to predict
-    for frac in args.fractions:
-        d, r = _workload(frac)
-        row = {"fraction": frac, "n_data": d.size, "n_random": r.size, "counts": {}}
-        t0 = time.perf_counter()
-        for c in (d, r):                      # sort, unit vectors, device copies: once
-            pair_counts(c, bins=bins, backend="cuda")
-        row["prepare_s"] = time.perf_counter() - t0
-        tc = {c: treecorr.Catalog(ra=c.ra, dec=c.dec, ra_units="deg", dec_units="deg")
-              for c in (d, r)}
-        for name, (a, b) in _pairs(d, r).items():
-            res = {}
-            gpu = pair_counts(a, b, bins=bins, backend="cuda")
-            gpu64 = pair_counts(a, b, bins=bins, backend="cuda", precision="float64")
-            assert np.array_equal(gpu.counts, gpu64.counts), name
-            res["pairs_in_bins"] = int(gpu.counts.sum())
-            res["pairs_compared"] = gpu.pairs_compared
-            res["refined"] = gpu.refined
-            for prec in ("float32", "float64"):
-                t = time_call(lambda: pair_counts(a, b, bins=bins, backend="cuda",
-                                                  precision=prec),
-                              repeat=args.repeat, warmup=1, sync=sync)
-                res[f"sphgpu_cuda_{prec}"] = t.as_dict()
-            prof = {}
-            _cuda.count_pairs(a, b, bins, precision="float32", profile=prof)
-            res["cuda_breakdown_s"] = prof
-            # peers
-            n_pairs = a.size * (a.size if b is None else b.size)
-            for peer in ("cpu", "treecorr"):
-                pred = None
-                if (peer, name) in peer_time:
-                    p0, s0 = peer_time[(peer, name)]
-                    pred = s0 * n_pairs / p0
-                if peer == "cpu":
-                    fn = lambda: pair_counts(a, b, bins=bins, backend="cpu")  # noqa: E731
-                else:
-                    fn = lambda: _treecorr_counts(  # noqa: E731
-                        bins, tc[a], None if b is None else tc[b], threads)
-                t, out = _time_peer(fn, args.peer_budget, pred)
-                if t is None:
-                    res[peer] = out
-                    continue
-                res[peer] = t
-                peer_time[(peer, name)] = (n_pairs, t["median_s"])
-                counts = out.counts if peer == "cpu" else out
-                if peer == "cpu":
-                    assert np.array_equal(counts, gpu.counts), f"{name}: cpu != cuda"
-                    res["cpu_equal"] = True
-                else:
-                    diff = counts - gpu.counts
-                    res["treecorr_diff"] = diff.tolist()
-                    res["treecorr_equal"] = bool(np.all(diff == 0))
-            g = res["sphgpu_cuda_float32"]["median_s"]
-            for peer in ("cpu", "treecorr"):
-                if isinstance(res[peer], dict):
-                    res[f"speedup_vs_{peer}"] = res[peer]["median_s"] / g
-            row["counts"][name] = res
-            msg = ", ".join(f"{k} {res[k]['median_s'] * 1e3:.1f} ms" for k in
-                            ("sphgpu_cuda_float32", "sphgpu_cuda_float64", "cpu", "treecorr")
-                            if isinstance(res[k], dict))
-            print(f"f={frac} {name}: {msg} | compared {res['pairs_compared']:.3g}, in bins "
-                  f"{res['pairs_in_bins']:.3g}, refined {res['refined']}, breakdown "
-                  + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in prof.items()
-                              if isinstance(v, float)), flush=True)
-        tot = {}
-        for key in ("sphgpu_cuda_float32", "cpu", "treecorr"):
-            vals = [row["counts"][n][key] for n in NAMES]
-            if all(isinstance(v, dict) for v in vals):
-                tot[key] = sum(v["median_s"] for v in vals)
-        row["total_s"] = tot
-        for peer in ("cpu", "treecorr"):
-            if peer in tot:
-                row[f"total_speedup_vs_{peer}"] = tot[peer] / tot["sphgpu_cuda_float32"]
-        print(f"f={frac} DD+DR+RR: " + ", ".join(f"{k} {v:.3f} s" for k, v in tot.items()),
-              flush=True)
-        rows.append(row)
-        result = save(info, threads, rows, args)       # after every size: a cut run keeps it
-
+    result = {"machine": info, "host_threads": threads, "quick": args.quick, "results": [],
+              "bins": {"theta_min_deg": 0.01, "theta_max_deg": 10, "nbins": 20,
+                       "spacing": "log"}}
+    _warm(bins)
+    result["unit_vectors_equal"] = check_unit_vectors(20_000 if args.quick else 1_000_003)
+    print("device preparation equals the host's:", result["unit_vectors_equal"], flush=True)
+    nd, nr = SIZES["quick" if args.quick else "full"]
+    with warnings.catch_warnings(record=True) as caught:   # none may reach a user
+        warnings.simplefilter("always")
+        for f in [1.0] if args.quick else args.fractions:
+            result["results"].append(run_footprint("survey", round(nd * f), round(nr * f), bins,
+                                                   args, threads))
+            save(result, args.out)
+        if not args.no_quarter:
+            result["quarter_sky"] = run_footprint("quarter", nd, nr, bins, args, threads)
+            save(result, args.out)
+    result["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    ra, dec, rra, rdec = workload("survey", nd, nr)
+    result["fresh_process"] = [fresh_process(ra[:2000], dec[:2000], rra[:2000], rdec[:2000],
+                                             args.out)]
+    if not args.quick:
+        result["fresh_process"].append(fresh_process(ra, dec, rra, rdec, args.out))
+    save(result, args.out)
     if args.sweep:
         result["sweep"] = sweep(bins)
-        save(info, threads, rows, args, result)
+        save(result, args.out)
     plot(result, os.path.join(args.out, "tpacf_speed.png"))
     print(table(result))
     return 0
 
 
-def save(info, threads, rows, args, result=None):
-    """Write tpacf.json; returns the result dict."""
-    if result is None:
-        result = {"machine": info, "host_threads": threads, "results": rows,
-                  "bins": {"theta_min_deg": 0.01, "theta_max_deg": 10, "nbins": 20,
-                           "spacing": "log"}}
+def _warm(bins):
+    """One tiny count of every kind, so that no timing below pays for a first call (those
+    are measured apart, in fresh processes)."""
+    ra, dec, rra, rdec = (a[:300] for a in workload("survey", 300, 300))
+    for backend in ("cuda", "cpu"):
+        _call("DR", (ra, dec), (rra, rdec), bins, backend=backend)
+        _call("RR", (ra, dec), (rra, rdec), bins, backend=backend)
+    treecorr_counts(bins, (ra, dec), None, 1)
+
+
+def save(result, out):
     result["date"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    with open(os.path.join(args.out, "tpacf.json"), "w") as f:
+    with open(os.path.join(out, "tpacf.json"), "w") as f:
         json.dump(result, f, indent=1)
-    return result
 
 
 def sweep(bins):
-    """DR at full size over launch parameters and the band height (kernel time, float32)."""
-    from sphgpu.tpacf import _cuda, grid, pair_counts
+    """DR on the survey footprint over launch parameters and the band height (kernel time,
+    float32, prepared catalogs)."""
+    from sphgpu.tpacf import Catalog, _cuda, grid
 
-    d, r = _workload(1.0)
-    for c in (d, r):
-        pair_counts(c, bins=bins, backend="cuda")
+    ra, dec, rra, rdec = workload("survey", *SIZES["full"])
+    d, r = Catalog(ra, dec), Catalog(rra, rdec)
     out = []
     base = grid.BAND_FRACTION
     for bf in (0.125, 0.25, 0.5):
@@ -214,7 +308,13 @@ def sweep(bins):
     return out
 
 
+STYLES = {"sphgpu_cuda_float32": ("o-", "sphgpu cuda, whole call from NumPy"),
+          "sphgpu_cuda_prepared": ("o--", "sphgpu cuda, prepared Catalogs"),
+          "cpu": ("s:", "sphgpu cpu"), "treecorr": ("^:", "TreeCorr exact")}
+
+
 def plot(result, path):
+    """Seconds against catalog size on the survey footprint: DR, and DD + DR + RR."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -222,82 +322,82 @@ def plot(result, path):
 
     rows = result["results"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    styles = {"sphgpu_cuda_float32": ("o-", "sphgpu cuda"),
-              "cpu": ("s--", f"sphgpu cpu ({result.get('host_threads')} threads)"),
-              "treecorr": ("^:", "TreeCorr exact")}
-    colors = {"DD": "C0", "DR": "C1", "RR": "C2"}
-    ax = axes[0]
-    for name in NAMES:
-        for key, (style, label) in styles.items():
-            pts = [(r["n_random"], r["counts"][name][key]["median_s"]) for r in rows
-                   if isinstance(r["counts"][name].get(key), dict)]
+    for ax, what in zip(axes, ("DR", "DD + DR + RR")):
+        for key, (style, label) in STYLES.items():
+            pts = [(r["n_random"], r["total_s"][key] if what != "DR"
+                    else r["counts"]["DR"][key]["median_s"]) for r in rows
+                   if key in r["total_s"]]
             if pts:
-                ax.loglog(*zip(*pts), style, color=colors[name], label=f"{name} {label}")
-    ax.set_xlabel("randoms (data = 84/900 of them)")
-    ax.set_ylabel("seconds (median)")
-    ax.set_title("Exact pair counts, 20 log bins 0.01-10 deg")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
-    ax = axes[1]
-    for peer, style in (("cpu", "s--"), ("treecorr", "^:")):
-        for name in NAMES:
-            pts = [(r["n_random"], r["counts"][name][f"speedup_vs_{peer}"]) for r in rows
-                   if f"speedup_vs_{peer}" in r["counts"][name]]
-            if pts:
-                ax.semilogx(*zip(*pts), style, color=colors[name],
-                            label=f"{name} vs {styles[peer][1]}")
-    ax.axhline(20, color="k", lw=0.8, alpha=0.5)
-    ax.set_yscale("log")
-    ax.set_xlabel("randoms")
-    ax.set_ylabel("speedup of sphgpu cuda")
-    ax.set_title(f"on {result['machine'].get('gpu')}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+                ax.loglog(*zip(*pts), style, label=label)
+        if what == "DR":
+            ax.axhline(0.030, color="k", lw=0.8, alpha=0.5, label="30 ms")
+        ax.set_xlabel("randoms (data: 84/900 of them)")
+        ax.set_ylabel("seconds per call (median)")
+        ax.set_title(f"{what}, survey footprint (7,500 deg^2)", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Exact pair counts, 20 log bins 0.01-10 deg, on {result['machine'].get('gpu')}"
+                 f" ({result.get('host_threads')} host threads)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
 def table(result):
-    """The README's markdown table (full-size workload and every size's totals)."""
+    """The README's markdown table."""
     def sec(t):
         return "–" if t is None else (f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s")
 
     def ms(v):
         return sec(v["median_s"]) if isinstance(v, dict) else "–"
 
-    def x(d, key):
-        v = d.get(key)
+    def x(v):
         return "–" if v is None else (f"{v:.0f}x" if v >= 10 else f"{v:.2g}x")
 
-    lines = ["| n data / randoms | count | pairs in bins | sphgpu cuda float32 / float64 | "
-             f"sphgpu cpu ({result.get('host_threads')} thr) | TreeCorr exact | "
-             "speedup vs cpu / TreeCorr |", "|---|---|---|---|---|---|---|"]
-    for r in result["results"]:
-        for name in NAMES + ("total",):
-            if name == "total":
-                tot = r["total_s"]
-                cells = ["**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
-                         sec(tot.get("cpu")), sec(tot.get("treecorr")),
-                         f"{x(r, 'total_speedup_vs_cpu')} / {x(r, 'total_speedup_vs_treecorr')}"]
-            else:
-                c = r["counts"][name]
-                cells = [name, f"{c['pairs_in_bins']:.3g}",
-                         f"{ms(c['sphgpu_cuda_float32'])} / {ms(c['sphgpu_cuda_float64'])}",
-                         ms(c["cpu"]), ms(c["treecorr"]),
-                         f"{x(c, 'speedup_vs_cpu')} / {x(c, 'speedup_vs_treecorr')}"]
-            lines.append(f"| {r['n_data']:,} / {r['n_random']:,} | " + " | ".join(cells) + " |")
+    lines = [f"GPU: {result['machine'].get('gpu')}; host threads: {result.get('host_threads')}",
+             "| footprint, data / randoms | count | pairs in bins | cuda from NumPy (headline) | "
+             "cuda from CuPy | cuda, prepared Catalogs | sphgpu cpu | TreeCorr exact | speedup "
+             "vs cpu / TreeCorr | equal to cpu / TreeCorr |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in result["results"] + ([result["quarter_sky"]] if "quarter_sky" in result else []):
+        where = f"| {r['footprint']} {r['n_data']:,} / {r['n_random']:,}"
+        for name in NAMES:
+            c = r["counts"][name]
+            lines.append(" | ".join([
+                where, name, f"{c['pairs_in_bins']:.3g}", ms(c["sphgpu_cuda_float32"]),
+                ms(c["sphgpu_cuda_cupy"]), ms(c["sphgpu_cuda_prepared"]), ms(c.get("cpu")),
+                ms(c.get("treecorr")),
+                f"{x(c.get('speedup_vs_cpu'))} / {x(c.get('speedup_vs_treecorr'))}",
+                f"{c.get('cpu_equal')} / {c.get('treecorr_equal', '–')} |"]))
+        tot = r["total_s"]
+        lines.append(" | ".join([
+            where, "**DD+DR+RR**", "", sec(tot.get("sphgpu_cuda_float32")),
+            sec(tot.get("sphgpu_cuda_cupy")), sec(tot.get("sphgpu_cuda_prepared")),
+            sec(tot.get("cpu")), sec(tot.get("treecorr")),
+            f"{x(r.get('total_speedup_vs_cpu'))} / {x(r.get('total_speedup_vs_treecorr'))}",
+            " |"]))
+    for fresh in result.get("fresh_process", []):
+        for i, run in enumerate(fresh["runs"]):
+            lines.append(f"fresh process {i + 1}, DR {fresh['n_data']:,} x {fresh['n_random']:,}"
+                         " from NumPy: " + ", ".join(f"{k} {v:.3f} s" for k, v in run.items()
+                                                     if isinstance(v, float))
+                         + (" FAILED: " + run["error"] if "error" in run else ""))
+    for w in result.get("warnings", []):
+        lines.append(f"WARNING printed: {w}")
     return "\n".join(lines)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
-    p.add_argument("--repeat", type=int, default=10)
-    p.add_argument("--peer-budget", type=float, default=120.0,
-                   help="seconds a peer may take for one count: a count predicted (from the "
-                        "previous size, pairs scaling) to take longer is skipped")
-    p.add_argument("--sweep", action="store_true", help="also sweep launch parameters")
     p.add_argument("--out", default="benchmarks/results")
+    p.add_argument("--quick", action="store_true",
+                   help="small catalogs: the correctness checks in seconds")
+    p.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0],
+                   help="survey catalogs scaled by these fractions (pairs by their squares)")
+    p.add_argument("--no-quarter", action="store_true",
+                   help="skip the quarter-sky footprint (full size) of earlier tables")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--no-treecorr", action="store_true", help="skip TreeCorr")
+    p.add_argument("--sweep", action="store_true", help="also sweep launch parameters")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
     args = p.parse_args()
     if args.replot:

@@ -234,10 +234,16 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
 
 # ----------------------------------------------------------------------------- existing clients
 def get_client(client=None):
-    """``client``, or the default Dask client; ValueError saying how to make one if none."""
+    """``client``, or the default Dask client; ValueError saying how to make one if none, or
+    naming a closed client."""
     if client is not None:
         if not hasattr(client, "submit") or not hasattr(client, "scheduler_info"):
             raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
+        if getattr(client, "status", None) in ("closing", "closed"):
+            # else the first use fails deep inside Dask (an AttributeError about `scatter`,
+            # or a wait for workers that never come)
+            raise ValueError(f"client is {client.status}: pass an open one (distributed."
+                             "Client(...) or sphgpu.distributed.local_cluster())")
         return client
     from distributed import default_client
 

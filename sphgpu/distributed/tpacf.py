@@ -38,8 +38,9 @@ def _count_task(c1, s1, c2, s2, same, bins, n_regions, backend):
         c = _as_catalog(c, "catalog")
         if s == slice(None):
             return c
+        # views of the Catalog's private arrays, only read during the count: not copied
         return Catalog(c.ra[s], c.dec[s], weights=None if c.weights is None else c.weights[s],
-                       labels=None if c.labels is None else c.labels[s])
+                       labels=None if c.labels is None else c.labels[s], copy=False)
 
     return _serial_pair_counts(part(c1, s1), None if same else part(c2, s2), bins=bins,
                                n_regions=n_regions, backend=backend)

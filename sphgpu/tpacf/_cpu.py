@@ -16,15 +16,13 @@ receives the histogram of every item whose chunk or range is labelled k (once wh
 
 from __future__ import annotations
 
-import functools
-from concurrent.futures import ThreadPoolExecutor
-
 import numba
 import numpy as np
 
 from . import exact
 from .grid import build_plan, unit_weights
 from .reference import RawCounts
+from .sky import pool
 
 __all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION"]
 
@@ -136,13 +134,6 @@ def _threads():
     return max(1, numba.get_num_threads())
 
 
-@functools.lru_cache(maxsize=4)
-def _pool(nthreads):
-    """One thread pool per thread count, kept for the process (starting threads per call
-    costs more than a small count)."""
-    return ThreadPoolExecutor(nthreads, thread_name_prefix="sphgpu-tpacf")
-
-
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
                 i_tile=I_TILE, j_max=J_MAX, groups=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the CPU."""
@@ -176,7 +167,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         # groups are of about equal work; threads take slices of them as they become free
         step = max(1, G // (nthreads * 4))
         slices = [(a, min(G, a + step)) for a in range(0, G, step)]
-        list(_pool(nthreads).map(lambda ab: _count_groups(ab[0], ab[1], *args), slices))
+        list(pool(nthreads).map(lambda ab: _count_groups(ab[0], ab[1], *args), slices))
     c, w = cnt.sum(axis=0), wsum.sum(axis=0)
     rc, rw = rc.sum(axis=0), rw.sum(axis=0)
     return RawCounts(counts=c, weights=w if weighted else None,

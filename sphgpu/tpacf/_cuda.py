@@ -1,9 +1,11 @@
 """The "cuda" backend of the pair counts: host side of :mod:`sphgpu.tpacf._cuda_kernels`.
 
-Per count: the plan of :mod:`sphgpu.tpacf.grid` on the host (catalogs are sorted once and cached
-with their device copies), the work items uploaded as int32, one kernel launch over the groups,
-the histograms copied back. Catalog arrays come from host :class:`Catalog` objects, so the
-results are host arrays whatever the input was.
+Per count: each catalog prepared on the GPU (:class:`DevicePreparer`: coordinates uploaded, or
+taken as they are from a Catalog of device arrays; cell keys, sphgpu's radix sort on CuPy
+arrays, sorted unit vectors; cached on the Catalog, so a Catalog passed again is not prepared
+again), the plan of :mod:`sphgpu.tpacf.grid` on the host from the per-run and per-chunk arrays
+(its binary searches run on the GPU), the work items uploaded as int32, one kernel launch over
+the groups, the histograms copied back (host arrays whatever the input was).
 
 Tuning parameters (``threads``, ``i_tile``, ``j_max``, ``groups``) are keyword arguments of
 :func:`count_pairs` with the defaults below; the block size falls to fit 48 KiB of static shared
@@ -15,19 +17,22 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 from numba import cuda
+from numba.core.errors import NumbaPerformanceWarning
 
-from .._device import SIMULATOR
+from .._device import SIMULATOR, array_module
 from . import exact
 from . import _cuda_kernels as K
-from .grid import build_plan, unit_weights
+from .grid import Preparer, band_height, build_plan, sorted_catalog, unit_weights
 from .reference import RawCounts
 
-__all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION", "ACCEPTS_DEVICE_ARRAYS"]
+__all__ = ["count_pairs", "DevicePreparer", "DEVICE", "PRECISIONS", "DEFAULT_PRECISION",
+           "ACCEPTS_DEVICE_ARRAYS"]
 
-ACCEPTS_DEVICE_ARRAYS = False
+ACCEPTS_DEVICE_ARRAYS = True        # device coordinates are prepared where they are
 PRECISIONS = ("float32", "float64")
 DEFAULT_PRECISION = "float32"
 #: Defaults of the launch (the lead tunes them on the GPU; see benchmarks/tpacf.py --sweep).
@@ -52,22 +57,65 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted):
                      "backend='cpu'")
 
 
-def _device_arrays(sc, weighted):
-    """Device copies of a sorted catalog's arrays, made once and cached on it."""
-    dev = sc.cache.get("device")
-    if dev is None:
-        dev = sc.cache["device"] = {"f": cuda.to_device(sc.xyz32), "x": cuda.to_device(sc.xyz)}
-    if weighted and "w" not in dev:
-        dev["w"] = cuda.to_device(unit_weights(sc))
-    return dev
+def _launch(kernel, grid, block):
+    """``kernel[grid, block]`` without Numba's under-utilisation warning: small catalogs and
+    counts make small grids, which is expected here and not the user's concern."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        return kernel[grid, block]
+
+
+POINT_THREADS = 32 if SIMULATOR else 256
+
+
+def _inputs(*arrays):
+    """Kernel inputs: CuPy arrays as they are; under the simulator (NumPy arrays), device
+    copies, since a launch copies NumPy arguments back and the Catalog's are read-only."""
+    return [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in arrays]
+
+
+class DevicePreparer(Preparer):
+    """Catalog preparation on the GPU: the passes of :class:`grid.Preparer` as CUDA kernels
+    on CuPy arrays (NumPy under the simulator), sorted by sphgpu's radix sort on the device."""
+
+    name = "device"
+    sort_backend = "cuda"
+
+    @property
+    def xp(self):
+        return array_module()
+
+    def keys(self, ra, dec, labels, nbands, nreg):
+        xp = self.xp
+        n = ra.shape[0]
+        lab = (xp.asarray(labels) if (labels is not None and nreg > 1)
+               else xp.zeros(0, np.int64))
+        keys = xp.empty(n, np.uint64)
+        _launch(K.cell_keys, -(-n // POINT_THREADS), POINT_THREADS)(
+            *_inputs(ra, dec, lab), nbands, nreg, keys)
+        return keys
+
+    def points(self, ra, dec, weights, perm):
+        xp = self.xp
+        n = ra.shape[0]
+        xyz, xyz32 = xp.empty((3, n)), xp.empty((3, n), np.float32)
+        w = xp.asarray(weights) if weights is not None else xp.zeros(0)
+        ws = xp.empty(n if weights is not None else 0)
+        _launch(K.sorted_points, -(-n // POINT_THREADS), POINT_THREADS)(
+            *_inputs(ra, dec, w, perm), xyz, xyz32, ws)
+        return xyz, xyz32, (ws if weights is not None else None)
+
+
+DEVICE = DevicePreparer()
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
                 threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS, profile=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
-    ``profile``, a dict, receives the seconds spent in each step (plan, upload, kernel,
-    download; the device is synchronised between them) and the launch shape.
+    ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
+    device, nothing for Catalogs prepared before; plan; upload; kernel; download; the device
+    is synchronised between them) and the launch shape.
     """
     clock = _Clock(profile)
     if precision not in PRECISIONS:
@@ -82,14 +130,19 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
     th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted)
+    h = band_height(bins.theta_max_rad)
+    for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
+        if c is not None:
+            sorted_catalog(c, h, n_regions, DEVICE)
+    clock.lap("prepare")
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
-                      groups=groups)
+                      groups=groups, prep=DEVICE)
     clock.lap("plan")
     work = int(np.sum((plan.items[:, 1] - plan.items[:, 0])
                       * (plan.items[:, 3] - plan.items[:, 2]))) if plan.items.size else 0
     if work > MAX_GROUP_PAIRS * (plan.group_start.size - 1):
         plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
-                          groups=math.ceil(2 * work / MAX_GROUP_PAIRS))
+                          groups=math.ceil(2 * work / MAX_GROUP_PAIRS), prep=DEVICE)
     s1, s2 = plan.s1, plan.s2
     ngroups = plan.group_start.size - 1
     if plan.items.shape[0] == 0:
@@ -99,8 +152,8 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
                          region_counts=np.zeros((nreg, nb), np.int64) if n_regions else None,
                          region_weights=np.zeros((nreg, nb)) if (n_regions and weighted)
                          else None)
-    d1 = _device_arrays(s1, weighted)
-    d2 = d1 if s2 is s1 else _device_arrays(s2, weighted)
+    w1 = unit_weights(s1) if weighted else None
+    w2 = unit_weights(s2) if weighted else None
     nreg = max(n_regions, 1)
     cnt = cuda.to_device(np.zeros(nb, np.int64))
     wsum = cuda.to_device(np.zeros(nb if weighted else 1))
@@ -114,10 +167,10 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     gstart = cuda.to_device(plan.group_start.astype(np.int32))
     tables = cuda.to_device(T), cuda.to_device(gap), cuda.to_device(E)
     clock.lap("upload")
-    kernel[ngroups, th](items, gstart, d1["f"], d2["f"], d1["x"], d2["x"], *tables,
-                        exact.float32_cutoff(T, gap), np.float64(E[nb]),
-                        d1["w"] if weighted else one, d2["w"] if weighted else one,
-                        cnt, wsum, rc, rw, nref)
+    _launch(kernel, ngroups, th)(items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
+                                 exact.float32_cutoff(T, gap), np.float64(E[nb]),
+                                 w1 if weighted else one, w2 if weighted else one,
+                                 cnt, wsum, rc, rw, nref)
     clock.lap("kernel")
     out = RawCounts(
         counts=cnt.copy_to_host(), weights=wsum.copy_to_host() if weighted else None,

@@ -1,4 +1,6 @@
-"""@cuda.jit kernel of the pair counts: one block per group of work items (grid.PairPlan).
+"""@cuda.jit kernels of the pair counts: catalog preparation (cell keys, sorted unit vectors;
+one thread per point, the arithmetic of :mod:`sphgpu.tpacf.sky`) and the counting kernel, one
+block per group of work items (grid.PairPlan).
 
 A work item is (chunk of the first catalog: sorted positions [i0, i1), at most ``i_tile``;
 range [j0, j1) of the second catalog; label_i; label_j). A block walks its group's items in
@@ -33,11 +35,12 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, float32, float64, int32, int64, uint32
+from numba import cuda, float32, float64, int32, int64, uint32, uint64
 
 from .._device import SIMULATOR
+from . import sky
 
-__all__ = ["pair_kernel", "shared_bytes"]
+__all__ = ["pair_kernel", "shared_bytes", "cell_keys", "sorted_points"]
 
 if SIMULATOR:
     def _dmul(a, b):
@@ -50,6 +53,45 @@ else:  # pragma: no cover - real GPU only
 
     _dmul = libdevice.dmul_rn
     _dadd = libdevice.dadd_rn
+
+_math = sky.point_math(cuda.jit(device=True, inline=True), _dmul, _dadd)
+_cell = _math.cell
+_unit_vector = _math.unit_vector
+
+
+@cuda.jit
+def cell_keys(ra, dec, labels, nbands, nreg, keys):
+    """keys[i] = ((band * nreg + label) << 32) | q of point i (:mod:`sphgpu.tpacf.sky`).
+
+    Launch: one thread per point, any 1-D shape. ra, dec (n,) float64 degrees; labels (n,)
+    int64, or length 0 for label 0 everywhere; nbands, nreg int64; keys (n,) uint64 out."""
+    i = cuda.grid(1)
+    if i < ra.shape[0]:
+        band, q = _cell(ra[i], dec[i], nbands)
+        hi = band * nreg
+        if labels.shape[0]:
+            hi += labels[i]
+        keys[i] = (uint64(hi) << uint64(sky.QBITS)) | uint64(q)
+
+
+@cuda.jit
+def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
+    """Sorted unit vectors and weights: xyz[:, k] (float64), xyz32[:, k] (float32) and
+    ws[k] = w[perm[k]] (w of length 0: no weights) from point perm[k].
+
+    Launch: one thread per sorted position k, any 1-D shape; perm (n,) int64."""
+    k = cuda.grid(1)
+    if k < perm.shape[0]:
+        i = perm[k]
+        x, y, z = _unit_vector(ra[i], dec[i])
+        xyz[0, k] = x
+        xyz[1, k] = y
+        xyz[2, k] = z
+        xyz32[0, k] = float32(x)
+        xyz32[1, k] = float32(y)
+        xyz32[2, k] = float32(z)
+        if w.shape[0]:
+            ws[k] = w[i]
 
 
 def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted):

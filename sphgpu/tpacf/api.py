@@ -44,8 +44,9 @@ def _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
         return ra1, dec1
     if dec1 is None:
         raise TypeError("dec1 is missing: pass ra1, dec1 (degrees) or Catalog objects")
+    # the arrays are only read during the call: borrowed, not copied
     cat1 = Catalog(ra1, dec1, weights=weights1, labels=labels1,
-                   names=("ra1", "dec1", "weights1", "labels1"))
+                   names=("ra1", "dec1", "weights1", "labels1"), copy=False)
     if ra2 is None and dec2 is None:
         for name, v in (("weights2", weights2), ("labels2", labels2)):
             if v is not None:
@@ -55,7 +56,7 @@ def _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
     if ra2 is None or dec2 is None:
         raise ValueError("give both ra2 and dec2 for a cross-correlation, or neither")
     cat2 = Catalog(ra2, dec2, weights=weights2, labels=labels2,
-                   names=("ra2", "dec2", "weights2", "labels2"))
+                   names=("ra2", "dec2", "weights2", "labels2"), copy=False)
     return cat1, cat2
 
 
@@ -149,8 +150,12 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     Parameters
     ----------
     ra1, dec1 : array, shape (n1,), degrees
-        First catalog (RA any finite value, Dec in [-90, 90]). ``ra1`` may instead be a
-        :class:`Catalog`, and then ``dec1`` the second Catalog or None.
+        First catalog (RA any finite value, Dec in [-90, 90]): NumPy arrays, or device arrays
+        (CuPy, Numba), which the "cuda" backend prepares on the GPU without a host copy.
+        ``ra1`` may instead be a :class:`Catalog`, and then ``dec1`` the second Catalog or
+        None: what a backend prepares from a Catalog (the points sorted into sky cells, their
+        unit vectors; kept on the GPU for "cuda") is cached on it, so counting the same
+        Catalog again (a random catalog in several counts) skips that work.
     ra2, dec2 : array, shape (n2,), degrees, optional
         Second catalog; omit both for an auto-correlation, which counts each unique pair
         (i < j) once and no point with itself. (Corrfunc's ``DDtheta_mocks`` with
@@ -263,6 +268,9 @@ def angular_correlation(data, randoms, *, bins, estimator="landy-szalay", jackkn
         nreg = max(c.n_regions for c in [dcat] + rcats)
     else:
         if isinstance(jackknife, (int, np.integer)) and not isinstance(jackknife, bool):
+            if not 2 <= jackknife <= rcats[0].size:
+                raise ValueError(f"jackknife={jackknife}: k-means regions need 2 to the number "
+                                 f"of points of the first random catalog ({rcats[0].size})")
             regions = JackknifeRegions.kmeans(rcats[0].ra, rcats[0].dec, int(jackknife))
         elif isinstance(jackknife, JackknifeRegions):
             regions = jackknife

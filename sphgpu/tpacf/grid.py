@@ -1,15 +1,20 @@
 """Grid pruning: which pairs a backend compares, so that cost follows the pairs inside theta_max.
 
 The sky is cut into declination bands of height ``h`` (about theta_max / 4). Each catalog is
-sorted, with :func:`sphgpu.sort.argsort` (radix sort), by the key
+sorted, with :func:`sphgpu.sort.radix_sort`, by the key
 
-    (band, jackknife label, RA quantised to 32 bits)
+    (band, jackknife label, RA quantised to 32 bits)        (:mod:`sphgpu.tpacf.sky`)
 
-so every (band, label) is a contiguous *run*, ordered by RA. The first catalog's runs are cut
-into *chunks*: at most ``i_tile`` consecutive points spanning a limited RA width. For a chunk
-(declinations within its band [D0, D1], RA within [A0, A1]) and a band of the second catalog
-(declinations [F0, F1]), every point within theta_max of a chunk point has an RA within
-[A0 - da, A1 + da], where, with g the declination gap between the two bands,
+so every (band, label) is a contiguous *run*, ordered by RA. A :class:`Preparer` does the
+per-point work (keys, sort, sorted unit vectors) on the host (NumPy and Numba) or on the GPU
+(CuPy arrays and CUDA kernels); both give the same keys and the same stable order, hence the
+same sorted catalog. The plan is built on the host from small per-run and per-chunk arrays;
+its only look at a whole catalog, the binary search of range ends, runs where the catalog is.
+
+The first catalog's runs are cut into *chunks*: at most ``i_tile`` consecutive points spanning
+a limited RA width. For a chunk (declinations within its band [D0, D1], RA within [A0, A1]) and
+a band of the second catalog (declinations [F0, F1]), every point within theta_max of a chunk
+point has an RA within [A0 - da, A1 + da], where, with g the declination gap between the two bands,
 
     sin^2(da / 2) = (sin^2(theta_max / 2) - sin^2(g / 2)) / (min cos(dec) over the chunk band
                                                             * min cos(dec) over the other band)
@@ -38,12 +43,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..sort import argsort
-from .catalog import _wrap_ra
+from .._device import to_host
+from ..sort import radix_sort
+from . import sky
+from .sky import QBITS
 
 __all__ = ["band_height", "SortedCatalog", "sorted_catalog", "PairPlan", "build_plan",
-           "unit_weights",
-           "ALL_PAIRS_FROM_DEG", "BAND_FRACTION"]
+           "unit_weights", "Preparer", "HOST", "ALL_PAIRS_FROM_DEG", "BAND_FRACTION"]
 
 #: Band height as a fraction of theta_max (measured tuning parameter, see benchmarks/tpacf.py).
 BAND_FRACTION = 0.25
@@ -54,8 +60,8 @@ ALL_PAIRS_FROM_DEG = 60.0
 #: Relative and absolute (radians) padding of theta_max in the pruning bounds: covers the
 #: rounding of declinations, bands and unit vectors (all far below 1e-12 rad) many times over.
 PAD_REL, PAD_ABS = 1e-6, 1e-8
-QBITS = 32
 _Q = 2.0 * math.pi / 2.0**QBITS               # radians per RA quantum
+_QMASK = 2**QBITS - 1
 
 
 def band_height(theta_max_rad: float) -> float:
@@ -66,65 +72,101 @@ def band_height(theta_max_rad: float) -> float:
     return math.pi / math.ceil(math.pi / h)
 
 
+class Preparer:
+    """Where a catalog is prepared: the host (this class) or the GPU (``_cuda.DevicePreparer``).
+
+    ``xp`` is the array module of the per-point arrays, ``sort_backend`` the radix sort's
+    backend; :meth:`keys` and :meth:`points` do the per-point passes of :mod:`sphgpu.tpacf.sky`.
+    """
+
+    name = "host"
+    xp = np
+    sort_backend = "cpu"
+
+    def keys(self, ra, dec, labels, nbands, nreg):
+        """(n,) uint64 cell keys ((band * nreg + label) << 32) | q, in catalog order, of
+        coordinates ``ra``, ``dec`` (``xp`` arrays) and host ``labels`` (None: all 0)."""
+        n = ra.shape[0]
+        lab = labels if (labels is not None and nreg > 1) else np.zeros(0, np.int64)
+        keys = np.empty(n, np.uint64)
+        sky.parallel_slices(sky.cell_keys_into, n, ra, dec, lab, nbands, nreg, keys)
+        return keys
+
+    def points(self, ra, dec, weights, perm):
+        """Unit vectors (3, n) float64 and float32 and weights (n,) or None (host ``weights``
+        None), in the sorted order ``perm``."""
+        n = ra.shape[0]
+        xyz, xyz32 = np.empty((3, n)), np.empty((3, n), np.float32)
+        w = weights if weights is not None else np.zeros(0)
+        ws = np.empty(n if weights is not None else 0)
+        sky.parallel_slices(sky.sorted_points_into, n, ra, dec, w, perm, xyz, xyz32, ws)
+        return xyz, xyz32, (ws if weights is not None else None)
+
+
+HOST = Preparer()
+
+
 @dataclass
 class SortedCatalog:
     """A catalog sorted by (band, label, RA) for one band height and number of regions.
 
-    Arrays are indexed by sorted position; ``perm[k]`` is the catalog index of position k.
-    Run r holds positions ``run_start[r]:run_start[r+1]`` (band ``run_band[r]``, label
-    ``run_label[r]``); the runs of band b are ``band_runs[b]:band_runs[b+1]``.
+    Per-point arrays (``xp``: NumPy, or CuPy for a catalog prepared on the GPU) are indexed by
+    sorted position; ``perm[k]`` is the catalog index of position k. Run r holds positions
+    ``run_start[r]:run_start[r+1]`` (band ``run_band[r]``, label ``run_label[r]``, key prefix
+    ``run_hi[r]`` = band * nreg + label); the runs of band b are ``band_runs[b]:band_runs[b+1]``.
+    The run arrays are NumPy arrays on the host.
     """
 
     h: float
     nbands: int
-    perm: np.ndarray          # (n,) int64
-    xyz: np.ndarray           # (3, n) float64, C-contiguous
-    xyz32: np.ndarray         # (3, n) float32
-    q: np.ndarray             # (n,) int64, quantised RA in [0, 2**32)
-    labels: np.ndarray        # (n,) int64 (zeros without labels)
-    weights: np.ndarray | None
+    nreg: int                 # regions in the keys (>= 1)
+    keys: object              # (n,) uint64, sorted: (run_hi << 32) | quantised RA
+    perm: object              # (n,) int64
+    xyz: object               # (3, n) float64, C-contiguous
+    xyz32: object             # (3, n) float32
+    weights: object           # (n,) float64 or None
     run_start: np.ndarray     # (nruns + 1,) int64
+    run_hi: np.ndarray        # (nruns,) int64
     run_band: np.ndarray      # (nruns,) int64
     run_label: np.ndarray     # (nruns,) int64
     band_runs: np.ndarray     # (nbands + 1,) int64
-    cache: dict = field(default_factory=dict, repr=False)   # chunks, run keys, device copies
+    xp: object = field(default=np, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)   # chunks
 
     @property
     def size(self):
         return self.perm.shape[0]
 
+    def search(self, queries):
+        """Positions where the (m,) int64 keys ``queries`` would go (left), (m,) int64 NumPy."""
+        q = self.xp.asarray(np.asarray(queries, dtype=np.uint64))
+        return to_host(self.xp.searchsorted(self.keys, q, side="left")).astype(np.int64)
 
-def sorted_catalog(cat, h: float, n_regions: int) -> SortedCatalog:
-    """The catalog sorted for band height ``h`` (cached on the Catalog)."""
-    key = ("sorted", h, n_regions)
+
+def sorted_catalog(cat, h: float, n_regions: int, prep: Preparer = HOST) -> SortedCatalog:
+    """The catalog sorted for band height ``h`` by ``prep`` (cached on the Catalog)."""
+    key = ("sorted", prep.name, h, n_regions)
     if key in cat._cache:
         return cat._cache[key]
     nbands = max(1, round(math.pi / h))
-    dec = np.deg2rad(cat.dec)
-    band = np.floor((dec + 0.5 * math.pi) / h).astype(np.int64)
-    np.clip(band, 0, nbands - 1, out=band)
-    ra = np.deg2rad(_wrap_ra(cat.ra))
-    q = np.floor(ra / _Q).astype(np.int64)
-    np.clip(q, 0, 2**QBITS - 1, out=q)
     nreg = max(n_regions, 1)
-    lab = (np.zeros(cat.size, np.int64) if cat.labels is None or n_regions == 0
-           else cat.labels)
-    if lab.size and lab.max() >= nreg:
-        raise ValueError(f"labels go up to {lab.max()} but n_regions is {n_regions}")
-    hi = band * nreg + lab
-    keys = (hi.astype(np.uint64) << np.uint64(QBITS)) | q.astype(np.uint64)
-    perm = argsort(keys, backend="cpu")
-    hi_s = hi[perm]
-    brk = np.flatnonzero(hi_s[1:] != hi_s[:-1]) + 1
+    if cat.labels is not None and n_regions and cat.labels.max() >= nreg:
+        raise ValueError(f"labels go up to {cat.labels.max()} but n_regions is {n_regions}")
+    xp = prep.xp
+    bits = QBITS + max(1, (nbands * nreg - 1).bit_length())
+    ra, dec = cat.coordinates(xp)
+    keys, perm = radix_sort(prep.keys(ra, dec, cat.labels, nbands, nreg), key_bits=bits,
+                            return_permutation=True, backend=prep.sort_backend)
+    xyz, xyz32, ws = prep.points(ra, dec, cat.weights, perm)
+    hi = keys >> np.uint64(QBITS)
+    brk = to_host(xp.flatnonzero(hi[1:] != hi[:-1]) + 1)
     run_start = np.concatenate(([0], brk, [cat.size])).astype(np.int64)
-    run_hi = hi_s[run_start[:-1]]
+    run_hi = to_host(hi[xp.asarray(run_start[:-1])]).astype(np.int64)
     run_band = run_hi // nreg
-    xyz = np.ascontiguousarray(cat.xyz[:, perm])
     sc = SortedCatalog(
-        h=h, nbands=nbands, perm=perm, xyz=xyz, xyz32=xyz.astype(np.float32), q=q[perm],
-        labels=lab[perm], weights=None if cat.weights is None else cat.weights[perm],
-        run_start=run_start, run_band=run_band, run_label=run_hi % nreg,
-        band_runs=np.searchsorted(run_band, np.arange(nbands + 1)).astype(np.int64))
+        h=h, nbands=nbands, nreg=nreg, keys=keys, perm=perm, xyz=xyz, xyz32=xyz32, weights=ws,
+        run_start=run_start, run_hi=run_hi, run_band=run_band, run_label=run_hi % nreg,
+        band_runs=np.searchsorted(run_band, np.arange(nbands + 1)).astype(np.int64), xp=xp)
     cat._cache[key] = sc
     return sc
 
@@ -132,25 +174,32 @@ def sorted_catalog(cat, h: float, n_regions: int) -> SortedCatalog:
 def unit_weights(sc):
     """The sorted weights, or ones for a catalog without weights (a weighted count in which
     only one catalog carries weights treats the other's as 1)."""
-    return sc.weights if sc.weights is not None else np.ones(sc.size)
+    return sc.weights if sc.weights is not None else sc.xp.ones(sc.size)
 
 
 def _chunks(sc, i_tile, wq_band):
-    """Chunks of the sorted catalog: start positions (nchunks + 1,) and runs (nchunks,).
+    """Chunks of the sorted catalog: (c_start (nchunks + 1,), c_run, q_first, q_last
+    (nchunks,)) int64 NumPy arrays, the last two the quantised RA of each chunk's first and
+    last point.
 
     A chunk is at most ``i_tile`` consecutive points of one run and one RA cell of the run's
-    band (cells are ``wq_band[band]`` quanta wide)."""
-    n = sc.size
-    counts = np.diff(sc.run_start)
-    run_of = np.repeat(np.arange(counts.size), counts)
-    cell = sc.q // wq_band[sc.run_band[run_of]]
-    new = np.ones(n, bool)
-    new[1:] = (run_of[1:] != run_of[:-1]) | (cell[1:] != cell[:-1])
-    first = np.flatnonzero(new)
-    group_first = first[np.cumsum(new) - 1]            # first position of each point's cell
-    new |= (np.arange(n) - group_first) % i_tile == 0
-    starts = np.flatnonzero(new)
-    return np.append(starts, n).astype(np.int64), run_of[starts]
+    band (cells are ``wq_band[band]`` quanta wide). Cells are found where the points are, the
+    rest on the host from the cells' starts."""
+    xp, keys, n = sc.xp, sc.keys, sc.size
+    hi = keys >> np.uint64(QBITS)
+    cell = (keys & np.uint64(_QMASK)) // xp.asarray(wq_band.astype(np.uint64))[hi // sc.nreg]
+    new = xp.empty(n, bool)
+    new[0] = True
+    new[1:] = (hi[1:] != hi[:-1]) | (cell[1:] != cell[:-1])
+    first = to_host(xp.flatnonzero(new)).astype(np.int64)
+    pieces = -(-np.diff(np.append(first, n)) // i_tile)
+    starts = np.repeat(first, pieces) + i_tile * (
+        np.arange(pieces.sum()) - np.repeat(np.cumsum(pieces) - pieces, pieces))
+    c_start = np.append(starts, n).astype(np.int64)
+    c_run = np.searchsorted(sc.run_start, starts, side="right") - 1
+    ends = to_host(keys[xp.asarray(np.concatenate([starts, c_start[1:] - 1]))] & np.uint64(_QMASK))
+    ends = ends.astype(np.int64)
+    return c_start, c_run, ends[:starts.size], ends[starts.size:]
 
 
 def _q_floor(a):
@@ -161,16 +210,17 @@ def _q_ceil(a):
     return np.ceil(a / _Q).astype(np.int64) + 1
 
 
-def _items(s1, c_start, c_run, s2, theta, auto, j_max):
+def _items(s1, chunks, s2, theta, auto, j_max):
     """Work items (nitems, 6) int64: i0, i1, j0, j1, label_i, label_j (module docstring)."""
     h, nbands = s1.h, s1.nbands
-    qmax = 2**QBITS - 1
+    c_start, c_run, q_first, q_last = chunks
+    qmax = _QMASK
     two_pi = 2.0 * math.pi
     nc = c_run.size
     i0, i1 = c_start[:-1], c_start[1:]
     b1 = s1.run_band[c_run]
-    a0 = s1.q[i0] * _Q
-    a1 = (s1.q[i1 - 1] + 1) * _Q
+    a0 = q_first * _Q
+    a1 = (q_last + 1) * _Q
     reach = int(math.ceil(theta / h)) + 1
     # band edges (padded) and the smallest cos(dec) over each band (cos is concave on
     # [-90, 90] degrees: the minimum is at an edge)
@@ -219,9 +269,9 @@ def _items(s1, c_start, c_run, s2, theta, auto, j_max):
     rep = np.repeat(np.arange(rows_ch.size), nr)
     within = np.arange(rep.size) - np.repeat(np.cumsum(nr) - nr, nr)
     r2 = s2.band_runs[rows_b2[rep]] + within
-    key2 = _run_keys(s2)
-    j0 = np.searchsorted(key2, (r2 << QBITS) + rows_lo[rep], side="left")
-    j1 = np.searchsorted(key2, (r2 << QBITS) + rows_hi[rep] + 1, side="left")
+    prefix = s2.run_hi[r2] << QBITS
+    j = s2.search(np.concatenate([prefix + rows_lo[rep], prefix + rows_hi[rep] + 1]))
+    j0, j1 = j[:r2.size], j[r2.size:]
     c = rows_ch[rep]
     if auto:
         j0 = np.maximum(j0, i0[c])
@@ -239,15 +289,6 @@ def _items(s1, c_start, c_run, s2, theta, auto, j_max):
     c = c[rep]
     return np.stack([i0[c], i1[c], js, je, s1.run_label[c_run[c]], s2.run_label[r2[rep]]],
                     axis=1).astype(np.int64)
-
-
-def _run_keys(sc):
-    """(run << 32) | q for every sorted point: globally sorted, for vectorised range search."""
-    if "run_keys" not in sc.cache:
-        counts = np.diff(sc.run_start)
-        sc.cache["run_keys"] = ((np.repeat(np.arange(counts.size, dtype=np.int64), counts)
-                                 << QBITS) | sc.q)
-    return sc.cache["run_keys"]
 
 
 @dataclass
@@ -281,15 +322,16 @@ class PairPlan:
         return int(np.sum(full) + np.sum(m * (j1 - 1) - (a + b - 1) * m // 2))
 
 
-def build_plan(cat1, cat2, bins, *, n_regions=0, i_tile=256, j_max=4096, groups=1024):
-    """Sort both catalogs (cached), cut chunks, list the work items and group them.
+def build_plan(cat1, cat2, bins, *, n_regions=0, i_tile=256, j_max=4096, groups=1024,
+               prep=HOST):
+    """Sort both catalogs (``prep``; cached), cut chunks, list the work items and group them.
 
     ``cat2`` is None for an auto-correlation. ``n_regions`` 0 means no jackknife labels.
     """
     theta_max = bins.theta_max_rad
     h = band_height(theta_max)
-    s1 = sorted_catalog(cat1, h, n_regions)
-    s2 = s1 if cat2 is None else sorted_catalog(cat2, h, n_regions)
+    s1 = sorted_catalog(cat1, h, n_regions, prep)
+    s2 = s1 if cat2 is None else sorted_catalog(cat2, h, n_regions, prep)
     nbands = s1.nbands
     # chunk RA width: about a band height of true angle at the band's widest declination
     edges = -0.5 * math.pi + h * np.arange(nbands + 1)
@@ -299,9 +341,8 @@ def build_plan(cat1, cat2, bins, *, n_regions=0, i_tile=256, j_max=4096, groups=
     ckey = ("chunks", int(i_tile))
     if ckey not in s1.cache:                       # depends on the catalog only: kept
         s1.cache[ckey] = _chunks(s1, int(i_tile), np.maximum(wq, 1))
-    c_start, c_run = s1.cache[ckey]
     theta = min(math.pi, theta_max * (1.0 + PAD_REL) + PAD_ABS)
-    items = _items(s1, c_start, c_run, s2, theta, cat2 is None, int(j_max))
+    items = _items(s1, s1.cache[ckey], s2, theta, cat2 is None, int(j_max))
     if n_regions > 1 and items.shape[0]:
         items = items[np.lexsort((items[:, 5], items[:, 0]))]   # by chunk, then label_j
     work = (items[:, 1] - items[:, 0]) * (items[:, 3] - items[:, 2])

@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-import sphgpu.distributed as sd
-from sphgpu.tpacf import AngularBins, pair_counts
-from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
+distributed = pytest.importorskip("distributed")
+
+import sphgpu.distributed as sd  # noqa: E402
+from sphgpu.tpacf import AngularBins, pair_counts  # noqa: E402
+from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms  # noqa: E402
 
 BINS = AngularBins.log(0.05, 20, 8, unit="deg")
 
@@ -100,3 +102,25 @@ def test_one_task_per_worker_and_catalogs_sent_once(client):
     rr = sd.pair_counts_many(None, randoms[:2], bins=BINS, client=client)
     assert list(T._SENT[client]) == [id(c) for c in randoms[:2]]     # the rest released
     _same(rr[1], pair_counts(randoms[1].ra, randoms[1].dec, bins=BINS, backend="cpu"))
+
+
+def test_a_closed_client_raises_the_transforms_clear_error():
+    """Issue 19: a closed Client gave an AttributeError about `scatter` (pair_counts) or a
+    ZeroDivisionError (pair_counts_many); now the ValueError of every distributed function."""
+    from sphgpu.alm import AlmLayout
+
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                       dashboard_address=":0")
+    c = distributed.Client(cluster)
+    c.close()
+    cluster.close()
+    ra, dec = uniform_randoms(20, seed=1)
+    calls = [lambda: sd.pair_counts(ra, dec, bins=BINS, client=c),
+             lambda: sd.pair_counts_many((ra, dec), [(ra, dec)], bins=BINS, client=c),
+             lambda: sd.alm2map_many([np.zeros(AlmLayout(4).size, complex)], 2, client=c)]
+    messages = []
+    for call in calls:
+        with pytest.raises(ValueError, match="client is closed") as info:
+            call()
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1

@@ -78,8 +78,11 @@ R = Catalog(*uniform_randoms(80, (0, 20, 0, 20), seed=2))
     (lambda: angular_correlation(D, R, bins=B, jackknife=2.5), TypeError, "jackknife must be"),
     (lambda: angular_correlation(D, R, bins=B, jackknife="labels"), ValueError,
      "needs labels"),
+    # the argument the user passed is named, not JackknifeRegions.kmeans's n_regions
     (lambda: angular_correlation(D, R, bins=B, jackknife=1), ValueError,
-     "n_regions must be between 2"),
+     r"^jackknife=1: k-means regions need 2 to .* \(80\)"),
+    (lambda: angular_correlation(D, R, bins=B, jackknife=np.int64(81)), ValueError,
+     r"^jackknife=81: "),
     (lambda: angular_correlation(42, R, bins=B), TypeError, "data must be a Catalog"),
     (lambda: angular_correlation(D, [R, 7], bins=B), TypeError, r"randoms\[1\] must be"),
     (lambda: angular_correlation((RA, DEC[:1]), R, bins=B), ValueError, "same length"),
