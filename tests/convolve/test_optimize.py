@@ -173,7 +173,10 @@ def test_plan_for_cuts_prices_the_optimizers_choice_the_same():
 
     k = RadialKernel.cmb(640.0, 64)
     best = optimize_split(k, nside=32, cost_model=_Toy(1e-3))
-    same = plan_for_cuts(k, nside=32, l_cut=best.l_cut, theta_cut=best.theta_cut,
+    # the optimizer prices the radius of its grid; the plan's theta_cut is the fitted support
+    grid_theta = min((c for c in best.candidates if c.l_cut == best.l_cut),
+                     key=lambda c: c.time_total).theta_cut
+    same = plan_for_cuts(k, nside=32, l_cut=best.l_cut, theta_cut=grid_theta,
                          cost_model=_Toy(1e-3),
                          fitter=make_fitter(k, float(default_theta_grid(64).max())))
     assert (same.method, same.l_cut) == ("split", best.l_cut)
