@@ -111,6 +111,14 @@ class LRU:
             self._items.popitem(last=False)
         return value
 
+    def put(self, key, value):
+        """Store ``value`` under ``key`` (replacing any); returns ``value``."""
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.maxsize:
+            self._items.popitem(last=False)
+        return value
+
     def __contains__(self, key):
         return key in self._items
 

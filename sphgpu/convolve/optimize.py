@@ -157,8 +157,9 @@ class Plan:
                          f"({_fmt_t(self.time_harmonic)}) and real-space part within "
                          f"{self.theta_cut_arcmin:.4g} arcmin on {self.realspace_backend} "
                          f"({_fmt_t(self.time_realspace)}), {how}: {_fmt_t(self.time_total)}.")
-            lines.append(f"  predicted error {self.predicted_error:.3g} <= bound "
-                         f"{self.error_bound:g}.")
+            lines.append(f"  predicted error {self.predicted_error:.3g} "
+                         + (f"<= bound {self.error_bound:g}." if self.meets_bound else
+                            f"> bound {self.error_bound:g}: this plan misses the bound."))
         lines.append(f"  all harmonic: {_fmt_t(self.time_all_harmonic)} -> speedup "
                      f"{self.speedup:.3g}x.")
         if self.all_realspace is not None:
