@@ -39,7 +39,9 @@ def test_fresh_measurements_on_cuda_use_device_arrays():
 
     m = SpeedupModel(benchmark="sht", group="alm2map", backend="cuda", sizes="128, 256")
     assert m.measure(), m.message
-    assert set(m.fresh[("sht", "alm2map", "cuda")][256]) == {"cuda_device_alm2map",
+    # sphgpu with device and host arrays against ducc0 and healpy on this machine
+    assert set(m.fresh[("sht", "alm2map", "cuda")][256]) >= {"cuda_device_alm2map",
+                                                               "cuda_host_alm2map",
                                                                "ducc0_all_alm2map"}
     m.set(benchmark="sort", group="keys", sizes="2^20")
     assert m.measure(), m.message
