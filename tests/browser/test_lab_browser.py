@@ -40,9 +40,8 @@ UPDATE_S = 45
 STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
 
 
-def _require_browser():
-    """Skip (or fail where the browser is required) when chromium or playwright is missing."""
-    required = os.environ.get("SPHGPU_REQUIRE_BROWSER") == "1"
+def missing_browser() -> str:
+    """Why the browser tests cannot run here ("" when they can)."""
     missing = []
     if not CHROMIUM.exists():
         missing.append(f"{CHROMIUM} not found (Debian: apt-get install chromium, or "
@@ -51,8 +50,14 @@ def _require_browser():
         import playwright.sync_api  # noqa: F401
     except ImportError:
         missing.append("the playwright package is not installed (the test extra)")
-    if missing:
-        why = "; ".join(missing)
+    return "; ".join(missing)
+
+
+def _require_browser():
+    """Skip (or fail where the browser is required) when chromium or playwright is missing."""
+    required = os.environ.get("SPHGPU_REQUIRE_BROWSER") == "1"
+    why = missing_browser()
+    if why:
         if required:
             pytest.fail(f"SPHGPU_REQUIRE_BROWSER=1 but {why}")
         pytest.skip(why)
