@@ -36,7 +36,7 @@ import ipywidgets as w
 import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
-           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int",
+           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int", "is_real",
            "backend_options", "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
@@ -82,6 +82,12 @@ def toggle_buttons(options, value, description, description_width="8.5em", **kw)
 
 def fmt_seconds(s: float) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def is_real(x) -> bool:
+    """A finite real number as a setting: Python or NumPy int or float, not bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
+        and bool(np.isfinite(x))
 
 
 def is_int(x) -> bool:

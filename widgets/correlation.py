@@ -27,7 +27,7 @@ from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correl
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
 from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    is_int, new_figure, show_figure, toggle_buttons)
+                    is_int, is_real, new_figure, show_figure, toggle_buttons)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -217,7 +217,7 @@ class CorrelationModel(PanelModel):
         elif _footprint(self.uploaded) is None:
             return ("the uploaded catalog spans no area (all points share one RA or one Dec): "
                     "randoms cannot be drawn over its footprint")
-        if not _is_real(self.theta_min) or not _is_real(self.theta_max):
+        if not is_real(self.theta_min) or not is_real(self.theta_max):
             return "theta_min and theta_max must be numbers of degrees"
         if self.spacing not in SPACINGS:
             return f"spacing must be one of {', '.join(SPACINGS)}, not {self.spacing!r}"
@@ -234,7 +234,7 @@ class CorrelationModel(PanelModel):
         if not is_int(self.n_randoms) or not 1 <= self.n_randoms <= MAX_RANDOM_CATALOGS:
             return (f"the number of random catalogs must be a whole number from 1 to "
                     f"{MAX_RANDOM_CATALOGS}, not {self.n_randoms!r}")
-        if not _is_real(self.random_factor) or not 0 < self.random_factor <= MAX_RANDOM_FACTOR:
+        if not is_real(self.random_factor) or not 0 < self.random_factor <= MAX_RANDOM_FACTOR:
             return (f"randoms per catalog must be more than 0 and at most {MAX_RANDOM_FACTOR:g} "
                     f"times the data size, not {self.random_factor!r}")
         if not isinstance(self.estimator, str) or self.estimator not in ESTIMATORS:
@@ -271,7 +271,7 @@ class CorrelationModel(PanelModel):
     @property
     def n_random(self) -> int:
         """Points per random catalog: random_factor times the data size, at least 1."""
-        f = float(self.random_factor) if _is_real(self.random_factor) else 0.0
+        f = float(self.random_factor) if is_real(self.random_factor) else 0.0
         return max(1, int(round(f * self.n_data)))
 
     @property
@@ -288,7 +288,7 @@ class CorrelationModel(PanelModel):
             box = EXAMPLE_BOX
         else:
             box = None if self.uploaded is None else _footprint(self.uploaded)
-        if box is None or not _is_real(self.theta_max):
+        if box is None or not is_real(self.theta_max):
             return 0.0
         area = np.deg2rad(box[1] - box[0]) * (np.sin(np.deg2rad(box[3]))
                                               - np.sin(np.deg2rad(box[2])))
@@ -430,11 +430,6 @@ class CorrelationModel(PanelModel):
         return fig
 
 
-def _is_real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and bool(np.isfinite(x))
-
-
 def _footprint(cat):
     """The RA/Dec bounding box of a catalog, for its randoms; None when it has no area."""
     ra0, ra1 = float(cat.ra.min()), float(cat.ra.max())
@@ -486,7 +481,7 @@ class CorrelationPanel(Panel):
         narrow = w.Layout(width="19em")
 
         def num(v, default):
-            return v if _is_real(v) else default
+            return v if is_real(v) else default
 
         self.source = toggle_buttons([("example mock", "example"), ("uploaded file", "upload")],
                                      m.source if m.source in SOURCES else "example", "catalog",

@@ -23,8 +23,8 @@ from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKe
                              SplitFitter, default_theta_grid, measure_plan, optimize_split,
                              plan_for_cuts)
 
-from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    is_int, new_figure, numbers_html, show_figure, toggle_buttons, DPI)
+from ._base import (DPI, LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
+                    is_int, is_real, new_figure, numbers_html, show_figure, toggle_buttons)
 from .plots import mollview
 
 __all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
@@ -157,13 +157,13 @@ class KernelSplitModel(PanelModel):
         if not is_int(self.lmax) or not 2 <= self.lmax <= 4 * self.nside:
             return (f"lmax must be a whole number from 2 to {4 * self.nside} for nside "
                     f"{self.nside}, not {self.lmax!r}")
-        if not _real(self.fwhm_arcmin) or not 0 < self.fwhm_arcmin <= 10800:
+        if not is_real(self.fwhm_arcmin) or not 0 < self.fwhm_arcmin <= 10800:
             return f"fwhm_arcmin must be above 0 and at most 10800, not {self.fwhm_arcmin!r}"
         if self.kernel not in KERNELS:
             return f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}"
-        if not _real(self.error_bound) or not 1e-12 <= self.error_bound <= 0.1:
+        if not is_real(self.error_bound) or not 1e-12 <= self.error_bound <= 0.1:
             return f"error_bound must be from 1e-12 to 0.1, not {self.error_bound!r}"
-        if not _real(self.alpha) or not 0 < self.alpha <= 100:
+        if not is_real(self.alpha) or not 0 < self.alpha <= 100:
             return f"alpha must be above 0 and at most 100, not {self.alpha!r}"
         if self.cost_model not in COST_MODELS:
             return f"cost_model must be one of {', '.join(COST_MODELS)}, not {self.cost_model!r}"
@@ -185,7 +185,7 @@ class KernelSplitModel(PanelModel):
         if self.all_harmonic:
             return ""                   # theta_cut plays no part
         lo, hi = self.theta_range_arcmin
-        if not _real(self.theta_cut_arcmin) or not 0 < self.theta_cut_arcmin <= 10800:
+        if not is_real(self.theta_cut_arcmin) or not 0 < self.theta_cut_arcmin <= 10800:
             return (f"theta_cut must be above 0 and at most 180 degrees (10800 arcmin), not "
                     f"{self.theta_cut_arcmin!r}")
         if self.theta_cut_arcmin < lo:
@@ -363,7 +363,7 @@ class KernelSplitModel(PanelModel):
         """Make ``plan`` the state: its cuts become the settings, the plan itself is shown."""
         if plan.method == "harmonic":
             self.l_cut = self.lmax
-            if not _real(self.theta_cut_arcmin):
+            if not is_real(self.theta_cut_arcmin):
                 self.theta_cut_arcmin = float(self.scan_grid()[0]) / ARCMIN
         else:
             self.l_cut, self.theta_cut_arcmin = plan.l_cut, plan.theta_cut_arcmin
@@ -387,7 +387,6 @@ class KernelSplitModel(PanelModel):
         plan = self._optimize(cm)
         if plan is None:
             return None
-        self._plans.clear()                 # hand-made plans were priced before any timing
         self._adopt(plan)
         self.set()
         progress(1.0, f"{plan.method}: l_cut {plan.l_cut}"
@@ -598,11 +597,6 @@ def _quick_ticks(fig):
                 axis.set_minor_locator(NullLocator())
 
 
-def _real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and math.isfinite(float(x))
-
-
 class KernelSplitPanel(Panel):
     """The kernel-split tuner's view: beam and cut controls, Optimize, Run, figures, numbers.
     The cut sliders show the model's plan (l_cut at lmax and θ_cut disabled: all harmonic)."""
@@ -616,14 +610,14 @@ class KernelSplitPanel(Panel):
         self.nside = w.Dropdown(options=[n for n in NSIDES if n <= top], value=nside,
                                 description="nside", style=style)
         lmax = m.lmax if is_int(m.lmax) and m.lmax >= 2 else 2 * nside
-        fwhm = float(m.fwhm_arcmin) if _real(m.fwhm_arcmin) and m.fwhm_arcmin > 0 else 60.0
+        fwhm = float(m.fwhm_arcmin) if is_real(m.fwhm_arcmin) and m.fwhm_arcmin > 0 else 60.0
         self.fwhm = w.FloatSlider(value=fwhm, min=0.5, max=max(4 * fwhm, 600.0), step=0.5,
                                   description="beam FWHM [′]", continuous_update=False,
                                   style=style)
         self.kernel = toggle_buttons(list(KERNELS), m.kernel if m.kernel in KERNELS else "cmb",
                                      "kernel", style["description_width"],
                                      tooltips=["sqrt(C_l) B_l (the paper's)", "B_l"])
-        self.bound = w.FloatLogSlider(value=float(m.error_bound) if _real(m.error_bound)
+        self.bound = w.FloatLogSlider(value=float(m.error_bound) if is_real(m.error_bound)
                                       else 1e-5, base=10, min=-9, max=-2, step=0.25,
                                       description="error bound", continuous_update=False,
                                       style=style, readout_format=".1e")
@@ -632,7 +626,7 @@ class KernelSplitPanel(Panel):
                                  continuous_update=False, style=dict(style,
                                                                      description_width="11em"))
         lo, hi = (m.theta_range_arcmin if not m._basic_checks() else (1.0, 600.0))
-        theta = float(m.theta_cut_arcmin) if _real(m.theta_cut_arcmin) else hi / 2
+        theta = float(m.theta_cut_arcmin) if is_real(m.theta_cut_arcmin) else hi / 2
         self.theta = w.FloatSlider(value=min(max(theta, lo), hi), min=lo, max=hi,
                                    step=max((hi - lo) / 400, 0.01), description="θ_cut [′]",
                                    continuous_update=False, style=dict(
@@ -707,13 +701,13 @@ class KernelSplitPanel(Panel):
         try:
             if is_int(m.l_cut):
                 self.l_cut.value = int(m.l_cut)
-            if _real(m.theta_cut_arcmin):
+            if is_real(m.theta_cut_arcmin):
                 self.theta.value = min(max(float(m.theta_cut_arcmin), self.theta.min),
                                        self.theta.max)
             self.theta.disabled = m.all_harmonic
         finally:
             self._syncing = False
-        if _real(m.theta_cut_arcmin) and not m.all_harmonic and not m._basic_checks():
+        if is_real(m.theta_cut_arcmin) and not m.all_harmonic and not m._basic_checks():
             m.set(theta_cut_arcmin=self.theta.value)        # what the slider can hold
 
     def _refresh(self):

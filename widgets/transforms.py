@@ -21,7 +21,7 @@ from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
 from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds, is_int,
-                    new_figure, show_figure, toggle_buttons)
+                    is_real, new_figure, show_figure, toggle_buttons)
 from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -56,7 +56,6 @@ class TransformResult:
     synthesis_s: float         # alm2map wall time
     analysis_s: float          # map2alm (with iter) wall time
     iter: int
-
     beam2: np.ndarray          # (lmax+1,) b_l^2 of the beam applied
 
     @property
@@ -94,7 +93,6 @@ class TransformResult:
             ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
             self._ratio_row(),
         ]
-
 
     def _ratio_row(self):
         lo, hi = self.ratio_range
@@ -178,11 +176,11 @@ class TransformModel(PanelModel):
             return f"iter must be a whole number from 0 to {MAX_ITER}, not {self.iter!r}"
         if not is_int(self.seed) or self.seed < 0:
             return f"seed must be a whole number >= 0, not {self.seed!r}"
-        if not _real(self.zoom_lat) or not -90 <= self.zoom_lat <= 90:
+        if not is_real(self.zoom_lat) or not -90 <= self.zoom_lat <= 90:
             return f"zoom latitude must be from -90 to 90 degrees, not {self.zoom_lat!r}"
-        if not _real(self.zoom_lon):
+        if not is_real(self.zoom_lon):
             return f"zoom longitude must be a number of degrees, not {self.zoom_lon!r}"
-        if not _real(self.zoom_width) or not 1 <= self.zoom_width <= 90:
+        if not is_real(self.zoom_width) or not 1 <= self.zoom_width <= 90:
             return f"zoom width must be from 1 to 90 degrees, not {self.zoom_width!r}"
         try:
             backends.resolve(self.backend, "sht")
@@ -271,11 +269,6 @@ class TransformModel(PanelModel):
                      f"{float(self.zoom_width):g}° wide")
         spectrum_plot(fig.add_subplot(gs[2]), r.cl_model, r.cl_hat)
         return fig
-
-
-def _real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and math.isfinite(float(x))
 
 
 def _map_mb(nside: int) -> float:
