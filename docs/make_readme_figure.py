@@ -1,9 +1,10 @@
 """Draw docs/cmb_sky.png, the picture at the top of the README.
 
 A CMB temperature sky is synthesized from the shipped Planck 2018 TT spectrum with
-sphgpu.synfast, shown in a Mollweide projection (matplotlib only: each cell of a regular
-longitude/latitude grid takes the value of the HEALPix pixel nearest to it), and its spectrum is
-measured back with sphgpu.anafast and compared with the input.
+sphgpu.synfast, shown in a Mollweide projection with its true pixels (sphgpu.widgets.plots.mollview:
+each cell of a regular longitude/latitude grid shows the HEALPix pixel containing its centre,
+ducc0's ang2pix) and a graticule, and its spectrum is measured back with sphgpu.anafast and
+compared with the input.
 
     python docs/make_readme_figure.py            # writes docs/cmb_sky.png next to this script
 """
@@ -24,40 +25,12 @@ from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
 
 import sphgpu  # noqa: E402
 from sphgpu.data import planck2018_cl  # noqa: E402
+from sphgpu.widgets.plots import mollview  # noqa: E402
 
 NSIDE = 128
 FWHM_ARCMIN = 30.0
 SEED = 2018
 CMAP = "RdBu_r"
-
-
-def lonlat_image(values, geometry, nlon=1200, nlat=600):
-    """Resample a ring map onto a regular grid for a Mollweide axes, nearest pixel centre.
-
-    Returns ``(lon, lat, image)``: cell edges in radians (longitude increasing to the left, as on
-    the sky seen from inside) and an (nlat, nlon) image. Rings are sorted by colatitude, so each
-    cell looks at the two rings around it, takes the pixel nearest in longitude on each, and
-    keeps whichever of the two centres is closer on the sphere.
-    """
-    lon = np.linspace(math.pi, -math.pi, nlon + 1)             # edges, east on the left
-    lat = np.linspace(-math.pi / 2, math.pi / 2, nlat + 1)
-    theta = (math.pi / 2 - 0.5 * (lat[1:] + lat[:-1]))[:, None]  # cell centres, colatitude
-    phi = np.mod(0.5 * (lon[1:] + lon[:-1]), 2 * math.pi)[None, :]
-    below = np.clip(np.searchsorted(geometry.theta, theta[:, 0]), 1, geometry.nrings - 1)
-    best_pix, best_cos = None, None
-    for ring in (below - 1, below):
-        ring = ring[:, None]
-        nphi = geometry.nphi[ring]
-        k = np.mod(np.rint((phi - geometry.phi0[ring]) * nphi / (2 * math.pi)), nphi)
-        phi_pix = geometry.phi0[ring] + 2 * math.pi * k / nphi
-        t = geometry.theta[ring]
-        cos = np.cos(theta) * np.cos(t) + np.sin(theta) * np.sin(t) * np.cos(phi - phi_pix)
-        pix = geometry.ringstart[ring] + k.astype(np.int64)
-        if best_pix is None:
-            best_pix, best_cos = pix, cos
-        else:
-            best_pix = np.where(cos > best_cos, pix, best_pix)
-    return lon, lat, values[best_pix]
 
 
 def save_paletted(fig, out, cmap, dpi=120):
@@ -96,13 +69,9 @@ def main(out: Path) -> None:
     ax_map = fig.add_axes([0.01, 0.13, 0.55, 0.80], projection="mollweide")
     ax_cl = fig.add_axes([0.625, 0.15, 0.36, 0.76])
 
-    lon, lat, image = lonlat_image(sky, geometry)
     vmax = 3.0 * float(sky.std())
-    mesh = ax_map.pcolormesh(lon, lat, image, cmap=CMAP, vmin=-vmax, vmax=vmax,
-                             shading="flat", rasterized=True)
-    ax_map.set_xticklabels([])
-    ax_map.set_yticklabels([])
-    ax_map.grid(False)
+    mesh = mollview(sky, geometry, ax_map, nlon=1200, nlat=600, cmap=CMAP, vmin=-vmax,
+                    vmax=vmax)
     ax_map.set_title(f"synfast: Planck 2018 TT, nside {NSIDE}, {FWHM_ARCMIN:g}' beam",
                      fontsize=10)
     cbar = fig.colorbar(mesh, ax=ax_map, orientation="horizontal", fraction=0.05, pad=0.03,

@@ -36,7 +36,12 @@ import ipywidgets as w
 import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
-           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int"]
+           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int", "is_real",
+           "backend_options", "toggle_buttons", "DPI"]
+
+#: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
+#: 100 % zoom (80 dpi made 7 px legends).
+DPI = 96
 
 #: Exceptions that mean "these settings cannot run here" (bad values, no GPU, not enough
 #: memory): the model turns them into ``message``. Anything else is a bug and propagates.
@@ -54,8 +59,35 @@ def default_backend() -> str:
     return "cuda" if backends.cuda_available() else "cpu"
 
 
+def backend_options(current=None) -> list[str]:
+    """Backends a panel offers: "cpu" and "reference", and "cuda" only where a GPU is usable
+    (or when ``current`` already names it, so that the model's message can say why not)."""
+    from sphgpu import backends
+
+    opts = [b for b in backends.BACKENDS if b != "cuda" or backends.cuda_available()]
+    if current in backends.BACKENDS and current not in opts:
+        opts.append(current)
+    return opts
+
+
+def toggle_buttons(options, value, description, description_width="8.5em", **kw):
+    """ToggleButtons whose buttons are wide enough for their longest label (ipywidgets cuts
+    longer labels to "measu…")."""
+    labels = [o[0] if isinstance(o, tuple) else str(o) for o in options]
+    width = f"{0.62 * max(len(t) for t in labels) + 2.2:.1f}em"
+    return w.ToggleButtons(options=options, value=value, description=description,
+                           style={"description_width": description_width,
+                                  "button_width": width}, **kw)
+
+
 def fmt_seconds(s: float) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+def is_real(x) -> bool:
+    """A finite real number as a setting: Python or NumPy int or float, not bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
+        and bool(np.isfinite(x))
 
 
 def is_int(x) -> bool:
@@ -81,6 +113,14 @@ class LRU:
         self.misses += 1
         value = compute()
         self._items[key] = value
+        while len(self._items) > self.maxsize:
+            self._items.popitem(last=False)
+        return value
+
+    def put(self, key, value):
+        """Store ``value`` under ``key`` (replacing any); returns ``value``."""
+        self._items[key] = value
+        self._items.move_to_end(key)
         while len(self._items) > self.maxsize:
             self._items.popitem(last=False)
         return value
@@ -141,11 +181,14 @@ def new_figure(width: float, height: float):
     """A matplotlib Figure outside pyplot (no global state, freed with its last reference)."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=80, layout="constrained")
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
 def figure_png(fig) -> bytes:
     """The figure rendered as PNG bytes (Agg)."""
+    from .plots import readable
+
+    readable(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()

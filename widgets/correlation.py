@@ -3,13 +3,11 @@
 ``CorrelationModel`` takes a catalog (the shipped example, a clustered Neyman-Scott mock from
 :func:`sphgpu.tpacf.mocks.clustered_catalog`, or an uploaded CSV/NPZ/FITS file with RA/Dec in
 degrees), draws random catalogs uniform over its footprint
-(:func:`sphgpu.tpacf.mocks.uniform_randoms`), counts DD, DR and RR with
-:func:`sphgpu.tpacf.pair_counts` one count at a time (so Run can report progress per count and
-every count is cached by the parameters it depends on), and applies the chosen estimator with
-leave-one-out jackknife errors over k-means regions fitted on the first random catalog -- the
-same steps as :func:`sphgpu.tpacf.angular_correlation`, whose numbers it reproduces.
-``CorrelationPanel`` shows w(theta) with error bars, the normalised counts per bin and the
-numbers. See :mod:`sphgpu.widgets._base` for the pattern.
+(:func:`sphgpu.tpacf.mocks.uniform_randoms`) and calls :func:`sphgpu.tpacf.angular_correlation`
+(k-means jackknife regions on the first random catalog); the panel shows that function's
+:class:`sphgpu.tpacf.CorrelationResult` (w, its jackknife errors, DD/DR/RR), cached by the
+settings it depends on. ``CorrelationPanel`` shows w(theta) with error bars, the normalised
+counts per bin and the numbers. See :mod:`sphgpu.widgets._base` for the pattern.
 """
 
 from __future__ import annotations
@@ -25,14 +23,13 @@ import ipywidgets as w
 import numpy as np
 
 from sphgpu import backends
-from sphgpu.tpacf import (AngularBins, Catalog, JackknifeRegions, jackknife_covariance,
-                          landy_szalay, multi_random, natural, pair_counts)
+from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correlation
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
-from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
-                    show_figure)
+from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
+                    is_int, is_real, new_figure, show_figure, toggle_buttons)
 
-__all__ = ["CorrelationModel", "CorrelationResult", "CorrelationPanel", "correlation_panel",
+__all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
 
 #: Footprint of the shipped example (RA min, RA max, Dec min, Dec max in degrees): 60 x 60
@@ -62,55 +59,49 @@ MAX_UPLOAD_BYTES = 200 * 2**20
 
 
 @dataclasses.dataclass
-class CorrelationResult:
-    """One w(theta) measurement with its counts. Arrays are float64 unless stated."""
+class CorrelationRun:
+    """One call of :func:`sphgpu.tpacf.angular_correlation` and what it was called on.
 
-    bins: AngularBins
-    theta: np.ndarray            # (nbins,) bin centres, degrees
-    w: np.ndarray                # (nbins,)
-    sigma: np.ndarray | None     # (nbins,) jackknife error, None without regions
-    covariance: np.ndarray | None   # (nbins, nbins)
-    w_jackknife: np.ndarray | None  # (n_regions, nbins) leave-one-out w
-    estimator: str
-    dd: object                   # PairCounts
-    dr: list                     # PairCounts per random catalog (empty for "natural")
-    rr: list                     # PairCounts per random catalog
-    seconds: dict                # "DD", "DR 1", "RR 1", ... -> wall seconds of that count
-    cached: int                  # counts taken from the cache (not timed again)
+    ``result`` is that function's :class:`sphgpu.tpacf.CorrelationResult`; ``w``, ``sigma``,
+    ``theta`` (bin centres, degrees), the counts and the rest are read from it."""
+
+    result: CorrelationResult
+    seconds: float               # wall time of the call (counting and estimating)
     backend: str
     n_data: int
     n_random: int                # points per random catalog
     n_regions: int               # 0: no jackknife
     source: str                  # "example mock" or the uploaded file's name
 
-    @property
-    def count_seconds(self) -> float:
-        return float(sum(self.seconds.values()))
+    def __getattr__(self, name):
+        if name in ("bins", "theta", "w", "sigma", "covariance", "w_jackknife", "estimator",
+                    "dd", "dr", "rr"):
+            return getattr(self.result, name)
+        raise AttributeError(name)
 
     def numbers(self) -> list[tuple[str, str]]:
-        pooled_rr = sum(self.rr[1:], self.rr[0])
+        r = self.result
+        pooled_rr = sum(r.rr[1:], r.rr[0])
         rows = [
             ("catalog", f"{self.source}: {self.n_data:,} points"),
-            ("randoms", f"{len(self.rr)} × {self.n_random:,} points"),
-            ("bins", f"{self.bins.nbins} {self.bins.spacing}, {self.bins.edges[0]:g}° to "
-                     f"{self.bins.edges[-1]:g}°"),
-            ("estimator", self.estimator),
+            ("randoms", f"{len(r.rr)} × {self.n_random:,} points"),
+            ("bins", f"{r.bins.nbins} {r.bins.spacing}, {r.bins.edges[0]:g}° to "
+                     f"{r.bins.edges[-1]:g}°"),
+            ("estimator", r.estimator),
             ("jackknife regions", str(self.n_regions) if self.n_regions else "none"),
             ("backend", self.backend),
-            ("DD pairs in bins", f"{int(self.dd.counts.sum()):,}"),
+            ("DD pairs in bins", f"{int(r.dd.counts.sum()):,}"),
         ]
-        if self.dr:
+        if r.dr:
             rows.append(("DR pairs in bins (all catalogs)",
-                         f"{int(sum(int(c.counts.sum()) for c in self.dr)):,}"))
+                         f"{int(sum(int(c.counts.sum()) for c in r.dr)):,}"))
         rows.append(("RR pairs in bins (all catalogs)", f"{int(pooled_rr.counts.sum()):,}"))
-        for name, s in self.seconds.items():
-            rows.append((f"time {name}", fmt_seconds(s)))
-        rows.append(("counts from cache", str(self.cached)))
-        finite = np.isfinite(self.w)
+        rows.append(("time of angular_correlation", fmt_seconds(self.seconds)))
+        finite = np.isfinite(r.w)
         if finite.any():
             k = int(np.argmax(finite))
-            err = "" if self.sigma is None else f" ± {self.sigma[k]:.3g}"
-            rows.append((f"w({self.theta[k]:.3g}°)", f"{self.w[k]:.4g}{err}"))
+            err = "" if r.sigma is None else f" ± {r.sigma[k]:.3g}"
+            rows.append((f"w({r.theta[k]:.3g}°)", f"{r.w[k]:.4g}{err}"))
         return rows
 
 
@@ -181,10 +172,9 @@ class CorrelationModel(PanelModel):
         self.upload_name = ""
         self.upload_error = ""                 # why the last load_file failed ("" if it did not)
         self._upload_key = None
-        self.result: CorrelationResult | None = None
-        self._catalogs = LRU(48)     # catalog key -> Catalog (data, randoms, labelled copies)
-        self._regions = LRU(8)       # (random 0 key, K) -> JackknifeRegions
-        self._counts = LRU(64)       # (kind, catalog keys, bins, K, backend) -> (PairCounts, s)
+        self.result: CorrelationRun | None = None
+        self._catalogs = LRU(24)     # catalog key -> Catalog (data, randoms)
+        self._runs = LRU(16)         # everything a run depends on -> CorrelationRun
         self.set()
 
     # -- uploads ------------------------------------------------------------------------------
@@ -227,7 +217,7 @@ class CorrelationModel(PanelModel):
         elif _footprint(self.uploaded) is None:
             return ("the uploaded catalog spans no area (all points share one RA or one Dec): "
                     "randoms cannot be drawn over its footprint")
-        if not _is_real(self.theta_min) or not _is_real(self.theta_max):
+        if not is_real(self.theta_min) or not is_real(self.theta_max):
             return "theta_min and theta_max must be numbers of degrees"
         if self.spacing not in SPACINGS:
             return f"spacing must be one of {', '.join(SPACINGS)}, not {self.spacing!r}"
@@ -244,7 +234,7 @@ class CorrelationModel(PanelModel):
         if not is_int(self.n_randoms) or not 1 <= self.n_randoms <= MAX_RANDOM_CATALOGS:
             return (f"the number of random catalogs must be a whole number from 1 to "
                     f"{MAX_RANDOM_CATALOGS}, not {self.n_randoms!r}")
-        if not _is_real(self.random_factor) or not 0 < self.random_factor <= MAX_RANDOM_FACTOR:
+        if not is_real(self.random_factor) or not 0 < self.random_factor <= MAX_RANDOM_FACTOR:
             return (f"randoms per catalog must be more than 0 and at most {MAX_RANDOM_FACTOR:g} "
                     f"times the data size, not {self.random_factor!r}")
         if not isinstance(self.estimator, str) or self.estimator not in ESTIMATORS:
@@ -281,7 +271,7 @@ class CorrelationModel(PanelModel):
     @property
     def n_random(self) -> int:
         """Points per random catalog: random_factor times the data size, at least 1."""
-        f = float(self.random_factor) if _is_real(self.random_factor) else 0.0
+        f = float(self.random_factor) if is_real(self.random_factor) else 0.0
         return max(1, int(round(f * self.n_data)))
 
     @property
@@ -298,7 +288,7 @@ class CorrelationModel(PanelModel):
             box = EXAMPLE_BOX
         else:
             box = None if self.uploaded is None else _footprint(self.uploaded)
-        if box is None or not _is_real(self.theta_max):
+        if box is None or not is_real(self.theta_max):
             return 0.0
         area = np.deg2rad(box[1] - box[0]) * (np.sin(np.deg2rad(box[3]))
                                               - np.sin(np.deg2rad(box[2])))
@@ -351,113 +341,44 @@ class CorrelationModel(PanelModel):
         return self._catalogs.get(self._random_key(i),
                                   lambda: Catalog(*uniform_randoms(n, box, seed=seed)))
 
-    def regions(self) -> JackknifeRegions | None:
-        """k-means regions fitted on the first random catalog (None without jackknife)."""
-        if not self.jackknife:
-            return None
-        r0, k = self.random_catalog(0), int(self.jackknife)
-        return self._regions.get((self._random_key(0), k),
-                                 lambda: JackknifeRegions.kmeans(r0.ra, r0.dec, k))
+    def _run_key(self):
+        return (self._data_key(), self.n_random, self.n_randoms, self.bins().chord2_edges.tobytes(),
+                self.estimator, int(self.jackknife), self.backend)
 
-    def counts_needed(self) -> list[str]:
-        """Names of the counts the current settings need, in counting order."""
-        names = ["DD"]
-        for i in range(self.n_randoms):
-            if self.estimator != "natural":
-                names.append(f"DR {i + 1}")
-            names.append(f"RR {i + 1}")
-        return names
+    def run(self, progress=None) -> CorrelationRun | None:
+        """w(theta) of the current settings through :func:`sphgpu.tpacf.angular_correlation`
+        (cached); None with ``message`` set if invalid.
 
-    def _count(self, name, bins, regions, seconds):
-        """One count by name ("DD", "DR i", "RR i"), cached; wall time into ``seconds``."""
-        kind, _, idx = name.partition(" ")
-        keys = [self._data_key()] if kind in ("DD", "DR") else []
-        cats = [self.data_catalog()] if kind in ("DD", "DR") else []
-        if idx:
-            i = int(idx) - 1
-            keys.append(self._random_key(i))
-            cats.append(self.random_catalog(i))
-        k = 0 if regions is None else regions.n_regions
-        region_key = None if regions is None else (self._random_key(0), k)
-        key = (kind, tuple(keys), bins.chord2_edges.tobytes(), region_key, self.backend)
-
-        if regions is not None:     # labelled copies, cached: they keep their grid orders
-            cats = [self._catalogs.get(("labelled", ck, region_key),
-                                       lambda c=c: c.with_labels(regions.labels(c.ra, c.dec)))
-                    for c, ck in zip(cats, keys)]
-
-        def compute():
-            t0 = time.perf_counter()
-            pc = pair_counts(cats[0], cats[1] if len(cats) > 1 else None, bins=bins,
-                             n_regions=k, backend=self.backend)
-            return pc, time.perf_counter() - t0
-
-        hit = key in self._counts
-        pc, s = self._counts.get(key, compute)
-        if not hit:
-            seconds[name] = s
-        return pc, hit
-
-    def run(self, progress=None) -> CorrelationResult | None:
-        """Count and estimate with the current settings (counts cached); None if invalid.
-
-        progress : callable(fraction, text), optional; called before each count.
+        progress : callable(fraction, text), optional
         """
         progress = progress or (lambda f, t="": None)
         self.result = None
         if not self.set():
             return None
-        names = self.counts_needed()
-        seconds, got, cached = {}, {}, 0
-        with self.capture("correlation"):
-            bins = self.bins()
-            progress(0.0, "catalogs" + (" and jackknife regions" if self.jackknife else ""))
-            regions = self.regions()
-            for j, name in enumerate(names):
-                progress(j / (len(names) + 1), f"counting {name} ({j + 1} of {len(names)})")
-                got[name], hit = self._count(name, bins, regions, seconds)
-                cached += hit
-            progress(len(names) / (len(names) + 1), "estimator")
-            result = self._estimate(bins, got, regions, seconds, cached)
-        if self.message:
-            return None
+        key = self._run_key()
+        if key not in self._runs:
+            progress(0.0, "catalogs")
+            run = None
+            with self.capture("correlation"):
+                data = self.data_catalog()
+                randoms = [self.random_catalog(i) for i in range(self.n_randoms)]
+                progress(0.1, f"counting DD, DR and RR ({self.backend})")
+                t0 = time.perf_counter()
+                with np.errstate(divide="ignore", invalid="ignore"):   # RR = 0 bins: NaN
+                        res = angular_correlation(data, randoms, bins=self.bins(),
+                                              estimator=self.estimator,
+                                              jackknife=int(self.jackknife) or None,
+                                              backend=self.backend)
+                run = CorrelationRun(
+                    res, time.perf_counter() - t0, self.backend, self.n_data, self.n_random,
+                    int(self.jackknife),
+                    "example mock" if self.source == "example" else self.upload_name)
+            if run is None:
+                return None
+            self._runs.put(key, run)
+        self.result = self._runs.get(key, None)
         progress(1.0, "done")
-        self.result = result
-        return result
-
-    def _estimate(self, bins, got, regions, seconds, cached):
-        dd = got["DD"]
-        rr = [got[f"RR {i + 1}"] for i in range(self.n_randoms)]
-        dr = [] if self.estimator == "natural" else [got[f"DR {i + 1}"]
-                                                     for i in range(self.n_randoms)]
-
-        def estimate(loo):
-            if self.estimator == "natural":
-                return natural(dd, rr, leave_one_out=loo)
-            if self.estimator == "landy-szalay":
-                return landy_szalay(dd, dr, rr, leave_one_out=loo)
-            return multi_random(dd, dr, rr, leave_one_out=loo)
-
-        with np.errstate(divide="ignore", invalid="ignore"):   # bins with RR = 0 give NaN
-            return self._result(bins, estimate, dd, dr, rr, regions, seconds, cached)
-
-    def _result(self, bins, estimate, dd, dr, rr, regions, seconds, cached):
-        w_ = estimate(False)
-        w_loo = cov = sigma = None
-        if regions is not None:
-            w_loo = estimate(True)
-            # regions that hold no point of any catalog carry no leave-one-out estimate
-            present = np.zeros(regions.n_regions, bool)
-            for pc in [dd] + dr + rr:
-                present |= pc.region_total < pc.total
-            _, cov = jackknife_covariance(w_loo[present])
-            sigma = np.sqrt(np.diag(cov))
-        return CorrelationResult(
-            bins=bins, theta=bins.centers, w=w_, sigma=sigma, covariance=cov,
-            w_jackknife=w_loo, estimator=self.estimator, dd=dd, dr=dr, rr=rr, seconds=seconds,
-            cached=cached, backend=self.backend, n_data=self.n_data, n_random=self.n_random,
-            n_regions=0 if regions is None else regions.n_regions,
-            source="example mock" if self.source == "example" else self.upload_name)
+        return self.result
 
     # -- views --------------------------------------------------------------------------------
     def figure(self):
@@ -486,9 +407,9 @@ class CorrelationModel(PanelModel):
             ax.set_yscale("log", nonpositive="mask")
         ax.axhline(0, color="0.6", lw=0.8)
         ax.set_xlabel(r"$\theta$ [deg]")
-        ax.set_ylabel(r"$w(\theta)$")
+        ax.set_ylabel(r"$w(\theta)$ [dimensionless]")
         ax.set_title(f"{r.source}, {r.n_data:,} points", fontsize="medium")
-        ax.legend(frameon=False, fontsize="small")
+        ax.legend(frameon=False)
         curves = [("DD", r.dd, "o-")]
         if r.dr:
             curves.append(("DR" + (" (pooled)" if len(r.dr) > 1 else ""),
@@ -505,13 +426,8 @@ class CorrelationModel(PanelModel):
         bx.set_xlabel(r"$\theta$ [deg]")
         bx.set_ylabel("pairs / possible pairs")
         bx.set_title("pair counts per bin", fontsize="medium")
-        bx.legend(frameon=False, fontsize="small")
+        bx.legend(frameon=False)
         return fig
-
-
-def _is_real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and bool(np.isfinite(x))
 
 
 def _footprint(cat):
@@ -565,12 +481,11 @@ class CorrelationPanel(Panel):
         narrow = w.Layout(width="19em")
 
         def num(v, default):
-            return v if _is_real(v) else default
+            return v if is_real(v) else default
 
-        self.source = w.ToggleButtons(options=[("example mock", "example"),
-                                               ("uploaded file", "upload")],
-                                      value=m.source if m.source in SOURCES else "example",
-                                      description="catalog", style=dict(style, button_width="8em"))
+        self.source = toggle_buttons([("example mock", "example"), ("uploaded file", "upload")],
+                                     m.source if m.source in SOURCES else "example", "catalog",
+                                     style["description_width"])
         self.upload = w.FileUpload(accept=".csv,.txt,.tsv,.npz,.fits,.fit,.fits.gz",
                                    multiple=False, description="upload")
         self.n_points = w.BoundedIntText(value=int(num(m.n_points, 2000)), min=2,
@@ -586,10 +501,8 @@ class CorrelationPanel(Panel):
                                      description="θ max [deg]", style=style, layout=narrow)
         self.nbins = w.IntText(value=int(num(m.nbins, 12)), description="bins", style=style,
                                layout=narrow)
-        self.spacing = w.ToggleButtons(options=list(SPACINGS),
-                                       value=m.spacing if m.spacing in SPACINGS else "log",
-                                       description="spacing",
-                                       style=dict(style, button_width="5em"))
+        self.spacing = toggle_buttons(list(SPACINGS), m.spacing if m.spacing in SPACINGS
+                                      else "log", "spacing", style["description_width"])
         self.n_randoms = w.IntText(value=int(num(m.n_randoms, 2)),
                                    description="random catalogs", style=style, layout=narrow)
         self.random_factor = w.FloatText(value=float(num(m.random_factor, 3.0)),
@@ -601,16 +514,11 @@ class CorrelationPanel(Panel):
                                     layout=narrow)
         self.jackknife = w.IntText(value=int(num(m.jackknife, 0)),
                                    description="jackknife regions", style=style, layout=narrow)
-        options = [b for b in ("cpu", "cuda") if b == "cpu" or backends.cuda_available()]
-        if m.backend not in options and m.backend in backends.BACKENDS:
-            options.append(m.backend)
-        self.backend = w.ToggleButtons(options=options,
-                                       value=m.backend if m.backend in options else "cpu",
-                                       description="backend",
-                                       style=dict(style, button_width="5em"))
-        self.yscale = w.ToggleButtons(options=list(YSCALES),
-                                      value=m.yscale if m.yscale in YSCALES else "symlog",
-                                      description="w axis", style=dict(style, button_width="5em"))
+        options = backend_options(m.backend)
+        self.backend = toggle_buttons(options, m.backend if m.backend in options else "cpu",
+                                      "backend", style["description_width"])
+        self.yscale = toggle_buttons(list(YSCALES), m.yscale if m.yscale in YSCALES
+                                     else "symlog", "w axis", style["description_width"])
         self.figure = w.Output()
         self.observe_values([self.source, self.n_points, self.seed, self.theta_min,
                              self.theta_max, self.nbins, self.spacing, self.n_randoms,

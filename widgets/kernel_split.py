@@ -2,18 +2,17 @@
 the split costs and how wrong it is, predicted and measured.
 
 ``KernelSplitModel`` holds the beam (FWHM, the paper's K_l = sqrt(C_l) B_l or a plain Gaussian),
-the error bound, the cuts (l_cut, theta_cut), nside and the cost model, and computes through
-the public :mod:`sphgpu.convolve` API: the two truncated kernels in l-space and real space, the
-predicted error against l_cut, the predicted time of each part and the speedup, the optimizer's
-choice, and (on Run) the measured error, times and the convolved map with its residual.
-``KernelSplitPanel`` is the ipywidgets view. See :mod:`sphgpu.widgets._base` for the pattern.
+the error bound, the cuts (l_cut, theta_cut), nside, backend and cost model. Its state is a
+:class:`sphgpu.convolve.Plan` (``model.plan``): the optimizer's (:func:`optimize_split`, on
+opening and on Optimize) or the one of the cuts set by hand (:func:`plan_for_cuts`), and after
+Run the same plan measured (:func:`measure_plan`). Every number and mark the panel shows is read
+from that one plan. ``KernelSplitPanel`` is the ipywidgets view. See
+:mod:`sphgpu.widgets._base` for the pattern.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import time
 
 import ipywidgets as w
 import numpy as np
@@ -21,15 +20,14 @@ import numpy as np
 import sphgpu
 from sphgpu import backends
 from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKernel,
-                             SplitFitter, convolve, default_theta_grid, measure_error,
-                             optimize_split, white_noise)
-from sphgpu.convolve.harmonic import harmonic_convolve
+                             SplitFitter, default_theta_grid, measure_plan, optimize_split,
+                             plan_for_cuts)
 
-from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
-                    numbers_html, show_figure)
+from ._base import (DPI, LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
+                    is_int, is_real, new_figure, numbers_html, show_figure, toggle_buttons)
 from .plots import mollview
 
-__all__ = ["KernelSplitModel", "KernelSplitResult", "KernelSplitPanel", "kernel_split_panel"]
+__all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
 
 #: nside choices offered (HEALPix powers of two).
 NSIDES = tuple(2**k for k in range(2, 12))
@@ -46,49 +44,12 @@ CURVE_POINTS = 4
 #: (30 arcmin steps at lmax 4096, scaled by 4096 / lmax), which hold every optimum seen; a
 #: shorter range keeps the fit's basis small, so changing nside answers within a second.
 SCAN_STEPS = 12
-
-
-@dataclasses.dataclass
-class KernelSplitResult:
-    """One measured run of a split (Run button). Maps are NumPy float64 HEALPix RING."""
-
-    nside: int
-    backend: str
-    l_cut: int
-    theta_cut: float                 # radians
-    predicted_error: float           # alpha included
-    measured_spectrum_error: float
-    measured_map_error: float
-    curve: list                      # (l_cut, predicted, measured spectrum error)
-    harmonic_s: float                # measured seconds of each part, the split, the full kernel
-    realspace_s: float
-    split_s: float
-    full_s: float
-    full_map: np.ndarray
-    split_map: np.ndarray
-
-    @property
-    def residual(self) -> np.ndarray:
-        return self.split_map - self.full_map
-
-    @property
-    def measured_speedup(self) -> float:
-        return self.full_s / self.split_s if self.split_s > 0 else math.inf
-
-    def numbers(self) -> list[tuple[str, str]]:
-        return [
-            ("measured spectrum error", f"{self.measured_spectrum_error:.3g}"),
-            ("measured map error", f"{self.measured_map_error:.3g}"),
-            ("measured harmonic / real space", f"{fmt_seconds(self.harmonic_s)} / "
-                                               f"{fmt_seconds(self.realspace_s)}"),
-            ("measured split / all harmonic", f"{fmt_seconds(self.split_s)} / "
-                                              f"{fmt_seconds(self.full_s)}"),
-            ("measured speedup", f"{self.measured_speedup:.3g}x"),
-        ]
+#: How the paper's cost model names its machines (it prices the paper's hardware, not this one).
+PAPER_BACKENDS = {"cpu": "paper's CPU core (libpsht)", "cuda": "paper's GPU (GTX 480)"}
 
 
 class KernelSplitModel(PanelModel):
-    """State and computation of the kernel-split tuner.
+    """State and computation of the kernel-split tuner; the state shown is ``plan``.
 
     Parameters
     ----------
@@ -103,14 +64,18 @@ class KernelSplitModel(PanelModel):
     error_bound : float
         Bound on the paper's fractional error (Eq. 6, alpha included).
     l_cut, theta_cut_arcmin : optional
-        The cuts; default: 60 arcmin scaled to lmax (60 * 4096 / lmax) and the smallest l_cut
-        that meets the bound there.
+        The cuts (l_cut = lmax: the whole kernel in harmonic space; -1: real space only).
+        Default: the optimizer's plan for the other settings where the cost model can price
+        (the paper's, or this machine's once timed); else 60 arcmin scaled to lmax with the
+        smallest l_cut meeting the bound there.
     cost_model : {"measured", "paper"}
-        How predicted times are made. "measured" uses this machine's timings once they exist
-        (Optimize or Run measures them); until then the panel says so.
+        How predicted times are made. "measured" prices the chosen backend with this machine's
+        timings once they exist (Optimize or Run measures them); "paper" prices the paper's
+        hardware (Eq. 7 and 8: HEALPix on one CPU core, the real-space part on a GTX 480).
     alpha : float
         The error factor (5 as the paper; :func:`sphgpu.convolve.calibrate_alpha` measures it).
     backend : {"cpu", "cuda", "reference"}, optional
+        Where Run (and the measured cost model) runs.
     seed : int
         Seed of the white-noise map of Run.
     """
@@ -136,31 +101,47 @@ class KernelSplitModel(PanelModel):
         self.seed = seed
         self.l_cut = l_cut
         self.theta_cut_arcmin = theta_cut_arcmin
-        self.result: KernelSplitResult | None = None
-        self.plan = None
         self._kernels = LRU(4)
         self._fitters = LRU(2)
-        self._splits = LRU(16)
         self._curves = LRU(16)
         self._costs = LRU(4)
-        self._runs = LRU(4)
+        self._plans = LRU(32)       # plan key -> Plan (the optimizer's, by hand, measured)
         if (l_cut is None or theta_cut_arcmin is None) and self._basic_checks() == "":
-            l0, t0 = self._starting_cuts()
-            self.l_cut = l0 if l_cut is None else l_cut
-            self.theta_cut_arcmin = t0 if theta_cut_arcmin is None else theta_cut_arcmin
+            self._open(l_cut, theta_cut_arcmin)
         self.set()
 
-    def _starting_cuts(self):
-        """Cuts to start from: the second support of the optimizer's scan (60 arcmin scaled
-        to this lmax: a few thousand pixels per disc, quick to Run on a CPU) with the smallest
-        l_cut meeting the bound there."""
+    def _open(self, l_cut, theta_cut_arcmin):
+        """Starting cuts: the optimizer's plan where the cost model can price now; else the
+        second support of the scan (60 arcmin scaled to lmax) with the smallest l_cut meeting
+        the bound there."""
+        cm = self.costs()
+        plan = None if cm is None or l_cut is not None or theta_cut_arcmin is not None \
+            else self._optimize(cm)
+        if plan is not None:
+            self._adopt(plan)
+            return
         grid = self.scan_grid()
         theta = float(grid[min(1, len(grid) - 1)])
-        l_cut = None
+        found = None
         with self.capture("start"):
-            l_cut = self._fitter().smallest_l_cut(theta, float(self.error_bound))
+            found = self._fitter().smallest_l_cut(theta, float(self.error_bound))
         self.message = ""
-        return (self.lmax // 2 if l_cut is None else l_cut), theta / ARCMIN
+        self.l_cut = (self.lmax // 2 if found is None else found) if l_cut is None else l_cut
+        self.theta_cut_arcmin = theta / ARCMIN if theta_cut_arcmin is None else theta_cut_arcmin
+
+    def set(self, **params) -> bool:
+        """Assign and validate (see :class:`PanelModel`); a valid theta_cut becomes the
+        support the fit has, the largest knot radius within it (what the plan is priced at
+        and the real-space part covers)."""
+        ok = super().set(**params)
+        if ok and not self.all_harmonic:
+            self.theta_cut_arcmin = self._support(float(self.theta_cut_arcmin) * ARCMIN) / ARCMIN
+        return ok
+
+    def _support(self, theta):
+        """The fitted real-space support (radians) for a requested radius: n whole knots."""
+        fit = self._fitter()
+        return 2.0 * math.asin(min(1.0, 0.5 * fit.n_basis(theta) * fit.h))
 
     # -- validation ---------------------------------------------------------------------------
     def _basic_checks(self) -> str:
@@ -176,13 +157,13 @@ class KernelSplitModel(PanelModel):
         if not is_int(self.lmax) or not 2 <= self.lmax <= 4 * self.nside:
             return (f"lmax must be a whole number from 2 to {4 * self.nside} for nside "
                     f"{self.nside}, not {self.lmax!r}")
-        if not _real(self.fwhm_arcmin) or not 0 < self.fwhm_arcmin <= 10800:
+        if not is_real(self.fwhm_arcmin) or not 0 < self.fwhm_arcmin <= 10800:
             return f"fwhm_arcmin must be above 0 and at most 10800, not {self.fwhm_arcmin!r}"
         if self.kernel not in KERNELS:
             return f"kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}"
-        if not _real(self.error_bound) or not 1e-12 <= self.error_bound <= 0.1:
+        if not is_real(self.error_bound) or not 1e-12 <= self.error_bound <= 0.1:
             return f"error_bound must be from 1e-12 to 0.1, not {self.error_bound!r}"
-        if not _real(self.alpha) or not 0 < self.alpha <= 100:
+        if not is_real(self.alpha) or not 0 < self.alpha <= 100:
             return f"alpha must be above 0 and at most 100, not {self.alpha!r}"
         if self.cost_model not in COST_MODELS:
             return f"cost_model must be one of {', '.join(COST_MODELS)}, not {self.cost_model!r}"
@@ -200,9 +181,11 @@ class KernelSplitModel(PanelModel):
             return msg
         if not is_int(self.l_cut) or not -1 <= self.l_cut <= self.lmax:
             return (f"l_cut must be a whole number from -1 (no harmonic part) to lmax = "
-                    f"{self.lmax}, not {self.l_cut!r}")
+                    f"{self.lmax} (all harmonic), not {self.l_cut!r}")
+        if self.all_harmonic:
+            return ""                   # theta_cut plays no part
         lo, hi = self.theta_range_arcmin
-        if not _real(self.theta_cut_arcmin) or not 0 < self.theta_cut_arcmin <= 10800:
+        if not is_real(self.theta_cut_arcmin) or not 0 < self.theta_cut_arcmin <= 10800:
             return (f"theta_cut must be above 0 and at most 180 degrees (10800 arcmin), not "
                     f"{self.theta_cut_arcmin!r}")
         if self.theta_cut_arcmin < lo:
@@ -212,6 +195,11 @@ class KernelSplitModel(PanelModel):
             return (f"theta_cut {self.theta_cut_arcmin:.4g}' is too large: at most {hi:.4g} "
                     f"arcmin (the tuner's scan range at lmax {self.lmax})")
         return ""
+
+    @property
+    def all_harmonic(self) -> bool:
+        """l_cut = lmax: the whole kernel in harmonic space, no real-space part."""
+        return is_int(self.l_cut) and is_int(self.lmax) and self.l_cut >= self.lmax
 
     @property
     def theta_range_arcmin(self) -> tuple[float, float]:
@@ -245,16 +233,6 @@ class KernelSplitModel(PanelModel):
         return self._fitters.get(key, lambda: SplitFitter(
             self.radial_kernel(), float(self.scan_grid().max()), alpha=float(self.alpha)))
 
-    def split(self):
-        """The :class:`sphgpu.convolve.KernelSplit` of the current cuts (None if invalid)."""
-        if self.message:
-            return None
-        key = self._kernel_key() + (float(self.alpha), self.l_cut, float(self.theta_cut_arcmin))
-        with self.capture("split"):
-            return self._splits.get(key, lambda: self._fitter().split(
-                self.l_cut, self.theta_cut_arcmin * ARCMIN))
-        return None
-
     def error_curve(self):
         """Predicted error (alpha included) against l_cut at the current theta_cut:
         (l_cut array, error array)."""
@@ -269,44 +247,108 @@ class KernelSplitModel(PanelModel):
         return self._curves.get(key, make)
 
     def costs(self, measure=False):
-        """The cost model; the measured one only once it exists (or with ``measure=True``,
-        which times this machine). None when not available yet."""
+        """The cost model; the measured one (of the chosen backend alone) only once it exists,
+        or with ``measure=True``, which times this machine. None when not available yet."""
         if self.cost_model == "paper":
             return PaperCostModel()
         key = (self.nside, self.lmax, self.backend)
         if key in self._costs:
             return self._costs.get(key, None)
-        hb = ("cpu",) + (("cuda",) if self.backend == "cuda" else ())
-        rb = ("cuda",) if self.backend == "cuda" else ("cpu",)
         try:
-            cm = MeasuredCostModel(self.nside, self.lmax, sizes="quick", harmonic_backends=hb,
-                                   realspace_backends=rb, measure=measure)
+            cm = MeasuredCostModel(self.nside, self.lmax, sizes="quick",
+                                   harmonic_backends=(self.backend,),
+                                   realspace_backends=(self.backend,), measure=measure)
         except LookupError:
             return None
         return self._costs.get(key, lambda: cm)
 
-    def predicted_times(self):
-        """dict(harmonic, realspace, total, all_harmonic, speedup, backends) in seconds, from
-        the cost model (None when the measured model does not exist yet)."""
-        cm = self.costs()
-        s = self.split()
-        if cm is None or s is None:
+    def backend_label(self, name) -> str:
+        """How a plan's backend is named: the paper's machines for the paper's cost model."""
+        if name is None:
+            return "-"
+        return PAPER_BACKENDS.get(name, name) if self.cost_model == "paper" else name
+
+    # -- the plan -------------------------------------------------------------------------------
+    def _plan_key(self):
+        cuts = ("harmonic",) if self.all_harmonic else (self.l_cut, float(self.theta_cut_arcmin))
+        return (self._kernel_key() + (float(self.alpha), float(self.error_bound), self.nside,
+                                      self.cost_model, self.backend) + cuts)
+
+    @property
+    def plan(self):
+        """The :class:`sphgpu.convolve.Plan` of the current settings (the optimizer's after
+        Optimize, measured after Run), or None when invalid or the cost model cannot price
+        yet (``message`` or :meth:`numbers` say which)."""
+        if self.message:
             return None
-        theta = s.theta_cut if s.realspace is not None else 0.0
-        best = None
-        for hb in cm.harmonic_backends:
-            for rb in cm.realspace_backends:
-                t_h = cm.harmonic_time(self.l_cut, self.nside, self.lmax, hb)
-                t_r = cm.realspace_time(theta, self.nside, rb)
-                total = cm.split_time(t_h, t_r, hb, rb)
-                if best is None or total < best["total"]:
-                    best = dict(harmonic=t_h, realspace=t_r, total=total, harmonic_backend=hb,
-                                realspace_backend=rb)
-        full = min(cm.harmonic_time(self.lmax, self.nside, self.lmax, hb)
-                   for hb in cm.harmonic_backends)
-        best["all_harmonic"] = full
-        best["speedup"] = full / best["total"] if best["total"] > 0 else math.inf
-        return best
+        cm = self.costs()
+        if cm is None:
+            return None
+        key = self._plan_key()
+        if key in self._plans:
+            return self._plans.get(key, None)
+        plan = None
+        with self.capture("plan"):
+            plan = plan_for_cuts(self.radial_kernel(), nside=self.nside, l_cut=self.l_cut,
+                                 theta_cut=(0.0 if self.all_harmonic
+                                            else self.theta_cut_arcmin * ARCMIN),
+                                 error_bound=float(self.error_bound), cost_model=cm,
+                                 fitter=self._fitter())
+        return None if plan is None else self._plans.put(key, plan)
+
+    def split(self):
+        """The :class:`sphgpu.convolve.KernelSplit` of the current cuts (None if invalid or
+        all harmonic)."""
+        if self.message or self.all_harmonic:
+            return None
+        p = self.plan
+        if p is not None:
+            return p.split
+        with self.capture("split"):
+            return self._fitter().split(self.l_cut, self.theta_cut_arcmin * ARCMIN)
+        return None
+
+    def predicted_error(self) -> float | None:
+        """The plan's predicted error (0 all harmonic), or the split's before any plan."""
+        p = self.plan
+        if p is not None:
+            return p.predicted_error
+        if self.all_harmonic:
+            return 0.0
+        s = self.split()
+        return None if s is None else s.predicted_error
+
+    def advice(self) -> str:
+        """What meets the bound when the current cuts do not ("" when they do), from the
+        fit's numbers: the smallest l_cut at this theta_cut and the smallest theta_cut of the
+        scan at this l_cut. The error ripples in l_cut, so raising l_cut by one can raise it:
+        the advice says so when it does here."""
+        err = self.predicted_error()
+        bound = float(self.error_bound)
+        if err is None or err <= bound:
+            return ""
+        fit, theta = self._fitter(), self.theta_cut_arcmin * ARCMIN
+        parts = [f"predicted error {err:.3g} is above the bound {bound:g}."]
+        if self.l_cut + 1 < self.lmax and fit.error(self.l_cut + 1, theta) > err:
+            parts.append(f"Here raising l_cut to {self.l_cut + 1} raises it (it ripples with "
+                         f"a period of about {2 * math.pi / theta:.0f} in l).")
+        need = fit.smallest_l_cut(theta, bound, lo=-1)
+        if need is not None:
+            parts.append(f"At θ_cut {self.theta_cut_arcmin:.4g}′ l_cut {need} meets it "
+                         f"(error {fit.error(need, theta):.3g}).")
+        else:
+            parts.append(f"No l_cut below lmax meets it at θ_cut {self.theta_cut_arcmin:.4g}′.")
+        if self.l_cut >= 0:
+            wider = [t for t in self.scan_grid() if t > theta
+                     and fit.error(self.l_cut, float(t)) <= bound]
+            if wider:
+                t = float(wider[0])
+                parts.append(f"At l_cut {self.l_cut} θ_cut {self._support(t) / ARCMIN:.4g}′ "
+                             f"meets it "
+                             f"(error {fit.error(self.l_cut, t):.3g}).")
+        parts.append(f"l_cut {self.lmax} (all harmonic) has no split error; Optimize picks "
+                     f"the fastest plan within the bound.")
+        return " ".join(parts)
 
     # -- actions --------------------------------------------------------------------------------
     def _optimize(self, cm):
@@ -317,9 +359,19 @@ class KernelSplitModel(PanelModel):
                                   theta_grid=self.scan_grid())
         return None
 
+    def _adopt(self, plan):
+        """Make ``plan`` the state: its cuts become the settings, the plan itself is shown."""
+        if plan.method == "harmonic":
+            self.l_cut = self.lmax
+            if not is_real(self.theta_cut_arcmin):
+                self.theta_cut_arcmin = float(self.scan_grid()[0]) / ARCMIN
+        else:
+            self.l_cut, self.theta_cut_arcmin = plan.l_cut, plan.theta_cut_arcmin
+        self._plans.put(self._plan_key(), plan)
+
     def optimize(self, progress=None):
-        """Set l_cut and theta_cut to the optimizer's choice with the chosen cost model
-        (measuring this machine first if needed). Returns the Plan, or None with a message."""
+        """Make the optimizer's plan for the chosen cost model the state (timing this machine
+        first if needed). Returns the Plan, or None with a message."""
         progress = progress or (lambda f, t="": None)
         msg = self._basic_checks()
         if msg:
@@ -335,191 +387,192 @@ class KernelSplitModel(PanelModel):
         plan = self._optimize(cm)
         if plan is None:
             return None
-        self.plan = plan
-        self.set(l_cut=max(plan.l_cut, -1) if plan.method != "harmonic" else self.lmax,
-                 theta_cut_arcmin=(plan.theta_cut_arcmin if plan.method != "harmonic"
-                                   else self.theta_cut_arcmin))
-        progress(1.0, f"{plan.method}: l_cut {plan.l_cut}, theta_cut "
-                      f"{plan.theta_cut_arcmin:.4g}'")
-        return plan
+        self._adopt(plan)
+        self.set()
+        progress(1.0, f"{plan.method}: l_cut {plan.l_cut}"
+                      + ("" if plan.method == "harmonic"
+                         else f", theta_cut {plan.theta_cut_arcmin:.4g}'"))
+        return self.plan
 
-    def run(self, progress=None) -> KernelSplitResult | None:
-        """Measured work: convolve a white-noise map with the split and with the full kernel,
-        time each part, and measure the error at the current cuts and a few other l_cut.
-        Returns a :class:`KernelSplitResult` (cached), or None with ``message`` set."""
+    def run(self, progress=None):
+        """Measure the current plan (timing this machine first for the measured cost model):
+        convolve a white-noise map with it and with the whole kernel on the chosen backend.
+        Returns the measured Plan (cached), or None with ``message`` set."""
         progress = progress or (lambda f, t="": None)
-        self.result = None
         if not self.set():
             return None
-        key = self._kernel_key() + (float(self.alpha), self.l_cut,
-                                    float(self.theta_cut_arcmin), self.nside, self.seed,
-                                    self.backend)
-        with self.capture("run"):
-            self.result = self._runs.get(key, lambda: self._run(progress))
-        progress(1.0, "done" if self.result is not None else "")
-        return self.result
-
-    def _run(self, progress):
-        s = self.split()
-        geom = sphgpu.RingGeometry.healpix(self.nside)
-        m = white_noise(self.nside, self.seed)
-        k = self.radial_kernel()
-        be = self.backend
-        progress(0.05, "full kernel in harmonic space")
-        t0 = time.perf_counter()
-        full = harmonic_convolve(m, k.bl, geom, backend=be)
-        full_s = time.perf_counter() - t0
-        progress(0.25, "the split")
-        t0 = time.perf_counter()
-        approx = convolve(m, s, backend=be)
-        split_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        harmonic_convolve(m, s.harmonic_bl, geom, backend=be)
-        harmonic_s = time.perf_counter() - t0
-        realspace_s = 0.0
-        if s.realspace is not None:
-            t0 = time.perf_counter()
-            convolve(m, s.realspace, method="realspace", backend=be)
-            realspace_s = time.perf_counter() - t0
-        here = measure_error(s, self.nside, maps=m, full=full, backend=be)
-        curve = [(self.l_cut, s.predicted_error, here.spectrum)]
-        fit = self._fitter()
-        others = sorted({int(l) for l in np.linspace(max(0, self.l_cut - self.lmax // 4),
-                                                      min(self.lmax - 1,
-                                                          self.l_cut + self.lmax // 4), 4)}
-                        - {self.l_cut})
-        for i, l in enumerate(others):
-            progress(0.5 + 0.45 * i / max(1, len(others)), f"measuring l_cut {l}")
-            other = fit.split(l, self.theta_cut_arcmin * ARCMIN)
-            me = measure_error(other, self.nside, maps=m, full=full, backend=be)
-            curve.append((l, other.predicted_error, me.spectrum))
-        curve.sort()
-        return KernelSplitResult(self.nside, be, self.l_cut, s.theta_cut, s.predicted_error,
-                                 here.spectrum, here.map, curve, harmonic_s, realspace_s,
-                                 split_s, full_s, full, approx)
+        if self.costs() is None:
+            progress(0.05, "timing this machine")
+            with self.capture("cost model"):
+                self.costs(measure=True)
+            if self.message:
+                return None
+        plan = self.plan
+        if plan is None:
+            return None
+        if plan.measured is None or plan.measured.seed != self.seed:
+            progress(0.3, "convolving white noise")
+            measured = None
+            with self.capture("run"):
+                measured = measure_plan(plan, seed=int(self.seed), backend=self.backend)
+            if measured is None:
+                return None
+            self._plans.put(self._plan_key(), measured)
+        progress(1.0, "done")
+        return self.plan
 
     # -- views ----------------------------------------------------------------------------------
     def numbers(self) -> list[tuple[str, str]]:
-        s = self.split()
-        if s is None:
+        """(label, text) rows, every one read from :attr:`plan` (or, before any cost model
+        can price, the split's predicted error and a note)."""
+        if self.message:
             return []
-        rows = [("kernel", f"{self.radial_kernel().name}, lmax {self.lmax}, nside {self.nside}"),
-                ("cuts", f"l_cut {self.l_cut}, theta_cut {s.theta_cut_arcmin:.4g}′"),
-                ("predicted error (α = {:g})".format(float(self.alpha)),
-                 f"{s.predicted_error:.3g} ({'within' if s.predicted_error <= self.error_bound else 'above'} "
-                 f"bound {float(self.error_bound):g})")]
-        t = self.predicted_times()
-        if t is None:
+        p = self.plan
+        rows = [("kernel", f"{self.radial_kernel().name}, lmax {self.lmax}, nside {self.nside}")]
+        err = self.predicted_error()
+        if self.all_harmonic:
+            rows.append(("plan", f"all harmonic (l_cut = lmax = {self.lmax}, no real-space "
+                                 f"part)"))
+        else:
+            kind = "real space only" if self.l_cut < 0 else "split"
+            s = self.split()
+            rows.append(("plan", f"{kind}: l_cut {self.l_cut}, theta_cut "
+                                 f"{s.theta_cut_arcmin:.4g}′"))
+        within = "within" if err <= float(self.error_bound) else "above"
+        rows.append((f"predicted error (α = {float(self.alpha):g})",
+                     f"{err:.3g} ({within} bound {float(self.error_bound):g})"))
+        if p is None:
             rows.append(("predicted times", "not measured on this machine yet: press "
                                             "Optimize or Run"))
-        else:
-            rows += [("predicted harmonic / real space",
-                      f"{fmt_seconds(t['harmonic'])} ({t['harmonic_backend']}) / "
-                      f"{fmt_seconds(t['realspace'])} ({t['realspace_backend']})"),
-                     ("predicted split / all harmonic",
-                      f"{fmt_seconds(t['total'])} / {fmt_seconds(t['all_harmonic'])}"),
-                     ("predicted speedup", f"{t['speedup']:.3g}x ({self.cost_model} costs)")]
-        if self.result is not None and self.result.l_cut == self.l_cut:
-            rows += self.result.numbers()
+            return rows
+        where = (f" on the {self.backend} backend" if self.cost_model == "measured"
+                 else " on the paper's machines")
+        rows += [("predicted harmonic / real space",
+                  f"{fmt_seconds(p.time_harmonic)} ({self.backend_label(p.harmonic_backend)}) / "
+                  f"{fmt_seconds(p.time_realspace)} ({self.backend_label(p.realspace_backend)})"),
+                 ("predicted plan / all harmonic",
+                  f"{fmt_seconds(p.time_total)} / {fmt_seconds(p.time_all_harmonic)}"),
+                 ("predicted speedup", f"{p.speedup:.3g}x ({self.cost_model} costs{where})")]
+        m = p.measured
+        if m is not None:
+            rows += [(f"measured on {m.backend}: spectrum / map error",
+                      f"{m.spectrum_error:.3g} / {m.map_error:.3g}"),
+                     ("measured harmonic / real space", f"{fmt_seconds(m.time_harmonic)} / "
+                                                        f"{fmt_seconds(m.time_realspace)}"),
+                     ("measured plan / all harmonic", f"{fmt_seconds(m.time_total)} / "
+                                                      f"{fmt_seconds(m.time_all_harmonic)}"),
+                     ("measured speedup", f"{m.speedup:.3g}x")]
         return rows
 
     def figure(self):
-        """Kernels in l-space and real space, error against l_cut, times: a Figure (or None)."""
-        s = self.split()
-        if s is None:
+        """Kernels in l-space and real space, error against l_cut, times: a Figure (or None).
+        The marks of the current cuts, error and times are the plan's."""
+        if self.message:
             return None
-        k = self.radial_kernel()
-        fig = _quick_figure(11.0, 6.4)
+        p, s, k = self.plan, self.split(), self.radial_kernel()
+        err = self.predicted_error()
+        fig = _quick_figure(11.0, 6.6)
         axs = fig.subplots(2, 2)
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.08, top=0.95, wspace=0.3,
-                            hspace=0.38)
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.09, top=0.95, wspace=0.3,
+                            hspace=0.42)
         ax = axs[0, 0]
-        ell = np.arange(s.approx_bl.shape[0])
         norm = np.abs(k.bl).max() or 1.0
-        ax.semilogy(ell[:k.lmax + 1], np.abs(k.bl) / norm, "k", lw=2, label="full K_ℓ")
-        if s.l_cut >= 0:
-            ax.semilogy(ell[:s.l_cut + 1], np.abs(s.harmonic_bl) / norm, color="#2166ac",
-                        label="harmonic part")
-        ax.semilogy(ell, np.abs(s.realspace_bl) / norm + 1e-300, color="#b2182b", lw=0.8,
-                    label="|real-space part|")
-        target = np.zeros_like(s.approx_bl)
-        target[:k.lmax + 1] = k.bl
-        ax.semilogy(ell, np.abs(s.approx_bl - target) / norm + 1e-300, color="0.5", lw=0.8,
-                    label="|sum − full|")
+        ell = np.arange(k.lmax + 1)
+        ax.semilogy(ell, np.abs(k.bl) / norm, "k", lw=2, label="full K_ℓ")
+        if s is not None:
+            ell_s = np.arange(s.approx_bl.shape[0])
+            if s.l_cut >= 0:
+                ax.semilogy(ell_s[:s.l_cut + 1], np.abs(s.harmonic_bl) / norm, color="#2166ac",
+                            label="harmonic part")
+            ax.semilogy(ell_s, np.abs(s.realspace_bl) / norm + 1e-300, color="#b2182b", lw=0.8,
+                        label="|real-space part|")
+            target = np.zeros_like(s.approx_bl)
+            target[:k.lmax + 1] = k.bl
+            ax.semilogy(ell_s, np.abs(s.approx_bl - target) / norm + 1e-300, color="0.5",
+                        lw=0.8, label="|sum − full|")
         ax.axvline(k.lmax, color="0.7", ls=":")
         ax.set_ylim(1e-12, 10)
-        ax.set_xlabel("ℓ")
-        ax.set_title("kernels in harmonic space (÷ max |K_ℓ|)", fontsize="medium")
-        ax.legend(fontsize="x-small", frameon=False)
+        ax.set_xlabel("multipole ℓ")
+        ax.set_ylabel("|K_ℓ| / max |K_ℓ|")
+        ax.set_title("kernels in harmonic space")
+        ax.legend(frameon=False)
 
         ax = axs[0, 1]
-        th_cut = max(s.theta_cut, 1e-6)
+        th_cut = s.theta_cut if s is not None else float(self.scan_grid()[-1])
         theta = np.linspace(0, 1.3 * th_cut, 300)
         full_prof = k.profile(np.minimum(theta, math.pi))
         scale = np.abs(full_prof).max() or 1.0
         ax.plot(theta / ARCMIN, full_prof / scale, "k", lw=2, label="full K(θ)")
-        if s.realspace is not None:
+        if s is not None and s.realspace is not None:
             ax.plot(theta / ARCMIN, s.realspace(theta) / scale, color="#b2182b",
                     label="real-space part")
-        ax.axvline(th_cut / ARCMIN, color="0.7", ls=":")
+            ax.axvline(th_cut / ARCMIN, color="0.7", ls=":")
         ax.set_xlabel("θ [arcmin]")
-        ax.set_title("profiles (÷ max |K(θ)|)", fontsize="medium")
-        ax.legend(fontsize="x-small", frameon=False)
+        ax.set_ylabel("K(θ) / max |K(θ)|")
+        ax.set_title("profiles")
+        ax.legend(frameon=False)
 
         ax = axs[1, 0]
         ls, errs = self.error_curve()
         ax.semilogy(ls, np.maximum(errs, 1e-16), "o-", color="#2166ac", ms=3,
-                    label=f"predicted (α = {float(self.alpha):g})")
+                    label=f"predicted at θ_cut {self.theta_cut_arcmin:.4g}′")
         ax.axhline(float(self.error_bound), color="k", ls="--", lw=1, label="bound")
-        ax.plot([s.l_cut], [max(s.predicted_error, 1e-16)], "*", color="#2166ac", ms=12)
-        r = self.result
-        if r is not None and abs(r.theta_cut - s.theta_cut) < 1e-12:
-            cl, _, meas = zip(*r.curve)
-            ax.semilogy(cl, np.maximum(meas, 1e-16), "s", color="#b2182b", ms=5,
-                        label="measured (spectrum)")
+        if self.all_harmonic:
+            ax.text(0.97, 0.9, "all harmonic: no split error", ha="right",
+                    transform=ax.transAxes)
+        else:
+            ax.plot([self.l_cut], [max(err, 1e-16)], "*", color="#2166ac", ms=13,
+                    label="this plan, predicted")
+            if p is not None and p.measured is not None:
+                ax.plot([self.l_cut], [max(p.measured.spectrum_error, 1e-16)], "s",
+                        color="#b2182b", ms=7, label=f"measured on {p.measured.backend}")
         ax.set_xlabel("l_cut")
-        ax.set_title(f"error against l_cut at θ_cut = {s.theta_cut_arcmin:.4g}′",
-                     fontsize="medium")
-        ax.legend(fontsize="x-small", frameon=False)
+        ax.set_ylabel(f"fractional error σ (α = {float(self.alpha):g})")
+        ax.set_title("error against l_cut")
+        ax.legend(frameon=False)
 
         ax = axs[1, 1]
-        t = self.predicted_times()
         labels, values, colors = [], [], []
-        if t is not None:
-            labels += ["harmonic", "real space", "split", "all harm."]
-            values += [t["harmonic"], t["realspace"], t["total"], t["all_harmonic"]]
+        if p is not None:
+            labels += ["harmonic", "real space", "plan", "all harm."]
+            values += [p.time_harmonic, p.time_realspace, p.time_total, p.time_all_harmonic]
             colors += ["#92c5de"] * 4
-        if r is not None and r.l_cut == s.l_cut:
-            labels += ["harmonic*", "real space*", "split*", "all harm.*"]
-            values += [r.harmonic_s, r.realspace_s, r.split_s, r.full_s]
-            colors += ["#f4a582"] * 4
-        if values:
-            ax.barh(labels, values, color=colors)
+            if p.measured is not None:
+                m = p.measured
+                labels += ["harmonic*", "real space*", "plan*", "all harm.*"]
+                values += [m.time_harmonic, m.time_realspace, m.time_total, m.time_all_harmonic]
+                colors += ["#f4a582"] * 4
+        shown = [(lb, v, c) for lb, v, c in zip(labels, values, colors) if v > 0]
+        if shown:
+            lb, v, c = zip(*shown)
+            ax.barh(lb, v, color=c)
             ax.set_xscale("log")
             ax.invert_yaxis()
             ax.set_xlabel("seconds (blue: predicted, red*: measured)")
+            ax.set_title(f"time ({self.cost_model} cost model, speedup {p.speedup:.3g}x)")
         else:
             ax.text(0.5, 0.5, "times: press Optimize or Run\nto time this machine",
                     ha="center", va="center", transform=ax.transAxes)
             ax.set_axis_off()
-        ax.set_title(f"time ({self.cost_model} cost model)", fontsize="medium")
         _quick_ticks(fig)
         return fig
 
     def map_figure(self):
-        """The convolved white-noise map and the split's residual (after Run), or None."""
-        r = self.result
-        if r is None:
+        """The convolved white-noise map and the plan's residual (after Run), or None."""
+        p = self.plan
+        if p is None or p.measured is None:
             return None
-        fig = new_figure(11.0, 3.4)
-        geom = sphgpu.RingGeometry.healpix(r.nside)
-        for i, (vals, title) in enumerate([(r.full_map, "full kernel"),
-                                           (r.residual, "split − full")]):
+        m = p.measured
+        fig = new_figure(11.0, 3.6)
+        geom = sphgpu.RingGeometry.healpix(p.nside)
+        for i, (vals, title) in enumerate([(m.full_map, "white noise ⊛ full kernel"),
+                                           (m.plan_map - m.full_map, "plan − full kernel")]):
             ax = fig.add_subplot(1, 2, i + 1, projection="mollweide")
             v = 3 * float(np.std(vals)) or 1.0
             mesh = mollview(vals, geom, ax, cmap="RdBu_r", vmin=-v, vmax=v)
-            fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04)
-            ax.set_title(title, fontsize="medium")
+            fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04,
+                         label="map value [units of the unit-variance input noise]")
+            ax.set_title(title)
         return fig
 
 
@@ -528,7 +581,7 @@ def _quick_figure(width, height):
     third of a second per redraw, too much for a panel answering every slider move."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), dpi=80)
+    return Figure(figsize=(width, height), dpi=DPI)
 
 
 def _quick_ticks(fig):
@@ -544,13 +597,9 @@ def _quick_ticks(fig):
                 axis.set_minor_locator(NullLocator())
 
 
-def _real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) \
-        and math.isfinite(float(x))
-
-
 class KernelSplitPanel(Panel):
-    """The kernel-split tuner's view: beam and cut controls, Optimize, Run, figures, numbers."""
+    """The kernel-split tuner's view: beam and cut controls, Optimize, Run, figures, numbers.
+    The cut sliders show the model's plan (l_cut at lmax and θ_cut disabled: all harmonic)."""
 
     def __init__(self, model: KernelSplitModel):
         super().__init__()
@@ -561,38 +610,35 @@ class KernelSplitPanel(Panel):
         self.nside = w.Dropdown(options=[n for n in NSIDES if n <= top], value=nside,
                                 description="nside", style=style)
         lmax = m.lmax if is_int(m.lmax) and m.lmax >= 2 else 2 * nside
-        fwhm = float(m.fwhm_arcmin) if _real(m.fwhm_arcmin) and m.fwhm_arcmin > 0 else 60.0
+        fwhm = float(m.fwhm_arcmin) if is_real(m.fwhm_arcmin) and m.fwhm_arcmin > 0 else 60.0
         self.fwhm = w.FloatSlider(value=fwhm, min=0.5, max=max(4 * fwhm, 600.0), step=0.5,
                                   description="beam FWHM [′]", continuous_update=False,
                                   style=style)
-        self.kernel = w.ToggleButtons(options=list(KERNELS), value=m.kernel
-                                      if m.kernel in KERNELS else "cmb",
-                                      description="kernel", style=dict(style,
-                                                                       button_width="6em"),
-                                      tooltips=["sqrt(C_l) B_l (the paper's)", "B_l"])
-        self.bound = w.FloatLogSlider(value=float(m.error_bound) if _real(m.error_bound)
+        self.kernel = toggle_buttons(list(KERNELS), m.kernel if m.kernel in KERNELS else "cmb",
+                                     "kernel", style["description_width"],
+                                     tooltips=["sqrt(C_l) B_l (the paper's)", "B_l"])
+        self.bound = w.FloatLogSlider(value=float(m.error_bound) if is_real(m.error_bound)
                                       else 1e-5, base=10, min=-9, max=-2, step=0.25,
                                       description="error bound", continuous_update=False,
                                       style=style, readout_format=".1e")
         self.l_cut = w.IntSlider(value=m.l_cut if is_int(m.l_cut) else lmax // 2, min=-1,
-                                 max=lmax, description="l_cut", continuous_update=False,
-                                 style=style)
+                                 max=lmax, description="l_cut (lmax: all harm.)",
+                                 continuous_update=False, style=dict(style,
+                                                                     description_width="11em"))
         lo, hi = (m.theta_range_arcmin if not m._basic_checks() else (1.0, 600.0))
-        theta = float(m.theta_cut_arcmin) if _real(m.theta_cut_arcmin) else hi / 2
+        theta = float(m.theta_cut_arcmin) if is_real(m.theta_cut_arcmin) else hi / 2
         self.theta = w.FloatSlider(value=min(max(theta, lo), hi), min=lo, max=hi,
                                    step=max((hi - lo) / 400, 0.01), description="θ_cut [′]",
-                                   continuous_update=False, style=style, readout_format=".4g")
-        self.cost = w.ToggleButtons(options=list(COST_MODELS), value=m.cost_model
-                                    if m.cost_model in COST_MODELS else "measured",
-                                    description="cost model",
-                                    style=dict(style, button_width="6em"))
-        self.backend = w.ToggleButtons(options=list(backends.BACKENDS), value=m.backend
-                                       if m.backend in backends.BACKENDS else "cpu",
-                                       description="backend",
-                                       style=dict(style, button_width="6em"))
+                                   continuous_update=False, style=dict(
+                                       style, description_width="11em"), readout_format=".4g")
+        self.cost = toggle_buttons(list(COST_MODELS), m.cost_model if m.cost_model in
+                                   COST_MODELS else "measured", "cost model",
+                                   style["description_width"])
+        self.backend = toggle_buttons(backend_options(m.backend), m.backend, "backend",
+                                      style["description_width"])
         self.optimize_button = w.Button(description="Optimize", icon="magic",
-                                        tooltip="set l_cut and theta_cut to the cheapest split "
-                                                "that meets the bound")
+                                        tooltip="make the fastest plan that meets the bound "
+                                                "the state")
         self.figure = w.Output()
         self.map_figure = w.Output()
         self._syncing = False
@@ -609,6 +655,7 @@ class KernelSplitPanel(Panel):
             controls, w.HBox([self.optimize_button, self.run_row()]), self.message,
             self.figure, self.numbers, self.map_figure]
         self.add_class("sphgpu-kernel-split-panel")
+        self._show_cuts()
         self.guarded(self._refresh)()
 
     # -- events ---------------------------------------------------------------------------------
@@ -616,7 +663,10 @@ class KernelSplitPanel(Panel):
         """lmax follows nside (2 nside); the cut sliders take the new ranges."""
         self._syncing = True
         try:
+            l_cut = self.model.l_cut
             self.model.set(nside=change["new"], lmax=2 * change["new"])
+            if is_int(l_cut) and l_cut >= 2 * change["old"]:     # all harmonic stays so
+                self.model.set(l_cut=self.model.lmax)
             self._ranges()
         finally:
             self._syncing = False
@@ -641,7 +691,24 @@ class KernelSplitPanel(Panel):
                        error_bound=self.bound.value, l_cut=self.l_cut.value,
                        theta_cut_arcmin=self.theta.value, cost_model=self.cost.value,
                        backend=self.backend.value)
+        self._show_cuts()
         self._refresh()
+
+    def _show_cuts(self):
+        """The sliders show the model's cuts: θ_cut is disabled for an all-harmonic plan."""
+        m = self.model
+        self._syncing = True
+        try:
+            if is_int(m.l_cut):
+                self.l_cut.value = int(m.l_cut)
+            if is_real(m.theta_cut_arcmin):
+                self.theta.value = min(max(float(m.theta_cut_arcmin), self.theta.min),
+                                       self.theta.max)
+            self.theta.disabled = m.all_harmonic
+        finally:
+            self._syncing = False
+        if is_real(m.theta_cut_arcmin) and not m.all_harmonic and not m._basic_checks():
+            m.set(theta_cut_arcmin=self.theta.value)        # what the slider can hold
 
     def _refresh(self):
         # a live model shows its predictions at once (Run measures); else the base's message
@@ -651,6 +718,10 @@ class KernelSplitPanel(Panel):
         else:
             self._show()
 
+    def _stale(self):
+        super()._stale()
+        self.map_figure.outputs = ()
+
     def stale_note(self):
         return f"nside {self.model.nside}: press Run to compute"
 
@@ -658,26 +729,18 @@ class KernelSplitPanel(Panel):
         m = self.model
         fig = m.figure()
         if fig is None:
+            self._stale()
             self.show_message(m.message)
             return
-        self.show_message("" if m.split().predicted_error <= m.error_bound else
-                          "the predicted error is above the bound: raise l_cut or theta_cut, "
-                          "or press Optimize", "note")
+        advice = m.advice()
+        self.show_message(advice, "note")
         show_figure(self.figure, fig)
         self.numbers.value = numbers_html(m.numbers())
         mf = m.map_figure()
-        if mf is not None and m.result.l_cut == m.l_cut:
+        if mf is not None:
             show_figure(self.map_figure, mf)
         else:
             self.map_figure.outputs = ()
-
-    def _set_cuts_quietly(self, l_cut, theta_arcmin):
-        self._syncing = True
-        try:
-            self.l_cut.value = int(l_cut)
-            self.theta.value = min(max(float(theta_arcmin), self.theta.min), self.theta.max)
-        finally:
-            self._syncing = False
 
     def optimize(self):
         self.optimize_button.disabled = True
@@ -688,13 +751,13 @@ class KernelSplitPanel(Panel):
         if plan is None:
             self.show_message(self.model.message)
             return
-        self._set_cuts_quietly(self.model.l_cut, self.model.theta_cut_arcmin)
-        self.model.set(theta_cut_arcmin=self.theta.value)
+        self._show_cuts()
         self._show()
 
     def run(self):
-        r = self.model.run(progress=self.report)
-        if r is None:
+        plan = self.model.run(progress=self.report)
+        if plan is None:
+            self._stale()
             self.show_message(self.model.message)
             return
         self._show()

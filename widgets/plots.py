@@ -1,18 +1,74 @@
-"""Plots shared by the panels and notebooks, with matplotlib alone (no healpy needed)."""
+"""Plots shared by the panels and notebooks, with matplotlib (and ducc0 for HEALPix pixels).
+
+Maps are drawn with their true pixels: every drawn cell shows the pixel that contains the
+cell's centre. On HEALPix that pixel is ducc0's ``ang2pix`` (the HEALPix library's own
+answer); on the other ring grids sphgpu makes (Gauss-Legendre, Clenshaw-Curtis, Fejer) a pixel
+is by construction the band between the midpoints of neighbouring rings times an equal share
+of its ring in longitude, so the nearest ring and the nearest pixel along it are exact there.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mollview", "spectrum_plot"]
+__all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
+           "readable"]
+
+#: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
+FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}
+#: Grid kinds whose pixels are the cells of their rings (see the module docstring).
+_RECTANGULAR_KINDS = ("gauss-legendre", "clenshaw-curtis", "fejer1")
 
 
-def mollview(values, geometry, ax, *, nlon=480, nlat=240, **kw):
-    """Draw a map on a Mollweide axes (``projection="mollweide"``) by nearest-pixel lookup.
+def pixel_of(geometry, theta, phi) -> np.ndarray:
+    """Index of the pixel of ``geometry`` that contains each direction.
 
-    Every cell of a regular longitude/latitude grid takes the value of the nearest pixel: the
-    nearest ring by colatitude, then the nearest pixel along that ring. Longitude grows to
-    the left, as on the sky.
+    Parameters
+    ----------
+    geometry : sphgpu.RingGeometry
+        HEALPix (any nside, the whole sphere) or a Gauss-Legendre / Clenshaw-Curtis / Fejer grid.
+    theta, phi : ndarray of float64, same shape
+        Colatitude in [0, pi] and longitude in radians.
+
+    Returns
+    -------
+    ndarray of int64, the shape of ``theta``: indices into the flat map (RING order).
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    phi = np.mod(np.asarray(phi, dtype=np.float64), 2 * np.pi)
+    if theta.shape != phi.shape:
+        raise ValueError(f"theta and phi must have one shape, got {theta.shape} and {phi.shape}")
+    if geometry.kind == "healpix" and geometry.pixel_offset == 0 and geometry.nside:
+        import ducc0
+
+        base = ducc0.healpix.Healpix_Base(int(geometry.nside), "RING")
+        ang = np.stack([theta.ravel(), phi.ravel()], axis=-1)
+        return base.ang2pix(ang).astype(np.int64).reshape(theta.shape)
+    if geometry.kind not in _RECTANGULAR_KINDS:
+        raise ValueError(f"geometry must be a whole-sphere HEALPix grid or one of "
+                         f"{', '.join(_RECTANGULAR_KINDS)}, not {geometry!r}: its pixels have no "
+                         f"shape to draw")
+    ring_edges = 0.5 * (geometry.theta[1:] + geometry.theta[:-1])
+    ring = np.searchsorted(ring_edges, theta)
+    nphi = geometry.nphi[ring]
+    k = np.floor((phi - geometry.phi0[ring]) * nphi / (2 * np.pi) + 0.5).astype(np.int64) % nphi
+    return geometry.ringstart[ring] + k
+
+
+def _check_values(values, geometry):
+    values = np.asarray(values)
+    if values.shape != (geometry.npix,):
+        raise ValueError(f"values must have shape ({geometry.npix},) for {geometry}, "
+                         f"got {values.shape}")
+    return values
+
+
+def mollview(values, geometry, ax, *, nlon=480, nlat=240, grid=True, **kw):
+    """Draw a map on a Mollweide axes (``projection="mollweide"``) with its true pixels.
+
+    The map is sampled on a regular longitude/latitude grid of ``nlon`` x ``nlat`` cells;
+    each cell shows the pixel containing its centre (:func:`pixel_of`). Longitude grows to the
+    left, as on the sky.
 
     Parameters
     ----------
@@ -22,30 +78,123 @@ def mollview(values, geometry, ax, *, nlon=480, nlat=240, **kw):
     ax : matplotlib Axes with projection="mollweide"
     nlon, nlat : int
         Resolution of the drawn grid (the cost of drawing grows with nlon * nlat).
+    grid : bool
+        Draw a graticule (meridians and parallels every 30 degrees).
     **kw
         Passed to ``pcolormesh`` (cmap, vmin, vmax...).
 
     Returns
     -------
-    The QuadMesh, for a colorbar.
+    The QuadMesh, for a colorbar; its array holds the drawn values, row by row from the south,
+    each row from the axes' left (longitude +180 degrees) to its right. A direction at longitude
+    ``lon`` (radians) is at the axes' x = -lon (:func:`mollweide_x`).
     """
-    values = np.asarray(values)
-    if values.shape != (geometry.npix,):
-        raise ValueError(f"values must have shape ({geometry.npix},) for {geometry}, "
-                         f"got {values.shape}")
-    lon = np.linspace(np.pi, -np.pi, nlon + 1)
+    values = _check_values(values, geometry)
+    x = np.linspace(-np.pi, np.pi, nlon + 1)
     lat = np.linspace(-np.pi / 2, np.pi / 2, nlat + 1)
     theta = np.pi / 2 - 0.5 * (lat[1:] + lat[:-1])
-    phi = np.mod(0.5 * (lon[1:] + lon[:-1]), 2 * np.pi)
-    ring_edges = 0.5 * (geometry.theta[1:] + geometry.theta[:-1])
-    ring = np.searchsorted(ring_edges, theta)[:, None]
-    nphi = geometry.nphi[ring]
-    k = np.rint((phi - geometry.phi0[ring]) * nphi / (2 * np.pi)).astype(np.int64) % nphi
-    mesh = ax.pcolormesh(lon, lat, values[geometry.ringstart[ring] + k], rasterized=True, **kw)
+    phi = -0.5 * (x[1:] + x[:-1])               # the axes' x grows to the right, longitude left
+    pix = pixel_of(geometry, np.repeat(theta[:, None], nlon, 1), np.tile(phi, (nlat, 1)))
+    mesh = ax.pcolormesh(x, lat, values[pix], rasterized=True, **kw)
     ax.set_xticklabels([])
     ax.set_yticklabels([])
-    ax.grid(False)
+    graticule(ax, grid)
     return mesh
+
+
+def mollweide_x(lon_deg):
+    """The Mollweide axes' x (radians) of a longitude in degrees (longitude grows to the left)."""
+    return -np.deg2rad((np.asarray(lon_deg, dtype=np.float64) + 180.0) % 360.0 - 180.0)
+
+
+def graticule(ax, on=True):
+    """Meridians and parallels every 30 degrees on a Mollweide axes, thin and grey."""
+    ax.grid(on, color="0.3", lw=0.4, alpha=0.6)
+
+
+def _gnomonic_directions(lon_deg, lat_deg, width_deg, npix):
+    """(theta, phi) of the centres of an npix x npix image of the tangent plane at (lon, lat),
+    ``width_deg`` wide through the centre; rows from the bottom, x growing to the east (left
+    on the sky is east: the image's x axis is drawn reversed)."""
+    half = np.tan(np.deg2rad(width_deg) / 2)
+    u = (np.arange(npix) + 0.5) / npix * 2 * half - half
+    # columns run from east to west so that east is on the left, as on the sky
+    x, y = np.meshgrid(u[::-1], u)
+    lon0, lat0 = np.deg2rad(lon_deg), np.deg2rad(lat_deg)
+    centre = np.array([np.cos(lat0) * np.cos(lon0), np.cos(lat0) * np.sin(lon0), np.sin(lat0)])
+    east = np.array([-np.sin(lon0), np.cos(lon0), 0.0])
+    north = np.cross(centre, east)
+    d = centre[:, None, None] + x * east[:, None, None] + y * north[:, None, None]
+    d /= np.linalg.norm(d, axis=0)
+    theta = np.arccos(np.clip(d[2], -1.0, 1.0))
+    phi = np.arctan2(d[1], d[0])
+    return theta, phi
+
+
+def gnomview(values, geometry, ax, *, lon_deg, lat_deg, width_deg=10.0, npix=200, **kw):
+    """Draw a gnomonic (tangent-plane) zoom of a map around (lon_deg, lat_deg).
+
+    Parameters
+    ----------
+    values : ndarray, shape (geometry.npix,)
+    geometry : sphgpu.RingGeometry
+    ax : a plain matplotlib Axes
+    lon_deg, lat_deg : float
+        Centre of the view in degrees (longitude in any range, latitude in [-90, 90]).
+    width_deg : float
+        Angle across the view through its centre, degrees, in (0, 120].
+    npix : int
+        Image cells per side; each shows the map's pixel containing the cell's centre.
+    **kw
+        Passed to ``imshow`` (cmap, vmin, vmax...).
+
+    Returns
+    -------
+    The AxesImage, for a colorbar. The axes are offsets from the centre in degrees on the
+    tangent plane (east to the left, as on the sky).
+    """
+    values = _check_values(values, geometry)
+    if not -90.0 <= float(lat_deg) <= 90.0:
+        raise ValueError(f"lat_deg must be in [-90, 90] degrees, got {lat_deg!r}")
+    if not 0.0 < float(width_deg) <= 120.0:
+        raise ValueError(f"width_deg must be in (0, 120] degrees, got {width_deg!r}")
+    theta, phi = _gnomonic_directions(float(lon_deg), float(lat_deg), float(width_deg),
+                                      int(npix))
+    img = values[pixel_of(geometry, theta, phi)]
+    half = np.rad2deg(np.tan(np.deg2rad(width_deg) / 2))
+    image = ax.imshow(img, origin="lower", extent=(half, -half, -half, half),
+                      interpolation="nearest", **kw)
+    ax.set_xlabel("east offset [deg, tangent plane]")
+    ax.set_ylabel("north offset [deg]")
+    ax.plot([0], [0], "+", color="k", ms=10)
+    return image
+
+
+def readable(fig):
+    """Set the fonts of a finished figure to readable sizes (:data:`FONT`); log axes get
+    labels at decades only, or at 1, 2, 5 times a decade as plain numbers when the axis spans
+    less than two decades (instead of minor labels like "2×10¹ 3×10¹")."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plain = FuncFormatter(lambda v, _pos: f"{v:g}")
+    for ax in fig.axes:
+        ax.tick_params(labelsize=FONT["tick"])
+        ax.xaxis.label.set_fontsize(FONT["label"])
+        ax.yaxis.label.set_fontsize(FONT["label"])
+        ax.title.set_fontsize(FONT["title"])
+        leg = ax.get_legend()
+        if leg is not None:
+            for t in leg.get_texts():
+                t.set_fontsize(FONT["legend"])
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            if scale != "log":
+                continue
+            axis.set_minor_formatter(NullFormatter())
+            lo, hi = sorted(axis.get_view_interval())
+            if lo > 0 and hi / lo < 100:
+                axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+                axis.set_major_formatter(plain)
+    return fig
 
 
 def spectrum_plot(ax, cl_model, cl_hat, *, lmin=2):
@@ -65,8 +214,8 @@ def spectrum_plot(ax, cl_model, cl_hat, *, lmin=2):
     ax.fill_between(ell, model - band, model + band, color="0.85", lw=0, label="cosmic variance")
     ax.plot(ell, dl * cl_hat[lmin:], color="#b2182b", lw=1, label="recovered")
     ax.plot(ell, model, color="k", lw=1.5, label=r"input $C_\ell b_\ell^2$")
-    ax.set_xlabel(r"$\ell$")
+    ax.set_xlabel(r"multipole $\ell$")
     ax.set_ylabel(r"$\ell(\ell+1)C_\ell/2\pi$ [μK²]")
     if len(ell):
         ax.set_xlim(lmin, max(lmin + 1, ell[-1]))
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False, fontsize=FONT["legend"])

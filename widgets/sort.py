@@ -22,8 +22,9 @@ from sphgpu import backends
 from sphgpu.bench import time_call
 from sphgpu.sort import pic
 
-from ._base import (LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure,
-                    numbers_html, show_figure)
+from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
+                    is_int, new_figure, numbers_html, show_figure, toggle_buttons)
+from .plots import FONT
 
 __all__ = ["SortModel", "SortResult", "PicResult", "SortPanel", "sort_panel"]
 
@@ -347,18 +348,18 @@ class SortModel(PanelModel):
         secs = [res.sphgpu_s[r]] + list(res.peers_s.values())
         ax1.barh(names[::-1], [res.n / s / 1e6 for s in secs][::-1],
                  color=(["0.6"] * len(res.peers_s) + ["#b2182b"]))
-        ax1.set_xlabel("Mkeys / s")
+        ax1.set_xlabel("throughput [Mkeys / s]")
         ax1.set_title(f"n = 2^{int(math.log2(res.n))}, b = {res.key_bits}", fontsize="medium")
         rs = sorted(res.sphgpu_s)
         ax2.plot(rs, [res.sphgpu_s[k] * 1e3 for k in rs], "o-", color="#2166ac")
         ax2.plot([r], [res.sphgpu_s[r] * 1e3], "o", ms=11, mfc="none", mec="#b2182b", mew=2,
                  label=f"r = {r}: {res.passes(r)} passes")
         ax2.set_xlabel("radix bits r")
-        ax2.set_ylabel("ms per sort")
+        ax2.set_ylabel("time per sort [ms]")
         ax2.set_yscale("log")
         ax2.set_xticks(rs)
         ax2.grid(True, alpha=0.3)
-        ax2.legend(frameon=False, fontsize="small")
+        ax2.legend(frameon=False, fontsize=FONT["legend"])
         ax2.set_title("sweep over the digit width", fontsize="medium")
         return fig
 
@@ -379,6 +380,8 @@ class SortModel(PanelModel):
         ax1.set_xlim(0, 1)
         ax1.set_ylim(0, 1)
         ax1.set_aspect("equal")
+        ax1.set_xlabel("x [box lengths]")
+        ax1.set_ylabel("y [box lengths]")
         ax1.set_title("colour = place in the sorted list", fontsize="medium")
         steps = np.arange(1, len(res.sort_s) + 1)
         ax2.plot(steps, np.array(res.sort_s) * 1e3, "o-", color="#b2182b",
@@ -386,11 +389,11 @@ class SortModel(PanelModel):
         ax2.plot(steps, np.array(res.sort_min_s) * 1e3, "s--", color="#2166ac",
                  label=f"b = {res.min_key_bits}: "
                        f"{math.ceil(res.min_key_bits / res.radix_bits)} passes")
-        ax2.set_xlabel("step")
+        ax2.set_xlabel("time step")
         ax2.set_xticks(steps)
-        ax2.set_ylabel("ms per re-sort")
+        ax2.set_ylabel("time per re-sort [ms]")
         ax2.set_ylim(bottom=0)
-        ax2.legend(frameon=False, fontsize="small")
+        ax2.legend(frameon=False, fontsize=FONT["legend"])
         ax2.set_title(f"re-sort by cell, r = {res.radix_bits}", fontsize="medium")
         return fig
 
@@ -422,9 +425,8 @@ class SortPanel(Panel):
         self.key_bits = islider(m.key_bits, 1, KEY_BITS, "key bits b")
         self.radix_bits = islider(m.radix_bits, 1, MAX_RADIX_BITS, "radix bits r")
         self.permutation = w.Checkbox(value=bool(m.permutation), description="permutation too")
-        self.backend = w.ToggleButtons(options=list(backends.BACKENDS), value=m.backend,
-                                       description="backend",
-                                       style=dict(style, button_width="6.5em"))
+        self.backend = toggle_buttons(backend_options(m.backend), m.backend, "backend",
+                                      style["description_width"])
         self.pic_log2n = islider(m.pic_log2n, 8, top, "log2 particles")
         self.pic_grid = islider(m.pic_grid, 1, 256, "grid")
         self.pic_key_bits = islider(m.pic_key_bits, 1, KEY_BITS, "PIC key bits")

@@ -32,8 +32,8 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.bench import time_call
 
-from ._base import (Panel, PanelModel, default_backend, fmt_seconds, new_figure, numbers_html,
-                    show_figure)
+from ._base import (Panel, PanelModel, backend_options, default_backend, fmt_seconds,
+                    new_figure, numbers_html, show_figure, toggle_buttons)
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
            "default_results_dir", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
@@ -144,32 +144,62 @@ def _device_kit(backend):
     return (lambda a: a), None
 
 
+def _ducc0_call(nside, lmax, group, alm, sky):
+    """ducc0 called directly (all threads), as a peer: synthesis, or the one-pass analysis
+    (pixel-area weights) that sphgpu's map2alm with iter=0 computes."""
+    import ducc0
+
+    info = ducc0.healpix.Healpix_Base(nside, "RING").sht_info()
+    if group == "alm2map":
+        return lambda: ducc0.sht.synthesis(alm=alm[None], lmax=lmax, mmax=lmax, spin=0,
+                                           nthreads=0, **info)
+    weighted = sky * (4 * np.pi / sky.size)
+    return lambda: ducc0.sht.adjoint_synthesis(map=weighted[None], lmax=lmax, mmax=lmax,
+                                               spin=0, nthreads=0, **info)
+
+
+def _healpy_call(nside, lmax, group, alm, sky):
+    """healpy's transform, as a peer (None when healpy is not installed)."""
+    try:
+        import healpy
+    except ImportError:
+        return None
+    if group == "alm2map":
+        return lambda: healpy.alm2map(alm, nside, lmax=lmax)
+    return lambda: healpy.map2alm(sky, lmax=lmax, iter=0)
+
+
 def measure_sht(nside, group, backend):
     """sphgpu's transform (``group`` is "alm2map" or "map2alm", one pass) at lmax = 2 nside
-    on ``backend``; on CUDA also the CPU backend (ducc0) for the speedup."""
+    on ``backend`` (on CUDA with device and host arrays), against its peers on this machine:
+    ducc0 called directly on all threads and healpy where installed."""
     from sphgpu.data import planck2018_cl
 
     lmax = 2 * nside
     alm = sphgpu.synalm(planck2018_cl(lmax), lmax, seed=1)
     sky = sphgpu.alm2map(alm, nside, lmax, backend="cpu")
     out = {}
-    for b in dict.fromkeys([backend, "cpu"]):
-        to_dev, sync = _device_kit(b)
+
+    def sphgpu_call(arr_alm, arr_sky):
         if group == "alm2map":
-            a = to_dev(alm)
+            return lambda: sphgpu.alm2map(arr_alm, nside, lmax, backend=backend)
+        return lambda: sphgpu.map2alm(arr_sky, lmax, iter=0, backend=backend)
 
-            def fn():
-                return sphgpu.alm2map(a, nside, lmax, backend=b)
-        else:
-            m = to_dev(sky)
-
-            def fn():
-                return sphgpu.map2alm(m, lmax, iter=0, backend=b)
-        if b == "cpu":
-            key = f"ducc0_all_{group}"          # the CPU backend is ducc0 on all threads
-        else:
-            key = f"cuda_{'device' if sync else 'host'}_{group}" if b == "cuda" else f"{b}_{group}"
-        out[key] = time_call(fn, repeat=3, sync=sync, max_seconds=10.0).median
+    if backend == "cuda":
+        to_dev, sync = _device_kit("cuda")
+        if sync is not None:
+            out[f"cuda_device_{group}"] = time_call(sphgpu_call(to_dev(alm), to_dev(sky)),
+                                                    repeat=3, sync=sync, max_seconds=10.0).median
+        out[f"cuda_host_{group}"] = time_call(sphgpu_call(alm, sky), repeat=3,
+                                              max_seconds=10.0).median
+    else:
+        out[f"{backend}_{group}"] = time_call(sphgpu_call(alm, sky), repeat=3,
+                                              max_seconds=10.0).median
+    out[f"ducc0_all_{group}"] = time_call(_ducc0_call(nside, lmax, group, alm, sky), repeat=3,
+                                          max_seconds=10.0).median
+    peer = _healpy_call(nside, lmax, group, alm, sky)
+    if peer is not None:
+        out[f"healpy_{group}"] = time_call(peer, repeat=3, max_seconds=10.0).median
     return out
 
 
@@ -197,6 +227,8 @@ def measure_sort(n, group, backend):
 
 
 _SHT_LABELS = {"cuda_device": "sphgpu cuda, device arrays", "cuda_host": "sphgpu cuda, host arrays",
+               "cpu": "sphgpu cpu backend (ducc0 inside)",
+               "reference": "sphgpu reference (NumPy)",
                "ducc0_all": "ducc0, all threads", "ducc0_1": "ducc0, 1 thread",
                "healpy": "healpy"}
 
@@ -217,7 +249,8 @@ register(BenchmarkSpec(
             for op in ("alm2map", "map2alm")},
     labels={f"{impl}_{op}": text for impl, text in _SHT_LABELS.items()
             for op in ("alm2map", "map2alm")},
-    measure=measure_sht, max_measure={"cpu": 256, "cuda": 4096}, capability="sht"))
+    measure=measure_sht, max_measure={"cpu": 256, "cuda": 4096, "reference": 16},
+    capability="sht"))
 
 register(BenchmarkSpec(
     name="sort", title="Radix sort of random uint32 keys", rows="uint32", x="n",
@@ -229,7 +262,8 @@ register(BenchmarkSpec(
             "cupy_sort": "cupy.sort (CUB)", "cupy_argsort": "cupy.argsort (CUB)",
             "numpy_sort_stable": "numpy.sort stable", "numpy_argsort_stable":
             "numpy.argsort stable"},
-    measure=measure_sort, max_measure={"cpu": 2**22, "cuda": 2**28}, capability="sort"))
+    measure=measure_sort, max_measure={"cpu": 2**22, "cuda": 2**28, "reference": 2**16},
+    capability="sort"))
 
 _TPACF = ("sphgpu_cuda_float32", "sphgpu_cuda_float64", "cpu", "treecorr")
 register(BenchmarkSpec(
@@ -541,8 +575,6 @@ class SpeedupModel(PanelModel):
         for size, row in sorted(self._fresh_rows().items()):
             text = ", ".join(f"{b.spec.label(k)} {fmt_seconds(v)}" for k, v in row.items())
             rows.append((f"this machine, {_size_text(size, b.spec)}", text))
-        if self.skipped:
-            rows.append(("not shown", "; ".join(f"{k} ({v})" for k, v in self.skipped.items())))
         return rows
 
     # -- fresh measurement --------------------------------------------------------------------
@@ -593,7 +625,7 @@ class SpeedupModel(PanelModel):
         if b is None or not curves:
             return None
         spec = b.spec
-        fig = new_figure(8.0, 3.8)
+        fig = new_figure(9.0, 4.2)
         ax = fig.add_subplot()
         colors = {}
         for c in curves:
@@ -626,7 +658,7 @@ class SpeedupModel(PanelModel):
         ax.set_xlabel(spec.x_label)
         ax.grid(True, which="both", alpha=0.25)
         ax.set_title(f"{spec.title}: {self.group}", fontsize="medium")
-        ax.legend(frameon=False, fontsize="small", loc="best")
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return fig
 
 
@@ -649,16 +681,13 @@ class SpeedupPanel(Panel):
                                     description="benchmark", style=style)
         self.group = w.Dropdown(options=m.groups(), value=m.group, description="operation",
                                 style=style)
-        self.view = w.ToggleButtons(options=list(VIEWS), value=m.view, description="show",
-                                    style=style)
+        self.view = toggle_buttons(list(VIEWS), m.view, "show", style["description_width"])
         self.baseline = w.Dropdown(options=self._baseline_options(), value=m.baseline,
                                    description="speedup over", style=style)
         self.sizes = w.Text(value=m.sizes, description="measure at", style=style,
                             placeholder="e.g. 32, 64, 128  or  2^16, 2^20")
-        self.backend = w.ToggleButtons(options=["cpu", "cuda"],
-                                       value=m.backend if m.backend in ("cpu", "cuda") else "cpu",
-                                       description="backend",
-                                       style=dict(style, button_width="6.5em"))
+        self.backend = toggle_buttons(backend_options(m.backend), m.backend, "backend",
+                                      style["description_width"])
         self.run_button.description = "Measure"
         self.run_button.tooltip = "time sphgpu at these sizes on this machine"
         self.figure = w.Output()

@@ -10,6 +10,7 @@ spectrum, and the numbers. See :mod:`sphgpu.widgets._base` for the pattern.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import ipywidgets as w
@@ -19,13 +20,15 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
-from ._base import LRU, Panel, PanelModel, default_backend, fmt_seconds, is_int, new_figure
-from .plots import mollview, spectrum_plot
+from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds, is_int,
+                    is_real, new_figure, show_figure, toggle_buttons)
+from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
 
-#: nside choices offered by the panel (sphgpu itself takes any nside >= 1).
-NSIDES = tuple(2**k for k in range(13))
+#: nside choices offered by the panel (sphgpu itself takes any nside >= 1): below 8 a sky has too
+#: few modes (fewer than 300 at l >= 2) for its spectrum check to mean anything.
+NSIDES = tuple(2**k for k in range(3, 13))
 #: Largest nside each backend runs here by default: the CPU limit keeps Binder (1-2 GB, two
 #: cores) within seconds; the NumPy reference is the readable specification, not a fast path.
 MAX_NSIDE = {"cpu": 512, "cuda": 4096, "reference": 32}
@@ -34,6 +37,9 @@ LIVE_MAX_NSIDE = 64
 #: Largest band limit relative to nside: beyond 4 nside a HEALPix map cannot hold the modes.
 LMAX_PER_NSIDE = 4
 MAX_ITER = 10
+#: The spectrum check uses the l where the beam keeps at least this fraction of the power
+#: (b_l^2): beyond, C_hat holds mostly the transforms' rounding divided by a tiny b_l^2.
+RATIO_MIN_BEAM2 = 1e-3
 
 
 @dataclasses.dataclass
@@ -50,12 +56,31 @@ class TransformResult:
     synthesis_s: float         # alm2map wall time
     analysis_s: float          # map2alm (with iter) wall time
     iter: int
+    beam2: np.ndarray          # (lmax+1,) b_l^2 of the beam applied
 
     @property
-    def spectrum_ratio(self) -> float:
-        """Mean of C_hat / (C b^2) over 2 <= l <= lmax: 1 within cosmic variance."""
-        good = self.cl_model[2:] > 0
-        return float(np.mean(self.cl_hat[2:][good] / self.cl_model[2:][good]))
+    def ratio_range(self) -> tuple[int, int]:
+        """(first, last) l of the spectrum check: l >= 2, where the beam keeps at least
+        :data:`RATIO_MIN_BEAM2` of the power and the map resolves the mode (l < 3 nside)."""
+        ell = np.arange(self.lmax + 1)
+        ok = (ell >= 2) & (self.beam2 >= RATIO_MIN_BEAM2) & (ell < 3 * self.nside) & (
+            self.cl_model > 0)
+        if not ok.any():
+            return (2, 1)
+        return (int(ell[ok][0]), int(ell[ok][-1]))
+
+    @property
+    def spectrum_ratio(self) -> tuple[float, float]:
+        """(ratio, sigma): sum (2l+1) C_hat / (C b^2) / sum (2l+1) over :attr:`ratio_range`,
+        1 within its cosmic variance sigma = sqrt(2 / sum (2l+1)); (nan, nan) when the range is
+        empty (a beam wider than the sky the map holds)."""
+        lo, hi = self.ratio_range
+        if hi < lo:
+            return (math.nan, math.nan)
+        ell = np.arange(lo, hi + 1)
+        modes = 2 * ell + 1
+        ratio = self.cl_hat[lo:hi + 1] / self.cl_model[lo:hi + 1]
+        return float(np.sum(modes * ratio) / modes.sum()), float(math.sqrt(2.0 / modes.sum()))
 
     def numbers(self) -> list[tuple[str, str]]:
         return [
@@ -66,8 +91,18 @@ class TransformResult:
             (f"map2alm (iter={self.iter})", fmt_seconds(self.analysis_s)),
             ("map rms", f"{self.map.std():.2f} μK"),
             ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
-            ("⟨C_hat / C b²⟩, ℓ ≥ 2", f"{self.spectrum_ratio:.4f}"),
+            self._ratio_row(),
         ]
+
+    def _ratio_row(self):
+        lo, hi = self.ratio_range
+        ratio, sigma = self.spectrum_ratio
+        if hi < lo:
+            return ("⟨C_hat / C b²⟩", "no ℓ ≥ 2 where the beam keeps signal")
+        note = ("; lmax ≥ 3 nside: modes the map cannot hold alias into lower ℓ"
+                if self.lmax >= 3 * self.nside else "")
+        return (f"⟨C_hat / C b²⟩, ℓ {lo}–{hi}",
+                f"{ratio:.3f} ± {sigma:.3f} (cosmic variance; b_ℓ² ≥ {RATIO_MIN_BEAM2:g}{note})")
 
 
 class TransformModel(PanelModel):
@@ -89,15 +124,22 @@ class TransformModel(PanelModel):
         Default: ``SPHGPU_BACKEND`` if set, else "cuda" where a GPU is usable, else "cpu".
     max_nside : dict, optional
         Largest nside per backend (default :data:`MAX_NSIDE`); larger ones set ``message``.
+    zoom_lon, zoom_lat : float, degrees
+        Centre of the gnomonic zoom (a view setting: moving it recomputes nothing).
+    zoom_width : float, degrees
+        Width of the zoom, 1 to 90.
     live_max_nside : int
         Up to this nside the panel recomputes on every change (``live``).
     """
 
-    PARAMS = ("nside", "lmax", "fwhm_arcmin", "seed", "iter", "backend")
+    PARAMS = ("nside", "lmax", "fwhm_arcmin", "seed", "iter", "backend", "zoom_lon", "zoom_lat",
+              "zoom_width")
 
     def __init__(self, nside=32, lmax=None, fwhm_arcmin=60.0, seed=0, iter=3, backend=None, *,
-                 max_nside=None, live_max_nside=LIVE_MAX_NSIDE):
+                 zoom_lon=0.0, zoom_lat=0.0, zoom_width=30.0, max_nside=None,
+                 live_max_nside=LIVE_MAX_NSIDE):
         super().__init__()
+        self.zoom_lon, self.zoom_lat, self.zoom_width = zoom_lon, zoom_lat, zoom_width
         self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
         self.live_max_nside = live_max_nside
         self.nside = nside
@@ -134,6 +176,12 @@ class TransformModel(PanelModel):
             return f"iter must be a whole number from 0 to {MAX_ITER}, not {self.iter!r}"
         if not is_int(self.seed) or self.seed < 0:
             return f"seed must be a whole number >= 0, not {self.seed!r}"
+        if not is_real(self.zoom_lat) or not -90 <= self.zoom_lat <= 90:
+            return f"zoom latitude must be from -90 to 90 degrees, not {self.zoom_lat!r}"
+        if not is_real(self.zoom_lon):
+            return f"zoom longitude must be a number of degrees, not {self.zoom_lon!r}"
+        if not is_real(self.zoom_width) or not 1 <= self.zoom_width <= 90:
+            return f"zoom width must be from 1 to 90 degrees, not {self.zoom_width!r}"
         try:
             backends.resolve(self.backend, "sht")
         except backends.BackendUnavailableError as exc:
@@ -172,7 +220,7 @@ class TransformModel(PanelModel):
         self.result = TransformResult(
             nside=self.nside, lmax=self.lmax, backend=self.backend, map=sky,
             cl_model=self._cl_model(), cl_hat=cl_hat, roundtrip_error=err,
-            synthesis_s=t_syn, analysis_s=t_ana, iter=self.iter)
+            synthesis_s=t_syn, analysis_s=t_ana, iter=self.iter, beam2=self._beam() ** 2)
         return self.result
 
     def _beam(self):
@@ -197,21 +245,29 @@ class TransformModel(PanelModel):
 
     # -- views --------------------------------------------------------------------------------
     def figure(self):
-        """Map (Mollweide) and spectra of the last result, as a matplotlib Figure (or None)."""
+        """Map (Mollweide, with the zoom's centre marked), its gnomonic zoom, and the spectra
+        of the last result, as a matplotlib Figure (or None)."""
         r = self.result
         if r is None:
             return None
-        fig = new_figure(11.0, 3.6)
-        gs = fig.add_gridspec(1, 2, width_ratios=[1.35, 1])
+        fig = new_figure(13.0, 3.9)
+        gs = fig.add_gridspec(1, 3, width_ratios=[1.5, 0.95, 1.15])
         ax = fig.add_subplot(gs[0], projection="mollweide")
         vmax = 3 * float(r.map.std()) or 1.0
-        mesh = mollview(r.map, sphgpu.RingGeometry.healpix(r.nside), ax, cmap="RdBu_r",
-                        vmin=-vmax, vmax=vmax)
+        geom = sphgpu.RingGeometry.healpix(r.nside)
+        style = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        mesh = mollview(r.map, geom, ax, **style)
+        ax.plot(mollweide_x(self.zoom_lon), np.deg2rad(self.zoom_lat), "s", mfc="none",
+                mec="k", ms=9, mew=1.5)
         fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04,
                      label="ΔT [μK]")
-        ax.set_title(f"nside {r.nside}, {float(self.fwhm_arcmin):g}′ beam, seed {self.seed}",
-                     fontsize="medium")
-        spectrum_plot(fig.add_subplot(gs[1]), r.cl_model, r.cl_hat)
+        ax.set_title(f"nside {r.nside}, {float(self.fwhm_arcmin):g}′ beam, seed {self.seed}")
+        zx = fig.add_subplot(gs[1])
+        gnomview(r.map, geom, zx, lon_deg=float(self.zoom_lon), lat_deg=float(self.zoom_lat),
+                 width_deg=float(self.zoom_width), npix=160, **style)
+        zx.set_title(f"zoom on ({float(self.zoom_lon):g}°, {float(self.zoom_lat):g}°), "
+                     f"{float(self.zoom_width):g}° wide")
+        spectrum_plot(fig.add_subplot(gs[2]), r.cl_model, r.cl_hat)
         return fig
 
 
@@ -245,17 +301,27 @@ class TransformPanel(Panel):
                                 continuous_update=False, style=style)
         self.iter = w.IntSlider(value=m.iter, min=0, max=MAX_ITER, description="map2alm iter",
                                 continuous_update=False, style=style)
-        self.backend = w.ToggleButtons(options=list(backends.BACKENDS), value=m.backend,
-                                       description="backend",
-                                       style=dict(style, button_width="6.5em"))
+        self.backend = toggle_buttons(backend_options(m.backend), m.backend, "backend",
+                                      style["description_width"])
+        self.zoom_lon = w.FloatSlider(value=float(m.zoom_lon), min=-180.0, max=180.0, step=5.0,
+                                      description="zoom lon [°]", continuous_update=False,
+                                      style=style)
+        self.zoom_lat = w.FloatSlider(value=float(m.zoom_lat), min=-90.0, max=90.0, step=5.0,
+                                      description="zoom lat [°]", continuous_update=False,
+                                      style=style)
+        self.zoom_width = w.FloatSlider(value=float(m.zoom_width), min=1.0, max=90.0, step=1.0,
+                                        description="zoom width [°]", continuous_update=False,
+                                        style=style)
         self.figure = w.Output()
         self._syncing = False
         self.nside.observe(self.guarded(self._nside_changed), names="value")
         self.observe_values([self.lmax, self.fwhm, self.seed, self.iter, self.backend],
                             self._changed)
+        self.observe_values([self.zoom_lon, self.zoom_lat, self.zoom_width], self._zoomed)
         self.on_run(self.run)
         controls = w.HBox([w.VBox([self.nside, self.lmax, self.backend]),
-                           w.VBox([self.fwhm, self.seed, self.iter])])
+                           w.VBox([self.fwhm, self.seed, self.iter]),
+                           w.VBox([self.zoom_lon, self.zoom_lat, self.zoom_width])])
         self.children = [w.HTML("<b>Transform explorer</b>: a CMB sky from the Planck 2018 "
                                 "spectrum through alm2map and back through map2alm"),
                          controls, self.run_row(), self.message, self.figure, self.numbers]
@@ -282,6 +348,16 @@ class TransformPanel(Panel):
         m.set(nside=self.nside.value, lmax=self.lmax.value, fwhm_arcmin=self.fwhm.value,
               seed=self.seed.value, iter=self.iter.value, backend=self.backend.value)
         self._refresh()
+
+    def _zoomed(self):
+        """The zoom is a view of the shown map: redraw without recomputing."""
+        m = self.model
+        m.set(zoom_lon=self.zoom_lon.value, zoom_lat=self.zoom_lat.value,
+              zoom_width=self.zoom_width.value)
+        if m.message:
+            self.show_message(m.message)
+        elif m.result is not None and self.figure.outputs:   # not while stale (press Run)
+            show_figure(self.figure, m.figure())
 
     def stale_note(self):
         m = self.model

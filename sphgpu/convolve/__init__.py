@@ -9,14 +9,16 @@ K(theta) = sum_l (2l+1)/(4 pi) K_l P_l(cos theta); with K_l = b_l this is healpy
 """
 
 from .api import METHODS, convolve
-from .calibrate import AlphaCalibration, MeasuredError, calibrate_alpha, measure_error, white_noise
+from .calibrate import (AlphaCalibration, MeasuredError, PlanMeasurement, calibrate_alpha,
+                        measure_error, measure_plan, white_noise)
 from .cost import CostModel, MeasuredCostModel, PaperCostModel
 from .kernels import ARCMIN, CompactKernel, RadialKernel
-from .optimize import FIT_PRESETS, Candidate, Plan, default_theta_grid, optimize_split
+from .optimize import (FIT_PRESETS, Candidate, Plan, default_theta_grid, optimize_split,
+                       plan_for_cuts)
 from .split import KernelSplit, SplitFitter, split_kernel
 
 __all__ = ["RadialKernel", "CompactKernel", "convolve", "split_kernel", "KernelSplit",
            "SplitFitter", "optimize_split", "Plan", "Candidate", "default_theta_grid",
            "FIT_PRESETS", "CostModel", "PaperCostModel", "MeasuredCostModel", "calibrate_alpha",
            "AlphaCalibration", "measure_error", "MeasuredError", "white_noise", "METHODS",
-           "ARCMIN"]
+           "ARCMIN", "plan_for_cuts", "measure_plan", "PlanMeasurement"]

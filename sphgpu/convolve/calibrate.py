@@ -16,7 +16,9 @@ Measured errors (both maps come from the same noise realisation, so cosmic varia
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,8 +29,8 @@ from ..sht import alm2cl, map2alm
 from .harmonic import harmonic_convolve
 from .split import KernelSplit
 
-__all__ = ["MeasuredError", "AlphaCalibration", "measure_error", "calibrate_alpha",
-           "white_noise"]
+__all__ = ["MeasuredError", "AlphaCalibration", "PlanMeasurement", "measure_error",
+           "measure_plan", "calibrate_alpha", "white_noise"]
 
 
 def white_noise(nside, seed=0, nmaps=None):
@@ -84,6 +86,69 @@ def measure_error(split: KernelSplit, nside: int, *, seed=0, backend="auto", map
     return MeasuredError(split.l_cut, split.theta_cut, split.predicted_error, split.relative_rms,
                          _spectrum_error(cs, cf),
                          float(np.linalg.norm(approx - full) / np.linalg.norm(full)), cf, cs)
+
+
+@dataclass
+class PlanMeasurement:
+    """A plan run on one white-noise map: wall seconds of each part alone, of the plan and of
+    the whole kernel in harmonic space, and the errors of the plan's output against the whole
+    kernel's (spectrum and map errors as in the module docstring; 0 for an all-harmonic plan,
+    which is the whole kernel's computation). Maps are float64 NumPy HEALPix RING."""
+
+    backend: str                # the backend the plan ran on
+    time_harmonic: float
+    time_realspace: float
+    time_total: float
+    time_all_harmonic: float
+    spectrum_error: float
+    map_error: float
+    seed: int
+    full_map: np.ndarray = field(repr=False)
+    plan_map: np.ndarray = field(repr=False)
+
+    @property
+    def speedup(self) -> float:
+        return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
+
+
+def measure_plan(plan, *, seed=0, backend="auto"):
+    """Run ``plan`` (a :class:`sphgpu.convolve.Plan`) on white noise at its nside and measure
+    it: returns a copy of the plan whose ``measured`` is a :class:`PlanMeasurement`.
+
+    Every part runs on ``backend`` (one backend, the one named in the result), so the
+    measured times say what this machine does with it; the plan's predicted times and
+    backends stay as the cost model gave them.
+    """
+    from .. import backends
+    from .api import convolve
+
+    be = backends.resolve(backend, "sht")
+    geom = RingGeometry.healpix(plan.nside)
+    m = white_noise(plan.nside, seed)
+
+    def timed(fn):
+        t0 = time.perf_counter()
+        out = fn()
+        return out, time.perf_counter() - t0
+
+    full, t_full = timed(lambda: harmonic_convolve(m, plan.kernel.bl, geom, backend=be))
+    if plan.method == "harmonic":
+        meas = PlanMeasurement(be, t_full, 0.0, t_full, t_full, 0.0, 0.0, seed, full, full)
+        return dataclasses.replace(plan, measured=meas)
+    split = plan.split
+    approx, t_total = timed(lambda: convolve(m, split, backend=be))
+    t_h = t_r = 0.0
+    if split.l_cut >= 0:
+        _, t_h = timed(lambda: harmonic_convolve(m, split.harmonic_bl, geom, backend=be))
+    if split.realspace is not None:
+        _, t_r = timed(lambda: convolve(m, split.realspace, method="realspace", backend=be))
+    lmax = plan.kernel.lmax
+    cf = alm2cl(map2alm(full, lmax, lmax, iter=0, backend=be))
+    cs = alm2cl(map2alm(approx, lmax, lmax, iter=0, backend=be))
+    meas = PlanMeasurement(be, t_h, t_r, t_total, t_full, _spectrum_error(cs, cf),
+                           float(np.linalg.norm(approx - full) / np.linalg.norm(full)), seed,
+                           full, approx)
+    return dataclasses.replace(plan, measured=meas)
 
 
 @dataclass

@@ -17,8 +17,8 @@ from .cost import CostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
 from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
-__all__ = ["Plan", "Candidate", "optimize_split", "default_theta_grid", "FIT_PRESETS",
-           "SMALLEST_REACHABLE_ERROR"]
+__all__ = ["Plan", "Candidate", "optimize_split", "plan_for_cuts", "default_theta_grid",
+           "FIT_PRESETS", "SMALLEST_REACHABLE_ERROR"]
 
 #: Below this the float64 transforms' own rounding dominates: no plan can promise less.
 SMALLEST_REACHABLE_ERROR = 1e-12
@@ -79,6 +79,8 @@ class Plan:
         Every (theta_cut, smallest l_cut) the scan priced, for plots.
     split : KernelSplit or None
         The fitted kernels of the chosen plan.
+    measured : PlanMeasurement or None
+        Measured times and errors of this plan (:func:`sphgpu.convolve.measure_plan`).
     """
 
     kernel: RadialKernel
@@ -101,6 +103,12 @@ class Plan:
     candidates: list = field(default_factory=list)
     split: KernelSplit | None = None
     fit: str = "sphgpu"
+    measured: object = None
+
+    @property
+    def meets_bound(self) -> bool:
+        """Whether the predicted error is within the error bound."""
+        return self.predicted_error <= self.error_bound
 
     @property
     def lmax(self) -> int:
@@ -149,8 +157,9 @@ class Plan:
                          f"({_fmt_t(self.time_harmonic)}) and real-space part within "
                          f"{self.theta_cut_arcmin:.4g} arcmin on {self.realspace_backend} "
                          f"({_fmt_t(self.time_realspace)}), {how}: {_fmt_t(self.time_total)}.")
-            lines.append(f"  predicted error {self.predicted_error:.3g} <= bound "
-                         f"{self.error_bound:g}.")
+            lines.append(f"  predicted error {self.predicted_error:.3g} "
+                         + (f"<= bound {self.error_bound:g}." if self.meets_bound else
+                            f"> bound {self.error_bound:g}: this plan misses the bound."))
         lines.append(f"  all harmonic: {_fmt_t(self.time_all_harmonic)} -> speedup "
                      f"{self.speedup:.3g}x.")
         if self.all_realspace is not None:
@@ -194,6 +203,26 @@ def _check_bound(error_bound):
         raise ValueError(f"error_bound={e:g} is unreachable: the smallest reachable bound is "
                          f"{SMALLEST_REACHABLE_ERROR:g} (the float64 rounding of the transforms)")
     return e
+
+
+def _price(cm, l_cut, theta, err, nside, lmax):
+    """Candidates of one (l_cut, theta_cut) on every backend pair the cost model knows."""
+    method = "realspace" if l_cut < 0 else "split"
+    out = []
+    for rb in cm.realspace_backends:
+        t_r = cm.realspace_time(theta, nside, rb)
+        for hb in (cm.harmonic_backends if l_cut >= 0 else (None,)):
+            t_h = cm.harmonic_time(l_cut, nside, lmax, hb) if hb else 0.0
+            total = cm.split_time(t_h, t_r, hb, rb) if hb else t_r
+            out.append(Candidate(method, l_cut, theta, err, t_h, t_r, total, hb, rb))
+    return out
+
+
+def _all_harmonic(cm, nside, lmax):
+    """The baseline: the whole kernel in harmonic space on the cheapest backend."""
+    hb = min(cm.harmonic_backends, key=lambda b: cm.harmonic_time(lmax, nside, lmax, b))
+    t = cm.harmonic_time(lmax, nside, lmax, hb)
+    return Candidate("harmonic", lmax, 0.0, 0.0, t, 0.0, t, hb, None)
 
 
 def make_fitter(kernel, theta_max, *, input_cl=None, alpha=DEFAULT_ALPHA, fit="sphgpu"):
@@ -256,10 +285,8 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         fitter = make_fitter(kernel, float(theta_grid.max()), input_cl=input_cl, alpha=alpha,
                              fit=fit)
 
-    # the baseline: the whole kernel in harmonic space on the cheapest backend
-    hb_best = min(cm.harmonic_backends, key=lambda b: cm.harmonic_time(lmax, nside, lmax, b))
-    t_full = cm.harmonic_time(lmax, nside, lmax, hb_best)
-    all_harm = Candidate("harmonic", lmax, 0.0, 0.0, t_full, 0.0, t_full, hb_best, None)
+    all_harm = _all_harmonic(cm, nside, lmax)
+    t_full = all_harm.time_total
 
     candidates = []
     best_err_seen = math.inf
@@ -279,17 +306,10 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         hint = l_cut
         err = fitter.error(l_cut, float(theta))
         best_err_seen = min(best_err_seen, err)
-        method = "realspace" if l_cut < 0 else "split"
-        for rb in cm.realspace_backends:
-            t_r = cm.realspace_time(float(theta), nside, rb)
-            hbs = cm.harmonic_backends if l_cut >= 0 else (None,)
-            for hb in hbs:
-                t_h = cm.harmonic_time(l_cut, nside, lmax, hb) if hb else 0.0
-                total = cm.split_time(t_h, t_r, hb, rb) if hb else t_r
-                candidates.append(Candidate(method, l_cut, float(theta), err, t_h, t_r, total,
-                                            hb, rb))
-                if method in methods:
-                    best_total = min(best_total, total)
+        priced = _price(cm, l_cut, float(theta), err, nside, lmax)
+        candidates += priced
+        if priced[0].method in methods:
+            best_total = min(best_total, min(c.time_total for c in priced))
 
     real_only = [c for c in candidates if c.method == "realspace"]
     all_real = min(real_only, key=lambda c: c.time_total) if real_only else None
@@ -314,4 +334,60 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
                 time_all_harmonic=t_full, harmonic_backend=chosen.harmonic_backend,
                 realspace_backend=chosen.realspace_backend, all_harmonic=all_harm,
                 all_realspace=all_real, candidates=candidates, split=split,
+                fit=fit if isinstance(fit, str) else "custom")
+
+
+def plan_for_cuts(kernel, *, nside, l_cut, theta_cut, error_bound=1e-5, cost_model="measured",
+                  alpha=None, input_cl=None, fit="sphgpu", cost_model_options=None,
+                  fitter=None) -> Plan:
+    """The :class:`Plan` of cuts chosen by hand, priced as :func:`optimize_split` prices its
+    candidates (on the cheapest pair of backends the cost model knows).
+
+    l_cut : int
+        -1 (real space only) to lmax; ``l_cut >= lmax`` or ``theta_cut == 0`` is the whole
+        kernel in harmonic space (method "harmonic", predicted error 0).
+    theta_cut : float
+        Real-space support radius in radians, in [0, pi].
+
+    The plan may miss ``error_bound``: :attr:`Plan.meets_bound` says whether it does. Other
+    arguments are :func:`optimize_split`'s; ``candidates`` holds the plan's own pricing on
+    every backend pair.
+    """
+    kernel = _check_kernel(kernel)
+    nside = check_int("nside", nside, minimum=1)
+    lmax = kernel.lmax
+    l_cut = check_int("l_cut", l_cut, minimum=-1)
+    if isinstance(theta_cut, bool) or not isinstance(theta_cut, (int, float, np.floating)):
+        raise TypeError(f"theta_cut must be a number of radians, got "
+                        f"{type(theta_cut).__name__}")
+    theta_cut = float(theta_cut)
+    if not 0.0 <= theta_cut <= math.pi:
+        raise ValueError(f"theta_cut must be in [0, pi] radians, got {theta_cut!r}")
+    harmonic = l_cut >= lmax or theta_cut == 0.0
+    if harmonic and l_cut < 0:
+        raise ValueError("l_cut=-1 (real space only) needs theta_cut > 0")
+    error_bound = _check_bound(error_bound)
+    alpha = DEFAULT_ALPHA if alpha is None else float(alpha)
+    cm = resolve_cost_model(cost_model, nside, lmax, **(cost_model_options or {}))
+    all_harm = _all_harmonic(cm, nside, lmax)
+    split = None
+    if harmonic:
+        chosen, priced = all_harm, [all_harm]
+    else:
+        if fitter is None:
+            fitter = make_fitter(kernel, theta_cut, input_cl=input_cl, alpha=alpha, fit=fit)
+        split = fitter.split(l_cut, theta_cut)
+        alpha = fitter.alpha
+        # priced at the requested radius, as optimize_split prices its grid
+        priced = _price(cm, l_cut, theta_cut, split.predicted_error, nside, lmax)
+        chosen = min(priced, key=lambda c: c.time_total)
+    return Plan(kernel=kernel, nside=nside, error_bound=error_bound, alpha=alpha,
+                cost_model=cm, method=chosen.method, l_cut=chosen.l_cut,
+                theta_cut=split.theta_cut if split is not None else 0.0,
+                predicted_error=chosen.error,
+                time_harmonic=chosen.time_harmonic, time_realspace=chosen.time_realspace,
+                time_total=chosen.time_total, time_all_harmonic=all_harm.time_total,
+                harmonic_backend=chosen.harmonic_backend,
+                realspace_backend=chosen.realspace_backend, all_harmonic=all_harm,
+                all_realspace=None, candidates=priced, split=split,
                 fit=fit if isinstance(fit, str) else "custom")

@@ -356,13 +356,39 @@ def cluster_info(client) -> dict:
 
 
 def show_progress(futures, notebook: bool | None = None) -> None:
-    """Show Dask's progress bar for ``futures`` (and the tasks they depend on): a widget in a
-    notebook, displayed at once, wherever this is called; a text bar in a terminal, which waits
-    until they finish."""
-    from distributed import progress
+    """Show progress of ``futures``: in a notebook an ipywidgets bar, displayed at once where
+    this is called and advanced as each future completes (fed by the futures themselves, so
+    it holds no connection to the scheduler that a shutdown could break); in a terminal
+    Dask's text bar, which waits until they finish."""
+    from distributed.utils import is_kernel
 
-    bar = progress(futures, notebook=notebook)
-    if bar is not None:                 # the notebook widget: display it now, not at cell end
-        from IPython.display import display
+    futures = list(futures)
+    if notebook is None:
+        notebook = is_kernel()
+    if not notebook:
+        from distributed import progress
 
-        display(bar)
+        progress(futures, notebook=False)
+        return
+    import threading
+
+    import ipywidgets
+    from IPython.display import display
+
+    n = len(futures)
+    bar = ipywidgets.IntProgress(value=0, min=0, max=max(n, 1), bar_style="info")
+    label = ipywidgets.Label(f"0 of {n} tasks")
+    lock = threading.Lock()
+    done = [0]
+
+    def tick(_future):
+        with lock:
+            done[0] += 1
+            bar.value = done[0]
+            label.value = f"{done[0]} of {n} tasks"
+            if done[0] == n:
+                bar.bar_style = "success"
+
+    display(ipywidgets.HBox([bar, label]))
+    for f in futures:
+        f.add_done_callback(tick)

@@ -8,7 +8,7 @@ import pytest
 
 from sphgpu.convolve import (ARCMIN, Candidate, CostModel, MeasuredCostModel, PaperCostModel,
                              RadialKernel, optimize_split)
-from sphgpu.convolve.optimize import make_fitter
+from sphgpu.convolve.optimize import default_theta_grid, make_fitter
 
 #: Sutter, Wandelt & Elsner, Table 1: FWHM (arcmin) -> (l_cut, theta_cut in arcmin), for
 #: nside 2048, lmax 4096, C_l^input = 1, alpha = 5, error bound 1e-5 (WMAP7 C_l there). The
@@ -165,3 +165,64 @@ def test_search_option():
     assert plain.predicted_error <= 1e-5 and plain.time_total >= ripple.time_total
     with pytest.raises(ValueError, match="search must be"):
         optimize_split(k, nside=32, cost_model=_Toy(1e-3), search="scan")
+
+
+# -- plans of hand-chosen cuts, and measured plans (the tuner panel's state) --------------------
+def test_plan_for_cuts_prices_the_optimizers_choice_the_same():
+    from sphgpu.convolve import plan_for_cuts
+
+    k = RadialKernel.cmb(640.0, 64)
+    best = optimize_split(k, nside=32, cost_model=_Toy(1e-3))
+    # the optimizer prices the radius of its grid; the plan's theta_cut is the fitted support
+    grid_theta = min((c for c in best.candidates if c.l_cut == best.l_cut),
+                     key=lambda c: c.time_total).theta_cut
+    same = plan_for_cuts(k, nside=32, l_cut=best.l_cut, theta_cut=grid_theta,
+                         cost_model=_Toy(1e-3),
+                         fitter=make_fitter(k, float(default_theta_grid(64).max())))
+    assert (same.method, same.l_cut) == ("split", best.l_cut)
+    assert same.theta_cut == pytest.approx(best.theta_cut, rel=1e-12)
+    for name in ("predicted_error", "time_harmonic", "time_realspace", "time_total",
+                 "time_all_harmonic", "speedup"):
+        assert getattr(same, name) == pytest.approx(getattr(best, name), rel=1e-9), name
+    assert same.meets_bound and same.split is not None
+
+
+def test_plan_for_cuts_harmonic_realspace_and_missing_the_bound():
+    from sphgpu.convolve import plan_for_cuts
+
+    k = RadialKernel.cmb(640.0, 64)
+    harm = plan_for_cuts(k, nside=32, l_cut=64, theta_cut=0.3, cost_model=_Toy(1e-3))
+    assert harm.method == "harmonic" and harm.theta_cut == 0.0 and harm.l_cut == 64
+    assert harm.predicted_error == 0.0 and harm.speedup == 1.0 and harm.split is None
+    assert plan_for_cuts(k, nside=32, l_cut=10, theta_cut=0.0,
+                         cost_model=_Toy(1e-3)).method == "harmonic"
+    real = plan_for_cuts(k, nside=32, l_cut=-1, theta_cut=0.5, cost_model=_Toy(1e-3))
+    assert real.method == "realspace" and real.time_harmonic == 0.0
+    poor = plan_for_cuts(k, nside=32, l_cut=2, theta_cut=0.05, cost_model=_Toy(1e-3))
+    assert poor.method == "split" and not poor.meets_bound and poor.predicted_error > 1e-5
+    with pytest.raises(ValueError, match="theta_cut must be in"):
+        plan_for_cuts(k, nside=32, l_cut=2, theta_cut=4.0, cost_model=_Toy(1e-3))
+    with pytest.raises(ValueError, match="l_cut=-1"):
+        plan_for_cuts(k, nside=32, l_cut=-1, theta_cut=0.0, cost_model=_Toy(1e-3))
+    with pytest.raises(TypeError, match="theta_cut must be a number"):
+        plan_for_cuts(k, nside=32, l_cut=2, theta_cut="1", cost_model=_Toy(1e-3))
+
+
+def test_measure_plan_times_and_errors_against_measure_error():
+    from sphgpu.convolve import measure_error, measure_plan, plan_for_cuts
+
+    k = RadialKernel.cmb(640.0, 32)
+    plan = plan_for_cuts(k, nside=16, l_cut=12, theta_cut=0.4, cost_model=_Toy(1e-3))
+    done = measure_plan(plan, seed=3, backend="cpu")
+    assert plan.measured is None and done.measured is not None and done.l_cut == 12
+    m = done.measured
+    assert m.backend == "cpu" and m.seed == 3
+    assert m.time_total > 0 and m.time_harmonic > 0 and m.time_realspace > 0
+    twin = measure_error(plan.split, 16, seed=3, backend="cpu")
+    assert m.spectrum_error == pytest.approx(twin.spectrum, rel=1e-10)
+    assert m.map_error == pytest.approx(twin.map, rel=1e-10)
+    assert m.speedup == pytest.approx(m.time_all_harmonic / m.time_total)
+    harm = measure_plan(plan_for_cuts(k, nside=16, l_cut=32, theta_cut=0.0,
+                                      cost_model=_Toy(1e-3)), backend="cpu")
+    assert harm.measured.spectrum_error == 0.0 and harm.measured.time_realspace == 0.0
+    assert harm.measured.time_total == harm.measured.time_all_harmonic

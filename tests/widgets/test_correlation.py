@@ -40,11 +40,22 @@ def test_model_matches_angular_correlation():
     np.testing.assert_array_equal(r.w, ref.w)            # same counts, same arithmetic
     np.testing.assert_array_equal(r.sigma, ref.sigma)
     np.testing.assert_array_equal(r.theta, bins.centers)
+    np.testing.assert_array_equal(r.covariance, ref.covariance)
     assert len(r.dr) == len(r.rr) == 2 and r.n_regions == 4 and r.n_random == 800
-    assert set(r.seconds) == {"DD", "DR 1", "RR 1", "DR 2", "RR 2"} and r.cached == 0
+    assert type(r.result) is type(ref)                   # the panel shows tpacf's own result
     rows = dict(r.numbers())
     assert rows["DD pairs in bins"] == f"{int(ref.dd.counts.sum()):,}"
-    assert rows["backend"] == "cpu" and "time RR 2" in rows
+    assert rows["backend"] == "cpu" and r.seconds > 0
+    k = int(np.argmax(np.isfinite(ref.w)))
+    assert rows[f"w({ref.theta[k]:.3g}°)"] == f"{ref.w[k]:.4g} ± {ref.sigma[k]:.3g}"
+
+
+def test_the_panel_holds_no_estimator_of_its_own():
+    import sphgpu.widgets.correlation as corr
+
+    for name in ("landy_szalay", "natural", "multi_random", "jackknife_covariance",
+                 "pair_counts", "JackknifeRegions"):
+        assert not hasattr(corr, name), name
 
 
 @pytest.mark.parametrize("estimator", ["natural", "multi-random"])
@@ -85,28 +96,22 @@ def test_each_control_changes_the_output():
     assert r.dr == [] and not np.array_equal(r.w, base.w)
 
 
-def test_counts_are_cached_by_what_they_depend_on():
+def test_results_are_cached_by_what_they_depend_on():
     m = CorrelationModel(**SMALL)
-    m.run()
-    assert m._counts.misses == 5                         # DD, 2 x (DR, RR)
-    m.set(estimator="multi-random")
-    assert m.run().cached == 5 and m._counts.misses == 5  # the estimator recounts nothing
-    m.set(estimator="natural", n_randoms=3)
-    r = m.run()
-    assert m._counts.misses == 6 and set(r.seconds) == {"RR 3"}
-    m.set(yscale="linear")                               # a view setting
-    assert m.run().cached == 4 and m._counts.misses == 6
-    m.set(nbins=7)                                       # new bins: every count again
-    m.run()
-    assert m._counts.misses == 10
+    first = m.run()
+    assert m._runs.misses == 0 and len(m._runs._items) == 1
+    m.set(yscale="linear")                               # a view setting: nothing recounted
+    assert m.run() is first
+    m.set(estimator="natural")
+    assert m.run() is not first and len(m._runs._items) == 2
+    m.set(estimator="landy-szalay")
+    assert m.run() is first
 
 
-def test_progress_is_reported_per_count():
+def test_progress_is_reported():
     seen = []
     CorrelationModel(**SMALL).run(progress=lambda f, t="": seen.append((f, t)))
-    texts = [t for _, t in seen]
-    for name in ("DD", "DR 1", "RR 1", "DR 2", "RR 2"):
-        assert any(t.startswith(f"counting {name} ") for t in texts), name
+    assert any(t.startswith("counting DD, DR and RR") for _, t in seen)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
@@ -151,7 +156,7 @@ def test_errors_during_counting_become_the_message(monkeypatch):
         raise MemoryError("out of device memory (test)")
 
     m = CorrelationModel(**SMALL)
-    monkeypatch.setattr(corr, "pair_counts", no_memory)
+    monkeypatch.setattr(corr, "angular_correlation", no_memory)
     assert m.run() is None and m.result is None
     assert m.message == "correlation: out of device memory (test)"
     monkeypatch.undo()
@@ -251,9 +256,9 @@ def test_panel_controls_change_the_plot_and_numbers():
         assert new_numbers != numbers, control.description
         img, numbers = new_img, new_numbers
     assert p.model.result.bins.nbins == 8 and p.model.result.n_data == 500
-    misses = p.model._counts.misses
+    shown = p.model.result
     p.yscale.value = "linear"                      # redraws only
-    assert png(p.figure) != img and p.model._counts.misses == misses
+    assert png(p.figure) != img and p.model.result is shown
 
 
 def test_panel_shows_messages_for_invalid_settings(no_gpu):

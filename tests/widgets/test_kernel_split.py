@@ -6,8 +6,11 @@ import time
 import numpy as np
 import pytest
 
-from sphgpu.convolve import ARCMIN, PaperCostModel, RadialKernel, SplitFitter, split_kernel
+from sphgpu.convolve import (ARCMIN, PaperCostModel, RadialKernel, SplitFitter, optimize_split,
+                             plan_for_cuts, split_kernel)
 from sphgpu.widgets.kernel_split import KernelSplitModel, kernel_split_panel
+
+from sphgpu.widgets._base import fmt_seconds
 
 from .conftest import INTERACTION_BUDGET_S, png
 
@@ -36,16 +39,30 @@ def test_model_split_is_the_public_api_split():
     # (the model fits within its scan range, split_kernel within theta_cut: same basis, rounding)
     np.testing.assert_allclose(s.approx_bl, ref.approx_bl, rtol=0, atol=1e-11)
     assert s.predicted_error == pytest.approx(ref.predicted_error, rel=1e-6)
+    # theta_cut is the support the fit has: whole knots within the 3000' asked for
+    assert m.theta_cut_arcmin == pytest.approx(ref.theta_cut_arcmin, rel=1e-12)
+    assert m.theta_cut_arcmin <= 3000.0
     ls, errs = m.error_curve()
     fit = SplitFitter(RadialKernel.cmb(640.0, 64), m._fitter().theta_max)
-    assert errs[3] == pytest.approx(fit.error(int(ls[3]), 3000.0 * ARCMIN))
-    assert dict(m.numbers())["cuts"].startswith("l_cut 20")
+    assert errs[3] == pytest.approx(fit.error(int(ls[3]), m.theta_cut_arcmin * ARCMIN))
+    assert dict(m.numbers())["plan"].startswith("split: l_cut 20")
 
 
-def test_starting_cuts_meet_the_bound():
-    m = KernelSplitModel(nside=32, backend="cpu")
-    assert m.message == "" and m.split().predicted_error <= m.error_bound
-    assert m.theta_cut_arcmin == pytest.approx(60.0 * 4096 / 64)
+def test_opens_on_the_optimizers_plan():
+    m = KernelSplitModel(nside=32, backend="cpu", cost_model="paper")
+    ref = optimize_split(RadialKernel.cmb(640.0, 64), nside=32, error_bound=1e-5,
+                         cost_model="paper", theta_grid=m.scan_grid())
+    p = m.plan
+    assert (p.method, p.l_cut, p.time_total) == (ref.method, ref.l_cut, ref.time_total)
+    assert m.all_harmonic == (ref.method == "harmonic")
+
+
+def test_without_timings_it_opens_on_cuts_that_meet_the_bound():
+    m = KernelSplitModel(nside=32, backend="cpu")          # measured costs, never timed here
+    assert m.message == "" and m.plan is None
+    assert m.split().predicted_error <= m.error_bound
+    assert m.theta_cut_arcmin == pytest.approx(60.0 * 4096 / 64, rel=0.03)
+    assert "not measured" in dict(m.numbers())["predicted times"]
 
 
 def test_each_parameter_changes_the_prediction():
@@ -62,30 +79,57 @@ def test_each_parameter_changes_the_prediction():
     assert m.split().predicted_error == pytest.approx(base / 5)
 
 
-def test_predicted_times_follow_the_cost_model():
+def test_plan_of_hand_cuts_is_plan_for_cuts():
     m = KernelSplitModel(nside=32, backend="cpu", l_cut=20, theta_cut_arcmin=3000.0,
                          cost_model="paper")
-    t = m.predicted_times()
-    cm = PaperCostModel()
-    assert t["harmonic"] == pytest.approx(cm.harmonic_time(20, 32, 64))
-    assert t["realspace"] == pytest.approx(cm.realspace_time(m.split().theta_cut, 32))
-    assert t["speedup"] == pytest.approx(t["all_harmonic"] / t["total"])
+    ref = plan_for_cuts(RadialKernel.cmb(640.0, 64), nside=32, l_cut=20,
+                        theta_cut=m.theta_cut_arcmin * ARCMIN, cost_model=PaperCostModel())
+    p = m.plan
+    for name in ("method", "l_cut", "time_harmonic", "time_realspace", "time_total",
+                 "time_all_harmonic", "speedup", "harmonic_backend", "realspace_backend"):
+        assert getattr(p, name) == pytest.approx(getattr(ref, name)), name
+    assert p.predicted_error == pytest.approx(ref.predicted_error, rel=1e-6)
+    rows = dict(m.numbers())
+    assert "paper's GPU" in rows["predicted harmonic / real space"]     # not "(cuda)"
     m.set(cost_model="measured")
-    assert m.predicted_times() is None                          # not timed here yet
+    assert m.plan is None                                     # not timed here yet
     assert "not measured" in dict(m.numbers())["predicted times"]
 
 
-def test_optimize_and_run_measure():
+def test_measured_costs_price_the_chosen_backend_alone():
+    m = KernelSplitModel(nside=8, backend="cpu", cost_model="measured")
+    assert m.optimize() is not None
+    cm = m.plan.cost_model
+    assert cm.harmonic_backends == ("cpu",) and cm.realspace_backends == ("cpu",)
+    assert {m.plan.harmonic_backend, m.plan.realspace_backend} <= {"cpu", None}
+
+
+def test_advice_points_the_right_way_where_raising_l_cut_raises_the_error():
+    m = KernelSplitModel(nside=32, backend="cpu", cost_model="paper", l_cut=8,
+                         theta_cut_arcmin=5760.0)
+    fit, th = m._fitter(), m.theta_cut_arcmin * ARCMIN
+    assert fit.error(9, th) > fit.error(8, th) > m.error_bound       # the ripple, here
+    text = m.advice()
+    assert "raising l_cut to 9 raises it" in text
+    need = fit.smallest_l_cut(th, m.error_bound)
+    assert f"l_cut {need} meets it" in text and fit.error(need, th) <= m.error_bound
+    m.set(l_cut=need)
+    assert m.advice() == "" and m.plan.meets_bound
+
+
+def test_optimize_and_run_measure_the_plan():
     m = KernelSplitModel(nside=16, backend="cpu", cost_model="measured")
     plan = m.optimize()
-    assert plan is not None and m.message == "" and m.predicted_times() is not None
+    assert plan is not None and m.message == "" and m.plan is plan
     m.set(l_cut=16, theta_cut_arcmin=60.0 * 4096 / 32)
+    hand = m.plan
     r = m.run()
-    assert r is not None and m.message == ""
-    assert r.measured_spectrum_error <= 1e-5 and r.predicted_error == m.split().predicted_error
-    assert len(r.curve) >= 3 and r.full_map.shape == (12 * 16 ** 2,)
-    assert np.linalg.norm(r.residual) / np.linalg.norm(r.full_map) == pytest.approx(
-        r.measured_map_error, rel=1e-6)
+    assert r is not None and m.message == "" and m.plan is r and r.measured is not None
+    assert (r.l_cut, r.theta_cut, r.time_total) == (hand.l_cut, hand.theta_cut, hand.time_total)
+    me = r.measured
+    assert me.backend == "cpu" and me.spectrum_error <= 1e-5
+    assert np.linalg.norm(me.plan_map - me.full_map) / np.linalg.norm(me.full_map) == \
+        pytest.approx(me.map_error, rel=1e-6)
     assert m.map_figure() is not None and "measured speedup" in dict(m.numbers())
 
 
@@ -118,7 +162,8 @@ def test_theta_above_the_scan_range_is_a_message():
 
 # -- the panel, headless ------------------------------------------------------------------------
 def test_panel_controls_change_the_plot_and_numbers():
-    p = kernel_split_panel(nside=32, backend="cpu", cost_model="paper")
+    p = kernel_split_panel(nside=32, backend="cpu", cost_model="paper", l_cut=20,
+                           theta_cut_arcmin=3000.0)
     img, numbers = png(p.figure), p.numbers.value
     assert img is not None and "predicted error" in numbers
     p.l_cut.value = p.l_cut.value + 7
@@ -157,3 +202,63 @@ def test_panel_interactions_answer_within_a_second():
                            (p.cost, "measured"), (p.nside, 128), (p.nside, 64)]:
         seconds = timed_here(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def _shows_one_plan(p):
+    """Sliders, numbers and the figure's marks of panel ``p`` are all its model's plan's."""
+    m, plan = p.model, p.model.plan
+    assert plan is not None
+    html = p.numbers.value
+    if plan.method == "harmonic":
+        assert p.l_cut.value == m.lmax and p.theta.disabled and "all harmonic" in html
+    else:
+        assert p.l_cut.value == plan.l_cut and not p.theta.disabled
+        assert p.theta.value == pytest.approx(plan.theta_cut_arcmin, rel=1e-9)
+        assert f"theta_cut {plan.theta_cut_arcmin:.4g}′" in html
+    assert f"{plan.predicted_error:.3g} (" in html
+    assert f"{fmt_seconds(plan.time_total)} / {fmt_seconds(plan.time_all_harmonic)}" in html
+    assert f"{plan.speedup:.3g}x" in html
+    fig = m.figure()
+    err_ax = next(a for a in fig.axes if a.get_xlabel() == "l_cut")
+    stars = [ln for ln in err_ax.lines if ln.get_marker() == "*"]
+    if plan.method == "harmonic":
+        assert not stars
+    else:
+        (star,) = stars
+        assert star.get_xdata()[0] == plan.l_cut
+        assert star.get_ydata()[0] == pytest.approx(max(plan.predicted_error, 1e-16))
+    if plan.measured is not None:
+        me = plan.measured
+        assert f"measured on {me.backend}" in html and f"{me.speedup:.3g}x" in html
+        assert f"{fmt_seconds(me.time_total)} / {fmt_seconds(me.time_all_harmonic)}" in html
+
+
+@pytest.mark.parametrize("backend, nside, cost", [("cpu", 16, "paper"), ("cpu", 8, "measured"),
+                                                  ("reference", 8, "paper")])
+def test_panel_shows_one_plan_after_optimize_slider_and_run(backend, nside, cost):
+    p = kernel_split_panel(nside=nside, backend=backend, cost_model=cost)
+    if cost == "measured":
+        p.optimize_button.click()
+    _shows_one_plan(p)                                  # opened on / after Optimize
+    p.l_cut.value = max(0, p.model.lmax // 3)
+    assert p.model.plan.method == "split" and p.model.plan.l_cut == p.l_cut.value
+    _shows_one_plan(p)
+    p.theta.value = p.theta.max * 0.55
+    _shows_one_plan(p)
+    p.run_button.click()
+    assert p.model.plan.measured is not None and p.model.plan.measured.backend == backend
+    _shows_one_plan(p)
+    p.l_cut.value = p.model.lmax                        # all harmonic, shown as one
+    _shows_one_plan(p)
+    p.optimize_button.click()
+    _shows_one_plan(p)
+
+
+def test_all_harmonic_plan_from_optimize_is_shown_as_one():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper", l_cut=5,
+                           theta_cut_arcmin=3000.0)
+    assert p.model.plan.method == "split"
+    p.optimize_button.click()
+    assert p.model.plan.method == "harmonic"         # the paper's GPU costs 2.4 s to start
+    _shows_one_plan(p)
+    assert "1x" in p.numbers.value

@@ -78,7 +78,8 @@ def test_a_new_benchmark_file_is_read_without_a_mapping(tmp_path):
     assert set(m.skipped) == {"broken.json", "notes.json"}
     (c,) = m.curves()
     assert c["key"] == "sphgpu_cuda" and np.allclose(c["y"], 5.0)
-    assert any("broken.json" in text for _, text in m.summary())
+    # which files were skipped is for the caller, not a line shown to users
+    assert not any("broken.json" in text or "not shown" in label for label, text in m.summary())
     assert infer_spec("notes", {"text": "x"}) is None
 
 
@@ -115,8 +116,8 @@ def test_fresh_measurement_on_this_machine():
                          ("2^30", "2^30 is not allowed")]:
         m.set(sizes=sizes)
         assert not m.measure() and words in m.message
-    m.set(backend="reference", sizes="64")
-    assert not m.measure() and "not on reference" in m.message
+    m.set(backend="reference", sizes="2^20")
+    assert not m.measure() and "not allowed for a measurement on the reference" in m.message
     m.set(backend="cpu", sizes="2^10, 2^12")
     assert m.measure() and m.message == ""
     fresh = m.fresh[("sort", "keys", "cpu")]
@@ -128,13 +129,33 @@ def test_fresh_measurement_on_this_machine():
     (sp,) = [c for c in m.curves() if c["fresh"]]
     np.testing.assert_allclose(sp["y"], [fresh[n]["numpy_sort_stable"] / fresh[n]["sphgpu_keys"]
                                          for n in (2**10, 2**12)])
-    m.set(benchmark="sht", group="alm2map", sizes="8")
-    assert m.measure() and set(m.fresh[("sht", "alm2map", "cpu")][8]) == {"ducc0_all_alm2map"}
+
+
+
+def test_fresh_sht_measurement_puts_sphgpu_against_its_peers_on_the_plot():
+    """Issue 20: on a CPU machine Measure added only ducc0 rows and no sphgpu point."""
+    m = SpeedupModel(benchmark="sht", group="alm2map", view="speedup", backend="cpu",
+                     sizes="8, 16")
+    assert m.measure() and m.message == ""
+    fresh = m.fresh[("sht", "alm2map", "cpu")]
+    assert set(fresh[8]) == {"cpu_alm2map", "ducc0_all_alm2map", "healpy_alm2map"}
+    mine = {c["key"]: c for c in m.curves() if c["fresh"]}
+    assert set(mine) == {"cpu_alm2map", "healpy_alm2map"}      # the baseline is ducc0
+    sp = mine["cpu_alm2map"]
+    assert sp["sphgpu"] and "sphgpu cpu backend" in sp["label"] and "this machine" in sp["label"]
+    np.testing.assert_allclose(sp["y"], [fresh[n]["ducc0_all_alm2map"] / fresh[n]["cpu_alm2map"]
+                                         for n in (8, 16)])
+    fig = m.figure()
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "sphgpu cpu backend (ducc0 inside) (this machine)" in labels
+    rows = dict(m.summary())
+    assert "sphgpu cpu backend" in rows["this machine, 8"]
 
 
 def test_cuda_measurement_without_a_gpu_is_a_message(no_gpu):
     m = SpeedupModel(benchmark="sort", backend="cuda", sizes="1024")
     assert not m.measure() and "cuda backend cannot run here" in m.message
+    assert "cuda" not in speedup_panel(backend="cpu").backend.options
 
 
 # -- the panel, headless ------------------------------------------------------------------------
