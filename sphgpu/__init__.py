@@ -8,8 +8,8 @@ from .alm import AlmLayout
 from .backends import BackendUnavailableError, cuda_available, use_backend
 from .geometry import RingGeometry
 from ._validate import UNSEEN
-from .sht import (alm2cl, alm2map, alm2map_spin, almxfl, anafast, gauss_beam, map2alm,
-                  map2alm_spin, pixwin, smoothing, synalm, synfast)
+from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, gauss_beam,
+                  map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sort import argsort, radix_sort
 from . import tpacf  # angular correlation functions; a GPU-free import
 from .warmup import warmup
@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "RingGeometry", "AlmLayout",
-    "alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "synalm", "synfast", "alm2cl",
-    "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
+    "alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1", "synalm", "synfast",
+    "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
     "radix_sort", "argsort",
     "use_backend", "cuda_available", "BackendUnavailableError", "warmup",
 ]

@@ -7,7 +7,7 @@ masks. Backends: "cpu" (ducc0), "reference" (NumPy), "cuda" (Numba CUDA).
 
 from .pixwin import pixwin
 from .spectra import alm2cl, almxfl, anafast, gauss_beam, smoothing, synalm, synfast
-from .transforms import alm2map, alm2map_spin, map2alm, map2alm_spin
+from .transforms import alm2map, alm2map_der1, alm2map_spin, map2alm, map2alm_spin
 
-__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "synalm", "synfast", "alm2cl",
-           "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin"]
+__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1", "synalm",
+           "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin"]

@@ -19,13 +19,13 @@ import numpy as np
 
 from .. import backends
 from .._device import like_input
-from .._validate import as_complex_array, as_maps, check_int, is_device_array
+from .._validate import _array_module, as_complex_array, as_maps, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from . import spin as spin_mod
 
-__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "resolve_geometry",
-           "nside_from_npix"]
+__all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1",
+           "resolve_geometry", "nside_from_npix"]
 
 
 def nside_from_npix(npix: int, name: str = "map") -> int:
@@ -265,3 +265,28 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
     _check_kind("maps", arr, impl)
     alm = _analyse(arr, 2, spin, layout, geometry, iter, impl, maps)
     return like_input(alm.reshape(lead + (layout.size,)), maps)
+
+
+def alm2map_der1(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=None):
+    """A map and its first derivatives (healpy's ``alm2map_der1``).
+
+    The gradient of a scalar field is the spin-1 field with gradient coefficients
+    sqrt(l(l+1)) a_lm and no curl, so one polarized-style synthesis (spin 0 and spin 1 rows
+    sharing one Legendre recurrence on the GPU) gives all three maps.
+
+    alm : (nalm,) or (k, nalm) complex. Returns (3, npix) or (k, 3, npix) float64: the map,
+    d/dtheta and (1/sin theta) d/dphi of it (per radian), device in, device out.
+    """
+    arr = as_complex_array("alm", alm)
+    geometry = resolve_geometry(nside, geometry)
+    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
+    impl = backends.load("sht", backend)
+    _check_kind("alm", arr, impl)
+    batch = _rows(arr, 0)
+    xp = _array_module(batch)
+    ell = xp.asarray(layout.lm()[0].astype(np.float64))
+    rows = xp.zeros((batch.shape[0], 3, layout.size), dtype=np.complex128)
+    rows[:, 0] = batch
+    rows[:, 1] = batch * xp.sqrt(ell * (ell + 1.0))
+    maps = impl.synthesis_spin(rows, 1, layout, geometry)
+    return like_input(maps.reshape(arr.shape[:-1] + (3, geometry.npix)), alm)

@@ -256,3 +256,15 @@ def test_twin_spin_synthesis_of_whole_maps_matches_ducc0(spin, nside, lmax, mmax
     alm = random_alm(rng, layout, k=2)[None]
     want = _cpu.synthesis_spin(alm, spin, layout, g)
     assert rel_err(_cpu.twin_synthesis_spin(alm, spin, layout, g), want) <= TOL["vs_ducc0"]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference", "cuda"])
+def test_alm2map_der1_matches_healpy(backend, rng):
+    nside, lmax = (8, 20) if backend != "cuda" else (2, 5)
+    alm = random_alm(rng, AlmLayout(lmax))
+    want = hp.alm2map_der1(alm, nside, lmax=lmax)
+    got = sphgpu.alm2map_der1(alm, nside, lmax, backend=backend)
+    assert got.shape == (3, 12 * nside**2)
+    assert rel_err(got, want) <= TOL["vs_ducc0"]
+    assert sphgpu.alm2map_der1(np.stack([alm, alm]), nside, lmax, backend=backend).shape \
+        == (2, 3, 12 * nside**2)
