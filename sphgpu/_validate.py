@@ -85,6 +85,11 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
     Host inputs become C-contiguous ``dtype`` NumPy arrays, device arrays (Numba or CuPy) CuPy
     ones, each copied only when needed.
     """
+    return _finish(name, _real_input(name, a), allow_batch, dtype)
+
+
+def _real_input(name, a):
+    """``a`` as an array (device arrays as they are) of a real numeric dtype, or TypeError."""
     if is_device_array(a):
         arr = a
     else:
@@ -96,7 +101,7 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
         raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
     if kind not in "fiu":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    return _finish(name, arr, allow_batch, dtype)
+    return arr
 
 
 def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex128):
@@ -126,17 +131,7 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     if np.ma.isMaskedArray(a):
         mask = np.ma.getmaskarray(a)
         a = np.ma.getdata(a)
-    if is_device_array(a):
-        arr = a
-    else:
-        if isinstance(a, (str, bytes)) or a is None:
-            raise TypeError(f"{name} must be an array of real numbers, got {type(a).__name__}")
-        arr = np.asarray(a)
-    kind = np.dtype(arr.dtype).kind
-    if kind == "c":
-        raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
-    if kind not in "fiu":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    arr = _real_input(name, a)
     _check_dims(name, arr, max_ndim)
     arr = np.ascontiguousarray(arr, dtype=np.float64) if isinstance(arr, np.ndarray) \
         else _device_as(arr, np.float64)

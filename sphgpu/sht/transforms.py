@@ -163,9 +163,15 @@ def _jacobi(work, iter, analysis, synthesis):
     return alm
 
 
-def _analyse(arr, rows, spin, layout, geometry, iter, impl, original):
-    """The shared body of map2alm and map2alm_spin on validated maps (k, rows, npix) or
-    (k, npix) (rows = 0)."""
+def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, original):
+    """The shared body of map2alm and map2alm_spin on validated maps of batch shape ``lead``,
+    read as (k, rows, npix) (rows = 0: spin-0 maps (k, npix)); returns the a_lm shaped
+    lead + (nalm,), of the kind of ``original``."""
+    geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+    layout = AlmLayout(geometry.natural_lmax if lmax is None else lmax, mmax)
+    iter = check_int("iter", iter, minimum=0)
+    impl = backends.load("sht", backend)
+    _check_kind("maps", arr, impl)
     # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
     to_device = getattr(impl, "to_device", None)
     batch = _rows(arr, rows)
@@ -179,7 +185,7 @@ def _analyse(arr, rows, spin, layout, geometry, iter, impl, original):
                       lambda a: impl.synthesis(a, layout, geometry))
     if to_device and not is_device_array(original):
         alm = impl.to_host(alm)
-    return alm
+    return like_input(alm.reshape(lead + (layout.size,)), original)
 
 
 def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geometry=None):
@@ -209,14 +215,8 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geo
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
     polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
-    geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
-    lmax = geometry.natural_lmax if lmax is None else lmax
-    layout = AlmLayout(lmax, mmax)
-    iter = check_int("iter", iter, minimum=0)
-    impl = backends.load("sht", backend)
-    _check_kind("maps", arr, impl)
-    alm = _analyse(arr, 3 if polarized else 0, 2, layout, geometry, iter, impl, maps)
-    return like_input(alm.reshape(lead + (layout.size,)), maps)
+    return _analyse(arr, lead, 3 if polarized else 0, 2, lmax, mmax, iter, backend, geometry,
+                    maps)
 
 
 def _spin_lead(name, arr):
@@ -256,15 +256,8 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
     lead = _spin_lead("maps", arr)
-    spin = spin_mod.check_spin(spin)
-    geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
-    lmax = geometry.natural_lmax if lmax is None else lmax
-    layout = AlmLayout(lmax, mmax)
-    iter = check_int("iter", iter, minimum=0)
-    impl = backends.load("sht", backend)
-    _check_kind("maps", arr, impl)
-    alm = _analyse(arr, 2, spin, layout, geometry, iter, impl, maps)
-    return like_input(alm.reshape(lead + (layout.size,)), maps)
+    return _analyse(arr, lead, 2, spin_mod.check_spin(spin), lmax, mmax, iter, backend,
+                    geometry, maps)
 
 
 def alm2map_der1(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=None):
