@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .._device import to_host
 from .._validate import UNSEEN, as_complex_array, as_maps, as_real_array, check_int
 from ..alm import AlmLayout
 from .transforms import _check_pol, alm2map, map2alm, resolve_geometry
@@ -266,12 +267,21 @@ def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False
     kw = dict(backend=backend, geometry=geometry)
     a1 = map2alm(map1, lmax, mmax, iter, pol, **kw)
     a2 = None if map2 is None else map2alm(map2, lmax, mmax, iter, pol, **kw)
-    h1 = a1 if isinstance(a1, np.ndarray) else a1.get()
-    h2 = None if a2 is None else (a2 if isinstance(a2, np.ndarray) else a2.get())
+    h1 = _host(a1)
+    h2 = None if a2 is None else _host(a2)
     cl = alm2cl(h1, h2, mmax=mmax, lmax=_lmax_of(h1, mmax), nspec=nspec)
     if not alm:
         return cl
     return (cl, a1) if a2 is None else (cl, a1, a2)
+
+
+def _host(a):
+    """A NumPy copy of device a_lm (CuPy or Numba), or a NumPy array as it is."""
+    if isinstance(a, np.ndarray):
+        return a
+    import cupy
+
+    return to_host(cupy.asarray(a))
 
 
 def _lmax_of(a, mmax):
