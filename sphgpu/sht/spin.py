@@ -37,6 +37,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._validate import check_int
 from ..alm import AlmLayout
 
 __all__ = ["extended_layout", "spin_coefficients", "spin_coefficients_adjoint", "ring_factor",
@@ -45,8 +46,6 @@ __all__ = ["extended_layout", "spin_coefficients", "spin_coefficients_adjoint", 
 
 def check_spin(spin) -> int:
     """``spin`` as an int >= 1, or a clear error naming it."""
-    from .._validate import check_int
-
     return check_int("spin", spin, minimum=1)
 
 
