@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
-__all__ = ["check_int", "check_finite", "as_real_array", "as_complex_array", "as_maps",
+__all__ = ["check_int", "check_finite", "check_fits_in_memory", "as_real_array", "as_complex_array", "as_maps",
            "is_device_array", "UNSEEN"]
 
 #: healpy's value for pixels without data (``healpy.UNSEEN``)
@@ -152,3 +153,20 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     if not bool(bad.any()):
         return arr, None
     return xp.where(bad, 0.0, arr), bad
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits_in_memory(nbytes: int, what: str, asked_by: str) -> None:
+    """MemoryError naming ``asked_by`` (e.g. "nside=1048576") when ``what`` needs more bytes
+    than this machine has, before anything is allocated (NumPy would fail later with a number
+    and no argument, or the machine would swap)."""
+    have = _physical_memory()
+    if have is not None and nbytes > have:
+        raise MemoryError(f"{asked_by} needs {nbytes / 2**30:,.1f} GiB for {what}, more than "
+                          f"this machine's {have / 2**30:,.1f} GiB of memory")

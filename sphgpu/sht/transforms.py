@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import backends
 from .._device import like_input
-from .._validate import _array_module, as_complex_array, as_maps, check_int, is_device_array
+from .._validate import (_array_module, as_complex_array, as_maps, check_fits_in_memory,
+                         check_int, is_device_array)
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from . import spin as spin_mod
@@ -129,6 +130,9 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
+    check_fits_in_memory(8 * geometry.npix * max(1, arr.size // arr.shape[-1]), "the maps",
+                         f"nside={geometry.nside}" if geometry.kind == "healpix"
+                         else f"geometry={geometry!r}")
     impl = backends.load("sht", backend)
     _check_kind("alm", arr, impl)
     if pixwin:
@@ -169,6 +173,8 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     lead + (nalm,), of the kind of ``original``."""
     geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(geometry.natural_lmax if lmax is None else lmax, mmax)
+    check_fits_in_memory(16 * layout.size * max(1, arr.size // arr.shape[-1]), "the a_lm",
+                         f"lmax={layout.lmax}")
     iter = check_int("iter", iter, minimum=0)
     impl = backends.load("sht", backend)
     _check_kind("maps", arr, impl)
