@@ -265,6 +265,20 @@ register(BenchmarkSpec(
     measure=measure_sort, max_measure={"cpu": 2**22, "cuda": 2**28, "reference": 2**16},
     capability="sort"))
 
+_POL = {"cuda_device_t": "sphgpu cuda, temperature only (device)",
+        "cuda_device_pol": "sphgpu cuda, T,E,B (device)",
+        "cuda_host_pol": "sphgpu cuda, T,E,B (host arrays)",
+        "cuda_device_spin2": "sphgpu cuda, spin 2 alone (device)",
+        "ducc0_all_spin2": "ducc0 spin 2, all threads", "ducc0_all_t": "ducc0 spin 0, all threads",
+        "healpy_pol": "healpy T,E,B"}
+register(BenchmarkSpec(
+    name="sht_pol", title="Polarized transforms (T,E,B <-> I,Q,U), lmax = 2 nside",
+    rows="results", x="nside", x_label="nside", x_log2=True, work="npix", work_label="Mpixels",
+    groups={op: (tuple(f"{impl}_{op}" for impl in _POL), f"ducc0_all_spin2_{op}")
+            for op in ("alm2map", "map2alm")},
+    labels={f"{impl}_{op}": text for impl, text in _POL.items()
+            for op in ("alm2map", "map2alm")}))
+
 _TPACF = ("sphgpu_cuda_float32", "sphgpu_cuda_float64", "cpu", "treecorr")
 register(BenchmarkSpec(
     name="tpacf", title="Exact pair counts (10.7 randoms per point)", rows="results",
