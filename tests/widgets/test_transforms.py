@@ -215,6 +215,7 @@ def test_panel_interactions_answer_within_a_second():
     p = transform_panel(nside=64, backend="cpu")            # Binder size; warm
     p.seed.value = 1
     for control, value in [(p.seed, 2), (p.fwhm, 30.0), (p.iter, 1), (p.lmax, 100),
+                           (p.field, "Q"), (p.spectrum, "EE"), (p.field, "B"),
                            (p.nside, 32), (p.nside, 128)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
