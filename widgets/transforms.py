@@ -84,11 +84,6 @@ class TransformResult:
         i = FIELDS.index(self.field)
         return self.maps[i] if i < 3 else self.eb_maps[i - 3]
 
-    @property
-    def beam2(self) -> np.ndarray:
-        """(lmax+1,) b_l^2 of the temperature beam."""
-        return self.beam[:, 0] ** 2
-
     def ratio_range_of(self, spec: str = "TT") -> tuple[int, int]:
         """(first, last) l of the check of an auto spectrum ("TT", "EE" or "BB"): l >= 2, where
         its beam keeps at least :data:`RATIO_MIN_BEAM2` of the power and the map resolves the
@@ -126,7 +121,8 @@ class TransformResult:
     def numbers(self) -> list[tuple[str, str]]:
         return [
             ("nside / pixels", f"{self.nside} / {self.maps.shape[-1]:,} × I, Q, U"),
-            ("lmax / a_lm", f"{self.lmax} / {(self.lmax + 1) * (self.lmax + 2) // 2:,} × T, E, B"),
+            ("lmax / a_lm",
+             f"{self.lmax} / {(self.lmax + 1) * (self.lmax + 2) // 2:,} × T, E, B"),
             ("backend", self.backend),
             ("alm2map (T, E, B → I, Q, U)", fmt_seconds(self.synthesis_s)),
             (f"map2alm (iter={self.iter})", fmt_seconds(self.analysis_s)),
@@ -338,7 +334,8 @@ class TransformModel(PanelModel):
                      f"{float(self.zoom_width):g}° wide")
         i = SPECTRA.index(r.spectrum)
         sx = fig.add_subplot(gs[2])
-        spectrum_plot(sx, r.cl_model[i], r.cl_hat[i], band=_band(r.cl_model, r.spectrum))
+        spectrum_plot(sx, r.cl_model[i], r.cl_hat[i],
+                      band=_te_band(r.cl_model) if r.spectrum == "TE" else None)
         # EE and BB span decades (reionization bump, beam fall-off): log; TE changes sign
         # and TT is the familiar linear peak plot
         if r.spectrum in ("EE", "BB"):
@@ -362,13 +359,11 @@ def _cl_model(cl4, beam):
     return model
 
 
-def _band(model, spec):
-    """(lmax+1,) one-sigma cosmic variance of a full-sky estimate of ``spec``: sqrt(2/(2l+1)) C_l
-    for the auto spectra, sqrt((C_TE^2 + C_TT C_EE) / (2l+1)) for TE."""
+def _te_band(model):
+    """(lmax+1,) one-sigma cosmic variance of a full-sky TE estimate from the (6, lmax+1) model:
+    sqrt((C_TE^2 + C_TT C_EE) / (2l+1))."""
     ell = np.arange(model.shape[-1])
-    if spec == "TE":
-        return np.sqrt((model[3] ** 2 + model[0] * model[1]) / (2 * ell + 1))
-    return model[SPECTRA.index(spec)] * np.sqrt(2.0 / (2 * ell + 1))
+    return np.sqrt((model[3] ** 2 + model[0] * model[1]) / (2 * ell + 1))
 
 
 class TransformPanel(Panel):
