@@ -197,20 +197,24 @@ def readable(fig):
     return fig
 
 
-def spectrum_plot(ax, cl_model, cl_hat, *, lmin=2):
+def spectrum_plot(ax, cl_model, cl_hat, *, lmin=2, band=None):
     """Input against recovered angular power spectrum, as D_l = l(l+1)C_l/2pi, with the
-    cosmic-variance band sqrt(2/(2l+1)) C_l of a full-sky measurement.
+    cosmic-variance band of a full-sky measurement.
 
     Parameters
     ----------
     ax : matplotlib Axes
     cl_model, cl_hat : ndarray, shape (lmax + 1,)
         Raw C_l (muK^2 for the shipped Planck table), indexed from l = 0.
+    band : ndarray, shape (lmax + 1,), optional
+        One-sigma scatter of C_hat in raw C_l units; default sqrt(2/(2l+1)) C_l, that of an
+        auto spectrum (a cross spectrum such as TE needs its own).
     """
     ell = np.arange(lmin, len(cl_model))
     dl = ell * (ell + 1) / (2 * np.pi)
     model = dl * cl_model[lmin:]
-    band = model * np.sqrt(2.0 / (2 * ell + 1))
+    band = (model * np.sqrt(2.0 / (2 * ell + 1)) if band is None
+            else dl * np.asarray(band)[lmin:])
     ax.fill_between(ell, model - band, model + band, color="0.85", lw=0, label="cosmic variance")
     ax.plot(ell, dl * cl_hat[lmin:], color="#b2182b", lw=1, label="recovered")
     ax.plot(ell, model, color="k", lw=1.5, label=r"input $C_\ell b_\ell^2$")

@@ -239,7 +239,9 @@ def _row(numbers, label):
 
 
 # -- each notebook's panels -----------------------------------------------------------------------
-def _transform_panel(page, panel):
+def _transform_panel(page, panel, nside):
+    """Move every control of a transform explorer; ``nside``: the dropdown's last choice (one
+    other than the notebook's, at most 32 for the reference backend chosen before it)."""
     shown = Shown(page, panel)
 
     def ratio_ok():
@@ -254,13 +256,16 @@ def _transform_panel(page, panel):
                             (_slider(panel, "zoom lat [°]"), ("image",)),
                             (_slider(panel, "zoom lon [°]"), ("image",)),
                             (_slider(panel, "zoom width [°]"), ("image",)),
+                            (_toggle(panel, "map", "Q"), ("image", "numbers")),
+                            (_toggle(panel, "spectrum", "TE"), ("image",)),
                             (_toggle(panel, "backend", "reference"), ("numbers",)),
-                            (_dropdown(panel, "nside", "8"), ("image", "numbers"))]:
+                            (_dropdown(panel, "nside", str(nside)), ("image", "numbers"))]:
         shown.move(action, changes)
         assert "μK" in shown.numbers() and not shown.message()
         ratio_ok()
     assert _row(shown.numbers(), "backend") == "reference"
-    assert _row(shown.numbers(), "nside / pixels") == "8 / 768"
+    assert _row(shown.numbers(), "map rms (Q)").endswith("μK")
+    assert _row(shown.numbers(), "nside / pixels").startswith(f"{nside} / {12 * nside**2:,} ")
 
 
 def _speedup_panel(page, panel, sizes, series):
@@ -335,10 +340,10 @@ def _panels(page, name):
         return p
 
     if name.startswith("00"):
-        _transform_panel(page, panel("sphgpu-transform-panel"))
+        _transform_panel(page, panel("sphgpu-transform-panel"), 32)
     elif name.startswith("01"):
         _speedup_panel(page, panel("sphgpu-speedup-panel"), "8, 16", "sphgpu cpu backend")
-        _transform_panel(page, panel("sphgpu-transform-panel"))
+        _transform_panel(page, panel("sphgpu-transform-panel"), 16)
     elif name.startswith("02"):
         _kernel_split_panel(page, panel("sphgpu-kernel-split-panel"))
     elif name.startswith("03"):

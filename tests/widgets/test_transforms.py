@@ -1,5 +1,5 @@
-"""Transform explorer: the model against direct sphgpu calls, messages for invalid settings,
-and the panel driven headless."""
+"""Transform explorer: the model against direct sphgpu calls (polarized: T, E, B <-> I, Q, U),
+messages for invalid settings, and the panel driven headless."""
 
 import numpy as np
 import pytest
@@ -11,19 +11,56 @@ from sphgpu.widgets.transforms import TransformModel, transform_panel
 from .conftest import INTERACTION_BUDGET_S, png, timed
 
 
+SPECTRA4 = ("TT", "EE", "BB", "TE")
+
+
+def _pipeline(nside, lmax, fwhm, seed, iter):
+    """The explorer's sky written out with sphgpu's public functions: (a_lm, IQU, anafast)."""
+    cl4 = planck2018_cl(lmax, spectra=SPECTRA4)
+    bl = sphgpu.gauss_beam(fwhm_arcmin=fwhm, lmax=lmax, pol=True)
+    teb = sphgpu.synalm(cl4, lmax, new=True, seed=seed)
+    teb = np.stack([sphgpu.almxfl(teb[i], bl[:, i]) for i in range(3)])
+    iqu = sphgpu.alm2map(teb, nside, lmax, backend="cpu")
+    return teb, iqu, sphgpu.anafast(iqu, lmax=lmax, iter=iter, backend="cpu"), cl4, bl
+
+
 def test_model_result_is_the_public_api_pipeline():
     m = TransformModel(nside=16, lmax=32, fwhm_arcmin=120.0, seed=7, iter=2, backend="cpu")
     r = m.run()
     assert m.message == "" and r is not None
-    bl = sphgpu.gauss_beam(fwhm_arcmin=120.0, lmax=32)
-    alm = sphgpu.almxfl(sphgpu.synalm(planck2018_cl(32), 32, seed=7), bl)
-    sky = sphgpu.alm2map(alm, 16, 32, backend="cpu")
-    back = sphgpu.map2alm(sky, 32, iter=2, backend="cpu")
-    np.testing.assert_array_equal(r.map, sky)
-    np.testing.assert_allclose(r.cl_hat, sphgpu.alm2cl(back), rtol=1e-14)
-    np.testing.assert_allclose(r.cl_model, planck2018_cl(32) * bl**2, rtol=1e-14)
-    assert r.roundtrip_error == pytest.approx(np.linalg.norm(back - alm) / np.linalg.norm(alm))
-    assert r.synthesis_s > 0 and r.analysis_s > 0 and r.map.size == 12 * 16**2
+    teb, iqu, cl6, cl4, bl = _pipeline(16, 32, 120.0, 7, 2)
+    back = sphgpu.map2alm(iqu, 32, iter=2, backend="cpu")
+    np.testing.assert_array_equal(r.maps, iqu)
+    np.testing.assert_array_equal(r.map, iqu[0])                  # T is shown by default
+    np.testing.assert_allclose(r.cl_hat, cl6, rtol=1e-12, atol=1e-30)
+    assert r.cl_hat.shape == r.cl_model.shape == (6, 33)
+    np.testing.assert_allclose(r.cl_model[0], cl4[0] * bl[:, 0] ** 2, rtol=1e-14)
+    np.testing.assert_allclose(r.cl_model[1], cl4[1] * bl[:, 1] ** 2, rtol=1e-14)
+    np.testing.assert_allclose(r.cl_model[2], cl4[2] * bl[:, 2] ** 2, rtol=1e-14)
+    np.testing.assert_allclose(r.cl_model[3], cl4[3] * bl[:, 0] * bl[:, 1], rtol=1e-14)
+    assert not r.cl_model[4:].any()                               # no EB, TB in the input
+    assert r.roundtrip_error == pytest.approx(np.linalg.norm(back - teb) / np.linalg.norm(teb))
+    assert r.synthesis_s > 0 and r.analysis_s > 0 and r.maps.shape == (3, 12 * 16**2)
+
+
+def test_shown_map_and_its_numbers_follow_the_field_toggle_without_recomputing():
+    m = TransformModel(nside=16, lmax=32, fwhm_arcmin=120.0, seed=7, backend="cpu")
+    m.run()
+    teb, iqu, *_ = _pipeline(16, 32, 120.0, 7, 3)
+    misses = (m._synth.misses, m._analysis.misses)
+    want = {"T": iqu[0], "Q": iqu[1], "U": iqu[2],
+            # E-only / B-only skies: that a_lm alone, synthesized as a spin-0 field
+            "E": sphgpu.alm2map(teb[1], 16, 32, backend="cpu"),
+            "B": sphgpu.alm2map(teb[2], 16, 32, backend="cpu")}
+    for field, sky in want.items():
+        assert m.set(field=field)
+        r = m.result
+        np.testing.assert_allclose(r.map, sky, rtol=1e-12, atol=1e-12 * np.abs(sky).max())
+        rms = dict(r.numbers())[f"map rms ({field})"]
+        assert rms == f"{sky.std():.3g} μK"
+    assert (m._synth.misses, m._analysis.misses) == misses
+    # the polarization is sub-percent of the temperature, B below E: Planck's sky
+    assert want["Q"].std() < 0.01 * want["T"].std() and want["B"].std() < want["E"].std()
 
 
 def test_each_parameter_changes_the_output():
@@ -38,7 +75,7 @@ def test_each_parameter_changes_the_output():
     assert m.run().roundtrip_error > base.roundtrip_error        # Jacobi iterations help
     m.set(iter=3, lmax=20)
     r = m.run()
-    assert r.cl_hat.shape == (21,) and r.lmax == 20
+    assert r.cl_hat.shape == (6, 21) and r.lmax == 20
     m.set(nside=8, lmax=16)
     assert m.run().map.size == 12 * 8**2
 
@@ -51,17 +88,28 @@ def test_spectrum_ratio_is_the_mode_weighted_mean_where_the_beam_leaves_signal()
     keep = (ell >= 2) & (bl2 >= 1e-3)
     assert r.ratio_range == (2, int(ell[keep][-1])) and r.ratio_range[1] < 64
     modes = 2 * ell[keep] + 1
-    want = np.sum(modes * r.cl_hat[keep] / r.cl_model[keep]) / modes.sum()
+    want = np.sum(modes * r.cl_hat[0, keep] / r.cl_model[0, keep]) / modes.sum()
     ratio, sigma = r.spectrum_ratio
     assert ratio == pytest.approx(want, rel=1e-12)
     assert sigma == pytest.approx(np.sqrt(2 / modes.sum()))
     label, text = [row for row in r.numbers() if row[0].startswith("⟨C_hat")][0]
     assert label == f"⟨C_hat / C b²⟩, ℓ 2–{r.ratio_range[1]}"
     assert text.startswith(f"{ratio:.3f} ± {sigma:.3f}")
+    # EE and BB: their own beam columns choose the l (gauss_beam's E and B columns)
+    bl = sphgpu.gauss_beam(fwhm_arcmin=600.0, lmax=64, pol=True)
+    for row, spec in [(1, "EE"), (2, "BB")]:
+        keep = (ell >= 2) & (bl[:, row] ** 2 >= 1e-3)
+        lo, hi = r.ratio_range_of(spec)
+        assert (lo, hi) == (2, int(ell[keep][-1]))
+        modes = 2 * ell[keep] + 1
+        want = np.sum(modes * r.cl_hat[row, keep] / r.cl_model[row, keep]) / modes.sum()
+        assert r.ratio_of(spec)[0] == pytest.approx(want, rel=1e-12)
+        label, text = [row for row in r.numbers() if row[0].startswith(f"{spec}: ⟨C_hat")][0]
+        assert label.endswith(f"ℓ {lo}–{hi}") and text.startswith(f"{want:.3f} ±")
 
 
 def _beams_offered():
-    panel = transform_panel(nside=8, backend="cpu")
+    panel = transform_panel(nside=16, backend="cpu")
     s = panel.fwhm
     return [s.min, s.step, 30.0, 60.0, 180.0, s.max], [n for n in panel.nside.options
                                                        if n <= 512]
@@ -71,13 +119,14 @@ def _beams_offered():
 def test_spectrum_ratio_is_near_one_for_every_nside_and_beam_offered(seed):
     """Issue 20: at nside 512 with a 60' beam the ratio read 5e10 (l where b_l^2 ~ 1e-24)."""
     beams, nsides = _beams_offered()
-    assert min(nsides) == 8 and 512 in nsides
+    assert min(nsides) == 16 and 512 in nsides
     for nside in nsides:
         for fwhm in (beams if nside <= 128 else [0.0, 60.0, 600.0]):
             m = TransformModel(nside=nside, fwhm_arcmin=fwhm, seed=seed, backend="cpu")
             r = m.run()
-            ratio, _ = r.spectrum_ratio
-            assert 0.8 <= ratio <= 1.25, (nside, fwhm, ratio, r.ratio_range)
+            for spec in ("TT", "EE", "BB"):
+                ratio, _ = r.ratio_of(spec)
+                assert 0.8 <= ratio <= 1.25, (spec, nside, fwhm, ratio, r.ratio_range_of(spec))
 
 
 def test_results_are_cached():
@@ -100,6 +149,8 @@ def test_results_are_cached():
     (dict(backend="gpu"), "backend must be one of"),
     (dict(iter=-1), "iter must be"),
     (dict(fwhm_arcmin=-5.0), "fwhm_arcmin must be"),
+    (dict(field="I"), "field must be one of T, Q, U, E, B"),
+    (dict(spectrum="EB"), "spectrum must be one of TT, EE, BB, TE"),
 ])
 def test_invalid_settings_give_a_message_not_an_exception(settings, words):
     m = TransformModel(nside=16, backend="cpu")
@@ -164,6 +215,7 @@ def test_panel_interactions_answer_within_a_second():
     p = transform_panel(nside=64, backend="cpu")            # Binder size; warm
     p.seed.value = 1
     for control, value in [(p.seed, 2), (p.fwhm, 30.0), (p.iter, 1), (p.lmax, 100),
+                           (p.field, "Q"), (p.spectrum, "EE"), (p.field, "B"),
                            (p.nside, 32), (p.nside, 128)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
@@ -172,6 +224,30 @@ def test_panel_interactions_answer_within_a_second():
     p.nside.value = 32
     p.backend.value = "reference"
     assert "reference" in p.model.backend
+
+
+def test_map_and_spectrum_toggles_change_the_plot_not_the_sky():
+    p = transform_panel(nside=16, backend="cpu")
+    misses = (p.model._synth.misses, p.model._analysis.misses)
+    seen = {png(p.figure)}
+    for field in ("Q", "U", "E", "B"):
+        numbers = p.numbers.value
+        p.field.value = field
+        assert f"map rms ({field})" in p.numbers.value and p.numbers.value != numbers
+        seen.add(png(p.figure))
+    for spec in ("EE", "BB", "TE"):
+        p.spectrum.value = spec
+        seen.add(png(p.figure))
+        sx = next(a for a in p.model.figure().axes if a.get_title().startswith(spec))
+        assert sx.get_yscale() == ("linear" if spec == "TE" else "log")
+        assert "μK²" in sx.get_ylabel()
+    assert len(seen) == 8 and None not in seen                   # every toggle redrew
+    assert (p.model._synth.misses, p.model._analysis.misses) == misses
+    fig = p.model.figure()                                       # the colour bar names it
+    assert any(a.get_title().startswith("B:") for a in fig.axes)
+    assert any("B-mode" in a.get_xlabel() and "μK" in a.get_xlabel() for a in fig.axes)
+    p.seed.value = 3                                             # a new sky keeps the view
+    assert p.model.result.field == "B" and p.model.result.spectrum == "TE"
 
 
 def test_zoom_redraws_the_shown_map_without_recomputing():
