@@ -19,10 +19,10 @@ meant for a user's own kernels, would otherwise reach the user from inside sphgp
 from __future__ import annotations
 
 import ctypes
-import warnings
 
 import numpy as np
 
+from .._cuda_launch import quiet
 from .._device import SIMULATOR
 
 __all__ = ["launch", "kernel_params", "FAST"]
@@ -105,11 +105,9 @@ def launch(kernel, grid, block, stream, *args):
 
 def _dispatch(kernel, grid, block, stream, args):
     """``kernel[grid, block, stream](*args)`` through Numba's dispatcher, without its
-    low-occupancy warning (see the module docstring); other warnings pass."""
-    from numba.core.errors import NumbaPerformanceWarning
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Grid size", category=NumbaPerformanceWarning)
+    low-occupancy warning (see the module docstring; :func:`sphgpu._cuda_launch.quiet` knows
+    numba-cuda's warning class as well as numba's); other warnings pass."""
+    with quiet():
         kernel[grid, block, stream](*args)
 
 

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 
 import numpy as np
 from numba import cuda
-from numba.core.errors import NumbaPerformanceWarning
 
+from .._cuda_launch import quiet
 from .._device import SIMULATOR, array_module
 from . import exact
 from . import _cuda_kernels as K
@@ -59,9 +58,10 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted):
 
 def _launch(kernel, grid, block):
     """``kernel[grid, block]`` without Numba's under-utilisation warning: small catalogs and
-    counts make small grids, which is expected here and not the user's concern."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+    counts make small grids, which is expected here and not the user's concern. Through
+    :func:`sphgpu._cuda_launch.quiet`, which knows numba-cuda's own warning class too (a filter
+    on numba.core's alone let "Grid size 2" through on the H100)."""
+    with quiet():
         return kernel[grid, block]
 
 
