@@ -25,7 +25,7 @@ import numpy as np
 
 import sphgpu
 from sphgpu import AlmLayout
-from sphgpu.bench import machine_info, time_call
+from sphgpu.bench import machine_info, run_sizes, time_call
 
 
 def rel(a, b):
@@ -213,15 +213,8 @@ def main():
     info = machine_info()
     log(json.dumps(info))
     odd = odd_sizes(log)
-    results = []
-    for nside in args.nside:
-        row = bench_size(nside, args, log)
-        row["gpu"], row["cpu_count"] = info.get("gpu"), info["cpu_count"]
-        results.append(row)
-        with open(os.path.join(args.out, "sht_pol.json"), "w") as f:
-            json.dump({"machine": info, "results": results, "odd_sizes": odd,
-                       "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f,
-                      indent=1)
+    results = run_sizes(args.nside, lambda nside: bench_size(nside, args, log), info,
+                        os.path.join(args.out, "sht_pol.json"), odd_sizes=odd)
     plot(results, os.path.join(args.out, "sht_pol.png"))
     return 0
 

@@ -6,6 +6,7 @@ the clock at both ends, so a timing covers the whole computation. Medians are re
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -13,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 
-__all__ = ["Timing", "time_call", "machine_info"]
+__all__ = ["Timing", "time_call", "machine_info", "run_sizes"]
 
 
 @dataclass
@@ -84,3 +85,19 @@ def machine_info() -> dict:
     except Exception as exc:  # no GPU: record why, the CPU numbers still stand
         info["gpu"] = f"none ({exc.__class__.__name__})"
     return info
+
+
+def run_sizes(sizes, bench, info, path, **extra):
+    """``bench(size)`` -> one row per size, each stamped with the GPU and host core count; the
+    JSON at ``path`` ({machine, results, date, **extra}) is rewritten after every row, so a
+    run cut short keeps the sizes it finished. Returns the rows."""
+    results = []
+    for size in sizes:
+        row = bench(size)
+        row["gpu"], row["cpu_count"] = info.get("gpu"), info["cpu_count"]
+        results.append(row)
+        with open(path, "w") as f:
+            json.dump({"machine": info, **extra, "results": results,
+                       "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f,
+                      indent=1)
+    return results
