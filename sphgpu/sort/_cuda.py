@@ -206,6 +206,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         out = xp.empty_like(keys)
         perm = xp.empty(n, dtype=np.int64) if want_perm else None
         trace("buffers")
+        cache = max_registers is None          # (see onesweep_kernel's cache)
         if max_registers is None:
             max_registers = MAX_REGISTERS if keys.dtype.itemsize <= 4 else MAX_REGISTERS_WIDE
         shift_bits = K.status_shift(n)
@@ -222,7 +223,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
                 mode = 1 if p == 0 else 2
                 dst_perm = perm if p == passes - 1 else scratch.perm[p % 2]
             kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
-                                       max_registers, transform=transform)
+                                       max_registers, transform=transform, cache=cache)
             _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
                     wide(shift), scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm

@@ -173,7 +173,7 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
             d = uint32((u >> wide(shift)) & wide(mask))
             cuda.atomic.add(counts, uint32(uint32(p * R) + d), 1)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(keys, key_bits, hist, status):
         counts = cuda.shared.array(SIZE, int32)
         held = cuda.local.array(UNROLL, key_type)
@@ -224,7 +224,7 @@ def scan_kernel(passes: int, radix_bits: int, threads: int):
     R = 1 << radix_bits
     SIZE = passes * R
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(hist, n, digit_start, constant):
         buf = cuda.shared.array((2, SIZE), int64)       # Hillis-Steele, double-buffered
         flag = cuda.shared.array(passes, int32)
@@ -270,7 +270,7 @@ def fill_kernel(threads: int, transform: int):
     """
     FLIP = uint32(0x80 if transform == SIGNED else 0)
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(digit_start, out_words, n):
         start = cuda.shared.array(257, int64)       # start[256] = n: the end of digit 255
         t = cuda.threadIdx.x
@@ -472,7 +472,8 @@ def _write(j, shift, mask, stage_keys, stage_perm, dest_base, keys_out, perm_out
 @functools.lru_cache(maxsize=None)
 def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mode: int,
                     shift_bits: int, max_registers: int | None = None,
-                    publish_inclusive: bool = True, transform: int = UNSIGNED):
+                    publish_inclusive: bool = True, transform: int = UNSIGNED,
+                    cache: bool = False):
     """One stable pass of the LSD radix sort on the digit
     ``(radix_key(key) >> shift) & (2**radix_bits - 1)`` (:func:`radix_key` of ``key_type`` and
     ``transform``; keys move with their raw bits).
@@ -535,7 +536,11 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     STAGE_PERM = TILE if with_perm else 1
     U_TILE = uint32(TILE)
 
-    options = {} if SIMULATOR or not max_registers else {"max_registers": max_registers}
+    # Numba's disk cache keys a kernel on its code and closure, not on max_registers: the
+    # caller caches only kernels built with the one register cap it uses for their key width
+    options = {"cache": cache}
+    if max_registers and not SIMULATOR:
+        options["max_registers"] = max_registers
     RELAXED = LOOKBACK_RELAXED and not SIMULATOR
     FENCE = not RELAXED
     if RELAXED:

@@ -37,8 +37,12 @@ import functools
 
 from numba import cuda, float32, float64, int32, int64, uint32, uint64
 
+from .._cuda_launch import refresh_kernel_cache
 from .._device import SIMULATOR
 from . import sky
+
+# kernels are cached on disk (cache=True); they inline sky's device functions
+refresh_kernel_cache(__file__, sky.__file__)
 
 __all__ = ["pair_kernel", "shared_bytes", "cell_keys", "sorted_points"]
 
@@ -59,7 +63,7 @@ _cell = _math.cell
 _unit_vector = _math.unit_vector
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def cell_keys(ra, dec, labels, nbands, nreg, keys):
     """keys[i] = ((band * nreg + label) << 32) | q of point i (:mod:`sphgpu.tpacf.sky`).
 
@@ -74,7 +78,7 @@ def cell_keys(ra, dec, labels, nbands, nreg, keys):
         keys[i] = (uint64(hi) << uint64(sky.QBITS)) | uint64(q)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
     """Sorted unit vectors and weights: xyz[:, k] (float64), xyz32[:, k] (float32) and
     ws[k] = w[perm[k]] (w of length 0: no weights) from point perm[k].
@@ -188,7 +192,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
             if weighted:
                 whist[k * TH + t] = 0.0
 
-    @cuda.jit
+    @cuda.jit(cache=True)
     def kernel(items, group_start, f1, f2, x1, x2, T, gap, E, smax, emax, w1, w2, cnt, wsum,
                rc, rw, nref):
         t = cuda.threadIdx.x
