@@ -158,24 +158,30 @@ def _plus_minus_adjoint(xp, gp, gm, t, spin, step):
     return (up + dn) * t[4]
 
 
-def _embed(xp, a, t, nalm_ext):
-    out = xp.zeros(a.shape[:-1] + (nalm_ext,), dtype=np.complex128)
+def _embed(xp, a, t, nalm_ext, out=None):
+    """a (..., nalm) in the extended layout (..., nalm_ext), zero where j > l; into ``out``
+    (a view is fine) when given."""
+    if out is None:
+        out = xp.empty(a.shape[:-1] + (nalm_ext,), dtype=np.complex128)
+    out[...] = 0.0
     out[..., t[5]] = a
     return out
 
 
-def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth):
+def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth, out=None):
     """Scalar coefficient sets of a spin-s synthesis.
 
     alm : (k, 2, nalm) complex128, E (gradient) and B (curl) in ``layout``.
-    Returns (k, 2, nalm_ext) complex128 in :func:`extended_layout`: the Q and U sets C with
+    Returns (k, 2, nalm_ext) complex128 in :func:`extended_layout` (written into ``out`` when
+    given, e.g. a view of a larger array): the Q and U sets C with
     Q_m(theta) = sin(theta)^-s sum_j C_Q,jm lambda_jm(theta), and likewise U.
     """
     t = _device_tables(xp, layout, spin)
     n_ext = extended_layout(layout, spin).size
     # E and B travel together through the passes (one launch each on a GPU)
     pe, me = _plus_minus(xp, _embed(xp, alm, t, n_ext), t, spin, step)
-    out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
+    if out is None:
+        out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
     out[:, 0] = -(pe[:, 0] + 1j * me[:, 1])
     out[:, 1] = -(pe[:, 1] - 1j * me[:, 0])
     return out
@@ -201,8 +207,23 @@ def ring_factor(geometry, spin: int) -> np.ndarray:
     return s ** (-float(spin))
 
 
-def _factor(xp, geometry, spin):
-    return _cached((xp.__name__, geometry, spin), lambda: xp.asarray(ring_factor(geometry, spin)))
+def row_scale(xp, geometry, spin, rows):
+    """The factor each ring of each row of a coefficient set takes between the Legendre and
+    ring steps: (rows, nrings) float64, 1 for a T row (spin 0), sin^-s for the spin rows."""
+    def make():
+        f = np.ones((rows, geometry.nrings))
+        f[rows - 2:] = ring_factor(geometry, spin)
+        return xp.asarray(f)
+    return _cached((xp.__name__, geometry, spin, rows), make)
+
+
+def scale_rows(leg, scale):
+    """leg (k * rows, nrings, nm) times ``scale`` (rows, nrings) of :func:`row_scale`, row i of
+    the batch taking row i % rows: the plain form of what a backend may fuse into its ring
+    step."""
+    rows = scale.shape[0]
+    out = leg.reshape((-1, rows) + leg.shape[1:]) * scale[None, :, :, None]
+    return out.reshape(leg.shape)
 
 
 def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
@@ -210,8 +231,10 @@ def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
 
     alm : (k, 2, nalm) E, B or (k, 3, nalm) T, E, B complex128 (T is spin 0).
     alm2leg(coeffs (n, nalm_ext), layout_ext) -> leg (n, nrings, mmax+1): the scalar Legendre
-    step; leg2map(leg) -> maps (n, npix): the ring step. One call of each serves every row, so
-    a backend that shares its recurrence between the rows of a batch shares it for T, Q and U.
+    step; leg2map(leg, scale) -> maps (n, npix): the ring step of ``scale_rows(leg, scale)``
+    (``scale`` from :func:`row_scale`: a backend may fuse the product into its ring pass). One
+    call of each serves every row, so a backend that shares its recurrence between the rows of
+    a batch shares it for T, Q and U.
     Returns maps (k, 2 or 3, npix) float64: Q, U or I, Q, U.
     """
     k, r, _ = alm.shape
@@ -219,30 +242,27 @@ def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
     t = _device_tables(xp, layout, spin)
     coeffs = xp.empty((k, r, ext.size), dtype=np.complex128)
     if r == 3:
-        coeffs[:, 0] = _embed(xp, alm[:, 0], t, ext.size)
-    coeffs[:, r - 2:] = spin_coefficients(alm[:, r - 2:], spin, layout, xp, step)
+        _embed(xp, alm[:, 0], t, ext.size, out=coeffs[:, 0])
+    spin_coefficients(alm[:, r - 2:], spin, layout, xp, step, out=coeffs[:, r - 2:])
     leg = alm2leg(coeffs.reshape(k * r, ext.size), ext)
-    leg = leg.reshape((k, r) + leg.shape[1:])
-    leg[:, r - 2:] *= _factor(xp, geometry, spin)[None, None, :, None]
-    maps = leg2map(leg.reshape((k * r,) + leg.shape[2:]))
+    maps = leg2map(leg, row_scale(xp, geometry, spin, r))
     return maps.reshape(k, r, maps.shape[-1])
 
 
 def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth):
     """Adjoint of :func:`synthesis` (weighted by the quadrature, as the scalar analysis).
 
-    maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix)) ->
-    weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) -> coeffs (n, nalm_ext).
-    ``step``: the implementation of :func:`eth` (a backend may pass a fused kernel).
+    maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix), scale)
+    -> ``scale_rows`` of the weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) ->
+    coeffs (n, nalm_ext). ``step``: the implementation of :func:`eth` (a backend may pass a
+    fused kernel).
     Returns (k, 2 or 3, nalm) complex128: E, B or T, E, B.
     """
     k, r, npix = maps.shape
     ext = extended_layout(layout, spin)
     t = _device_tables(xp, layout, spin)
-    leg = map2leg(maps.reshape(k * r, npix))
-    leg = leg.reshape((k, r) + leg.shape[1:])
-    leg[:, r - 2:] *= _factor(xp, geometry, spin)[None, None, :, None]
-    g = leg2alm(leg.reshape((k * r,) + leg.shape[2:]), ext).reshape(k, r, ext.size)
+    leg = map2leg(maps.reshape(k * r, npix), row_scale(xp, geometry, spin, r))
+    g = leg2alm(leg, ext).reshape(k, r, ext.size)
     out = xp.empty((k, r, layout.size), dtype=np.complex128)
     if r == 3:
         out[:, 0] = g[:, 0][..., t[5]]
