@@ -15,7 +15,7 @@ a 2.8 GHz Core2 Quad, nside 2048, lmax 4096), kept to reproduce its Table 1 and 
 (a constant plus the work: (l_cut+1)^2 for the harmonic part at a fixed nside, pixel pairs for
 the real-space part) and keeps the constants in ``~/.cache/sphgpu/convolve_cost.json``
 (``SPHGPU_CACHE_DIR`` moves it; see :mod:`sphgpu._tuning`), per device, backend and nside.
-Timing stops once a part has used its time budget (about a second), so a first call takes
+Timing stops once a part has used its time budget (about half a second), so a first call takes
 seconds, and says what it times as it goes.
 """
 
@@ -222,7 +222,7 @@ class MeasuredCostModel(CostModel):
         (:func:`sphgpu._tuning.print_progress`), False: say nothing.
     budget : float
         Seconds each part (per backend) may spend timing, warm-up included, before it stops
-        adding larger cases (default 0.8).
+        adding larger cases (default 0.5).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
@@ -232,7 +232,7 @@ class MeasuredCostModel(CostModel):
 
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
                  sizes="full", use_cache=True, progress=None, realspace_nside=None,
-                 measure=True, budget=0.8):
+                 measure=True, budget=0.5):
         from ..backends import cuda_available
 
         self.nside = check_int("nside", nside, minimum=1)
@@ -316,8 +316,8 @@ class MeasuredCostModel(CostModel):
         for i, (work, label, fn) in enumerate(cases):
             if len(points) >= 2:
                 w0, t0 = points[-1]
-                # three calls per case (warm-up and two timed)
-                if time.perf_counter() - start + 3 * t0 * work / w0 > self.budget:
+                # two calls per case (warm-up and one timed)
+                if time.perf_counter() - start + 2 * t0 * work / w0 > self.budget:
                     break
             self.progress(f"timing {label} ({i + 1}/{len(cases)})")
             points.append((work, _time(fn, backend)))
@@ -399,7 +399,7 @@ def _to_backend(a, backend):
     return a
 
 
-def _time(fn, backend, repeat=2):
+def _time(fn, backend, repeat=1):
     from ..bench.timing import time_call
 
     sync = None
@@ -407,8 +407,9 @@ def _time(fn, backend, repeat=2):
         import cupy
 
         sync = cupy.cuda.Device().synchronize
-    # a call longer than 0.2 s is timed once: its spread is small next to the fit's
-    return time_call(fn, repeat=repeat, warmup=1, sync=sync, max_seconds=0.2).median
+    # one timed call after the warm-up: its spread is small next to the fit's (optimize_split's
+    # first call with three calls per case took 6.8 s on the H100, against a goal of 5 s)
+    return time_call(fn, repeat=repeat, warmup=1, sync=sync).median
 
 
 def resolve_cost_model(cost_model, nside, lmax, **kw) -> CostModel:
