@@ -145,16 +145,23 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     return like_input(maps.reshape(lead + (geometry.npix,)), alm)
 
 
+def times_fl(alm, fl, layout):
+    """``alm`` (..., layout.size) times ``fl[l]`` (fl: lmax + 1 numbers) of each coefficient,
+    on the array's own device (only fl crosses the bus). Shared by :func:`almxfl` and the
+    pixel windows (spectra.py imports this module, so it lives here)."""
+    factor = np.asarray(fl)[layout.lm()[0]]
+    return alm * _array_module(alm).asarray(factor)
+
+
 def _apply_pixwin(arr, nside, layout, polarized):
     from .pixwin import pixwin as _pixwin
-    from .spectra import almxfl
 
     wt, wp = _pixwin(nside, pol=True, lmax=layout.lmax)
     if not polarized:
-        return almxfl(arr, wt, layout.mmax, lmax=layout.lmax)
+        return times_fl(arr, wt, layout)
     out = arr.copy()
-    out[..., 0, :] = almxfl(arr[..., 0, :], wt, layout.mmax, lmax=layout.lmax)
-    out[..., 1:, :] = almxfl(arr[..., 1:, :], wp, layout.mmax, lmax=layout.lmax)
+    out[..., 0, :] = times_fl(arr[..., 0, :], wt, layout)
+    out[..., 1:, :] = times_fl(arr[..., 1:, :], wp, layout)
     return out
 
 
