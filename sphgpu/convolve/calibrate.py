@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import backends
 from .._validate import check_int
 from ..geometry import RingGeometry
 from ..sht import alm2cl, map2alm
+from .api import convolve
 from .harmonic import harmonic_convolve
-from .split import KernelSplit
+from .optimize import default_theta_grid, make_fitter
+from .split import KernelSplit, _check_kernel
 
 __all__ = ["MeasuredError", "AlphaCalibration", "PlanMeasurement", "measure_error",
            "measure_plan", "calibrate_alpha", "white_noise"]
@@ -72,8 +75,6 @@ def measure_error(split: KernelSplit, nside: int, *, seed=0, backend="auto", map
     """Convolve white noise (or ``maps``) at ``nside`` with ``split`` and with its full kernel,
     and measure the spectrum and map errors. ``full`` may pass the full-kernel result if it is
     already known (the same maps)."""
-    from .api import convolve
-
     nside = check_int("nside", nside, minimum=1)
     geom = RingGeometry.healpix(nside)
     m = white_noise(nside, seed) if maps is None else np.asarray(maps, dtype=np.float64)
@@ -119,10 +120,7 @@ def measure_plan(plan, *, seed=0, backend="auto"):
     measured times say what this machine does with it; the plan's predicted times and
     backends stay as the cost model gave them.
     """
-    from .. import backends
-    from .api import convolve
-
-    be = backends.resolve(backend, "sht")
+    be = backends.resolve(backend, "convolve")
     geom = RingGeometry.healpix(plan.nside)
     m = white_noise(plan.nside, seed)
 
@@ -180,9 +178,6 @@ def calibrate_alpha(kernel, nside, splits=None, *, fit="sphgpu", kind="spectrum"
     estimate is near 1e-6, 1e-5 and 1e-4), compare the measured error on one white-noise map
     with the unscaled estimate. ``kind`` is "spectrum" (default, the paper's quantity) or
     "map". Returns an :class:`AlphaCalibration`."""
-    from .optimize import default_theta_grid, make_fitter
-    from .split import _check_kernel
-
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)
     if kind not in ("spectrum", "map"):

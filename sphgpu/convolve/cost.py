@@ -29,10 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _tuning
+from .. import _tuning, backends
+from .._device import SIMULATOR
 from .._validate import check_int
-from .kernels import ARCMIN
-from .realspace import pair_count
+from ..bench.timing import time_call
+from ..geometry import RingGeometry
+from . import harmonic
+from .kernels import ARCMIN, RadialKernel
+from .realspace import pair_count, ring_plan
 
 __all__ = ["CostModel", "PaperCostModel", "MeasuredCostModel", "resolve_cost_model",
            "cache_path"]
@@ -159,7 +163,7 @@ def cache_path() -> str:
 
 
 def _device_name(backend):
-    if backend == "cuda":
+    if backends.info(backend).gpu:
         return _tuning.device_name()
     threads = os.environ.get("SPHGPU_NUM_THREADS", "all")
     return f"{platform.processor() or platform.machine()} x{os.cpu_count()} threads={threads}"
@@ -233,11 +237,9 @@ class MeasuredCostModel(CostModel):
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
                  sizes="full", use_cache=True, progress=None, realspace_nside=None,
                  measure=True, budget=0.8):
-        from ..backends import cuda_available
-
         self.nside = check_int("nside", nside, minimum=1)
         self.lmax = check_int("lmax", lmax, minimum=1)
-        gpu = ("cuda",) if cuda_available() and not _simulator() else ()
+        gpu = ("cuda",) if backends.cuda_available() and not SIMULATOR else ()
         self.harmonic_backends = tuple(harmonic_backends or ("cpu",) + gpu)
         self.realspace_backends = tuple(realspace_backends or gpu or ("cpu",))
         if sizes not in ("full", "quick"):
@@ -331,15 +333,12 @@ class MeasuredCostModel(CostModel):
         l_cut a short budget affords, and scaled by the ratio of rings; a (the FFTs) is then
         what one call at the real nside and the smallest l_cut leaves over. Timing every l_cut
         at the real nside took 41 s on an H200."""
-        from ..geometry import RingGeometry
-        from .harmonic import harmonic_convolve
-
         def case(nside, l_cut):
             geom = RingGeometry.healpix(nside)
             m = _to_backend(np.random.default_rng(0).standard_normal(geom.npix), backend)
             bl = np.ones(l_cut + 1)
             return ((l_cut + 1) ** 2, f"the harmonic part [{backend}] at l_cut {l_cut}, nside "
-                    f"{nside}", lambda: harmonic_convolve(m, bl, geom, backend=backend))
+                    f"{nside}", lambda: harmonic.harmonic_convolve(m, bl, geom, backend=backend))
 
         fractions = (0.125, 0.5, 1.0) if self.sizes == "quick" else (0.0625, 0.125, 0.25, 0.5, 1.0)
         l_cuts = [max(1, int(round(f * self.lmax))) for f in fractions]
@@ -356,11 +355,6 @@ class MeasuredCostModel(CostModel):
         return _Fit(max(0.0, t - b * work), b, points)
 
     def _measure_realspace(self, backend):
-        from ..geometry import RingGeometry
-        from .kernels import RadialKernel
-        from .realspace import ring_plan
-        from .api import _realspace_impl
-
         nside = self.realspace_nside
         geom = RingGeometry.healpix(nside)
         rng = np.random.default_rng(0)
@@ -369,7 +363,7 @@ class MeasuredCostModel(CostModel):
         targets = (10, 40, 160) if self.sizes == "quick" else (30, 120, 500, 2000)
         pix = 4 * math.pi / geom.npix
         kernel = RadialKernel.gaussian(max(1.0, 2.0 * math.sqrt(pix) / ARCMIN), 3 * nside)
-        impl = _realspace_impl(backend)
+        impl = backends.load("convolve", backend)
         cases = []
         for npix_disc in targets:
             theta = min(math.pi, 2.0 * math.asin(min(1.0, math.sqrt(npix_disc * pix / math.pi) / 2)))
@@ -385,14 +379,13 @@ class MeasuredCostModel(CostModel):
         return fit
 
 
-def _simulator():
-    from .._device import SIMULATOR
-
-    return SIMULATOR
+def _on_device(backend):
+    """Whether ``backend`` computes on a real GPU (device arrays, asynchronous launches)."""
+    return backends.info(backend).gpu and not SIMULATOR
 
 
 def _to_backend(a, backend):
-    if backend == "cuda" and not _simulator():
+    if _on_device(backend):
         import cupy
 
         return cupy.asarray(a)
@@ -400,10 +393,8 @@ def _to_backend(a, backend):
 
 
 def _time(fn, backend, repeat=2):
-    from ..bench.timing import time_call
-
     sync = None
-    if backend == "cuda" and not _simulator():
+    if _on_device(backend):
         import cupy
 
         sync = cupy.cuda.Device().synchronize

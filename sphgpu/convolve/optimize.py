@@ -15,6 +15,7 @@ import numpy as np
 from .._validate import check_int
 from .cost import CostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
+from .run import run_plan
 from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
 __all__ = ["Plan", "Candidate", "optimize_split", "plan_for_cuts", "default_theta_grid",
@@ -133,8 +134,6 @@ class Plan:
 
     def apply(self, maps, *, backend=None):
         """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`)."""
-        from .api import run_plan
-
         return run_plan(self, maps, backend=backend)
 
     def explain(self) -> str:

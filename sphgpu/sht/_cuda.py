@@ -1,4 +1,4 @@
-"""The "cuda" backend of the SHT: host side of the Numba CUDA kernels and cuFFT (through CuPy).
+"""The "cuda" backend of the SHT (:class:`sphgpu.backends.SHTBackend`): host side of the Numba CUDA kernels and cuFFT (through CuPy).
 
 alm2map = Legendre step (:func:`_cuda_kernels.alm2leg_kernel`, Delta_m(theta) for every ring and
 m) + ring step (fold the m modes of each ring onto its n pixels, Bluestein FFT of length M for
@@ -408,6 +408,7 @@ def analysis_spin(maps, spin, layout, geometry):
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)
+# ``nthreads`` (host threads) is part of every backend's stage signature; the GPU ignores it.
 @quiet()
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
@@ -416,7 +417,7 @@ def _stage(data, run):
     return to_host(out) if isinstance(data, np.ndarray) and xp is not np else out
 
 
-def stage_alm2leg(alm, layout, geometry, mvals, astart):
+def stage_alm2leg(alm, layout, geometry, mvals, astart, *, nthreads=None):
     """Legendre step for the orders ``mvals`` ((nm,) int64): alm (k, n) complex128 with order
     mvals[c] at ``alm[:, astart[c] + l]`` -> leg (k, nrings, nm) complex128."""
     pl = plan(geometry, layout.lmax, layout.mmax)
@@ -424,20 +425,20 @@ def stage_alm2leg(alm, layout, geometry, mvals, astart):
     return _stage(alm, lambda a, xp: _alm2leg(a, pl, xp, orders))
 
 
-def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm):
+def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm, *, nthreads=None):
     """Adjoint of :func:`stage_alm2leg`: leg (k, nrings, nm) -> alm (k, nalm) complex128."""
     pl = plan(geometry, layout.lmax, layout.mmax)
     orders = (_const(mvals), _const(astart), nalm)
     return _stage(leg, lambda a, xp: _leg2alm(a, pl, xp, orders))
 
 
-def stage_leg2map(leg, geometry):
+def stage_leg2map(leg, geometry, *, nthreads=None):
     """Ring step of a synthesis: leg (k, nrings, mmax+1), column m = order m -> maps (k, npix)."""
     pl = plan(geometry, leg.shape[2] - 1, leg.shape[2] - 1)
     return _stage(leg, lambda a, xp: _leg2map(xp.ascontiguousarray(a), pl, xp))
 
 
-def stage_map2leg(maps, geometry, mmax, quadrature):
+def stage_map2leg(maps, geometry, mmax, quadrature, *, nthreads=None):
     """Ring step of an analysis: maps (k, npix) -> leg (k, nrings, mmax+1), weighted by the
     rings' quadrature weights when ``quadrature``."""
     pl = plan(geometry, mmax, mmax)

@@ -59,7 +59,7 @@ def resolve_geometry(nside, geometry, npix=None, name="map") -> RingGeometry:
 
 
 def _check_kind(name, a, impl):
-    if is_device_array(a) and not getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+    if is_device_array(a) and not impl.ACCEPTS_DEVICE_ARRAYS:
         raise TypeError(f"{name} is a GPU array; the CPU backends take NumPy arrays "
                         "(use backend='cuda', or copy it to the host)")
 
@@ -186,9 +186,7 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     impl = backends.load("sht", backend)
     _check_kind("maps", arr, impl)
     # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
-    to_device = getattr(impl, "to_device", None)
-    batch = _rows(arr, rows)
-    work = to_device(batch) if to_device else batch
+    work = impl.to_device(_rows(arr, rows))
     if rows:
         alm = _jacobi(work, iter,
                       lambda m: impl.analysis_spin(m, spin, layout, geometry),
@@ -196,7 +194,7 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     else:
         alm = _jacobi(work, iter, lambda m: impl.analysis(m, layout, geometry),
                       lambda a: impl.synthesis(a, layout, geometry))
-    if to_device and not is_device_array(original):
+    if not is_device_array(original):
         alm = impl.to_host(alm)
     return like_input(alm.reshape(lead + (layout.size,)), original)
 
