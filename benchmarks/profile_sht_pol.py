@@ -2,8 +2,8 @@
 
 Run on the GPU machine:  python benchmarks/profile_sht_pol.py --nside 2048
 Times, device-resident, with CUDA synchronisation: the spin coefficient passes, the scalar
-Legendre step on 1, 2 and 3 rows (with 2 or 3 maps sharing one launch), the sin^-2 ring
-scaling and the ring step, and their adjoints; prints a table and writes JSON to --out.
+Legendre step on 1, 2 and 3 rows (with 2 or 3 maps sharing one launch), the ring step (with
+the sin^-2 ring factor fused into its fold), and their adjoints; prints a table and writes JSON to --out.
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ def main():
             _cuda.MAPS_PER_LAUNCH = per
             t(f"alm2leg {n} rows, {per} per launch", lambda: _cuda._alm2leg(c3[:n], pl, cupy))
     _cuda.MAPS_PER_LAUNCH = 2
-    f = spin._factor(cupy, g, 2)
-    t("leg *= sin^-2 (2 rows)", lambda: leg3[1:].__imul__(f[None, :, None]))
     for n in (1, 2, 3):
         t(f"leg2map {n} rows", lambda: _cuda._leg2map(cupy.ascontiguousarray(leg3[:n]), pl, cupy))
+    s3 = spin.row_scale(cupy, g, 2, 3)
+    t("leg2map 3 rows, sin^-2 fused into the fold (T, Q, U)",
+      lambda: _cuda._leg2map(leg3, pl, cupy, s3))
     maps = _cuda._leg2map(leg3, pl, cupy)
     for n in (1, 2, 3):
         t(f"map2leg {n} rows", lambda: _cuda._map2leg(cupy.ascontiguousarray(maps[:n]), pl, cupy))

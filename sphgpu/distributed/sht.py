@@ -15,7 +15,9 @@ One large transform (:func:`alm2map`, :func:`map2alm`), in one of two patterns:
     exchange) and does the ring FFTs of its rings. map2alm runs the same graph backwards
     (ring FFTs per ring chunk, exchange, Legendre step per m chunk), and healpy's Jacobi
     iterations are more rounds of the same graph, with every a_lm chunk staying on its worker.
-    Each worker holds only its share of the a_lm and of the map.
+    Each worker holds only its share of the a_lm and of the map. Polarized sets (T, E, B)
+    run the same graph on their scalar coefficient sets: the spin passes of
+    :mod:`sphgpu.sht.spin` are local to each m, so each m chunk's task makes its own.
 ``pattern="rings"`` -- no exchange: every worker gets all a_lm, and each ring-chunk task runs a
     whole transform for its rings (a sub-grid of the geometry; chunks keep mirror rings
     together so the Legendre recurrence still serves two rings at once). map2alm adds the
@@ -46,7 +48,7 @@ from .. import backends
 from .._validate import as_complex_array, as_maps, as_real_array, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
-from ..sht import stages
+from ..sht import spin, stages
 from ..sht.transforms import _check_pol, _shape_kind, resolve_geometry
 from . import cluster as _cluster
 from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
@@ -248,8 +250,19 @@ def _analysis_task(maps, lmax, mmax, iter, ref, backend):
 
 
 def _legendre_task(alm, layout, ref, mrange, ring_lists, backend):
-    """m chunk -> Delta_m on all rings, cut into one piece per ring chunk."""
-    leg = stages.alm2leg(alm, layout, _geom(ref), mrange, backend=backend)
+    """m chunk -> Delta_m on all rings, cut into one piece per ring chunk. A polarized chunk
+    (k, 3, n) T, E, B becomes its 3k scalar coefficient sets on the extended layout
+    (:mod:`sphgpu.sht.spin`; the passes are local to each m), and its Delta_m rows take their
+    sin^-2 ring factor here, so the ring tasks are the scalar ones."""
+    g = _geom(ref)
+    if alm.ndim == 3:
+        t = spin.chunk_tables(layout, 2, mrange)
+        coeffs = spin.coefficient_sets(alm, 2, layout, tables=t)
+        leg = stages.alm2leg(coeffs.reshape(-1, coeffs.shape[-1]),
+                             spin.extended_layout(layout, 2), g, mrange, backend=backend)
+        leg = spin.scale_rows(leg, spin.row_scale(np, g, 2, 3))
+    else:
+        leg = stages.alm2leg(alm, layout, g, mrange, backend=backend)
     return tuple(np.ascontiguousarray(leg[:, rings, :]) for rings in ring_lists)
 
 
@@ -269,13 +282,21 @@ def _analysis_ring_task(maps, ref, rings, mmax, mranges, backend, *synth_pieces)
     return tuple(np.ascontiguousarray(leg[:, :, r.start:r.stop]) for r in mranges)
 
 
-def _adjoint_legendre_task(layout, ref, ring_lists, mrange, backend, previous, *pieces):
-    """m chunk: pieces from every ring chunk -> a_lm of this chunk (+ ``previous``)."""
+def _adjoint_legendre_task(layout, ref, ring_lists, mrange, backend, pol, previous, *pieces):
+    """m chunk: pieces from every ring chunk -> a_lm of this chunk (+ ``previous``); with
+    ``pol`` the pieces' rows are I, Q, U triples and the result (k, 3, n) T, E, B (the
+    transpose of :func:`_legendre_task`)."""
     g = _geom(ref)
     leg = np.empty((pieces[0].shape[0], g.nrings, len(mrange)), dtype=np.complex128)
     for rings, p in zip(ring_lists, pieces):
         leg[:, rings, :] = p
-    alm = stages.leg2alm(leg, layout, g, mrange, backend=backend)
+    if pol:
+        leg = spin.scale_rows(leg, spin.row_scale(np, g, 2, 3))
+        c = stages.leg2alm(leg, spin.extended_layout(layout, 2), g, mrange, backend=backend)
+        alm = spin.coefficient_sets_adjoint(c.reshape(-1, 3, c.shape[-1]), 2, layout,
+                                            tables=spin.chunk_tables(layout, 2, mrange))
+    else:
+        alm = stages.leg2alm(leg, layout, g, mrange, backend=backend)
     return alm if previous is None else previous + alm
 
 
@@ -438,13 +459,6 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
 
 
 # ----------------------------------------------------------------------------- one large transform
-def _check_polarized_pattern(polarized, pattern):
-    if polarized and pattern != "rings":
-        raise NotImplementedError(
-            f"polarized transforms split by m (pattern={pattern!r}) are not implemented: use "
-            "pattern='rings', or alm2map_many / map2alm_many for batches")
-
-
 def _check_pattern(pattern):
     if pattern not in PATTERNS:
         raise ValueError(f"pattern must be one of {PATTERNS}, got {pattern!r}")
@@ -477,8 +491,8 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     ----------
     alm : array, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm), complex
     nside, lmax, mmax, pol, geometry
-        As in :func:`sphgpu.alm2map` (healpy's ``pol=True``: 3 rows are T, E, B). Polarized
-        sets run with ``pattern="rings"`` only.
+        As in :func:`sphgpu.alm2map` (healpy's ``pol=True``: 3 rows are T, E, B), in either
+        pattern.
     backend : {"auto", "cuda", "cpu", "reference"}
         As in :func:`alm2map_many`.
     client : distributed.Client, optional
@@ -500,7 +514,6 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     pattern = _check_pattern(pattern)
     arr = _host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
     polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
-    _check_polarized_pattern(polarized, pattern)
     g = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
     batch = arr.reshape((-1, 3, arr.shape[-1]) if polarized else (-1, arr.shape[-1]))
@@ -517,7 +530,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
             return [client.submit(_rings_synthesis_task, alm_f, layout, ref, rings, name,
                                   key=(key, r), resources=resources)
                     for r, rings in enumerate(ring_lists)]
-        chunks = _scatter(client, [np.ascontiguousarray(batch[:, alm_slice(layout.lmax, mr)])
+        chunks = _scatter(client, [np.ascontiguousarray(batch[..., alm_slice(layout.lmax, mr)])
                                    for mr in mranges], resources)
         kl, kx, kf = _key("legendre"), _key("exchange"), _key("ringfft")
         legs = [client.submit(_legendre_task, a, layout, ref, mr, ring_lists, name,
@@ -541,7 +554,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
             client=None, nchunks=None, pattern="m", progress=False):
     """One analysis (healpy's ``map2alm``, ``iter`` Jacobi iterations) split over the workers
     of a Dask cluster; arguments as in :func:`alm2map` and :func:`sphgpu.map2alm` (I, Q, U
-    maps with ``pol=True``, ``pattern="rings"`` only; UNSEEN and ``numpy.ma`` pixels count
+    maps with ``pol=True``, in either pattern; UNSEEN and ``numpy.ma`` pixels count
     as zero).
 
     With ``pattern="m"`` the map stays split by ring chunks and the a_lm by m chunks on their
@@ -559,7 +572,6 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
     iter = check_int("iter", iter, minimum=0)
     arr = _host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])
     polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
-    _check_polarized_pattern(polarized, pattern)
     g = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
     batch = arr.reshape(-1, arr.shape[-1])          # rows: k maps, or k I, Q, U triples
@@ -596,7 +608,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
             pieces = [[client.submit(operator.getitem, legs[r], c, key=(kx, r, c))
                        for c in range(nm)] for r in range(nr)]
             alm_c = [client.submit(_adjoint_legendre_task, layout, ref, ring_lists, mr, name,
-                                   alm_c[c], *[pieces[r][c] for r in range(nr)],
+                                   polarized, alm_c[c], *[pieces[r][c] for r in range(nr)],
                                    key=(kl, c), resources=resources)
                      for c, mr in enumerate(mranges)]
             if it < iter:

@@ -196,7 +196,8 @@ def twin_synthesis_spin(alm, spin, layout, geometry):
     """The GPU algorithm of a spin synthesis on the CPU: alm (k, 2 or 3, nalm) -> maps."""
     return spin_mod.synthesis(alm, spin, layout, geometry,
                               lambda c, ext: twin_alm2leg(c, ext, geometry),
-                              lambda leg: ringfft.leg2map(leg, geometry))
+                              lambda leg, s: ringfft.leg2map(spin_mod.scale_rows(leg, s),
+                                                             geometry))
 
 
 # Parallel over m: each m owns its output column of leg (and its alm entries in the adjoint),

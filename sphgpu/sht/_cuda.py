@@ -90,6 +90,7 @@ class _Plan:
         self.mu = _const(legendre.mu_table(mmax))
         m = np.arange(mmax + 1, dtype=np.int64)
         self.mvals = _const(m)
+        self.unit_scale = _const(np.ones((1, self.nrings)))    # ring kernels' scale, scalar
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
         # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length).
@@ -279,7 +280,9 @@ def _leg2alm(leg, pl, xp, orders=None):
     return out.view(np.complex128)
 
 
-def _leg2map(leg, pl, xp):
+def _leg2map(leg, pl, xp, scale=None):
+    """Ring step of a synthesis; ``scale`` (rows, nrings): spin.scale_rows fused into the fold."""
+    scale = pl.unit_scale if scale is None else scale
     nmaps = leg.shape[0]
     maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
     for c in pl.classes:
@@ -289,7 +292,7 @@ def _leg2map(leg, pl, xp):
         width = c["M"] if c["chirped"] else c["M"] // 2 + 1
         a = xp.empty((rows, width), dtype=np.complex128)
         K.fold_kernel[_grid2(rows, width)](leg, c["rings"], c["nphi"], c["phi0"], c["nr"],
-                                           c["chirped"], a)
+                                           c["chirped"], scale, a)
         if c["chirped"]:
             conv = _convolve(a, c, nmaps, xp)
         else:
@@ -299,7 +302,10 @@ def _leg2map(leg, pl, xp):
     return maps
 
 
-def _map2leg(maps, pl, xp, quadrature=True):
+def _map2leg(maps, pl, xp, quadrature=True, scale=None):
+    """Ring step of an analysis; ``scale`` (rows, nrings): spin.scale_rows fused into the
+    unfold."""
+    scale = pl.unit_scale if scale is None else scale
     nmaps = maps.shape[0]
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
     for c in pl.classes:
@@ -316,7 +322,7 @@ def _map2leg(maps, pl, xp, quadrature=True):
                                                           a)
             conv = xp.fft.rfft(a, axis=1)
         K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
-                                                   c["nr"], c["chirped"], leg)
+                                                   c["nr"], c["chirped"], scale, leg)
     return leg
 
 
@@ -380,11 +386,11 @@ def _run_spin(data, spin, layout, geometry, forward):
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
                                       lambda c, ext: _alm2leg(c, pl, xp),
-                                      lambda leg: _leg2map(leg, pl, xp), xp, _eth)
+                                      lambda leg, s: _leg2map(leg, pl, xp, s), xp, _eth)
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
-                                     lambda m: _map2leg(m, pl, xp),
+                                     lambda m, s: _map2leg(m, pl, xp, scale=s),
                                      lambda leg, ext: _leg2alm(leg, pl, xp), xp, _eth)
     outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)

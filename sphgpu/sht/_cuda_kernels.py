@@ -496,15 +496,16 @@ def chirp_kernel(nphi, out):
 
 
 @cuda.jit(cache=True)
-def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
+def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, scale, out):
     """alm2map ring pass 1: fold Delta_m of each ring onto its n Fourier modes and chirp them.
 
-    out[i*nr + row, q] = z_q * sum over m in [-mmax, mmax] with m = q (mod n) of
-                         Delta_m e^{i m phi0}   (Delta_{-m} = conj Delta_m), zero for q >= n.
+    out[i*nr + row, q] = z_q * s * sum over m in [-mmax, mmax] with m = q (mod n) of
+                         Delta_m e^{i m phi0}   (Delta_{-m} = conj Delta_m), zero for q >= n,
+    with s = scale[i % scale.shape[0], ring] (the sin^-s factor of a spin row, 1 otherwise).
     Launch: 2-D grid covering out (nmaps*nr, M), or (nmaps*nr, n//2 + 1) for a plain class:
     the modes q <= n/2 of its Hermitian spectra, for a complex-to-real FFT. leg (nmaps, nrings,
     mmax+1) complex128; rings, nphi (nr,) int64 and phi0 (nr,) float64 describe this class's
-    rings; nmaps_rows = nr.
+    rings; nmaps_rows = nr; scale (rows, nrings) float64.
     """
     R, q = cuda.grid(2)
     if R < out.shape[0] and q < out.shape[1]:
@@ -525,7 +526,7 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, out):
                 d = leg[i, ring, m]
                 ang = m * p0
                 v += (d * complex(math.cos(ang), math.sin(ang))).conjugate()
-            v *= _chirp(q, n, chirped)
+            v *= _chirp(q, n, chirped) * scale[i % scale.shape[0], ring]
         out[R, q] = v
 
 
@@ -578,11 +579,12 @@ def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
 
 
 @cuda.jit(cache=True)
-def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
-    """map2alm ring pass 2: Delta_m = e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
+def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, scale, leg):
+    """map2alm ring pass 2: Delta_m = s e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
 
     Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum; a plain
     class (chirped = 0) passes the real FFT of its rings, conv (nmaps*nr, n//2 + 1).
+    s = scale[i % scale.shape[0], ring], as in :func:`fold_kernel`.
     Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
     """
     R, m = cuda.grid(2)
@@ -598,7 +600,9 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, leg):
         else:
             g = conv[R, n - q].conjugate()
         ang = -m * phi0[row]
-        leg[i, rings[row], m] = g * complex(math.cos(ang), math.sin(ang))
+        ring = rings[row]
+        leg[i, ring, m] = (g * complex(math.cos(ang), math.sin(ang))
+                           * scale[i % scale.shape[0], ring])
 
 
 @cuda.jit(cache=True)

@@ -129,7 +129,8 @@ def synthesis_spin(alm, spin, layout, geometry):
     the spin functions as combinations of the scalar ones (:mod:`sphgpu.sht.spin`)."""
     return spin_mod.synthesis(alm, spin, layout, geometry,
                               lambda c, ext: alm2leg(c, ext, geometry),
-                              lambda leg: ringfft.leg2map(leg, geometry))
+                              lambda leg, s: ringfft.leg2map(spin_mod.scale_rows(leg, s),
+                                                             geometry))
 
 
 def analysis_spin(maps, spin, layout, geometry):
@@ -138,5 +139,6 @@ def analysis_spin(maps, spin, layout, geometry):
     _check(layout)
     w = geometry.pixel_weights()
     return spin_mod.analysis(maps, spin, layout, geometry,
-                             lambda m: ringfft.map2leg(m * w, geometry, layout.mmax),
+                             lambda m, s: spin_mod.scale_rows(
+                                 ringfft.map2leg(m * w, geometry, layout.mmax), s),
                              lambda leg, ext: leg2alm(leg, ext, geometry))

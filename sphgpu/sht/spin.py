@@ -41,7 +41,8 @@ from .._validate import check_int
 from ..alm import AlmLayout
 
 __all__ = ["extended_layout", "spin_coefficients", "spin_coefficients_adjoint", "ring_factor",
-           "check_spin", "synthesis", "analysis"]
+           "check_spin", "synthesis", "analysis", "chunk_tables", "coefficient_sets",
+           "coefficient_sets_adjoint", "row_scale", "scale_rows"]
 
 
 def check_spin(spin) -> int:
@@ -101,6 +102,22 @@ def _device_tables(xp, layout, spin):
         xp.asarray(a) for a in _tables(layout.lmax, layout.mmax, spin)))
 
 
+def _orders_slice(layout: AlmLayout, mrange: range) -> slice:
+    """Where the orders ``mrange`` (contiguous) lie in ``layout``'s m-major array."""
+    stop = layout.size if mrange.stop > layout.mmax else layout.index(mrange.stop, mrange.stop)
+    return slice(int(layout.index(mrange.start, mrange.start)), int(stop))
+
+
+def chunk_tables(layout: AlmLayout, spin: int, mrange: range):
+    """:func:`_tables` restricted to the orders ``mrange`` (host arrays), for coefficient sets
+    that hold only those orders (a worker's m chunk in ``sphgpu.distributed``): the passes are
+    local to each order, so they run on any run of whole orders."""
+    fl, fm, eps, eps_next, norm, inner = _tables(layout.lmax, layout.mmax, spin)
+    e = _orders_slice(extended_layout(layout, spin), mrange)
+    b = _orders_slice(layout, mrange)
+    return fl[e], fm[e], eps[e], eps_next[e], norm[e], inner[b] - e.start
+
+
 def _down(xp, c):
     """c_{j-1} at j (the entry before; callers multiply by eps_j, which is 0 at j = m)."""
     out = xp.empty_like(c)
@@ -158,32 +175,42 @@ def _plus_minus_adjoint(xp, gp, gm, t, spin, step):
     return (up + dn) * t[4]
 
 
-def _embed(xp, a, t, nalm_ext):
-    out = xp.zeros(a.shape[:-1] + (nalm_ext,), dtype=np.complex128)
+def _embed(xp, a, t, nalm_ext, out=None):
+    """a (..., nalm) in the extended layout (..., nalm_ext), zero where j > l; into ``out``
+    (a view is fine) when given."""
+    if out is None:
+        out = xp.empty(a.shape[:-1] + (nalm_ext,), dtype=np.complex128)
+    out[...] = 0.0
     out[..., t[5]] = a
     return out
 
 
-def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth):
+def spin_coefficients(alm, spin: int, layout: AlmLayout, xp=np, step=eth, out=None,
+                      tables=None):
     """Scalar coefficient sets of a spin-s synthesis.
 
     alm : (k, 2, nalm) complex128, E (gradient) and B (curl) in ``layout``.
-    Returns (k, 2, nalm_ext) complex128 in :func:`extended_layout`: the Q and U sets C with
+    Returns (k, 2, nalm_ext) complex128 in :func:`extended_layout` (written into ``out`` when
+    given, e.g. a view of a larger array): the Q and U sets C with
     Q_m(theta) = sin(theta)^-s sum_j C_Q,jm lambda_jm(theta), and likewise U.
+    ``tables``: :func:`chunk_tables` when ``alm`` holds only some orders (then so does the
+    result).
     """
-    t = _device_tables(xp, layout, spin)
-    n_ext = extended_layout(layout, spin).size
+    t = _device_tables(xp, layout, spin) if tables is None else tables
+    n_ext = t[0].shape[0]
     # E and B travel together through the passes (one launch each on a GPU)
     pe, me = _plus_minus(xp, _embed(xp, alm, t, n_ext), t, spin, step)
-    out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
+    if out is None:
+        out = xp.empty((alm.shape[0], 2, n_ext), dtype=np.complex128)
     out[:, 0] = -(pe[:, 0] + 1j * me[:, 1])
     out[:, 1] = -(pe[:, 1] - 1j * me[:, 0])
     return out
 
 
-def spin_coefficients_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth):
-    """Adjoint of :func:`spin_coefficients`: g (k, 2, nalm_ext) -> (k, 2, nalm) E and B."""
-    t = _device_tables(xp, layout, spin)
+def spin_coefficients_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth, tables=None):
+    """Adjoint of :func:`spin_coefficients`: g (k, 2, nalm_ext) -> (k, 2, nalm) E and B
+    (``tables`` as there)."""
+    t = _device_tables(xp, layout, spin) if tables is None else tables
     gq, gu = g[:, 0], g[:, 1]
     # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E); conjugate-transposed, E and B together:
     gp = xp.stack([gq, gu], axis=1)
@@ -201,8 +228,23 @@ def ring_factor(geometry, spin: int) -> np.ndarray:
     return s ** (-float(spin))
 
 
-def _factor(xp, geometry, spin):
-    return _cached((xp.__name__, geometry, spin), lambda: xp.asarray(ring_factor(geometry, spin)))
+def row_scale(xp, geometry, spin, rows):
+    """The factor each ring of each row of a coefficient set takes between the Legendre and
+    ring steps: (rows, nrings) float64, 1 for a T row (spin 0), sin^-s for the spin rows."""
+    def make():
+        f = np.ones((rows, geometry.nrings))
+        f[rows - 2:] = ring_factor(geometry, spin)
+        return xp.asarray(f)
+    return _cached((xp.__name__, geometry, spin, rows), make)
+
+
+def scale_rows(leg, scale):
+    """leg (k * rows, nrings, nm) times ``scale`` (rows, nrings) of :func:`row_scale`, row i of
+    the batch taking row i % rows: the plain form of what a backend may fuse into its ring
+    step."""
+    rows = scale.shape[0]
+    out = leg.reshape((-1, rows) + leg.shape[1:]) * scale[None, :, :, None]
+    return out.reshape(leg.shape)
 
 
 def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
@@ -210,41 +252,56 @@ def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
 
     alm : (k, 2, nalm) E, B or (k, 3, nalm) T, E, B complex128 (T is spin 0).
     alm2leg(coeffs (n, nalm_ext), layout_ext) -> leg (n, nrings, mmax+1): the scalar Legendre
-    step; leg2map(leg) -> maps (n, npix): the ring step. One call of each serves every row, so
-    a backend that shares its recurrence between the rows of a batch shares it for T, Q and U.
+    step; leg2map(leg, scale) -> maps (n, npix): the ring step of ``scale_rows(leg, scale)``
+    (``scale`` from :func:`row_scale`: a backend may fuse the product into its ring pass). One
+    call of each serves every row, so a backend that shares its recurrence between the rows of
+    a batch shares it for T, Q and U.
     Returns maps (k, 2 or 3, npix) float64: Q, U or I, Q, U.
     """
     k, r, _ = alm.shape
     ext = extended_layout(layout, spin)
-    t = _device_tables(xp, layout, spin)
-    coeffs = xp.empty((k, r, ext.size), dtype=np.complex128)
-    if r == 3:
-        coeffs[:, 0] = _embed(xp, alm[:, 0], t, ext.size)
-    coeffs[:, r - 2:] = spin_coefficients(alm[:, r - 2:], spin, layout, xp, step)
+    coeffs = coefficient_sets(alm, spin, layout, xp, step)
     leg = alm2leg(coeffs.reshape(k * r, ext.size), ext)
-    leg = leg.reshape((k, r) + leg.shape[1:])
-    leg[:, r - 2:] *= _factor(xp, geometry, spin)[None, None, :, None]
-    maps = leg2map(leg.reshape((k * r,) + leg.shape[2:]))
+    maps = leg2map(leg, row_scale(xp, geometry, spin, r))
     return maps.reshape(k, r, maps.shape[-1])
+
+
+def coefficient_sets(alm, spin: int, layout: AlmLayout, xp=np, step=eth, tables=None):
+    """Every row's scalar coefficient set: alm (k, 2, nalm) E, B or (k, 3, nalm) T, E, B ->
+    (k, 2 or 3, nalm_ext) complex128 on :func:`extended_layout` (T embedded as it is, E and B
+    through :func:`spin_coefficients`); ``tables`` as there."""
+    k, r, _ = alm.shape
+    t = _device_tables(xp, layout, spin) if tables is None else tables
+    n_ext = t[0].shape[0]
+    coeffs = xp.empty((k, r, n_ext), dtype=np.complex128)
+    if r == 3:
+        _embed(xp, alm[:, 0], t, n_ext, out=coeffs[:, 0])
+    spin_coefficients(alm[:, r - 2:], spin, layout, xp, step, out=coeffs[:, r - 2:], tables=t)
+    return coeffs
+
+
+def coefficient_sets_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth, tables=None):
+    """Adjoint of :func:`coefficient_sets`: g (k, 2 or 3, nalm_ext) -> (k, 2 or 3, nalm)."""
+    k, r, _ = g.shape
+    t = _device_tables(xp, layout, spin) if tables is None else tables
+    out = xp.empty((k, r, t[5].shape[0]), dtype=np.complex128)
+    if r == 3:
+        out[:, 0] = g[:, 0][..., t[5]]
+    out[:, r - 2:] = spin_coefficients_adjoint(g[:, r - 2:], spin, layout, xp, step, tables=t)
+    return out
 
 
 def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth):
     """Adjoint of :func:`synthesis` (weighted by the quadrature, as the scalar analysis).
 
-    maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix)) ->
-    weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) -> coeffs (n, nalm_ext).
-    ``step``: the implementation of :func:`eth` (a backend may pass a fused kernel).
+    maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix), scale)
+    -> ``scale_rows`` of the weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) ->
+    coeffs (n, nalm_ext). ``step``: the implementation of :func:`eth` (a backend may pass a
+    fused kernel).
     Returns (k, 2 or 3, nalm) complex128: E, B or T, E, B.
     """
     k, r, npix = maps.shape
     ext = extended_layout(layout, spin)
-    t = _device_tables(xp, layout, spin)
-    leg = map2leg(maps.reshape(k * r, npix))
-    leg = leg.reshape((k, r) + leg.shape[1:])
-    leg[:, r - 2:] *= _factor(xp, geometry, spin)[None, None, :, None]
-    g = leg2alm(leg.reshape((k * r,) + leg.shape[2:]), ext).reshape(k, r, ext.size)
-    out = xp.empty((k, r, layout.size), dtype=np.complex128)
-    if r == 3:
-        out[:, 0] = g[:, 0][..., t[5]]
-    out[:, r - 2:] = spin_coefficients_adjoint(g[:, r - 2:], spin, layout, xp, step)
-    return out
+    leg = map2leg(maps.reshape(k * r, npix), row_scale(xp, geometry, spin, r))
+    g = leg2alm(leg, ext).reshape(k, r, ext.size)
+    return coefficient_sets_adjoint(g, spin, layout, xp, step)

@@ -120,8 +120,24 @@ def test_polarized_batches_and_rings_equal_serial(client, rng):
     assert back.shape == alms.shape and rel_err(back, serial) <= TOL["distributed"]
     back1 = sd.map2alm(masked[0], 20, 15, iter=2, client=client, pattern="rings", nchunks=2)
     assert rel_err(back1, serial[0]) <= TOL["distributed"]
-    with pytest.raises(NotImplementedError, match="pattern='rings'"):
-        sd.alm2map(alms[0], 8, 20, 15, client=client)        # pattern "m"
+
+
+
+@pytest.mark.parametrize("nchunks", [1, 3])
+def test_polarized_m_pattern_equals_serial(client, rng, nchunks):
+    """The paper's m-distribution for T, E, B: spin passes per m chunk, all-to-all, rings."""
+    layout = AlmLayout(20, 15)
+    alms = _pol_alm(rng, layout, 2)
+    want = sphgpu.alm2map(alms, 8, 20, 15, backend="cpu")
+    got = sd.alm2map(alms, 8, 20, 15, client=client, pattern="m", nchunks=nchunks)
+    assert got.shape == (2, 3, 768) and rel_err(got, want) <= TOL["distributed"]
+    one = sd.alm2map(alms[1], 8, 20, 15, client=client, nchunks=nchunks)   # "m" by default
+    assert one.shape == (3, 768) and rel_err(one, want[1]) <= TOL["distributed"]
+    masked = want.copy()
+    masked[:, :, 40:90] = sphgpu.UNSEEN
+    serial = sphgpu.map2alm(masked, 20, 15, iter=2, backend="cpu")
+    back = sd.map2alm(masked, 20, 15, iter=2, client=client, pattern="m", nchunks=nchunks)
+    assert back.shape == alms.shape and rel_err(back, serial) <= TOL["distributed"]
 
 
 def test_bad_requests_raise_clear_errors(client, rng):
