@@ -33,9 +33,10 @@ __all__ = ["BACKENDS", "CAPABILITIES", "PROTOCOLS", "BackendInfo", "BackendUnava
 
 @dataclass(frozen=True)
 class BackendInfo:
-    """What callers may ask about a concrete backend, instead of comparing its name.
+    """What callers may ask about a concrete backend, instead of comparing its name; the
+    parameters are also its attributes.
 
-    Attributes
+    Parameters
     ----------
     name : str
         "cuda", "cpu" or "reference".
@@ -84,40 +85,192 @@ class SHTBackend(Protocol):
     ACCEPTS_DEVICE_ARRAYS: bool
 
     def to_device(self, a: Any) -> Any:
-        """``a`` where this backend computes (a device copy on the GPU; ``a`` itself on the
-        host backends)."""
+        """``a`` where this backend computes.
+
+        Parameters
+        ----------
+        a : array
+            Host or device array.
+
+        Returns
+        -------
+        array
+            A device copy on the GPU backend; ``a`` itself on the host backends.
+        """
 
     def to_host(self, a: Any) -> Any:
-        """``a`` as a NumPy array."""
+        """``a`` as a NumPy array.
+
+        Parameters
+        ----------
+        a : array
+            A result of this backend.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
 
     def synthesis(self, alm: Any, layout: Any, geometry: Any) -> Any:
-        """alm (k, nalm) -> maps (k, npix)."""
+        """Spin-0 synthesis.
+
+        Parameters
+        ----------
+        alm : array, shape (k, nalm), complex128
+            Coefficient sets in ``layout``.
+        layout : AlmLayout
+            Their layout.
+        geometry : RingGeometry
+            The grid.
+
+        Returns
+        -------
+        array, shape (k, npix), float64
+        """
 
     def analysis(self, maps: Any, layout: Any, geometry: Any) -> Any:
-        """maps (k, npix) -> quadrature-weighted adjoint of synthesis, (k, nalm)."""
+        """Quadrature-weighted adjoint of :meth:`synthesis`.
+
+        Parameters
+        ----------
+        maps : array, shape (k, npix), float64
+            Maps on ``geometry``.
+        layout : AlmLayout
+            Layout of the result.
+        geometry : RingGeometry
+            The grid.
+
+        Returns
+        -------
+        array, shape (k, nalm), complex128
+        """
 
     def synthesis_spin(self, alm: Any, spin: int, layout: Any, geometry: Any) -> Any:
-        """alm (k, 2, nalm) E, B or (k, 3, nalm) T, E, B -> maps (k, 2 or 3, npix)."""
+        """Spin synthesis with healpy's conventions.
+
+        Parameters
+        ----------
+        alm : array, shape (k, 2, nalm) E, B or (k, 3, nalm) T, E, B, complex128
+            Coefficient sets.
+        spin : int
+            Spin of the E, B rows, >= 1.
+        layout : AlmLayout
+            Their layout.
+        geometry : RingGeometry
+            The grid.
+
+        Returns
+        -------
+        array, shape (k, 2 or 3, npix), float64
+        """
 
     def analysis_spin(self, maps: Any, spin: int, layout: Any, geometry: Any) -> Any:
-        """maps (k, 2 or 3, npix) -> quadrature-weighted adjoint, (k, 2 or 3, nalm)."""
+        """Quadrature-weighted adjoint of :meth:`synthesis_spin`.
+
+        Parameters
+        ----------
+        maps : array, shape (k, 2 or 3, npix), float64
+            Q, U or I, Q, U maps.
+        spin : int
+            Spin, >= 1.
+        layout : AlmLayout
+            Layout of the result.
+        geometry : RingGeometry
+            The grid.
+
+        Returns
+        -------
+        array, shape (k, 2 or 3, nalm), complex128
+        """
 
     def stage_alm2leg(self, alm: Any, layout: Any, geometry: Any, mvals: Any, astart: Any, *,
                       nthreads: int | None = None) -> Any:
-        """Legendre step of the orders mvals (nm,) int64, order mvals[c]'s coefficient l at
-        ``alm[:, astart[c] + l]``: alm (k, n) -> leg (k, nrings, nm) complex128."""
+        """Legendre step of a subset of orders (:func:`sphgpu.sht.stages.alm2leg`).
+
+        Parameters
+        ----------
+        alm : array, shape (k, n), complex128
+            Packed coefficients: order mvals[c]'s coefficient l at ``alm[:, astart[c] + l]``.
+        layout : AlmLayout
+            lmax and mmax of the transform.
+        geometry : RingGeometry
+            The rings.
+        mvals : ndarray, shape (nm,), int64
+            The orders.
+        astart : ndarray, shape (nm,), int64
+            Their offsets (negative where the hypothetical l = 0 entry lies before ``alm``).
+        nthreads : int, optional
+            Host threads (host backends; None: their default).
+
+        Returns
+        -------
+        array, shape (k, nrings, nm), complex128
+        """
 
     def stage_leg2alm(self, leg: Any, layout: Any, geometry: Any, mvals: Any, astart: Any,
                       nalm: int, *, nthreads: int | None = None) -> Any:
-        """Adjoint of ``stage_alm2leg``: leg (k, nrings, nm) -> alm (k, nalm) complex128."""
+        """Adjoint of :meth:`stage_alm2leg`.
+
+        Parameters
+        ----------
+        leg : array, shape (k, nrings, nm), complex128
+            Delta_m per ring and order.
+        layout : AlmLayout
+            lmax and mmax of the transform.
+        geometry : RingGeometry
+            The rings.
+        mvals : ndarray, shape (nm,), int64
+            The orders.
+        astart : ndarray, shape (nm,), int64
+            Their offsets in the result.
+        nalm : int
+            Length of the packed result.
+        nthreads : int, optional
+            Host threads (host backends; None: their default).
+
+        Returns
+        -------
+        array, shape (k, nalm), complex128
+        """
 
     def stage_leg2map(self, leg: Any, geometry: Any, *, nthreads: int | None = None) -> Any:
-        """Ring step: leg (k, nrings, mmax + 1), column m = order m -> maps (k, npix)."""
+        """Ring step of a synthesis.
+
+        Parameters
+        ----------
+        leg : array, shape (k, nrings, mmax + 1), complex128
+            Column m is order m.
+        geometry : RingGeometry
+            The rings.
+        nthreads : int, optional
+            Host threads (host backends; None: their default).
+
+        Returns
+        -------
+        array, shape (k, npix), float64
+        """
 
     def stage_map2leg(self, maps: Any, geometry: Any, mmax: int, quadrature: bool, *,
                       nthreads: int | None = None) -> Any:
-        """Adjoint ring step: maps (k, npix) -> leg (k, nrings, mmax + 1), times the rings'
-        quadrature weights when ``quadrature``."""
+        """Ring step of an analysis.
+
+        Parameters
+        ----------
+        maps : array, shape (k, npix), float64
+            Maps on ``geometry``.
+        geometry : RingGeometry
+            The rings.
+        mmax : int
+            Last order returned.
+        quadrature : bool
+            Multiply by the rings' quadrature weights.
+        nthreads : int, optional
+            Host threads (host backends; None: their default).
+
+        Returns
+        -------
+        array, shape (k, nrings, mmax + 1), complex128
+        """
 
 
 @runtime_checkable
@@ -133,11 +286,46 @@ class SortBackend(Protocol):
     DEFAULT_RADIX_BITS: int
 
     def choose_radix_bits(self, n: int, key_bits: int, itemsize: int, want_perm: bool) -> int:
-        """Radix bits for sorting ``n`` keys of ``key_bits`` significant bits."""
+        """Radix bits for a sort.
+
+        Parameters
+        ----------
+        n : int
+            Number of keys.
+        key_bits : int
+            Significant bits of the keys.
+        itemsize : int
+            Bytes per key.
+        want_perm : bool
+            Whether the permutation is wanted too.
+
+        Returns
+        -------
+        int
+        """
 
     def sort_pairs(self, ukeys: Any, key_bits: int, radix_bits: int, want_perm: bool,
                    **kw: Any) -> tuple:
-        """Stable sort of unsigned keys (n,): (sorted keys, int64 permutation or None)."""
+        """Stable LSD radix sort of unsigned keys.
+
+        Parameters
+        ----------
+        ukeys : array, shape (n,), uint32 or uint64
+            The keys (signed and float bits too, with ``transform``, where NATIVE_KEYS).
+        key_bits : int
+            Low bits to sort by.
+        radix_bits : int
+            Bits per pass.
+        want_perm : bool
+            Return the permutation.
+        **kw
+            Backend options (``transform`` where NATIVE_KEYS).
+
+        Returns
+        -------
+        tuple
+            (sorted keys, int64 permutation or None).
+        """
 
 
 @runtime_checkable
@@ -149,8 +337,28 @@ class TpacfBackend(Protocol):
 
     def count_pairs(self, cat1: Any, cat2: Any, bins: Any, *, n_regions: int = 0,
                     weighted: bool = False, precision: str = "float64") -> Any:
-        """Pair counts of prepared catalogs (cat2 None: unique pairs of cat1), as raw counts
-        per bin (and per jackknife region)."""
+        """Exact pair counts of catalogs in angular bins.
+
+        Parameters
+        ----------
+        cat1 : Catalog
+            The first catalog.
+        cat2 : Catalog or None
+            The second (None: unique pairs of ``cat1``).
+        bins : AngularBins
+            The bins.
+        n_regions : int
+            Jackknife regions (0: none).
+        weighted : bool
+            Sum weights too.
+        precision : str
+            One of PRECISIONS.
+
+        Returns
+        -------
+        RawCounts
+            Counts per bin (and per jackknife region).
+        """
 
 
 @runtime_checkable
@@ -161,9 +369,24 @@ class ConvolveBackend(Protocol):
     ACCEPTS_DEVICE_ARRAYS: bool
 
     def convolve(self, maps: Any, plan: Any, kernel: Any, *, concurrent: bool = False) -> Any:
-        """maps (k, npix) float64 -> (k, npix): sum over pixel pairs within the support of
-        ``kernel`` (a CompactKernel) on the rings of ``plan`` (a RingPlan); ``concurrent``:
-        other work of this process (a split's harmonic part) may use the device meanwhile."""
+        """The real-space sum over pixel pairs within the support of ``kernel``.
+
+        Parameters
+        ----------
+        maps : array, shape (k, npix), float64
+            Maps on ``plan.geometry`` (device arrays where ACCEPTS_DEVICE_ARRAYS).
+        plan : RingPlan
+            Rings and their ranges (:func:`sphgpu.convolve.realspace.ring_plan`).
+        kernel : CompactKernel
+            The compact kernel.
+        concurrent : bool
+            Other work of this process (a split's harmonic part) may use the device meanwhile.
+
+        Returns
+        -------
+        array, shape (k, npix), float64
+            NumPy for NumPy input.
+        """
 
 
 PROTOCOLS: dict[str, type] = {"sht": SHTBackend, "sort": SortBackend, "tpacf": TpacfBackend,

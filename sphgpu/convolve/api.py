@@ -68,6 +68,8 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         is applied as is with method "realspace"; a KernelSplit or a Plan (from
         :func:`split_kernel` / :func:`optimize_split`) is run as it stands.
     method : {"auto", "harmonic", "realspace", "split"}
+        "auto": the cheapest plan for ``error_bound`` (:func:`optimize_split` with the
+        measured cost model, cached per kernel).
     l_cut : int, optional
         "split": the harmonic part's band limit, -1 <= l_cut <= lmax (required).
         "harmonic": a lower band limit than lmax (optional).
@@ -83,10 +85,24 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         "auto" only: the paper's fractional error bound (Eq. 6, alpha = 5).
     fit : "sphgpu" or "paper"
         "split"/"auto": the fit preset (:data:`sphgpu.convolve.FIT_PRESETS`).
+    geometry : RingGeometry, optional
+        The grid of ``maps`` (default: HEALPix of their length); "auto" needs HEALPix.
 
     Returns
     -------
     array of the shape and kind of ``maps``, float64.
+
+    Raises
+    ------
+    TypeError
+        If ``maps`` is a GPU array on CPU backends, ``kernel`` or ``theta_cut`` has the wrong
+        type, or ``backend`` is not a string.
+    ValueError
+        For an unknown ``method`` or ``backend``, cuts missing, out of range or given where the
+        method takes none, a map length that is no HEALPix grid or not ``geometry``'s, or NaN
+        in ``maps``.
+    BackendUnavailableError
+        If ``backend="cuda"`` is asked for without a usable GPU.
     """
     arr, bad = as_maps("maps", maps)
     out = _convolve(maps if bad is None else arr, kernel, method, l_cut, theta_cut, backend,

@@ -51,21 +51,84 @@ class CostModel:
     realspace_backends: tuple = ("cpu",)
 
     def harmonic_time(self, l_cut: int, nside: int, lmax: int, backend: str) -> float:
+        """Seconds of the harmonic part: map2alm + alm2map up to ``l_cut``.
+
+        Parameters
+        ----------
+        l_cut : int
+            Band limit of the part (< 0: no harmonic part, 0 s).
+        nside : int
+            HEALPix resolution of the maps.
+        lmax : int
+            Band limit of the whole kernel.
+        backend : str
+            One of ``harmonic_backends``.
+
+        Returns
+        -------
+        float
+        """
         raise NotImplementedError
 
     def realspace_time(self, theta_cut: float, nside: int, backend: str) -> float:
+        """Seconds of the real-space part within ``theta_cut``.
+
+        Parameters
+        ----------
+        theta_cut : float
+            Support radius in radians (<= 0: no real-space part, 0 s).
+        nside : int
+            HEALPix resolution of the maps.
+        backend : str
+            One of ``realspace_backends``.
+
+        Returns
+        -------
+        float
+        """
         raise NotImplementedError
 
     def concurrent(self, harmonic_backend: str, realspace_backend: str) -> bool:
-        """Parts on different devices (CPU and GPU) overlap; on one device they add up."""
+        """Whether the two parts run at the same time: parts on different backends (CPU and
+        GPU) overlap; on one they add up.
+
+        Parameters
+        ----------
+        harmonic_backend, realspace_backend : str
+            Where each part runs.
+
+        Returns
+        -------
+        bool
+        """
         return harmonic_backend != realspace_backend
 
     def split_time(self, t_harmonic, t_realspace, harmonic_backend, realspace_backend):
+        """Seconds of a split: the longer part when they overlap (:meth:`concurrent`), else
+        their sum.
+
+        Parameters
+        ----------
+        t_harmonic, t_realspace : float
+            Seconds of each part.
+        harmonic_backend, realspace_backend : str
+            Where each part runs.
+
+        Returns
+        -------
+        float
+        """
         if self.concurrent(harmonic_backend, realspace_backend):
             return max(t_harmonic, t_realspace)
         return t_harmonic + t_realspace
 
     def describe(self) -> str:
+        """A line (or a few) saying what the model is, for plan reports.
+
+        Returns
+        -------
+        str
+        """
         return self.name
 
 
@@ -95,6 +158,16 @@ class PaperCostModel(CostModel):
     ``"radius"`` feeds the radius itself (an earlier reading; optimum cuts about half the
     paper's, see that script). :meth:`paper_theta_cut` converts a radius to the paper's
     theta_cut and :meth:`theta_grid` gives the radii of the paper's 30' steps.
+
+    Parameters
+    ----------
+    theta_cut_is : {"diameter", "radius"}
+        What the paper's theta_cut measures (see above).
+
+    Raises
+    ------
+    ValueError
+        For another ``theta_cut_is``.
     """
 
     name = "paper"
@@ -114,18 +187,56 @@ class PaperCostModel(CostModel):
         self._width = 2.0 if theta_cut_is == "diameter" else 1.0
 
     def paper_theta_cut(self, theta_cut):
-        """The paper's theta_cut (radians) of a real-space part of support radius ``theta_cut``
-        (radians; scalar or array)."""
+        """The paper's theta_cut of a real-space part of support radius ``theta_cut``.
+
+        Parameters
+        ----------
+        theta_cut : float or array_like
+            Support radius in radians.
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``theta_cut``
+            Radians.
+        """
         return self._width * np.asarray(theta_cut, dtype=np.float64)
 
     def support_radius(self, paper_theta_cut):
-        """Inverse of :meth:`paper_theta_cut`: the support radius (radians) of the paper's
-        theta_cut (radians)."""
+        """Inverse of :meth:`paper_theta_cut`: the support radius of the paper's theta_cut.
+
+        Parameters
+        ----------
+        paper_theta_cut : float or array_like
+            The paper's theta_cut in radians.
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``paper_theta_cut``
+            Radians.
+        """
         return np.asarray(paper_theta_cut, dtype=np.float64) / self._width
 
     def theta_grid(self, max_arcmin: float = 600.0, step_arcmin: float = 30.0) -> np.ndarray:
-        """Support radii (radians) of the paper's theta_cut scan: step_arcmin, 2 step_arcmin,
-        ... up to max_arcmin in the paper's theta_cut (30' steps as its Table 1)."""
+        """Support radii of the paper's theta_cut scan: step_arcmin, 2 step_arcmin, ... up to
+        max_arcmin in the paper's theta_cut (30' steps as its Table 1).
+
+        Parameters
+        ----------
+        max_arcmin : float
+            Largest paper theta_cut, arcminutes.
+        step_arcmin : float
+            Step, arcminutes, 0 < step_arcmin <= max_arcmin.
+
+        Returns
+        -------
+        ndarray, float64
+            Support radii in radians.
+
+        Raises
+        ------
+        ValueError
+            If the step or the maximum is out of range.
+        """
         if not (step_arcmin > 0 and max_arcmin >= step_arcmin):
             raise ValueError(f"need 0 < step_arcmin <= max_arcmin, got {step_arcmin!r}, "
                              f"{max_arcmin!r}")
@@ -145,6 +256,17 @@ class PaperCostModel(CostModel):
         return (self.ARKCOS_PER_ARCMIN * paper_arcmin + self.ARKCOS_CONSTANT) * scale
 
     def concurrent(self, harmonic_backend, realspace_backend):
+        """Always True: the paper runs its parts on its CPU and its GPU at once.
+
+        Parameters
+        ----------
+        harmonic_backend, realspace_backend : str
+            Where each part runs (not used).
+
+        Returns
+        -------
+        bool
+        """
         return True
 
     def describe(self):
@@ -221,15 +343,27 @@ class MeasuredCostModel(CostModel):
         What to price; default: "cpu" and, with a GPU, "cuda" for both.
     sizes : "full" or "quick"
         "quick" times fewer, smaller cases (tests, Binder).
+    use_cache : bool
+        Read and write the disk cache (False: time every part afresh, keep nothing).
     progress : callable(str) or False, optional
         Called with a line of text before each timing; default: print the line
         (:func:`sphgpu._tuning.print_progress`), False: say nothing.
+    realspace_nside : int, optional
+        Resolution at which the real-space part is timed (default: 1024 with a GPU, else 256,
+        or 64 with "quick"; never above ``nside``).
     budget : float
         Seconds each part (per backend) may spend timing, warm-up included, before it stops
         adding larger cases (default 0.8).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``nside``, ``lmax``, ``sizes`` or ``budget``, or when pricing another nside.
+    LookupError
+        With ``measure=False``, for a part never timed here.
     """
 
     name = "measured"
