@@ -109,7 +109,20 @@ def child(case, backend, size):
             cuda.synchronize()
         return time.perf_counter() - t, out
 
-    first, out = timed()
+    if os.environ.get("SPHGPU_FIRST_CALL_PROFILE") == "1":
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        first, out = timed()
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(35)
+        print(text.getvalue(), flush=True)
+    else:
+        first, out = timed()
     second, _ = timed()
     row = {"case": case, "import_s": t_import, "first_s": first, "second_s": second}
     if case.startswith("optimize_split"):
@@ -157,7 +170,8 @@ def _run_child(case, backend, size, dirs, log):
     row = json.loads(lines[-1][len("RESULT "):])
     row["process_s"] = wall
     # what the library printed (progress of first-time work) and any warning it raised
-    row["stdout"] = [l for l in p.stdout.splitlines() if not l.startswith("RESULT ")][-20:]
+    keep = 80 if os.environ.get("SPHGPU_FIRST_CALL_PROFILE") == "1" else 20
+    row["stdout"] = [l for l in p.stdout.splitlines() if not l.startswith("RESULT ")][-keep:]
     row["warnings"] = [l for l in p.stderr.splitlines() if "Warning" in l][-20:]
     return row
 
@@ -173,6 +187,8 @@ def main():
                    "of the script on a machine without GPU)")
     p.add_argument("--repeat", type=int, default=3, help="warm-cache processes per case")
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    p.add_argument("--profile", action="store_true", help="also profile (cProfile) one more "
+                   "warm-cache process per case and print where its first call spends time")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
     p.add_argument("--size", help=argparse.SUPPRESS)
@@ -226,6 +242,15 @@ def main():
                 summary["same_output_as_empty_caches"] = all(
                     r.get("output_sha1") == empty for r in rows)
             result["warm"][case] = summary
+            if args.profile:
+                if case == "optimize_split" and os.path.exists(cost_file):
+                    os.remove(cost_file)
+                os.environ["SPHGPU_FIRST_CALL_PROFILE"] = "1"
+                row = _run_child(case, backend, size, dirs, log)
+                del os.environ["SPHGPU_FIRST_CALL_PROFILE"]
+                summary["profiled_first_s"] = row.get("first_s")
+                log(f"profile of a warm {case} first call ({row.get('first_s')} s):\n"
+                    + "\n".join(l for l in row.get("stdout", []) if l.strip()))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     name = "first_call_cpu.json" if args.cpu else "first_call.json"

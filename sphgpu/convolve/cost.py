@@ -15,7 +15,7 @@ a 2.8 GHz Core2 Quad, nside 2048, lmax 4096), kept to reproduce its Table 1 and 
 (a constant plus the work: (l_cut+1)^2 for the harmonic part at a fixed nside, pixel pairs for
 the real-space part) and keeps the constants in ``~/.cache/sphgpu/convolve_cost.json``
 (``SPHGPU_CACHE_DIR`` moves it; see :mod:`sphgpu._tuning`), per device, backend and nside.
-Timing stops once a part has used its time budget (about a second), so a first call takes
+Timing stops once a part has used its time budget (about half a second), so a first call takes
 seconds, and says what it times as it goes.
 """
 
@@ -353,7 +353,7 @@ class MeasuredCostModel(CostModel):
         or 64 with "quick"; never above ``nside``).
     budget : float
         Seconds each part (per backend) may spend timing, warm-up included, before it stops
-        adding larger cases (default 0.8).
+        adding larger cases (default 0.5).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
@@ -370,7 +370,7 @@ class MeasuredCostModel(CostModel):
 
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
                  sizes="full", use_cache=True, progress=None, realspace_nside=None,
-                 measure=True, budget=0.8):
+                 measure=True, budget=0.5):
         self.nside = check_int("nside", nside, minimum=1)
         self.lmax = check_int("lmax", lmax, minimum=1)
         gpu = ("cuda",) if backends.cuda_available() and not SIMULATOR else ()
@@ -452,8 +452,8 @@ class MeasuredCostModel(CostModel):
         for i, (work, label, fn) in enumerate(cases):
             if len(points) >= 2:
                 w0, t0 = points[-1]
-                # three calls per case (warm-up and two timed)
-                if time.perf_counter() - start + 3 * t0 * work / w0 > self.budget:
+                # two calls per case (warm-up and one timed)
+                if time.perf_counter() - start + 2 * t0 * work / w0 > self.budget:
                     break
             self.progress(f"timing {label} ({i + 1}/{len(cases)})")
             points.append((work, _time(fn, backend)))
@@ -483,7 +483,9 @@ class MeasuredCostModel(CostModel):
         rings = (4 * self.nside - 1) / (4 * low - 1)
         work, label, run = case(self.nside, l_cuts[0])
         self.progress(f"timing {label}")
-        t = _time(run, backend)
+        # ducc0 (the host backends) compiles nothing: its warm-up call at the real nside would
+        # only repeat ~0.5 s
+        t = _time(run, backend, warmup=1 if backends.info(backend).gpu else 0)
         b = fit.b * rings
         points = [(w * rings, s) for w, s in fit.points] + [(work, t)]
         return _Fit(max(0.0, t - b * work), b, points)
@@ -499,14 +501,21 @@ class MeasuredCostModel(CostModel):
         kernel = RadialKernel.gaussian(max(1.0, 2.0 * math.sqrt(pix) / ARCMIN), 3 * nside)
         impl = backends.load("convolve", backend)
         cases = []
+        plans = {}
+
+        def run(ck):
+            # planned at the case's first (untimed) call: cases the budget skips cost nothing
+            if ck.theta_cut not in plans:
+                plans[ck.theta_cut] = ring_plan(geom, ck.theta_cut)
+            return impl.convolve(m, plans[ck.theta_cut], ck)
+
         for npix_disc in targets:
             theta = min(math.pi, 2.0 * math.asin(min(1.0, math.sqrt(npix_disc * pix / math.pi) / 2)))
             ck = kernel.tabulate(theta, rtol=1e-6)
-            pl = ring_plan(geom, ck.theta_cut)
             cases.append((pair_count(nside, ck.theta_cut),
                           f"the real-space part [{backend}] at theta_cut "
                           f"{ck.theta_cut / ARCMIN:.3g} arcmin, nside {nside}",
-                          lambda pl=pl, ck=ck: impl.convolve(m, pl, ck)))
+                          lambda ck=ck: run(ck)))
         fit = self._time_cases(cases, backend)
         # the constant was measured at realspace_nside; launch/row overheads grow with npix
         fit.a *= (self.nside / nside) ** 2
@@ -526,14 +535,15 @@ def _to_backend(a, backend):
     return a
 
 
-def _time(fn, backend, repeat=2):
+def _time(fn, backend, repeat=1, warmup=1):
     sync = None
     if _on_device(backend):
         import cupy
 
         sync = cupy.cuda.Device().synchronize
-    # a call longer than 0.2 s is timed once: its spread is small next to the fit's
-    return time_call(fn, repeat=repeat, warmup=1, sync=sync, max_seconds=0.2).median
+    # one timed call after the warm-up: its spread is small next to the fit's (optimize_split's
+    # first call with three calls per case took 6.8 s on the H100, against a goal of 5 s)
+    return time_call(fn, repeat=repeat, warmup=warmup, sync=sync).median
 
 
 def resolve_cost_model(cost_model, nside, lmax, **kw) -> CostModel:

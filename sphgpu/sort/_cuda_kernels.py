@@ -368,7 +368,16 @@ def _peers_vote(nbits: int):
                                 [args[0]])
         return types.uint32(types.uint32), codegen
 
-    return peers
+    return _stable_identity(peers, f"peers_vote_{nbits}")
+
+
+def _stable_identity(fn, name):
+    """Give an intrinsic the same pickling identity in every process. Numba's disk cache keys a
+    kernel on the pickled values of its closure, and an intrinsic pickles with a uuid made
+    afresh in each process: every process missed the cache and compiled the pass kernel again
+    (3.4 s of a 4 s first sort on the H100)."""
+    fn._set_uuid(f"sphgpu.sort._cuda_kernels.{name}")
+    return fn
 
 
 @cuda.jit(device=True, inline=True)
@@ -415,7 +424,7 @@ def _load_relaxed():
 
         return ary.dtype(ary, i, j), codegen
 
-    return load
+    return _stable_identity(load, "load_relaxed")
 
 
 @functools.lru_cache(maxsize=None)

@@ -65,7 +65,7 @@ def test_timing_stops_at_the_budget_and_reports_progress(cache_dir, monkeypatch)
 
     clock = iter(np.arange(0.0, 1000.0, 0.25))
     monkeypatch.setattr(cost.time, "perf_counter", lambda: float(next(clock)))
-    monkeypatch.setattr(cost, "_time", lambda fn, backend: 0.1)
+    monkeypatch.setattr(cost, "_time", lambda fn, backend, **kw: 0.1)
     lines = []
     cm = MeasuredCostModel(16, 32, harmonic_backends=("cpu",), realspace_backends=("cpu",),
                            progress=lines.append, budget=0.5, use_cache=False)
@@ -106,7 +106,7 @@ def test_harmonic_slope_timed_at_a_quarter_of_the_resolution(cache_dir, monkeypa
         return A * geom.npix + B * geom.nrings * len(bl) ** 2
 
     monkeypatch.setattr(harmonic, "harmonic_convolve", fake)
-    monkeypatch.setattr(cost, "_time", lambda fn, backend: fn())
+    monkeypatch.setattr(cost, "_time", lambda fn, backend, **kw: fn())
     monkeypatch.setattr(MeasuredCostModel, "_measure_realspace",
                         lambda self, b: cost._Fit(0.0, 0.0))
     cm = MeasuredCostModel(256, 512, harmonic_backends=("cpu",), realspace_backends=("cpu",),
