@@ -68,7 +68,9 @@ def _sync():
 
 # ----------------------------------------------------------------------------- checks
 def checks(log):
-    from sphgpu.convolve import _realspace_cpu, _realspace_cuda, split_kernel
+    from sphgpu.convolve import _cpu as _realspace_cpu
+    from sphgpu.convolve import _cuda as _realspace_cuda
+    from sphgpu.convolve import split_kernel
 
     out = {}
     for nside, theta in ((128, 0.1), (64, 0.5), (33, 0.3)):
@@ -284,7 +286,7 @@ def speed(log, nside, lmax, fwhm, repeat):
                            repeat=max(2, repeat // 2), sync=sync, max_seconds=30)
             row[f"split_harmonic_{hb}_s"] = tt.median
         pl = ring_plan(geom, s.realspace.theta_cut)
-        from sphgpu.convolve import _realspace_cuda
+        from sphgpu.convolve import _cuda as _realspace_cuda
 
         tt = time_call(lambda: _realspace_cuda.convolve(d[None], pl, s.realspace),
                        repeat=max(2, repeat // 2), sync=sync, max_seconds=30)

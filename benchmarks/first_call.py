@@ -141,7 +141,7 @@ def child(case, backend, size):
 def _cache_stats():
     """Hits and misses of Numba's disk cache for the module-level kernels of the SHT and
     convolve (a warm process should only hit)."""
-    from sphgpu.convolve import _realspace_cuda_kernels
+    from sphgpu.convolve import _cuda_kernels as _realspace_cuda_kernels
     from sphgpu.sht import _cuda_kernels
 
     hits = misses = 0

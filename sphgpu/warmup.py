@@ -137,10 +137,10 @@ def _convolve(backend):
 
 
 def _cost_model(nside, lmax, backend, say):
-    from .backends import resolve
+    from . import backends
     from .convolve import MeasuredCostModel
 
     kw = {}
-    if resolve(backend, "sht") != "cuda":
+    if not backends.info(backends.resolve(backend, "convolve")).gpu:
         kw = dict(harmonic_backends=("cpu",), realspace_backends=("cpu",))
     MeasuredCostModel(nside, lmax, progress=say, **kw)

@@ -67,3 +67,41 @@ def test_import_is_silent_and_touches_no_gpu():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() != "" and out.stderr == ""
+
+
+# ----------------------------------------------------------------------------- asking the registry
+def test_info_answers_what_callers_used_to_compare_names_for():
+    assert backends.info("cuda").gpu and not backends.info("cuda").reference
+    assert not backends.info(" CPU ").gpu
+    assert backends.info("reference").reference and backends.info("reference").module == "reference"
+    with pytest.raises(ValueError, match="resolve it first"):
+        backends.info("auto")
+    with pytest.raises(ValueError, match="backend"):
+        backends.info("gpu")
+
+
+def test_available_and_default_follow_the_gpu(monkeypatch):
+    monkeypatch.setattr(backends, "_cuda_status", lambda: (False, "no GPU here (test)"))
+    assert backends.available() == ("cpu", "reference")
+    assert backends.default() == "cpu"
+    monkeypatch.setattr(backends, "_cuda_status", lambda: (True, "fake GPU"))
+    assert backends.available("convolve") == ("cuda", "cpu", "reference")
+    assert backends.default() == "cuda"
+    assert backends.default("nonexistent") == "cpu"       # no CUDA module: "auto" means CPU
+    monkeypatch.setenv("SPHGPU_BACKEND", "reference")
+    assert backends.default() == "reference"
+    monkeypatch.setenv("SPHGPU_BACKEND", "tpu")           # reported by resolve(), not here
+    assert backends.default() == "cuda"
+
+
+def test_named_and_resolve_remote():
+    assert backends.named("auto") is None and backends.named(None) is None
+    assert backends.named("Cuda") == "cuda"
+    with pytest.raises(ValueError, match="backend"):
+        backends.named("fast")
+    with use_backend("reference"):                  # remote work ignores this process's choice
+        assert backends.resolve_remote("auto", lambda: True) == "cuda"
+        assert backends.resolve_remote("auto", lambda: False) == "cpu"
+    assert backends.resolve_remote("reference", lambda: pytest.fail("asked")) == "reference"
+    with pytest.raises(TypeError, match="backend"):
+        backends.resolve_remote(3, lambda: True)

@@ -28,7 +28,6 @@ import contextlib
 import functools
 import html
 import io
-import os
 import time
 from collections import OrderedDict
 
@@ -49,14 +48,12 @@ USER_ERRORS = (ValueError, TypeError, RuntimeError, MemoryError)
 
 
 def default_backend() -> str:
-    """A panel's starting backend: SPHGPU_BACKEND when it names one, else "cuda" where a GPU
-    is usable, else "cpu" (panels show the backend they use rather than "auto")."""
+    """A panel's starting backend: what "auto" stands for here (:func:`sphgpu.backends.default`:
+    SPHGPU_BACKEND when it names one, else "cuda" where a GPU is usable, else "cpu"); panels
+    show the backend they use rather than "auto"."""
     from sphgpu import backends
 
-    env = os.environ.get("SPHGPU_BACKEND", "auto").strip().lower()
-    if env in backends.BACKENDS:
-        return env
-    return "cuda" if backends.cuda_available() else "cpu"
+    return backends.default()
 
 
 def backend_options(current=None) -> list[str]:
@@ -64,7 +61,7 @@ def backend_options(current=None) -> list[str]:
     (or when ``current`` already names it, so that the model's message can say why not)."""
     from sphgpu import backends
 
-    opts = [b for b in backends.BACKENDS if b != "cuda" or backends.cuda_available()]
+    opts = list(backends.available())
     if current in backends.BACKENDS and current not in opts:
         opts.append(current)
     return opts

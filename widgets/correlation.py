@@ -279,7 +279,8 @@ class CorrelationModel(PanelModel):
         """True when the counts are small enough to redo on every change of a control."""
         return (not self.message and self.n_data <= self.live_max_data
                 and self.n_randoms * self.n_random <= self.live_max_random_points
-                and self.pair_work() <= self.live_max_pairs and self.backend != "reference")
+                and self.pair_work() <= self.live_max_pairs
+                and not backends.info(self.backend).reference)
 
     def pair_work(self) -> float:
         """Estimated pairs the counts compare: all pairs of DD, DR and RR times the fraction

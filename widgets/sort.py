@@ -247,7 +247,7 @@ class SortModel(PanelModel):
 
     def _device(self):
         """(keys on the backend's device, synchronise or None) for timing."""
-        if self.backend != "cuda":
+        if not backends.info(self.backend).gpu:
             return self.keys(), None
         try:
             import cupy

@@ -134,7 +134,7 @@ class BenchmarkSpec:
 def _device_kit(backend):
     """(to_device, synchronise) for timing device-resident arrays on CUDA with CuPy; host
     arrays (identity, None) otherwise."""
-    if backend == "cuda":
+    if backends.info(backend).gpu:
         try:
             import cupy
 
@@ -185,8 +185,8 @@ def measure_sht(nside, group, backend):
             return lambda: sphgpu.alm2map(arr_alm, nside, lmax, backend=backend)
         return lambda: sphgpu.map2alm(arr_sky, lmax, iter=0, backend=backend)
 
-    if backend == "cuda":
-        to_dev, sync = _device_kit("cuda")
+    if backends.info(backend).gpu:
+        to_dev, sync = _device_kit(backend)
         if sync is not None:
             out[f"cuda_device_{group}"] = time_call(sphgpu_call(to_dev(alm), to_dev(sky)),
                                                     repeat=3, sync=sync, max_seconds=10.0).median

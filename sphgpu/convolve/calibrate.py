@@ -23,18 +23,40 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import backends
 from .._validate import check_int
 from ..geometry import RingGeometry
 from ..sht import alm2cl, map2alm
+from .api import convolve
 from .harmonic import harmonic_convolve
-from .split import KernelSplit
+from .optimize import default_theta_grid, make_fitter
+from .split import KernelSplit, _check_kernel
 
 __all__ = ["MeasuredError", "AlphaCalibration", "PlanMeasurement", "measure_error",
            "measure_plan", "calibrate_alpha", "white_noise"]
 
 
 def white_noise(nside, seed=0, nmaps=None):
-    """Unit-variance Gaussian white noise on HEALPix: (npix,) or (nmaps, npix) float64."""
+    """Unit-variance Gaussian white noise on HEALPix.
+
+    Parameters
+    ----------
+    nside : int
+        HEALPix resolution, >= 1.
+    seed : int or numpy.random.Generator
+        Seed of ``numpy.random.default_rng``.
+    nmaps : int, optional
+        Number of maps (default: one map, 1-D).
+
+    Returns
+    -------
+    ndarray, shape (npix,) or (nmaps, npix), float64
+
+    Raises
+    ------
+    ValueError
+        If ``nside`` is not a positive integer.
+    """
     nside = check_int("nside", nside, minimum=1)
     rng = np.random.default_rng(seed)
     shape = (12 * nside * nside,) if nmaps is None else (nmaps, 12 * nside * nside)
@@ -43,7 +65,26 @@ def white_noise(nside, seed=0, nmaps=None):
 
 @dataclass
 class MeasuredError:
-    """Errors of one split measured on a white-noise map (see the module docstring)."""
+    """Errors of one split measured on a white-noise map (see the module docstring); the
+    parameters are also its attributes.
+
+    Parameters
+    ----------
+    l_cut : int
+        Harmonic band limit of the split.
+    theta_cut : float
+        Support radius of its real-space part, radians.
+    predicted : float
+        alpha * relative_rms (the paper's sigma).
+    predicted_no_alpha : float
+        relative_rms, the estimate without alpha.
+    spectrum : float
+        Measured spectrum error.
+    map : float
+        Measured map error.
+    cl_full, cl_split : ndarray, shape (lmax+1,), float64
+        Power spectra of the map convolved with the full kernel and with the split.
+    """
 
     l_cut: int
     theta_cut: float
@@ -55,7 +96,12 @@ class MeasuredError:
     cl_split: np.ndarray = field(repr=False)
 
     def relative_error_per_l(self) -> np.ndarray:
-        """|sqrt(C^split_l / C^full_l) - 1| per l (the measured twin of paper Eq. 10)."""
+        """|sqrt(C^split_l / C^full_l) - 1| per l (the measured twin of paper Eq. 10).
+
+        Returns
+        -------
+        ndarray, shape (lmax+1,), float64
+        """
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(np.sqrt(self.cl_split / self.cl_full) - 1.0)
 
@@ -69,11 +115,33 @@ def _spectrum_error(cs, cf):
 
 def measure_error(split: KernelSplit, nside: int, *, seed=0, backend="auto", maps=None,
                   full=None) -> MeasuredError:
-    """Convolve white noise (or ``maps``) at ``nside`` with ``split`` and with its full kernel,
-    and measure the spectrum and map errors. ``full`` may pass the full-kernel result if it is
-    already known (the same maps)."""
-    from .api import convolve
+    """Convolve white noise (or ``maps``) with ``split`` and with its full kernel, and measure
+    the spectrum and map errors.
 
+    Parameters
+    ----------
+    split : KernelSplit
+        The split to measure.
+    nside : int
+        HEALPix resolution of the maps.
+    seed : int
+        Seed of the white noise (when ``maps`` is None).
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the convolutions run.
+    maps : array, shape (npix,), float64, optional
+        The map to convolve instead of white noise.
+    full : array, shape (npix,), float64, optional
+        The full-kernel result for the same map, if already known.
+
+    Returns
+    -------
+    MeasuredError
+
+    Raises
+    ------
+    ValueError
+        If ``nside`` is not a positive integer or the maps do not match it.
+    """
     nside = check_int("nside", nside, minimum=1)
     geom = RingGeometry.healpix(nside)
     m = white_noise(nside, seed) if maps is None else np.asarray(maps, dtype=np.float64)
@@ -93,7 +161,28 @@ class PlanMeasurement:
     """A plan run on one white-noise map: wall seconds of each part alone, of the plan and of
     the whole kernel in harmonic space, and the errors of the plan's output against the whole
     kernel's (spectrum and map errors as in the module docstring; 0 for an all-harmonic plan,
-    which is the whole kernel's computation). Maps are float64 NumPy HEALPix RING."""
+    which is the whole kernel's computation). Maps are float64 NumPy HEALPix RING. The
+    parameters are also its attributes.
+
+    Parameters
+    ----------
+    backend : str
+        The backend the plan ran on.
+    time_harmonic, time_realspace, time_total, time_all_harmonic : float
+        Wall seconds of each part alone, of the plan, and of the whole kernel in harmonic
+        space.
+    spectrum_error, map_error : float
+        Errors of the plan's output against the whole kernel's.
+    seed : int
+        Seed of the white-noise map.
+    full_map, plan_map : ndarray, shape (npix,), float64
+        The whole kernel's output and the plan's.
+
+    Attributes
+    ----------
+    speedup : float
+        time_all_harmonic / time_total.
+    """
 
     backend: str                # the backend the plan ran on
     time_harmonic: float
@@ -118,11 +207,27 @@ def measure_plan(plan, *, seed=0, backend="auto"):
     Every part runs on ``backend`` (one backend, the one named in the result), so the
     measured times say what this machine does with it; the plan's predicted times and
     backends stay as the cost model gave them.
-    """
-    from .. import backends
-    from .api import convolve
 
-    be = backends.resolve(backend, "sht")
+    Parameters
+    ----------
+    plan : Plan
+        The plan to run.
+    seed : int
+        Seed of the white-noise map.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where every part runs.
+
+    Returns
+    -------
+    Plan
+        A copy with ``measured`` set.
+
+    Raises
+    ------
+    ValueError, BackendUnavailableError
+        For a bad or unavailable ``backend``.
+    """
+    be = backends.resolve(backend, "convolve")
     geom = RingGeometry.healpix(plan.nside)
     m = white_noise(plan.nside, seed)
 
@@ -154,8 +259,20 @@ def measure_plan(plan, *, seed=0, backend="auto"):
 @dataclass
 class AlphaCalibration:
     """alpha fitted from measured errors: the largest ratio measured / predicted (without
-    alpha) over the points, so that alpha * estimate bounds every measured error; ``ratios``
-    and ``points`` show the spread."""
+    alpha) over the points, so that alpha * estimate bounds every measured error; the
+    parameters are also its attributes.
+
+    Parameters
+    ----------
+    alpha : float
+        The fitted alpha.
+    kind : {"spectrum", "map"}
+        Which measured error it bounds.
+    points : list of MeasuredError
+        One per split measured.
+    ratios : ndarray, shape (len(points),), float64
+        Measured / predicted (without alpha) per point: the spread.
+    """
 
     alpha: float
     kind: str                                  # "spectrum" or "map"
@@ -163,6 +280,12 @@ class AlphaCalibration:
     ratios: np.ndarray = field(default=None, repr=False)
 
     def table(self) -> str:
+        """The points as a text table, one row per split, and the fitted alpha.
+
+        Returns
+        -------
+        str
+        """
         rows = [f"{'l_cut':>6} {'theta_cut':>10} {'estimate':>10} {'spectrum':>10} "
                 f"{'map':>10} {'ratio':>7}"]
         for p, r in zip(self.points, self.ratios):
@@ -175,14 +298,42 @@ class AlphaCalibration:
 
 def calibrate_alpha(kernel, nside, splits=None, *, fit="sphgpu", kind="spectrum", seed=0,
                     backend="auto", progress=None) -> AlphaCalibration:
-    """Measure alpha for ``kernel`` at ``nside``: for each (l_cut, theta_cut) in ``splits``
-    (default: three supports of the default scan, each with the l_cut where the unscaled
-    estimate is near 1e-6, 1e-5 and 1e-4), compare the measured error on one white-noise map
-    with the unscaled estimate. ``kind`` is "spectrum" (default, the paper's quantity) or
-    "map". Returns an :class:`AlphaCalibration`."""
-    from .optimize import default_theta_grid, make_fitter
-    from .split import _check_kernel
+    """Measure alpha for ``kernel`` at ``nside``.
 
+    For each (l_cut, theta_cut) in ``splits``, compare the measured error on one white-noise
+    map with the estimate without alpha; alpha is the largest ratio.
+
+    Parameters
+    ----------
+    kernel : RadialKernel or array of K_l
+        The kernel.
+    nside : int
+        HEALPix resolution of the white-noise map.
+    splits : list of (int, float), optional
+        (l_cut, theta_cut in radians) pairs; default: three supports of the default scan,
+        each with the l_cut where the estimate is near 1e-6, 1e-5 and 1e-4.
+    fit : "sphgpu" or "paper"
+        Fit preset (:data:`FIT_PRESETS`).
+    kind : {"spectrum", "map"}
+        Which measured error to bound ("spectrum" is the paper's quantity).
+    seed : int
+        Seed of the white-noise map.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the convolutions run.
+    progress : callable(str), optional
+        Called with a line of text before each measurement.
+
+    Returns
+    -------
+    AlphaCalibration
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a RadialKernel or an array.
+    ValueError
+        For a bad ``nside`` or ``kind``, or no split to measure.
+    """
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)
     if kind not in ("spectrum", "map"):

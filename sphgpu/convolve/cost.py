@@ -29,10 +29,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _tuning
+from .. import _tuning, backends
+from .._device import SIMULATOR
 from .._validate import check_int
-from .kernels import ARCMIN
-from .realspace import pair_count
+from ..bench.timing import time_call
+from ..geometry import RingGeometry
+from . import harmonic
+from .kernels import ARCMIN, RadialKernel
+from .realspace import pair_count, ring_plan
 
 __all__ = ["CostModel", "PaperCostModel", "MeasuredCostModel", "resolve_cost_model",
            "cache_path"]
@@ -47,21 +51,84 @@ class CostModel:
     realspace_backends: tuple = ("cpu",)
 
     def harmonic_time(self, l_cut: int, nside: int, lmax: int, backend: str) -> float:
+        """Seconds of the harmonic part: map2alm + alm2map up to ``l_cut``.
+
+        Parameters
+        ----------
+        l_cut : int
+            Band limit of the part (< 0: no harmonic part, 0 s).
+        nside : int
+            HEALPix resolution of the maps.
+        lmax : int
+            Band limit of the whole kernel.
+        backend : str
+            One of ``harmonic_backends``.
+
+        Returns
+        -------
+        float
+        """
         raise NotImplementedError
 
     def realspace_time(self, theta_cut: float, nside: int, backend: str) -> float:
+        """Seconds of the real-space part within ``theta_cut``.
+
+        Parameters
+        ----------
+        theta_cut : float
+            Support radius in radians (<= 0: no real-space part, 0 s).
+        nside : int
+            HEALPix resolution of the maps.
+        backend : str
+            One of ``realspace_backends``.
+
+        Returns
+        -------
+        float
+        """
         raise NotImplementedError
 
     def concurrent(self, harmonic_backend: str, realspace_backend: str) -> bool:
-        """Parts on different devices (CPU and GPU) overlap; on one device they add up."""
+        """Whether the two parts run at the same time: parts on different backends (CPU and
+        GPU) overlap; on one they add up.
+
+        Parameters
+        ----------
+        harmonic_backend, realspace_backend : str
+            Where each part runs.
+
+        Returns
+        -------
+        bool
+        """
         return harmonic_backend != realspace_backend
 
     def split_time(self, t_harmonic, t_realspace, harmonic_backend, realspace_backend):
+        """Seconds of a split: the longer part when they overlap (:meth:`concurrent`), else
+        their sum.
+
+        Parameters
+        ----------
+        t_harmonic, t_realspace : float
+            Seconds of each part.
+        harmonic_backend, realspace_backend : str
+            Where each part runs.
+
+        Returns
+        -------
+        float
+        """
         if self.concurrent(harmonic_backend, realspace_backend):
             return max(t_harmonic, t_realspace)
         return t_harmonic + t_realspace
 
     def describe(self) -> str:
+        """A line (or a few) saying what the model is, for plan reports.
+
+        Returns
+        -------
+        str
+        """
         return self.name
 
 
@@ -91,6 +158,16 @@ class PaperCostModel(CostModel):
     ``"radius"`` feeds the radius itself (an earlier reading; optimum cuts about half the
     paper's, see that script). :meth:`paper_theta_cut` converts a radius to the paper's
     theta_cut and :meth:`theta_grid` gives the radii of the paper's 30' steps.
+
+    Parameters
+    ----------
+    theta_cut_is : {"diameter", "radius"}
+        What the paper's theta_cut measures (see above).
+
+    Raises
+    ------
+    ValueError
+        For another ``theta_cut_is``.
     """
 
     name = "paper"
@@ -110,18 +187,56 @@ class PaperCostModel(CostModel):
         self._width = 2.0 if theta_cut_is == "diameter" else 1.0
 
     def paper_theta_cut(self, theta_cut):
-        """The paper's theta_cut (radians) of a real-space part of support radius ``theta_cut``
-        (radians; scalar or array)."""
+        """The paper's theta_cut of a real-space part of support radius ``theta_cut``.
+
+        Parameters
+        ----------
+        theta_cut : float or array_like
+            Support radius in radians.
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``theta_cut``
+            Radians.
+        """
         return self._width * np.asarray(theta_cut, dtype=np.float64)
 
     def support_radius(self, paper_theta_cut):
-        """Inverse of :meth:`paper_theta_cut`: the support radius (radians) of the paper's
-        theta_cut (radians)."""
+        """Inverse of :meth:`paper_theta_cut`: the support radius of the paper's theta_cut.
+
+        Parameters
+        ----------
+        paper_theta_cut : float or array_like
+            The paper's theta_cut in radians.
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``paper_theta_cut``
+            Radians.
+        """
         return np.asarray(paper_theta_cut, dtype=np.float64) / self._width
 
     def theta_grid(self, max_arcmin: float = 600.0, step_arcmin: float = 30.0) -> np.ndarray:
-        """Support radii (radians) of the paper's theta_cut scan: step_arcmin, 2 step_arcmin,
-        ... up to max_arcmin in the paper's theta_cut (30' steps as its Table 1)."""
+        """Support radii of the paper's theta_cut scan: step_arcmin, 2 step_arcmin, ... up to
+        max_arcmin in the paper's theta_cut (30' steps as its Table 1).
+
+        Parameters
+        ----------
+        max_arcmin : float
+            Largest paper theta_cut, arcminutes.
+        step_arcmin : float
+            Step, arcminutes, 0 < step_arcmin <= max_arcmin.
+
+        Returns
+        -------
+        ndarray, float64
+            Support radii in radians.
+
+        Raises
+        ------
+        ValueError
+            If the step or the maximum is out of range.
+        """
         if not (step_arcmin > 0 and max_arcmin >= step_arcmin):
             raise ValueError(f"need 0 < step_arcmin <= max_arcmin, got {step_arcmin!r}, "
                              f"{max_arcmin!r}")
@@ -141,6 +256,17 @@ class PaperCostModel(CostModel):
         return (self.ARKCOS_PER_ARCMIN * paper_arcmin + self.ARKCOS_CONSTANT) * scale
 
     def concurrent(self, harmonic_backend, realspace_backend):
+        """Always True: the paper runs its parts on its CPU and its GPU at once.
+
+        Parameters
+        ----------
+        harmonic_backend, realspace_backend : str
+            Where each part runs (not used).
+
+        Returns
+        -------
+        bool
+        """
         return True
 
     def describe(self):
@@ -159,7 +285,7 @@ def cache_path() -> str:
 
 
 def _device_name(backend):
-    if backend == "cuda":
+    if backends.info(backend).gpu:
         return _tuning.device_name()
     threads = os.environ.get("SPHGPU_NUM_THREADS", "all")
     return f"{platform.processor() or platform.machine()} x{os.cpu_count()} threads={threads}"
@@ -217,15 +343,27 @@ class MeasuredCostModel(CostModel):
         What to price; default: "cpu" and, with a GPU, "cuda" for both.
     sizes : "full" or "quick"
         "quick" times fewer, smaller cases (tests, Binder).
+    use_cache : bool
+        Read and write the disk cache (False: time every part afresh, keep nothing).
     progress : callable(str) or False, optional
         Called with a line of text before each timing; default: print the line
         (:func:`sphgpu._tuning.print_progress`), False: say nothing.
+    realspace_nside : int, optional
+        Resolution at which the real-space part is timed (default: 1024 with a GPU, else 256,
+        or 64 with "quick"; never above ``nside``).
     budget : float
         Seconds each part (per backend) may spend timing, warm-up included, before it stops
         adding larger cases (default 0.5).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
+
+    Raises
+    ------
+    ValueError
+        For a bad ``nside``, ``lmax``, ``sizes`` or ``budget``, or when pricing another nside.
+    LookupError
+        With ``measure=False``, for a part never timed here.
     """
 
     name = "measured"
@@ -233,11 +371,9 @@ class MeasuredCostModel(CostModel):
     def __init__(self, nside, lmax, *, harmonic_backends=None, realspace_backends=None,
                  sizes="full", use_cache=True, progress=None, realspace_nside=None,
                  measure=True, budget=0.5):
-        from ..backends import cuda_available
-
         self.nside = check_int("nside", nside, minimum=1)
         self.lmax = check_int("lmax", lmax, minimum=1)
-        gpu = ("cuda",) if cuda_available() and not _simulator() else ()
+        gpu = ("cuda",) if backends.cuda_available() and not SIMULATOR else ()
         self.harmonic_backends = tuple(harmonic_backends or ("cpu",) + gpu)
         self.realspace_backends = tuple(realspace_backends or gpu or ("cpu",))
         if sizes not in ("full", "quick"):
@@ -331,9 +467,6 @@ class MeasuredCostModel(CostModel):
         l_cut a short budget affords, and scaled by the ratio of rings; a (the FFTs) is then
         what one call at the real nside and the smallest l_cut leaves over. Timing every l_cut
         at the real nside took 41 s on an H200."""
-        from ..geometry import RingGeometry
-        from .harmonic import harmonic_convolve
-
         maps = {}
 
         def case(nside, l_cut):
@@ -347,7 +480,7 @@ class MeasuredCostModel(CostModel):
             m = maps[nside]
             bl = np.ones(l_cut + 1)
             return ((l_cut + 1) ** 2, f"the harmonic part [{backend}] at l_cut {l_cut}, nside "
-                    f"{nside}", lambda: harmonic_convolve(m, bl, geom, backend=backend))
+                    f"{nside}", lambda: harmonic.harmonic_convolve(m, bl, geom, backend=backend))
 
         fractions = (0.125, 0.5, 1.0) if self.sizes == "quick" else (0.0625, 0.125, 0.25, 0.5, 1.0)
         l_cuts = [max(1, int(round(f * self.lmax))) for f in fractions]
@@ -358,18 +491,14 @@ class MeasuredCostModel(CostModel):
         rings = (4 * self.nside - 1) / (4 * low - 1)
         work, label, run = case(self.nside, l_cuts[0])
         self.progress(f"timing {label}")
-        # ducc0 compiles nothing: its warm-up call at the real nside would only repeat ~0.5 s
-        t = _time(run, backend, warmup=0 if backend == "cpu" else 1)
+        # ducc0 (the host backends) compiles nothing: its warm-up call at the real nside would
+        # only repeat ~0.5 s
+        t = _time(run, backend, warmup=1 if backends.info(backend).gpu else 0)
         b = fit.b * rings
         points = [(w * rings, s) for w, s in fit.points] + [(work, t)]
         return _Fit(max(0.0, t - b * work), b, points)
 
     def _measure_realspace(self, backend):
-        from ..geometry import RingGeometry
-        from .kernels import RadialKernel
-        from .realspace import ring_plan
-        from .api import _realspace_impl
-
         nside = self.realspace_nside
         geom = RingGeometry.healpix(nside)
         rng = np.random.default_rng(0)
@@ -378,7 +507,7 @@ class MeasuredCostModel(CostModel):
         targets = (10, 40, 160) if self.sizes == "quick" else (30, 120, 500, 2000)
         pix = 4 * math.pi / geom.npix
         kernel = RadialKernel.gaussian(max(1.0, 2.0 * math.sqrt(pix) / ARCMIN), 3 * nside)
-        impl = _realspace_impl(backend)
+        impl = backends.load("convolve", backend)
         cases = []
         plans = {}
 
@@ -401,14 +530,13 @@ class MeasuredCostModel(CostModel):
         return fit
 
 
-def _simulator():
-    from .._device import SIMULATOR
-
-    return SIMULATOR
+def _on_device(backend):
+    """Whether ``backend`` computes on a real GPU (device arrays, asynchronous launches)."""
+    return backends.info(backend).gpu and not SIMULATOR
 
 
 def _to_backend(a, backend):
-    if backend == "cuda" and not _simulator():
+    if _on_device(backend):
         import cupy
 
         return cupy.asarray(a)
@@ -416,10 +544,8 @@ def _to_backend(a, backend):
 
 
 def _time(fn, backend, repeat=1, warmup=1):
-    from ..bench.timing import time_call
-
     sync = None
-    if backend == "cuda" and not _simulator():
+    if _on_device(backend):
         import cupy
 
         sync = cupy.cuda.Device().synchronize

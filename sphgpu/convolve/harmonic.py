@@ -16,9 +16,8 @@ import functools
 
 import numpy as np
 
-from .._device import SIMULATOR, to_host
+from .. import backends
 from .._validate import check_int, is_device_array
-from ..backends import resolve
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import alm2map, map2alm
@@ -60,13 +59,13 @@ def harmonic_convolve(maps, bl, geometry: RingGeometry, *, backend="auto"):
     if lmax < 0:
         return maps * 0.0
     check_int("lmax", lmax, minimum=0)
-    if isinstance(maps, np.ndarray) and not SIMULATOR and resolve(backend, "sht") == "cuda":
-        # one copy each way: through the NumPy interface the map would go in, the a_lm out
-        # and in again, and the map out (2.5x the bus traffic at nside 2048)
-        import cupy
-
-        return to_host(harmonic_convolve(cupy.asarray(maps), bl, geometry, backend="cuda"))
+    name = backends.resolve(backend, "sht")
+    impl = backends.load("sht", name)
+    # on the GPU one copy each way: through the NumPy interface the map would go in, the a_lm
+    # out and in again, and the map out (2.5x the bus traffic at nside 2048)
+    work = impl.to_device(maps) if isinstance(maps, np.ndarray) else maps
     # pol=False: the rows of ``maps`` are independent maps, never a T, Q, U triple
-    alm = map2alm(maps, lmax, lmax, iter=0, pol=False, backend=backend, geometry=geometry)
+    alm = map2alm(work, lmax, lmax, iter=0, pol=False, backend=name, geometry=geometry)
     alm = _scale_alm(alm, bl, lmax)
-    return alm2map(alm, lmax=lmax, mmax=lmax, pol=False, backend=backend, geometry=geometry)
+    out = alm2map(alm, lmax=lmax, mmax=lmax, pol=False, backend=name, geometry=geometry)
+    return impl.to_host(out) if isinstance(maps, np.ndarray) else out

@@ -153,6 +153,20 @@ def _legendre_transform_pieces(u_edges, values_at, lmax, chunk_nodes=4096):
 class RadialKernel:
     """A radially symmetric kernel on the sphere, band-limited at ``lmax``.
 
+    Parameters
+    ----------
+    bl : array_like, shape (lmax+1,), real
+        Legendre coefficients K_l for l = 0..lmax.
+    name : str, optional
+        A short description (default: "kernel(lmax=...)").
+
+    Raises
+    ------
+    TypeError
+        If ``bl`` does not hold real numbers.
+    ValueError
+        If ``bl`` is not a non-empty 1-D array or holds NaN or infinite values.
+
     Attributes
     ----------
     bl : ndarray, shape (lmax+1,), float64, read-only
@@ -170,17 +184,55 @@ class RadialKernel:
     # ---------------------------------------------------------------- constructors
     @classmethod
     def from_bl(cls, bl, name: str | None = None) -> "RadialKernel":
-        """The kernel with coefficients ``bl`` (K_l for l = 0..lmax, 1-D, real)."""
+        """The kernel with coefficients ``bl``.
+
+        Parameters
+        ----------
+        bl : array_like, shape (lmax+1,), real
+            K_l for l = 0..lmax.
+        name : str, optional
+            A short description.
+
+        Returns
+        -------
+        RadialKernel
+
+        Raises
+        ------
+        TypeError, ValueError
+            As the constructor.
+        """
         return cls(bl, name)
 
     @classmethod
     def from_profile(cls, theta, K, lmax: int, name: str | None = None) -> "RadialKernel":
-        """The kernel whose profile is ``K`` sampled at ``theta`` (radians, increasing, starting
-        at 0), zero beyond ``theta[-1]``, projected onto l = 0..lmax.
+        """The kernel whose profile is ``K`` sampled at ``theta``, zero beyond ``theta[-1]``,
+        projected onto l = 0..lmax.
 
         Between samples the profile is a cubic spline in u = 1 - cos(theta) (smooth at the pole);
         K_l = 2 pi * integral K(u) P_l(1 - u) du is then computed by Gauss quadrature on each
         interval, exactly up to rounding for that spline.
+
+        Parameters
+        ----------
+        theta : array_like, shape (n,), float64
+            Radians, strictly increasing from 0 to at most pi; n >= 4.
+        K : array_like, shape (n,), float64
+            The profile at ``theta`` (per steradian).
+        lmax : int
+            Band limit of the result, >= 0.
+        name : str, optional
+            A short description.
+
+        Returns
+        -------
+        RadialKernel
+
+        Raises
+        ------
+        ValueError
+            If the arrays differ in shape, have fewer than 4 samples, are not finite, or
+            ``theta`` does not increase from 0 to at most pi; if ``lmax`` is negative.
         """
         from scipy.interpolate import CubicSpline
 
@@ -203,7 +255,26 @@ class RadialKernel:
 
     @classmethod
     def gaussian(cls, fwhm_arcmin, lmax: int) -> "RadialKernel":
-        """A Gaussian beam, K_l = b_l = exp(-l(l+1) sigma^2 / 2), sigma = fwhm / sqrt(8 ln 2)."""
+        """A Gaussian beam, K_l = b_l = exp(-l(l+1) sigma^2 / 2), sigma = fwhm / sqrt(8 ln 2).
+
+        Parameters
+        ----------
+        fwhm_arcmin : float
+            Full width at half maximum in arcminutes, in (0, 10800].
+        lmax : int
+            Band limit, >= 0.
+
+        Returns
+        -------
+        RadialKernel
+
+        Raises
+        ------
+        TypeError
+            If ``fwhm_arcmin`` is not a real number.
+        ValueError
+            If it is out of range, or ``lmax`` is negative.
+        """
         fwhm = _check_fwhm_arcmin(fwhm_arcmin) * ARCMIN
         lmax = check_int("lmax", lmax, minimum=0)
         sigma2 = fwhm * fwhm / (8.0 * math.log(2.0))
@@ -215,9 +286,26 @@ class RadialKernel:
         """The paper's kernel K_l = sqrt(C_l) B_l (Eq. 9): convolving white noise of unit
         spectrum with it gives a sky of spectrum C_l seen through a Gaussian beam.
 
-        cl : array (>= lmax+1,), optional
+        Parameters
+        ----------
+        fwhm_arcmin : float
+            FWHM of the Gaussian beam B_l in arcminutes, in (0, 10800].
+        lmax : int
+            Band limit, >= 0.
+        cl : array_like, shape (>= lmax+1,), optional
             Raw C_l (muK^2); the shipped Planck 2018 TT spectrum by default (the paper used
             WMAP 7-year).
+
+        Returns
+        -------
+        RadialKernel
+            K_l in muK (per unit white-noise amplitude).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`gaussian`; ValueError if ``cl`` is shorter than lmax+1, negative or not
+            finite.
         """
         fwhm_arcmin = _check_fwhm_arcmin(fwhm_arcmin)
         lmax = check_int("lmax", lmax, minimum=0)
@@ -240,16 +328,42 @@ class RadialKernel:
         return int(self.bl.shape[0] - 1)
 
     def power(self, input_cl=None) -> float:
-        """sum_l (2l+1) K_l^2 C_l / (4 pi): the variance a map of spectrum C_l (default 1) has
-        after convolution (the denominator of the paper's Eq. 6)."""
+        """The variance sum_l (2l+1) K_l^2 C_l / (4 pi) that a map of spectrum C_l has after
+        convolution (the denominator of the paper's Eq. 6).
+
+        Parameters
+        ----------
+        input_cl : array_like, shape (>= lmax+1,), optional
+            C_l of the input map (default: 1 for every l, white noise).
+
+        Returns
+        -------
+        float
+        """
         l = np.arange(self.lmax + 1)
         c = 1.0 if input_cl is None else np.asarray(input_cl, dtype=np.float64)[: self.lmax + 1]
         return float(np.sum((2 * l + 1) * self.bl ** 2 * c) / (4 * math.pi))
 
     def profile(self, theta) -> np.ndarray:
-        """K(theta) = sum_l (2l+1)/(4 pi) K_l P_l(cos theta), the exact Legendre sum, at angles
-        ``theta`` (radians in [0, pi], any shape). Accurate near theta = 0 (see
-        :mod:`sphgpu.convolve._series`)."""
+        """The profile K(theta) = sum_l (2l+1)/(4 pi) K_l P_l(cos theta), the exact Legendre sum.
+
+        Accurate near theta = 0 (see :mod:`sphgpu.convolve._series`).
+
+        Parameters
+        ----------
+        theta : array_like, float64, any shape
+            Radians in [0, pi].
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``theta``
+            K per steradian.
+
+        Raises
+        ------
+        ValueError
+            If an angle is outside [0, pi] or not finite.
+        """
         th = np.asarray(theta, dtype=np.float64)
         if not np.all(np.isfinite(th)) or np.any(th < 0) or np.any(th > math.pi):
             raise ValueError("theta must lie in [0, pi] radians")
@@ -257,15 +371,51 @@ class RadialKernel:
 
     def tabulate(self, theta_cut, *, rtol: float = 1e-12, max_intervals: int = 1 << 22
                  ) -> "CompactKernel":
-        """This kernel truncated at ``theta_cut`` (radians) as a :class:`CompactKernel`: cubic
-        Hermite interpolation of the exact profile and its derivative on chord-uniform knots,
-        refined until the error at every interval's midpoint is below ``rtol`` times the
-        profile's largest value."""
+        """This kernel truncated at ``theta_cut`` as a :class:`CompactKernel`.
+
+        Cubic Hermite interpolation of the exact profile and its derivative on chord-uniform
+        knots, refined until the error at every interval's midpoint is below ``rtol`` times the
+        profile's largest value.
+
+        Parameters
+        ----------
+        theta_cut : float
+            Support radius in radians, in (0, pi].
+        rtol : float
+            Interpolation error bound relative to max |K|.
+        max_intervals : int
+            Most intervals the refinement may reach.
+
+        Returns
+        -------
+        CompactKernel
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``theta_cut`` is not an angle in (0, pi]; ValueError if ``max_intervals`` is not
+            enough for ``rtol``.
+        """
         theta_cut = _check_angle("theta_cut", theta_cut)
         return CompactKernel.interpolate(self, theta_cut, rtol=rtol, max_intervals=max_intervals)
 
     def truncate(self, lmax: int) -> "RadialKernel":
-        """The same kernel with K_l = 0 above ``lmax``."""
+        """The same kernel with K_l = 0 above ``lmax``.
+
+        Parameters
+        ----------
+        lmax : int
+            The new band limit, 0 <= lmax <= self.lmax.
+
+        Returns
+        -------
+        RadialKernel
+
+        Raises
+        ------
+        ValueError
+            If ``lmax`` is out of range.
+        """
         lmax = check_int("lmax", lmax, minimum=0, maximum=self.lmax)
         return RadialKernel(self.bl[: lmax + 1], self.name)
 
@@ -285,6 +435,20 @@ class CompactKernel:
     i.e. a cubic polynomial in u = 1 - cos(theta), hence smooth on the sphere at theta = 0.
     Knots uniform in chord are nearly uniform in theta, and the interval of a pair of pixels is
     found from their squared chord with one square root.
+
+    Parameters
+    ----------
+    h : float
+        Chord spacing of the knots, > 0.
+    coef : array_like, shape (n, 4), float64
+        Cubic coefficients per interval; n h <= 2.
+    name : str
+        A short description.
+
+    Raises
+    ------
+    ValueError
+        If ``coef`` has the wrong shape or is not finite, or h <= 0 or n h > 2.
 
     Attributes
     ----------
@@ -331,7 +495,18 @@ class CompactKernel:
 
     # ---------------------------------------------------------------- evaluation
     def evaluate_chord(self, c) -> np.ndarray:
-        """K at chord lengths ``c`` (any shape; 0 where c > n h)."""
+        """K at chord lengths ``c``.
+
+        Parameters
+        ----------
+        c : array_like, float64, any shape
+            Chord lengths 2 sin(theta/2), in [0, 2].
+
+        Returns
+        -------
+        ndarray, float64, the shape of ``c``
+            0 where c > n h.
+        """
         c = np.asarray(c, dtype=np.float64)
         k = np.floor(c / self.h).astype(np.int64)
         # closed support; a kernel reaching chord 2 (theta = pi) covers every pair
@@ -351,8 +526,23 @@ class CompactKernel:
         return self.evaluate_chord(2.0 * np.sin(0.5 * th))
 
     def bl(self, lmax: int) -> np.ndarray:
-        """Exact Legendre coefficients K_l, l = 0..lmax (Gauss quadrature on each interval,
-        exact up to rounding for this piecewise polynomial)."""
+        """Exact Legendre coefficients K_l (Gauss quadrature on each interval, exact up to
+        rounding for this piecewise polynomial).
+
+        Parameters
+        ----------
+        lmax : int
+            Band limit, >= 0.
+
+        Returns
+        -------
+        ndarray, shape (lmax+1,), float64
+
+        Raises
+        ------
+        ValueError
+            If ``lmax`` is negative.
+        """
         lmax = check_int("lmax", lmax, minimum=0)
         u = self.u_knots
         du = np.diff(u)
@@ -367,8 +557,22 @@ class CompactKernel:
     # ---------------------------------------------------------------- constructors
     @classmethod
     def from_bspline(cls, h, coefficients, name="compact kernel") -> "CompactKernel":
-        """The cubic spline sum_j x_j B_j(u) of :func:`bspline_knots` (``len(coefficients)``
-        = n basis functions, all vanishing with two derivatives at u_n) as a CompactKernel."""
+        """The cubic spline sum_j x_j B_j(u) on the knots of :func:`bspline_knots` as a
+        CompactKernel.
+
+        Parameters
+        ----------
+        h : float
+            Chord spacing of the knots.
+        coefficients : array_like, shape (n,), float64
+            x_j for the n basis functions (all vanishing with two derivatives at u_n).
+        name : str
+            A short description.
+
+        Returns
+        -------
+        CompactKernel
+        """
         from scipy.interpolate import BSpline
 
         x = np.asarray(coefficients, dtype=np.float64)
@@ -388,8 +592,29 @@ class CompactKernel:
                     max_intervals=1 << 22) -> "CompactKernel":
         """Cubic Hermite interpolation (values and exact du-derivatives at the knots) of
         ``kernel``'s profile on [0, theta_cut], refined by doubling the number of intervals until
-        every midpoint is within ``rtol * max|K|``. Raises ValueError if ``max_intervals`` is not
-        enough."""
+        every midpoint is within ``rtol * max|K|``.
+
+        Parameters
+        ----------
+        kernel : RadialKernel
+            The kernel to tabulate.
+        theta_cut : float
+            Support radius in radians, in (0, pi].
+        rtol : float
+            Error bound relative to max |K|.
+        max_intervals : int
+            Most intervals the refinement may reach.
+
+        Returns
+        -------
+        CompactKernel
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``theta_cut`` is not an angle in (0, pi]; ValueError if ``max_intervals`` is not
+            enough.
+        """
         theta_cut = _check_angle("theta_cut", theta_cut)
         c_cut = 2.0 * math.sin(0.5 * theta_cut)
         # start near 8 intervals per 2 pi / lmax; the error of cubic Hermite falls as h^4

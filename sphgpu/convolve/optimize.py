@@ -15,6 +15,7 @@ import numpy as np
 from .._validate import check_int
 from .cost import CostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
+from .run import run_plan
 from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
 __all__ = ["Plan", "Candidate", "optimize_split", "plan_for_cuts", "default_theta_grid",
@@ -25,10 +26,24 @@ SMALLEST_REACHABLE_ERROR = 1e-12
 
 
 def default_theta_grid(lmax: int, steps: int = 20) -> np.ndarray:
-    """theta_cut values (support radii) to scan (radians): 30 arcmin steps at lmax 4096, scaled
-    by 4096 / lmax (the same number of pixels per support at any resolution), ``steps`` of them,
-    capped at pi. (The paper stepped its theta_cut, the support's full width, by 30 arcmin:
-    :meth:`PaperCostModel.theta_grid` gives those radii.)"""
+    """The theta_cut values (support radii) that :func:`optimize_split` scans by default.
+
+    30 arcmin steps at lmax 4096, scaled by 4096 / lmax (the same number of pixels per support
+    at any resolution), capped at pi. (The paper stepped its theta_cut, the support's full
+    width, by 30 arcmin: :meth:`PaperCostModel.theta_grid` gives those radii.)
+
+    Parameters
+    ----------
+    lmax : int
+        Band limit of the kernel.
+    steps : int
+        Number of steps.
+
+    Returns
+    -------
+    ndarray, shape (<= steps,), float64
+        Radians, increasing.
+    """
     step = 30.0 * ARCMIN * 4096.0 / max(lmax, 1)
     grid = step * np.arange(1, steps + 1)
     return grid[grid <= math.pi]
@@ -36,7 +51,23 @@ def default_theta_grid(lmax: int, steps: int = 20) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One priced option: method, cuts, predicted error and times (seconds)."""
+    """One priced option of :func:`optimize_split`; the parameters are also its attributes.
+
+    Parameters
+    ----------
+    method : {"harmonic", "split", "realspace"}
+        The kind of plan.
+    l_cut : int
+        lmax for "harmonic", -1 for "realspace".
+    theta_cut : float
+        Support radius in radians; 0 for "harmonic".
+    error : float
+        Predicted error (the paper's sigma, alpha included).
+    time_harmonic, time_realspace, time_total : float
+        Predicted seconds of each part and of the whole.
+    harmonic_backend, realspace_backend : str or None
+        Where each part would run (None: no such part).
+    """
 
     method: str                 # "harmonic", "split" or "realspace"
     l_cut: int                  # lmax for harmonic, -1 for real space only
@@ -57,8 +88,21 @@ class Candidate:
 class Plan:
     """The optimizer's choice for one kernel, resolution and error bound.
 
-    Attributes
+    Made by :func:`optimize_split` or :func:`plan_for_cuts`; the parameters are also its
+    attributes. ``print(plan)`` says what it does and why; ``plan.apply(maps)`` runs it.
+
+    Parameters
     ----------
+    kernel : RadialKernel
+        The kernel.
+    nside : int
+        HEALPix resolution the plan was priced for.
+    error_bound : float
+        The bound it was chosen for.
+    alpha : float
+        Error factor of Eq. 6.
+    cost_model : CostModel
+        The model that priced it.
     method : {"harmonic", "split", "realspace"}
     l_cut : int
         Harmonic band limit (lmax for "harmonic", -1 for "realspace").
@@ -71,16 +115,25 @@ class Plan:
         Predicted seconds of each part and of the whole (parts on different devices overlap).
     time_all_harmonic : float
         Predicted seconds of the whole kernel in harmonic space (the baseline).
-    speedup : float
-        time_all_harmonic / time_total.
+    harmonic_backend, realspace_backend : str or None
+        Where each part runs (None: no such part).
+    all_harmonic : Candidate
+        The baseline, priced.
     all_realspace : Candidate or None
         The cheapest real-space-only plan that meets the bound, if any.
     candidates : list of Candidate
         Every (theta_cut, smallest l_cut) the scan priced, for plots.
     split : KernelSplit or None
         The fitted kernels of the chosen plan.
+    fit : str
+        The fit preset ("custom" for a fitter passed in).
     measured : PlanMeasurement or None
         Measured times and errors of this plan (:func:`sphgpu.convolve.measure_plan`).
+
+    Attributes
+    ----------
+    speedup : float
+        time_all_harmonic / time_total.
     """
 
     kernel: RadialKernel
@@ -132,12 +185,35 @@ class Plan:
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
     def apply(self, maps, *, backend=None):
-        """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`)."""
-        from .api import run_plan
+        """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`).
 
+        Parameters
+        ----------
+        maps : array, shape (npix,) or (k, npix), float64; NumPy, CuPy or Numba
+            HEALPix RING maps at the plan's nside.
+        backend : {"cuda", "cpu", "reference", "auto"}, optional
+            Runs both parts there instead of the plan's own backends.
+
+        Returns
+        -------
+        array of the shape and kind of ``maps``, float64
+
+        Raises
+        ------
+        ValueError
+            If ``maps`` does not have the plan's number of pixels.
+        TypeError
+            If ``maps`` is a GPU array and no part runs on the GPU.
+        """
         return run_plan(self, maps, backend=backend)
 
     def explain(self) -> str:
+        """What this plan does and why, in a few lines of text.
+
+        Returns
+        -------
+        str
+        """
         k = self.kernel
         lines = [f"Plan for {k.name} (lmax {k.lmax}) at nside {self.nside}, error bound "
                  f"{self.error_bound:g} (alpha = {self.alpha:g}), cost model "
@@ -241,14 +317,30 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
     smallest l_cut meeting the bound is found by bisection; each (l_cut, theta_cut) is priced
     with ``cost_model`` ("paper", "measured" or a :class:`CostModel`) on every pair of backends
     it knows, and compared with the whole kernel in harmonic space and the cheapest real-space-
-    only plan. Returns a :class:`Plan`.
+    only plan.
 
+    Parameters
+    ----------
+    kernel : RadialKernel or array of K_l
+        The kernel (its lmax is the band limit).
+    nside : int
+        HEALPix resolution of the maps.
+    error_bound : float
+        The paper's fractional error bound, >= 1e-12.
+    cost_model : "paper", "measured" or CostModel
+        How to price the parts.
     alpha : float, optional
         Error factor (default 5, the paper's; see :func:`calibrate_alpha` to measure it).
+    input_cl : scalar or array, optional
+        C_l^input of the maps (see :class:`SplitFitter`; default 1).
+    theta_grid : array, optional
+        Support radii to scan, radians in (0, pi] (default :func:`default_theta_grid`).
     methods : tuple
         Which kinds of plan may be chosen ("harmonic" is always priced as the baseline).
     fit : "sphgpu" or "paper"
         Fit preset (:data:`FIT_PRESETS`).
+    cost_model_options : dict, optional
+        Keyword arguments of the cost model's constructor (for "paper" or "measured").
     prune : bool
         Stop the scan at the first theta_cut whose real-space part alone costs more than the
         best plan found so far (real-space time grows with theta_cut). ``False`` scans the
@@ -260,6 +352,18 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         "bisect" is the paper's plain binary search, the default with ``fit="paper"``;
         "ripple" (the default otherwise) also probes the error's ripple below the bisection's
         answer and so finds smaller valid l_cut.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a RadialKernel or array, or ``error_bound`` not a number.
+    ValueError
+        For a bad ``nside``, ``methods``, ``theta_grid``, ``search`` or ``cost_model``, or an
+        ``error_bound`` that no allowed plan reaches.
     """
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)
@@ -343,15 +447,32 @@ def plan_for_cuts(kernel, *, nside, l_cut, theta_cut, error_bound=1e-5, cost_mod
     """The :class:`Plan` of cuts chosen by hand, priced as :func:`optimize_split` prices its
     candidates (on the cheapest pair of backends the cost model knows).
 
+    Parameters
+    ----------
+    kernel : RadialKernel or array of K_l
+        The kernel.
+    nside : int
+        HEALPix resolution of the maps.
     l_cut : int
         -1 (real space only) to lmax; ``l_cut >= lmax`` or ``theta_cut == 0`` is the whole
         kernel in harmonic space (method "harmonic", predicted error 0).
     theta_cut : float
         Real-space support radius in radians, in [0, pi].
+    error_bound, cost_model, alpha, input_cl, fit, cost_model_options, fitter
+        As in :func:`optimize_split`.
 
-    The plan may miss ``error_bound``: :attr:`Plan.meets_bound` says whether it does. Other
-    arguments are :func:`optimize_split`'s; ``candidates`` holds the plan's own pricing on
-    every backend pair.
+    Returns
+    -------
+    Plan
+        It may miss ``error_bound``: :attr:`Plan.meets_bound` says whether it does;
+        ``candidates`` holds the plan's own pricing on every backend pair.
+
+    Raises
+    ------
+    TypeError
+        If ``theta_cut`` is not a number.
+    ValueError
+        If ``l_cut`` or ``theta_cut`` is out of range, or ``l_cut=-1`` with ``theta_cut=0``.
     """
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)

@@ -19,8 +19,8 @@ same kernel values at the same pixel offsets, so the kernel is evaluated once pe
 a "row" and the sum becomes a short circular correlation; other ring pairs (the polar caps)
 evaluate the kernel per pixel pair.
 
-Backends: "cpu" (Numba, parallel over output rings, :mod:`._realspace_cpu`), "cuda" (one block
-per output ring chunk, :mod:`._realspace_cuda`), "reference" (:func:`brute_force`, every pair,
+Backends: "cpu" (Numba, parallel over output rings, :mod:`._cpu`), "cuda" (one block
+per output ring chunk, :mod:`._cuda`), "reference" (:func:`brute_force`, every pair,
 small maps only).
 """
 

@@ -104,7 +104,10 @@ def _check_input_cl(input_cl, lmax, l_fit):
 class KernelSplit:
     """A kernel split into a harmonic part (l <= l_cut) and a compact real-space part.
 
-    Attributes
+    Made by :func:`split_kernel` or :meth:`SplitFitter.split`; the parameters are also its
+    attributes.
+
+    Parameters
     ----------
     kernel : RadialKernel
         The full kernel K_l.
@@ -126,7 +129,11 @@ class KernelSplit:
         sigma_rms / sqrt(sum (2l+1) C_in K_l^2 / 4 pi): the predicted fractional error
         without alpha.
     alpha : float
+        Error factor of Eq. 6.
     l_fit : int
+        Last l of the fit (>= lmax).
+    input_cl : ndarray, shape (l_fit+1,), float64
+        C_l^input the fit weighted by.
     """
 
     kernel: RadialKernel
@@ -152,7 +159,13 @@ class KernelSplit:
         return self.theta_cut / ARCMIN
 
     def relative_error_per_l(self) -> np.ndarray:
-        """|1 - K~_l / K_l| for l = 0..lmax (paper Eq. 10 before the log; NaN where K_l = 0)."""
+        """|1 - K~_l / K_l| per l (paper Eq. 10 before the log).
+
+        Returns
+        -------
+        ndarray, shape (lmax+1,), float64
+            NaN where K_l = 0.
+        """
         k = self.kernel.bl
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(1.0 - self.approx_bl[: k.shape[0]] / k)
@@ -232,7 +245,8 @@ class SplitFitter:
 
     Parameters
     ----------
-    kernel : RadialKernel
+    kernel : RadialKernel or array of K_l
+        The kernel to split.
     theta_max : float
         Largest theta_cut that will be asked for (radians).
     input_cl : scalar or array (>= lmax+1,), optional
@@ -248,6 +262,14 @@ class SplitFitter:
         Relative threshold on the singular values of A^T W A.
     alpha : float
         Error factor of Eq. 6 (default 5, the paper's).
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a RadialKernel or an array.
+    ValueError
+        For an unknown ``fit``, ``theta_max`` outside (0, pi], ``l_fit`` below lmax, settings
+        out of range, a bad ``input_cl``, or a kernel that is zero.
     """
 
     def __init__(self, kernel, theta_max, *, input_cl=None, fit="sphgpu", l_fit=None,
@@ -288,7 +310,18 @@ class SplitFitter:
         self._b = self._design.rhs_suffix(self.y)
 
     def n_basis(self, theta_cut) -> int:
-        """Number of real-space basis functions for ``theta_cut`` (support n h in chord)."""
+        """Number of real-space basis functions for a support radius.
+
+        Parameters
+        ----------
+        theta_cut : float
+            Support radius in radians (capped at ``theta_max``).
+
+        Returns
+        -------
+        int
+            n, the basis functions whose support n h in chord fits within ``theta_cut``.
+        """
         c = 2.0 * math.sin(0.5 * min(theta_cut, self.theta_max))
         return min(self.n_max, int(math.floor(c / self.h + 1e-9)))
 
@@ -312,7 +345,22 @@ class SplitFitter:
 
     # ------------------------------------------------------------------ fitting
     def solve(self, l_cut: int, n: int):
-        """Real-space coefficients x (n,) and the residual K~_l - K_l for l = 0..l_fit."""
+        """The least-squares fit of one split.
+
+        Parameters
+        ----------
+        l_cut : int
+            Harmonic band limit (-1: none).
+        n : int
+            Real-space basis functions (:meth:`n_basis`).
+
+        Returns
+        -------
+        x : ndarray, shape (n,), float64
+            Real-space coefficients.
+        resid : ndarray, shape (l_fit+1,), float64
+            K~_l - K_l (0 for l <= l_cut).
+        """
         x = np.zeros(n)
         if n > 0 and l_cut < self.l_fit:
             G, b = self._normal(l_cut, n)
@@ -328,16 +376,57 @@ class SplitFitter:
         return x, resid
 
     def relative_rms(self, l_cut: int, theta_cut: float) -> float:
-        """Predicted fractional rms error without alpha, for one (l_cut, theta_cut)."""
+        """Predicted fractional rms error of one split, without alpha.
+
+        Parameters
+        ----------
+        l_cut : int
+            Harmonic band limit.
+        theta_cut : float
+            Support radius in radians.
+
+        Returns
+        -------
+        float
+        """
         _, resid = self.solve(l_cut, self.n_basis(theta_cut))
         return math.sqrt(float(np.sum(self.w * resid ** 2)) / (4 * math.pi) / self.norm2)
 
     def error(self, l_cut: int, theta_cut: float) -> float:
-        """The paper's sigma (Eq. 6) for one (l_cut, theta_cut)."""
+        """The paper's sigma (Eq. 6) of one split: alpha times :meth:`relative_rms`.
+
+        Parameters
+        ----------
+        l_cut : int
+            Harmonic band limit.
+        theta_cut : float
+            Support radius in radians.
+
+        Returns
+        -------
+        float
+        """
         return self.alpha * self.relative_rms(l_cut, theta_cut)
 
     def split(self, l_cut: int, theta_cut: float) -> KernelSplit:
-        """The full :class:`KernelSplit` for one (l_cut, theta_cut)."""
+        """The full :class:`KernelSplit` of one split.
+
+        Parameters
+        ----------
+        l_cut : int
+            Harmonic band limit, -1 <= l_cut <= lmax.
+        theta_cut : float
+            Support radius in radians (0: no real-space part).
+
+        Returns
+        -------
+        KernelSplit
+
+        Raises
+        ------
+        ValueError
+            If ``l_cut`` is out of range.
+        """
         lmax = self.kernel.lmax
         l_cut = check_int("l_cut", l_cut, minimum=-1, maximum=lmax)
         theta_cut = float(theta_cut)
@@ -368,7 +457,30 @@ class SplitFitter:
         no hint), can stop on a ripple. The default ``search="ripple"``: a bisection (or, with
         a ``hint`` such as the answer at a neighbouring theta_cut, steps doubling away from it)
         finds a valid l_cut, then the ripple below it is probed at quarter-period steps
-        and the lowest valid one is refined."""
+        and the lowest valid one is refined.
+
+        Parameters
+        ----------
+        theta_cut : float
+            Support radius in radians.
+        bound : float
+            Error bound (the paper's sigma, alpha included).
+        lo : int
+            Smallest l_cut to consider (-1: real space only).
+        hint : int, optional
+            A likely answer to start from ("ripple" only).
+        search : {"ripple", "bisect"}
+            How to search (see above).
+
+        Returns
+        -------
+        int or None
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``search``.
+        """
         if search not in ("ripple", "bisect"):
             raise ValueError(f"search must be 'ripple' or 'bisect', got {search!r}")
         lmax = self.kernel.lmax
@@ -454,6 +566,7 @@ def split_kernel(kernel, l_cut, theta_cut, *, input_cl=None, alpha=DEFAULT_ALPHA
     Parameters
     ----------
     kernel : RadialKernel or array of K_l
+        The kernel to split.
     l_cut : int
         -1 <= l_cut <= lmax (-1: real space only; lmax: the harmonic part is the whole kernel).
     theta_cut : float
@@ -463,6 +576,18 @@ def split_kernel(kernel, l_cut, theta_cut, *, input_cl=None, alpha=DEFAULT_ALPHA
     alpha, fit, rcond, l_fit, oversample
         See :class:`SplitFitter` (``fit="paper"``: the paper's literal set-up; the default
         "sphgpu" also fits above lmax, see :data:`FIT_PRESETS`).
+
+    Returns
+    -------
+    KernelSplit
+
+    Raises
+    ------
+    TypeError
+        If ``kernel`` is not a RadialKernel or an array of K_l.
+    ValueError
+        If ``l_cut`` or ``theta_cut`` is out of range, or ``theta_cut`` is below one knot
+        spacing of the real-space basis (a split with no real-space part).
     """
     kernel = _check_kernel(kernel)
     l_cut = check_int("l_cut", l_cut, minimum=-1, maximum=kernel.lmax)

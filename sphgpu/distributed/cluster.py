@@ -325,13 +325,17 @@ def require_gpu_worker(client) -> list[str]:
     return found
 
 
+#: what a task needs: a GPU worker, or any worker (declaring a CPU resource where some do)
+TASK_KINDS = ("gpu", "cpu")
+
+
 def task_resources(client, kind: str):
     """Resources a task of ``kind`` ("gpu" or "cpu") asks for on this cluster."""
+    if kind not in TASK_KINDS:
+        raise ValueError(f"kind must be one of {TASK_KINDS}, got {kind!r}")
     if kind == "gpu":
         require_gpu_worker(client)
         return {GPU: 1}
-    if kind != "cpu":
-        raise ValueError(f"kind must be 'gpu' or 'cpu', got {kind!r}")
     declared = any(w.get("resources", {}).get(CPU, 0) for w in workers(client).values())
     return {CPU: 1} if declared else None
 

@@ -32,12 +32,17 @@ import uuid
 
 import numpy as np
 
+from .. import backends
 from .._validate import UNSEEN, as_maps, check_int
 from ..convolve import api as _api
+from ..convolve.cost import MeasuredCostModel
 from ..convolve.harmonic import harmonic_convolve
 from ..convolve.kernels import CompactKernel
+from ..convolve.optimize import Plan
 from ..convolve.realspace import ring_plan
+from ..convolve.run import host_copy, realspace_part, run_split
 from ..convolve.split import KernelSplit
+from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
 from . import cluster as _cluster
 from .partition import latitude_bands
@@ -67,15 +72,12 @@ class Job:
 
 def _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geom):
     """The serial convolve()'s choices (same methods, same cached fits), as a :class:`Job`."""
-    from ..convolve.cost import MeasuredCostModel
-    from ..convolve.optimize import Plan
-
     if method not in _api.METHODS:
         raise ValueError(f"method must be one of {_api.METHODS}, got {method!r}")
     hb = backend if harmonic_backend is None else harmonic_backend
     if isinstance(kernel, Plan):
         own = isinstance(kernel.cost_model, MeasuredCostModel)
-        if backend == "auto" and own:
+        if backends.named(backend) is None and own:
             # the plan's own backends, as run_plan() uses them
             hb = kernel.harmonic_backend or "auto"
             backend = kernel.realspace_backend or "auto"
@@ -105,9 +107,8 @@ def _whole_task(maps, ref, bl, compact, hb, rb):
     if compact is None:
         return harmonic_convolve(maps, bl, g, backend=hb)
     if bl is None:
-        return _api._realspace(maps, g, compact, rb)
-    out = _api._run_split(maps, g, bl, compact, hb, rb)
-    return out if isinstance(out, np.ndarray) else _api._host(out)
+        return realspace_part(maps, g, compact, rb)
+    return host_copy(run_split(maps, g, bl, compact, hb, rb))
 
 
 def _harmonic_task(maps, ref, bl, backend):
@@ -124,7 +125,7 @@ def _band_task(halo_maps, ref, compact, own, halo, backend):
     """Pixels of the halo rings (k, n_halo) -> the real-space part on the own rings
     (k, n_own), computed from the halo only."""
     plan = _band_plan(ref, compact.theta_cut, own, halo)
-    out = _api._realspace_impl(backend).convolve(halo_maps, plan, compact)
+    out = backends.load("convolve", backend).convolve(halo_maps, plan, compact)
     g = plan.geometry
     a = int(g.ringstart[own[0] - halo[0]])
     last = own[1] - 1 - halo[0]
@@ -242,7 +243,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     both = job.bl is not None and job.compact is not None
     if both and len(set(h_where) | set(r_where)) == 1 and nbands is None:
         # one worker: the serial split there runs both parts at once (streams / threads)
-        res = h_res if hb == "cuda" or rb != "cuda" else r_res
+        res = h_res if backends.info(hb).gpu or not backends.info(rb).gpu else r_res
         out = _run_whole(client, [batch], ref, job, hb, rb, res, progress)[0][0]
         return _unseen(out[0] if arr.ndim == 1 else out, bad)
 
@@ -302,9 +303,6 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
 def _plan_weight(kernel):
     """harmonic / real-space time of a Plan priced by measurement with one backend for both
     parts (then the ratio holds on any worker of that kind); else None."""
-    from ..convolve.cost import MeasuredCostModel
-    from ..convolve.optimize import Plan
-
     if not isinstance(kernel, Plan) or kernel.method != "split" \
             or not isinstance(kernel.cost_model, MeasuredCostModel) \
             or kernel.harmonic_backend != kernel.realspace_backend \
@@ -361,9 +359,6 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
     -------
     ndarray, shape (k, npix) (or (npix,)) -- or a list of futures with ``gather=False``.
     """
-    from ..convolve.optimize import Plan
-    from ..geometry import RingGeometry
-
     client = _cluster.get_client(client)
     futures_in = _is_future_list(maps)
     if futures_in:
@@ -388,7 +383,7 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
         rb, r_res, _ = _backend_and_resources(client, job.realspace_backend)
     used = [(b, r) for b, r, part in ((hb, h_res, job.bl), (rb, r_res, job.compact))
             if part is not None]
-    res = next((r for b, r in used if b == "cuda"), used[0][1])
+    res = next((r for b, r in used if backends.info(b).gpu), used[0][1])
     ref = _geom_ref(geom)
     if futures_in:
         key = _key("convolve")

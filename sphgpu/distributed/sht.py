@@ -44,6 +44,7 @@ import uuid
 
 import numpy as np
 
+from .. import backends
 from .._validate import as_complex_array, as_maps, as_real_array, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
@@ -65,7 +66,6 @@ class WorkersLostError(RuntimeError):
     """Work was lost with dying workers more often than sphgpu retries it (see ATTEMPTS);
     nothing is returned rather than a partial result."""
 PATTERNS = ("m", "rings")
-_BACKENDS = ("auto", "cuda", "cpu", "reference")
 
 
 # ----------------------------------------------------------------------------- plumbing
@@ -75,15 +75,10 @@ def _key(stage: str) -> str:
 
 
 def _placement(client, backend):
-    """The backend the tasks run and the resources they ask for."""
-    if not isinstance(backend, str):
-        raise TypeError(f"backend must be a string, got {type(backend).__name__}")
-    name = backend.strip().lower()
-    if name not in _BACKENDS:
-        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
-    if name == "auto":
-        name = "cuda" if _cluster.gpu_workers(client) else "cpu"
-    return name, _cluster.task_resources(client, "gpu" if name == "cuda" else "cpu")
+    """The backend the tasks run ("auto": the GPU workers when the cluster has any) and the
+    resources they ask for."""
+    name = backends.resolve_remote(backend, lambda: bool(_cluster.gpu_workers(client)))
+    return name, _cluster.task_resources(client, "gpu" if backends.info(name).gpu else "cpu")
 
 
 def _eligible(client, resources):
@@ -473,7 +468,7 @@ def _check_pattern(pattern):
 def _chunk_count(client, name, nchunks):
     if nchunks is not None:
         return check_int("nchunks", nchunks, minimum=1)
-    if name == "cuda":
+    if backends.info(name).gpu:
         return len(_cluster.gpu_workers(client))
     return max(1, _cluster.cpu_slots(client))
 

@@ -1,4 +1,5 @@
-"""The "cpu" backend: ducc0 for the transforms, and a Numba twin of the GPU algorithm.
+"""The "cpu" backend (:class:`sphgpu.backends.SHTBackend`): ducc0 for the transforms and their
+stages, and a Numba twin of the GPU algorithm.
 
 ducc0 is the fastest CPU SHT there is; sphgpu calls it rather than rewriting it. The twin
 (``twin_synthesis`` / ``twin_analysis``) runs the recurrence of :mod:`sphgpu.sht.legendre`, the
@@ -17,18 +18,42 @@ import numpy as np
 from . import legendre, ringfft
 from . import spin as spin_mod
 
-__all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "twin_alm2leg",
+__all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host",
+           "stage_alm2leg", "stage_leg2alm", "stage_leg2map", "stage_map2leg",
+           "ACCEPTS_DEVICE_ARRAYS", "twin_alm2leg",
            "twin_leg2alm", "twin_synthesis", "twin_analysis", "twin_synthesis_spin"]
 
 
-def _nthreads() -> int:
-    """Threads for ducc0: ``SPHGPU_NUM_THREADS`` if set, else all cores (0 lets ducc0 decide)."""
+ACCEPTS_DEVICE_ARRAYS = False
+
+
+def to_device(a):
+    """The host backends compute where the data are: ``a`` itself."""
+    return a
+
+
+def to_host(a):
+    """``a`` itself (this backend's results are NumPy arrays)."""
+    return a
+
+
+def _nthreads(nthreads=None) -> int:
+    """Threads for ducc0: ``nthreads`` if given, else ``SPHGPU_NUM_THREADS`` if set, else all
+    cores (0 lets ducc0 decide)."""
+    if nthreads is not None:
+        return nthreads
     return int(os.environ.get("SPHGPU_NUM_THREADS", "0"))
 
 
+def _ring_args(geometry):
+    """ducc0's description of the rings of ``geometry`` (its ring-FFT steps take these)."""
+    return dict(nphi=geometry.nphi.astype(np.uint64), phi0=geometry.phi0,
+                ringstart=geometry.ringstart.astype(np.uint64))
+
+
 def _geometry_args(geometry):
-    return dict(theta=geometry.theta, nphi=geometry.nphi.astype(np.uint64),
-                phi0=geometry.phi0, ringstart=geometry.ringstart.astype(np.uint64))
+    """ducc0's description of a whole grid (the transforms take these)."""
+    return dict(theta=geometry.theta, **_ring_args(geometry))
 
 
 def _synthesis(alm, spin, layout, geometry):
@@ -73,6 +98,60 @@ def analysis_spin(maps, spin, layout, geometry):
     out[:, :1] = _analysis(maps[:, :1], 0, layout, geometry)
     out[:, 1:] = _analysis(maps[:, 1:], spin, layout, geometry)
     return out
+
+
+# ----------------------------------------------------------------------------- stages
+# The two steps of a transform on subsets of m and rings (sphgpu.sht.stages): ducc0's own.
+def _mstart(astart):
+    """ducc0's unsigned ``mstart`` from signed offsets, and the zeros to put before the packed
+    a_lm so that none is negative (a block that does not start at m = 0 puts the hypothetical
+    l = 0 entry before the array)."""
+    pad = int(max(0, -astart.min()))
+    return (astart + pad).astype(np.uintp), pad
+
+
+def stage_alm2leg(alm, layout, geometry, mvals, astart, *, nthreads=None):
+    """Legendre step of the orders ``mvals`` ((nm,) int64), order mvals[c]'s coefficient l at
+    ``alm[:, astart[c] + l]``: alm (k, n) complex128 -> leg (k, nrings, nm) complex128."""
+    mstart, pad = _mstart(astart)
+    if pad:
+        alm = np.concatenate([np.zeros((alm.shape[0], pad), dtype=np.complex128), alm], axis=1)
+    leg = np.empty((alm.shape[0], geometry.nrings, mvals.shape[0]), dtype=np.complex128)
+    for i in range(alm.shape[0]):       # ducc0 takes one coefficient set per call (spin 0)
+        ducc0.sht.experimental.alm2leg(
+            alm=alm[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
+            mval=mvals.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
+            leg=leg[i:i + 1])
+    return leg
+
+
+def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm, *, nthreads=None):
+    """Adjoint of :func:`stage_alm2leg`: leg (k, nrings, nm) -> alm (k, nalm) complex128."""
+    mstart, pad = _mstart(astart)
+    out = np.empty((leg.shape[0], pad + nalm), dtype=np.complex128)
+    for i in range(leg.shape[0]):
+        ducc0.sht.experimental.leg2alm(
+            leg=leg[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
+            mval=mvals.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
+            alm=out[i:i + 1])
+    return out[:, pad:]
+
+
+def stage_leg2map(leg, geometry, *, nthreads=None):
+    """Ring step of a synthesis: leg (k, nrings, mmax+1), column m = order m -> maps (k, npix)
+    float64."""
+    out = np.empty((leg.shape[0], geometry.npix))
+    ducc0.sht.experimental.leg2map(leg=leg, map=out, nthreads=_nthreads(nthreads),
+                                   **_ring_args(geometry))
+    return out
+
+
+def stage_map2leg(maps, geometry, mmax, quadrature, *, nthreads=None):
+    """Ring step of an analysis: maps (k, npix) -> leg (k, nrings, mmax+1) complex128, times
+    the rings' quadrature weights when ``quadrature``."""
+    return ducc0.sht.experimental.map2leg(
+        map=maps, mmax=mmax, nthreads=_nthreads(nthreads),
+        ringfactor=geometry.weight if quadrature else None, **_ring_args(geometry))
 
 
 # ----------------------------------------------------------------------------- the Numba twin

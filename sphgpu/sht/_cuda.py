@@ -1,4 +1,4 @@
-"""The "cuda" backend of the SHT: host side of the Numba CUDA kernels and cuFFT (through CuPy).
+"""The "cuda" backend of the SHT (:class:`sphgpu.backends.SHTBackend`): host side of the Numba CUDA kernels and cuFFT (through CuPy).
 
 alm2map = Legendre step (:func:`_cuda_kernels.alm2leg_kernel`, Delta_m(theta) for every ring and
 m) + ring step (fold the m modes of each ring onto its n pixels, Bluestein FFT of length M for
@@ -62,8 +62,8 @@ SMOOTH_MIN_LENGTH = 6144
 def _bluestein_length(nphi):
     """The FFT length of each ring's Bluestein convolution: the smallest 2**a (or, from
     SMOOTH_MIN_LENGTH, 3 * 2**a) that is >= 2n - 1 and >= MIN_FFT_LENGTH. cuFFT is as quick on
-    3 * 2**a as on powers of two, and the extra lengths cut the padding of the long rings;
-    at nside 2048 the ring step went from 6.0 to 5.0 ms (synthesis) on the H200."""
+    3 * 2**a as on powers of two, and the extra lengths cut the padding of the long rings
+    (measured: README, *Performance*)."""
     need = np.maximum(2 * np.asarray(nphi, dtype=np.int64) - 1, MIN_FFT_LENGTH)
     p2 = 1 << np.ceil(np.log2(need)).astype(np.int64)
     p3 = 3 << np.maximum(np.ceil(np.log2(need / 3.0)), 0).astype(np.int64)
@@ -171,11 +171,8 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
           "leg2alm": (K.LEG2ALM_THREADS, K.LEG2ALM_PAIRS)}
 #: what the autotuner tries: (threads, pairs); leg2alm picks its chunk length so that each fits
 #: in 48 KiB of shared memory. Few candidates, because each is a kernel compiled on the first
-#: call in a new process (the disk cache serves later processes). Measured on an H200 at nside
-#: 2048, one map (benchmarks/profile_sht.py), ms: alm2leg (64, 8) 10.78, (128, 4) 10.68,
-#: (128, 5) 11.35, (128, 8) 10.89, (256, 8) 13.80, (128, 8, max_registers=255) 11.60;
-#: leg2alm (32, 8) 17.21, (64, 4) 21.12, (64, 8) 17.73 ((128, 8) took 32.13): the ones more than
-#: 4 % behind the best were dropped
+#: call in a new process (the disk cache serves later processes): those within 4 % of the best
+#: in the measurements of README, *Performance* ("Launch shapes").
 CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
               "leg2alm": [(32, 8), (64, 8)]}
 
@@ -259,8 +256,7 @@ def _alm2leg(alm, pl, xp, orders=None):
     tpb, rp, *regs = _launch(pl, "alm2leg")
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     # the rows of a polarized batch (T, Q, U sets) share their recurrence three at a time:
-    # at nside 2048 on an H100, 3 rows took 24.5 ms in one launch and 28.0 ms as 2 + 1
-    # (benchmarks/profile_sht_pol.py)
+    # one launch for 3 rows is faster than 2 + 1 (README, *Polarization*)
     per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH
     for i in range(0, nmaps, per):
         j = min(i + per, nmaps)
@@ -414,6 +410,7 @@ def analysis_spin(maps, spin, layout, geometry):
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)
+# ``nthreads`` (host threads) is part of every backend's stage signature; the GPU ignores it.
 @quiet()
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
@@ -422,7 +419,7 @@ def _stage(data, run):
     return to_host(out) if isinstance(data, np.ndarray) and xp is not np else out
 
 
-def stage_alm2leg(alm, layout, geometry, mvals, astart):
+def stage_alm2leg(alm, layout, geometry, mvals, astart, *, nthreads=None):
     """Legendre step for the orders ``mvals`` ((nm,) int64): alm (k, n) complex128 with order
     mvals[c] at ``alm[:, astart[c] + l]`` -> leg (k, nrings, nm) complex128."""
     pl = plan(geometry, layout.lmax, layout.mmax)
@@ -430,20 +427,20 @@ def stage_alm2leg(alm, layout, geometry, mvals, astart):
     return _stage(alm, lambda a, xp: _alm2leg(a, pl, xp, orders))
 
 
-def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm):
+def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm, *, nthreads=None):
     """Adjoint of :func:`stage_alm2leg`: leg (k, nrings, nm) -> alm (k, nalm) complex128."""
     pl = plan(geometry, layout.lmax, layout.mmax)
     orders = (_const(mvals), _const(astart), nalm)
     return _stage(leg, lambda a, xp: _leg2alm(a, pl, xp, orders))
 
 
-def stage_leg2map(leg, geometry):
+def stage_leg2map(leg, geometry, *, nthreads=None):
     """Ring step of a synthesis: leg (k, nrings, mmax+1), column m = order m -> maps (k, npix)."""
     pl = plan(geometry, leg.shape[2] - 1, leg.shape[2] - 1)
     return _stage(leg, lambda a, xp: _leg2map(xp.ascontiguousarray(a), pl, xp))
 
 
-def stage_map2leg(maps, geometry, mmax, quadrature):
+def stage_map2leg(maps, geometry, mmax, quadrature, *, nthreads=None):
     """Ring step of an analysis: maps (k, npix) -> leg (k, nrings, mmax+1), weighted by the
     rings' quadrature weights when ``quadrature``."""
     pl = plan(geometry, mmax, mmax)

@@ -34,8 +34,8 @@ __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kern
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
 
-# default launch shapes (used where the autotuner is off): the fastest of its candidates on an
-# H200 at nside 2048, alm2leg (128, 4) 10.68 ms and leg2alm (32, 8) 17.21 ms (_cuda.CANDIDATES)
+# default launch shapes (used where the autotuner is off): the fastest of its candidates
+# (_cuda.CANDIDATES; measured in README, *Performance*, "Launch shapes")
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
 ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking)
 LEG2ALM_THREADS = 32       # threads per block in leg2alm
@@ -85,12 +85,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                    max_registers: int | None = None):
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
-    ``max_registers``: the register limit given to the compiler (None: its default). For sm_90
-    the default gives 168 registers at 8 pairs (3 blocks of 128 threads per SM) and schedules
-    each product alpha_l * x right before the multiply-add that uses it (8-cycle stalls); a
-    limit of 255 gives 198 registers (2 blocks) and a schedule with 17 % fewer stall cycles
-    per group of steps, yet on an H200 at nside 2048 (128, 8) took 10.89 ms with the default
-    and 11.60 ms with 255 (benchmarks/profile_sht.py).
+    ``max_registers``: the register limit given to the compiler (None: its default, which
+    measured faster than a limit of 255 on sm_90: README, *Performance*, "Launch shapes").
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``

@@ -1,4 +1,4 @@
-"""The "reference" backend: the SHT written as plainly as possible in NumPy (the specification).
+"""The "reference" backend (:class:`sphgpu.backends.SHTBackend`): the SHT written as plainly as possible in NumPy (the specification).
 
 Legendre step: for each m, the three-term recurrence over l, vectorised over rings, with the
 starting value lambda_mm = (-1)^m mu_m sin^m(theta) taken from logarithms (no rescaling: values
@@ -17,7 +17,10 @@ from . import ringfft
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "alm2leg", "leg2alm",
-           "MAX_LMAX"]
+           "to_device", "to_host", "stage_alm2leg", "stage_leg2alm", "stage_leg2map",
+           "stage_map2leg", "ACCEPTS_DEVICE_ARRAYS", "MAX_LMAX"]
+
+ACCEPTS_DEVICE_ARRAYS = False
 
 #: beyond this the unscaled recurrence can lose non-negligible values to underflow
 MAX_LMAX = 1500
@@ -51,26 +54,62 @@ def _legendre_rows(layout, theta, m):
         yield l, cur
 
 
+def to_device(a):
+    """The host backends compute where the data are: ``a`` itself."""
+    return a
+
+
+def to_host(a):
+    """``a`` itself (this backend's results are NumPy arrays)."""
+    return a
+
+
+def stage_alm2leg(alm, layout, geometry, mvals, astart, *, nthreads=None):
+    """Legendre step of the orders ``mvals`` ((nm,) int64), order mvals[c]'s coefficient l at
+    ``alm[:, astart[c] + l]``: alm (k, n) complex128 -> leg (k, nrings, nm) complex128.
+    ``nthreads`` is not used (NumPy)."""
+    _check(layout)
+    leg = np.zeros((alm.shape[0], geometry.nrings, mvals.shape[0]), dtype=np.complex128)
+    for i, m in enumerate(mvals):
+        for l, lam in _legendre_rows(layout, geometry.theta, int(m)):
+            leg[:, :, i] += alm[:, astart[i] + l, None] * lam[None, :]
+    return leg
+
+
+def stage_leg2alm(leg, layout, geometry, mvals, astart, nalm, *, nthreads=None):
+    """Adjoint of :func:`stage_alm2leg`: leg (k, nrings, nm) -> alm (k, nalm) complex128."""
+    _check(layout)
+    alm = np.zeros((leg.shape[0], nalm), dtype=np.complex128)
+    for i, m in enumerate(mvals):
+        for l, lam in _legendre_rows(layout, geometry.theta, int(m)):
+            alm[:, astart[i] + l] = leg[:, :, i] @ lam
+    return alm
+
+
+def stage_leg2map(leg, geometry, *, nthreads=None):
+    """Ring step: leg (k, nrings, mmax+1), column m = order m -> maps (k, npix) float64."""
+    return ringfft.leg2map(leg, geometry)
+
+
+def stage_map2leg(maps, geometry, mmax, quadrature, *, nthreads=None):
+    """Ring step of an analysis: maps (k, npix) -> leg (k, nrings, mmax+1) complex128, times
+    the pixels' quadrature weights when ``quadrature``."""
+    w = geometry.pixel_weights() if quadrature else 1.0
+    return ringfft.map2leg(maps * w, geometry, mmax)
+
+
+def _orders(layout):
+    return np.arange(layout.mmax + 1), layout.mstart()
+
+
 def alm2leg(alm, layout, geometry):
     """Legendre step: alm (k, nalm) complex128 -> leg (k, nrings, mmax+1) complex128."""
-    _check(layout)
-    leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
-    mstart = layout.mstart()
-    for m in range(layout.mmax + 1):
-        for l, lam in _legendre_rows(layout, geometry.theta, m):
-            leg[:, :, m] += alm[:, mstart[m] + l, None] * lam[None, :]
-    return leg
+    return stage_alm2leg(alm, layout, geometry, *_orders(layout))
 
 
 def leg2alm(leg, layout, geometry):
     """Adjoint Legendre step: leg (k, nrings, mmax+1) -> alm (k, nalm) complex128."""
-    _check(layout)
-    alm = np.zeros((leg.shape[0], layout.size), dtype=np.complex128)
-    mstart = layout.mstart()
-    for m in range(layout.mmax + 1):
-        for l, lam in _legendre_rows(layout, geometry.theta, m):
-            alm[:, mstart[m] + l] = leg[:, :, m] @ lam
-    return alm
+    return stage_leg2alm(leg, layout, geometry, *_orders(layout), layout.size)
 
 
 def synthesis(alm, layout, geometry):

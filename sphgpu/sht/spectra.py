@@ -13,7 +13,7 @@ import numpy as np
 from .._device import to_host
 from .._validate import UNSEEN, as_complex_array, as_maps, as_real_array, check_int
 from ..alm import AlmLayout
-from .transforms import _check_pol, alm2map, map2alm, resolve_geometry
+from .transforms import _check_pol, alm2map, map2alm, resolve_geometry, times_fl
 
 __all__ = ["synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing"]
 
@@ -65,18 +65,13 @@ def almxfl(alm, fl, mmax=None, inplace=False, *, lmax=None):
     full = np.zeros(layout.lmax + 1, dtype=np.result_type(fl.dtype, np.float64))
     n = min(fl.shape[0], layout.lmax + 1)
     full[:n] = fl[:n]
-    factor = full[layout.lm()[0]]
     if inplace:
         if not (isinstance(alm, np.ndarray) and alm.dtype == np.complex128
                 and alm.flags.c_contiguous):
             raise TypeError("inplace=True needs alm to be a contiguous complex128 NumPy array")
-        alm *= factor
+        alm *= full[layout.lm()[0]]
         return alm
-    if not isinstance(alm_arr, np.ndarray):      # device a_lm: the factor goes to the device
-        import cupy
-
-        factor = cupy.asarray(factor)
-    return alm_arr * factor
+    return times_fl(alm_arr, full, layout)
 
 
 def _pairs_by_diagonal(n):

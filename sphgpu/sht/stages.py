@@ -16,9 +16,11 @@ Shapes and conventions, shared by every function:
 * ``maps`` (k, npix) float64 on ``geometry``, which may be a part of a larger grid
   (``RingGeometry.rings``): only its rings are computed.
 
-Backends: "cpu" runs ducc0's own Legendre and ring steps (``ducc0.sht.experimental``), "cuda"
-the kernels of the GPU transforms (NumPy in gives NumPy out, device arrays in give device arrays
-out), the "reference" backend plain NumPy (small sizes).
+Each step runs on the SHT backend module's ``stage_*`` function
+(:class:`sphgpu.backends.SHTBackend`): "cpu" runs ducc0's own Legendre and ring steps
+(``ducc0.sht.experimental``), "cuda" the kernels of the GPU transforms (NumPy in gives NumPy
+out, device arrays in give device arrays out), the "reference" backend plain NumPy (small
+sizes).
 """
 
 from __future__ import annotations
@@ -49,17 +51,11 @@ def _mvals(mvals, mmax):
     return m
 
 
-def _packed_mstart(layout, m):
-    """Where (l=0, m) would sit in the packed array, for each m (ducc0's ``mstart``).
-
-    Returns ``(mstart, pad)``: ducc0 takes unsigned offsets, but a packed block that does not
-    start at m = 0 puts the hypothetical l = 0 entry before the array; the caller then works on
-    a copy with ``pad`` leading zeros, and the offsets count from that copy's start.
-    """
+def _packed_start(layout, m):
+    """Where (l=0, m) would sit in the packed array, for each m (int64; negative when a block
+    that does not start at m = 0 puts that hypothetical entry before the array)."""
     sizes = layout.lmax + 1 - m
-    mstart = np.concatenate(([0], np.cumsum(sizes)[:-1])) - m
-    pad = int(max(0, -mstart.min()))
-    return (mstart + pad).astype(np.uintp), pad
+    return np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) - m
 
 
 def packed_size(layout, mvals=None) -> int:
@@ -73,16 +69,8 @@ def _xp_of(a):
     return np if isinstance(a, np.ndarray) else array_module()
 
 
-def _backend(backend):
-    return backends.resolve(backend, "sht")
-
-
 def _nthreads(nthreads):
-    if nthreads is None:
-        from ._cpu import _nthreads as default
-
-        return default()
-    return check_int("nthreads", nthreads, minimum=0)
+    return None if nthreads is None else check_int("nthreads", nthreads, minimum=0)
 
 
 def _check_2d(name, a, dtype, width=None):
@@ -109,33 +97,9 @@ def alm2leg(alm, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
     """
     m = _mvals(mvals, layout.mmax)
     alm = _check_2d("alm", alm, np.complex128, packed_size(layout, m))
-    name = _backend(backend)
-    mstart, pad = _packed_mstart(layout, m)
-    if name == "cuda":
-        from . import _cuda
-
-        return _cuda.stage_alm2leg(alm, layout, geometry, m, mstart.astype(np.int64) - pad)
-    if name == "reference":
-        from .reference import _check, _legendre_rows
-
-        _check(layout)
-        leg = np.zeros((alm.shape[0], geometry.nrings, m.shape[0]), dtype=np.complex128)
-        start = mstart.astype(np.int64) - pad
-        for i, mi in enumerate(m):
-            for l, lam in _legendre_rows(layout, geometry.theta, int(mi)):
-                leg[:, :, i] += alm[:, start[i] + l, None] * lam[None, :]
-        return leg
-    import ducc0
-
-    if pad:
-        alm = np.concatenate([np.zeros((alm.shape[0], pad), dtype=np.complex128), alm], axis=1)
-    leg = np.empty((alm.shape[0], geometry.nrings, m.shape[0]), dtype=np.complex128)
-    for i in range(alm.shape[0]):       # ducc0 takes one coefficient set per call (spin 0)
-        ducc0.sht.experimental.alm2leg(
-            alm=alm[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
-            mval=m.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
-            leg=leg[i:i + 1])
-    return leg
+    impl = backends.load("sht", backend)
+    return impl.stage_alm2leg(alm, layout, geometry, m, _packed_start(layout, m),
+                              nthreads=_nthreads(nthreads))
 
 
 def leg2alm(leg, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
@@ -143,37 +107,9 @@ def leg2alm(leg, layout, geometry, mvals=None, *, backend="cpu", nthreads=None):
     ``alm_lm = sum over rings of leg[ring, m] * lambda_lm(cos theta_ring)``."""
     m = _mvals(mvals, layout.mmax)
     leg = _check_leg(leg, geometry.nrings, m.shape[0])
-    name = _backend(backend)
-    mstart, pad = _packed_mstart(layout, m)
-    if name == "cuda":
-        from . import _cuda
-
-        return _cuda.stage_leg2alm(leg, layout, geometry, m, mstart.astype(np.int64) - pad,
-                                   packed_size(layout, m))
-    if name == "reference":
-        from .reference import _check, _legendre_rows
-
-        _check(layout)
-        alm = np.zeros((leg.shape[0], packed_size(layout, m)), dtype=np.complex128)
-        start = mstart.astype(np.int64) - pad
-        for i, mi in enumerate(m):
-            for l, lam in _legendre_rows(layout, geometry.theta, int(mi)):
-                alm[:, start[i] + l] = leg[:, :, i] @ lam
-        return alm
-    import ducc0
-
-    out = np.empty((leg.shape[0], pad + packed_size(layout, m)), dtype=np.complex128)
-    for i in range(leg.shape[0]):
-        ducc0.sht.experimental.leg2alm(
-            leg=leg[i:i + 1], lmax=layout.lmax, theta=geometry.theta, spin=0,
-            mval=m.astype(np.uintp), mstart=mstart, nthreads=_nthreads(nthreads),
-            alm=out[i:i + 1])
-    return out[:, pad:]
-
-
-def _geometry_args(geometry):
-    return dict(nphi=geometry.nphi.astype(np.uintp), phi0=geometry.phi0,
-                ringstart=geometry.ringstart.astype(np.uintp))
+    impl = backends.load("sht", backend)
+    return impl.stage_leg2alm(leg, layout, geometry, m, _packed_start(layout, m),
+                              packed_size(layout, m), nthreads=_nthreads(nthreads))
 
 
 def leg2map(leg, geometry, mvals=None, *, backend="cpu", nthreads=None):
@@ -195,21 +131,8 @@ def leg2map(leg, geometry, mvals=None, *, backend="cpu", nthreads=None):
             full = xp.zeros(leg.shape[:2] + (int(m.max()) + 1,), dtype=np.complex128)
             full[:, :, xp.asarray(m)] = leg
             leg = full
-    name = _backend(backend)
-    if name == "cuda":
-        from . import _cuda
-
-        return _cuda.stage_leg2map(leg, geometry)
-    if name == "reference":
-        from . import ringfft
-
-        return ringfft.leg2map(leg, geometry)
-    import ducc0
-
-    out = np.empty((leg.shape[0], geometry.npix))
-    ducc0.sht.experimental.leg2map(leg=leg, map=out, nthreads=_nthreads(nthreads),
-                                   **_geometry_args(geometry))
-    return out
+    impl = backends.load("sht", backend)
+    return impl.stage_leg2map(leg, geometry, nthreads=_nthreads(nthreads))
 
 
 def map2leg(maps, geometry, mmax, mvals=None, *, quadrature=True, backend="cpu", nthreads=None):
@@ -222,22 +145,9 @@ def map2leg(maps, geometry, mmax, mvals=None, *, quadrature=True, backend="cpu",
     mmax = check_int("mmax", mmax, minimum=0)
     m = _mvals(mvals, mmax)
     maps = _check_2d("maps", maps, np.float64, geometry.npix)
-    name = _backend(backend)
-    if name == "cuda":
-        from . import _cuda
-
-        leg = _cuda.stage_map2leg(maps, geometry, int(m.max()), quadrature)
-    elif name == "reference":
-        from . import ringfft
-
-        w = geometry.pixel_weights() if quadrature else 1.0
-        leg = ringfft.map2leg(maps * w, geometry, int(m.max()))
-    else:
-        import ducc0
-
-        leg = ducc0.sht.experimental.map2leg(
-            map=maps, mmax=int(m.max()), nthreads=_nthreads(nthreads),
-            ringfactor=geometry.weight if quadrature else None, **_geometry_args(geometry))
+    impl = backends.load("sht", backend)
+    leg = impl.stage_map2leg(maps, geometry, int(m.max()), quadrature,
+                             nthreads=_nthreads(nthreads))
     if m.shape[0] == leg.shape[2]:
         return leg
     xp = _xp_of(leg)

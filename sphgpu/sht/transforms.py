@@ -59,7 +59,7 @@ def resolve_geometry(nside, geometry, npix=None, name="map") -> RingGeometry:
 
 
 def _check_kind(name, a, impl):
-    if is_device_array(a) and not getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+    if is_device_array(a) and not impl.ACCEPTS_DEVICE_ARRAYS:
         raise TypeError(f"{name} is a GPU array; the CPU backends take NumPy arrays "
                         "(use backend='cuda', or copy it to the host)")
 
@@ -145,16 +145,23 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     return like_input(maps.reshape(lead + (geometry.npix,)), alm)
 
 
+def times_fl(alm, fl, layout):
+    """``alm`` (..., layout.size) times ``fl[l]`` (fl: lmax + 1 numbers) of each coefficient,
+    on the array's own device (only fl crosses the bus). Shared by :func:`almxfl` and the
+    pixel windows (spectra.py imports this module, so it lives here)."""
+    factor = np.asarray(fl)[layout.lm()[0]]
+    return alm * _array_module(alm).asarray(factor)
+
+
 def _apply_pixwin(arr, nside, layout, polarized):
     from .pixwin import pixwin as _pixwin
-    from .spectra import almxfl
 
     wt, wp = _pixwin(nside, pol=True, lmax=layout.lmax)
     if not polarized:
-        return almxfl(arr, wt, layout.mmax, lmax=layout.lmax)
+        return times_fl(arr, wt, layout)
     out = arr.copy()
-    out[..., 0, :] = almxfl(arr[..., 0, :], wt, layout.mmax, lmax=layout.lmax)
-    out[..., 1:, :] = almxfl(arr[..., 1:, :], wp, layout.mmax, lmax=layout.lmax)
+    out[..., 0, :] = times_fl(arr[..., 0, :], wt, layout)
+    out[..., 1:, :] = times_fl(arr[..., 1:, :], wp, layout)
     return out
 
 
@@ -179,9 +186,7 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     impl = backends.load("sht", backend)
     _check_kind("maps", arr, impl)
     # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
-    to_device = getattr(impl, "to_device", None)
-    batch = _rows(arr, rows)
-    work = to_device(batch) if to_device else batch
+    work = impl.to_device(_rows(arr, rows))
     if rows:
         alm = _jacobi(work, iter,
                       lambda m: impl.analysis_spin(m, spin, layout, geometry),
@@ -189,7 +194,7 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     else:
         alm = _jacobi(work, iter, lambda m: impl.analysis(m, layout, geometry),
                       lambda a: impl.synthesis(a, layout, geometry))
-    if to_device and not is_device_array(original):
+    if not is_device_array(original):
         alm = impl.to_host(alm)
     return like_input(alm.reshape(lead + (layout.size,)), original)
 

@@ -122,7 +122,8 @@ def _sort_radix_keys(impl, arr, key_bits, radix_bits, need_perm):
     if ukeys.dtype == np.uint64 and key_bits <= 32:   # e.g. int64 cell indices: half the traffic
         ukeys = ukeys.astype(np.uint32)
     if radix_bits is None:
-        radix_bits = min(int(impl.DEFAULT_RADIX_BITS), max(key_bits, 1))
+        radix_bits = impl.choose_radix_bits(arr.shape[0], key_bits, ukeys.dtype.itemsize,
+                                            need_perm)
     need_perm = need_perm or inverse is None
     if arr.shape[0] <= 1 or key_bits == 0:    # nothing to order: all keys equal or too few
         sorted_u, perm = ukeys.copy(), np.arange(arr.shape[0], dtype=np.int64)

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sort_pairs", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]
+__all__ = ["sort_pairs", "choose_radix_bits", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS",
+           "NATIVE_KEYS"]
 
 #: Digit width used when the caller gives none (the reference does not use it).
 DEFAULT_RADIX_BITS = 8
 #: takes NumPy radix keys (uint32/uint64) only; see :mod:`sphgpu.sort.api`
 ACCEPTS_DEVICE_ARRAYS = False
 NATIVE_KEYS = False
+
+
+def choose_radix_bits(n, key_bits, itemsize, want_perm):
+    """Radix bits for ``n`` keys of ``key_bits`` significant bits: DEFAULT_RADIX_BITS, fewer
+    for keys of fewer bits (the size and dtype do not change the choice on this backend)."""
+    return min(DEFAULT_RADIX_BITS, max(key_bits, 1))
 
 
 def sort_pairs(ukeys, key_bits, radix_bits, want_perm):

@@ -9,7 +9,8 @@ import pytest
 from sphgpu import RingGeometry
 from sphgpu.backends import cuda_available
 from sphgpu.convolve import RadialKernel, convolve, split_kernel
-from sphgpu.convolve import _realspace_cpu, _realspace_cuda
+from sphgpu.convolve import _cpu as _realspace_cpu
+from sphgpu.convolve import _cuda as _realspace_cuda
 from sphgpu.convolve.realspace import brute_force, ring_plan
 
 from ..conftest import TOL, rel_err

@@ -8,7 +8,8 @@ import pytest
 
 from sphgpu import RingGeometry
 from sphgpu.convolve import CompactKernel, RadialKernel, convolve, split_kernel
-from sphgpu.convolve import _realspace_cpu, _series
+from sphgpu.convolve import _cpu as _realspace_cpu
+from sphgpu.convolve import _series
 from sphgpu.convolve.harmonic import harmonic_convolve
 from sphgpu.convolve.realspace import brute_force, pair_count, ring_plan
 

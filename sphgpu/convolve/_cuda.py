@@ -1,5 +1,7 @@
-"""Host side of the CUDA real-space convolution: device copies of the ring tables and the
-kernel, the work items, launches (optionally on a given stream).
+"""The "cuda" backend of the convolution (:class:`sphgpu.backends.ConvolveBackend`): host side
+of the real-space kernel (:mod:`._cuda_kernels`): device copies of the ring tables and the
+kernel, the work items, launches (on a stream of their own when the harmonic part of a split
+runs at the same time); the harmonic part runs on the SHT's "cuda" backend.
 
 NumPy in gives NumPy out (one copy each way); CuPy or Numba device arrays in give CuPy arrays
 out (the public API turns them back into the caller's kind). Under Numba's CUDA simulator
@@ -19,7 +21,7 @@ import numpy as np
 from .._cuda_launch import quiet
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
-from ._realspace_cuda_kernels import realspace_kernel
+from ._cuda_kernels import realspace_kernel
 
 __all__ = ["convolve", "ACCEPTS_DEVICE_ARRAYS", "THREADS_PER_BLOCK", "ROW_MAX",
            "MAPS_PER_LAUNCH", "FOLD", "work_items", "fold_of"]
@@ -42,7 +44,7 @@ def _const(a):
 
 def fold_of(plan) -> int:
     """4 on HEALPix rings, the whole sphere or a band of it (a quarter turn about the pole maps
-    each ring onto itself, see :mod:`._realspace_cuda_kernels`), else 1."""
+    each ring onto itself, see :mod:`._cuda_kernels`), else 1."""
     g = plan.geometry
     ok = g.kind == "healpix" and bool(np.all(plan.nphi % 4 == 0)) and FOLD == 4
     return 4 if ok else 1
@@ -71,12 +73,35 @@ def _device_tables(plan, tpb, fold):
     return cache[tpb, fold]
 
 
-@quiet()
-def convolve(maps, plan, kernel, *, stream=None, tpb=None, rowmax=None, fold=None):
+def convolve(maps, plan, kernel, *, concurrent=False, stream=None, tpb=None, rowmax=None,
+             fold=None):
     """maps (k, npix) float64 (NumPy, CuPy or Numba) -> (k, npix) of the kind given (CuPy for
     device input): the real-space sum with ``kernel`` (CompactKernel) over ``plan``
-    (RingPlan). ``stream``: a Numba stream to launch on (default stream if None); ``fold``:
-    1, or 4 to use HEALPix's quarter-turn symmetry (default: 4 where the grid has it)."""
+    (RingPlan).
+
+    ``concurrent``: the harmonic part of a split runs meanwhile on the default stream (from
+    another thread); the launches then go to a stream of their own that waits for the work
+    queued before this call (the input may still be in flight) but not for later work, so
+    the two overlap. ``stream``: a Numba stream to launch on instead (default stream if None);
+    ``fold``: 1, or 4 to use HEALPix's quarter-turn symmetry (default: 4 where the grid has
+    it). ``tpb``, ``rowmax``: launch parameters (default ``THREADS_PER_BLOCK``, ``ROW_MAX``).
+    """
+    if concurrent and stream is None and not SIMULATOR:
+        import cupy
+        from numba import cuda
+
+        side = cupy.cuda.Stream(non_blocking=True)
+        side.wait_event(cupy.cuda.get_current_stream().record())
+        with side:                   # CuPy's copies and buffers go to the side stream too
+            out = _convolve(maps, plan, kernel, cuda.external_stream(side.ptr), tpb, rowmax,
+                            fold)
+        side.synchronize()
+        return out
+    return _convolve(maps, plan, kernel, stream, tpb, rowmax, fold)
+
+
+@quiet()
+def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     xp = _xp()
     tpb = THREADS_PER_BLOCK if tpb is None else int(tpb)
     rowmax = ROW_MAX if rowmax is None else int(rowmax)

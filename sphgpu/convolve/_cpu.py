@@ -1,6 +1,8 @@
-"""The "cpu" backend of the real-space convolution: Numba, parallel over output rings.
+"""The "cpu" backend of the convolution (:class:`sphgpu.backends.ConvolveBackend`): the
+real-space sum in Numba, parallel over output rings; the harmonic part runs on the SHT's "cpu"
+backend (ducc0).
 
-Same algorithm as the CUDA kernel (:mod:`._realspace_cuda_kernels`): for each output ring, the
+Same algorithm as the CUDA kernel (:mod:`._cuda_kernels`): for each output ring, the
 input rings within theta_cut; a kernel row shared by all output pixels when both rings have the
 same number of pixels, else one kernel value per pixel pair. See :mod:`.realspace`.
 """
@@ -14,7 +16,9 @@ import numpy as np
 
 from .realspace import kernel_value, pixel_range, ring_window, row_offsets
 
-__all__ = ["convolve"]
+__all__ = ["convolve", "ACCEPTS_DEVICE_ARRAYS"]
+
+ACCEPTS_DEVICE_ARRAYS = False
 
 
 @numba.njit(parallel=True, cache=True)
@@ -80,10 +84,11 @@ def _convolve(maps, theta, sin_theta, phi0, nphi, ringstart, weight, r_lo, r_hi,
                 out[q, si + p] = acc[q, p]
 
 
-def convolve(maps, plan, kernel):
+def convolve(maps, plan, kernel, *, concurrent=False):
     """maps (k, npix) float64 NumPy -> (k, npix): the real-space sum with ``kernel``
     (a CompactKernel) over the rings of ``plan`` (a RingPlan; for a band plan only its output
-    rings are written)."""
+    rings are written). ``concurrent`` changes nothing here: Numba's threads and ducc0's share
+    the cores."""
     maps = np.ascontiguousarray(maps, dtype=np.float64)
     out = np.empty_like(maps)
     _convolve(maps, plan.theta, plan.sin_theta, plan.phi0, plan.nphi, plan.ringstart,
