@@ -439,6 +439,7 @@ def _check_name(backend, argname="backend"):
     return name
 
 
+@functools.lru_cache(maxsize=None)     # asked by every public call; the answer never changes
 def _has_module(capability: str, name: str) -> bool:
     try:
         return importlib.util.find_spec(f"sphgpu.{capability}.{_INFO[name].module}") is not None
