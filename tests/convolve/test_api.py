@@ -12,7 +12,7 @@ from sphgpu.convolve import (ARCMIN, RadialKernel, convolve, measure_error, opti
                              split_kernel, white_noise)
 from sphgpu.convolve.harmonic import harmonic_convolve
 
-from ..conftest import TOL, rel_err
+from sphgpu.testing import TOL, rel_err
 from .test_optimize import _Toy
 
 

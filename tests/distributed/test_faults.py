@@ -15,7 +15,7 @@ import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import AlmLayout
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 def _killer(flag, index, once, prefix="sphgpu-synthesis"):
     """A worker plugin (defined here, so it is sent by value) that ends its worker's process

@@ -1,5 +1,5 @@
 """The "cuda" backend: kernels through Numba's simulator in CI (tiny sizes), the real GPU on the
-GPU machine (SPHGPU_TEST_REAL_GPU=1), against the CPU backend (ducc0) and the numba twin."""
+GPU machine (`pytest -m gpu`), against the CPU backend (ducc0) and the numba twin."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from sphgpu import AlmLayout, RingGeometry
 from sphgpu.backends import cuda_available
 from sphgpu.sht import _cpu, reference
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 
@@ -74,12 +74,7 @@ def test_blocks_of_negligible_ring_pairs_are_skipped_exactly(rng, monkeypatch):
     assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
 
 
-def _real_gpu():
-    from sphgpu.sht import _cuda
-    return not _cuda.SIMULATOR
-
-
-@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+@pytest.mark.gpu
 def test_device_arrays_stay_on_the_device(rng):
     cupy = pytest.importorskip("cupy")
     from numba import cuda
@@ -104,7 +99,7 @@ def test_device_arrays_stay_on_the_device(rng):
         sphgpu.alm2map(d_alm, nside, backend="cpu")
 
 
-@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+@pytest.mark.gpu
 def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
     import json
     from sphgpu.sht import _cuda
@@ -123,7 +118,7 @@ def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
     assert _cuda._launch(fresh) == launch
 
 
-@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+@pytest.mark.gpu
 def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
     cupy = pytest.importorskip("cupy")
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 20, 1 << 40))

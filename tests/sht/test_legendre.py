@@ -10,7 +10,7 @@ import pytest
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu, legendre
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 
 def _rings(thetas):

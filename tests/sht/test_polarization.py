@@ -2,7 +2,6 @@
 backend, against healpy and ducc0 (healpy's conventions: pol=True, gradient/curl signs)."""
 
 import math
-import os
 
 import ducc0
 import healpy as hp
@@ -13,40 +12,30 @@ import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu, spin as spin_mod
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, random_pol_alm, rel_err, using_simulator
 
 # (nside, lmax, mmax): odd nside, mmax < lmax, lmax up to 4 nside
 SIZES = [(1, 4, 4), (3, 12, 5), (13, 40, 40), (13, 52, 30), (100, 300, 300), (100, 400, 200)]
-# the NumPy reference and the CUDA simulator run the small sizes only
-REAL_GPU = os.environ.get("SPHGPU_TEST_REAL_GPU") == "1"
-SMALL = {"reference": 13, "cuda": 100 if REAL_GPU else 3}
+# the NumPy reference runs the small sizes only, the CUDA simulator the tiny ones (larger CUDA
+# cases are marked gpu: they run on the GPU machine)
+SMALL = {"reference": 13}
+SIMULATOR_NSIDE = 3
 # the simulator runs one Python thread per CUDA thread: there the Jacobi iterations (the same
 # code on every backend, tested with 3 on the others) run once
-ITER = {"cuda": 3 if REAL_GPU else 1}
-
-
-def _backends(nside):
-    for b in ("cpu", "reference", "cuda"):
-        if nside <= SMALL.get(b, 10**9):
-            yield b
+ITER = {"cuda": 1 if using_simulator() else 3}
 
 
 def _cases():
-    return [(b, *size) for size in SIZES for b in _backends(size[0])]
-
-
-def _pol_alm(rng, layout, k=None):
-    """Random T, E, B a_lm of a real field: E and B vanish below l = 2, as healpy assumes."""
-    a = random_alm(rng, layout, k=3 if k is None else k * 3)
-    a = a.reshape((3, -1) if k is None else (k, 3, -1))
-    a[..., 1:, layout.lm()[0] < 2] = 0
-    return a
+    gpu = pytest.mark.gpu
+    return [pytest.param(b, *size, marks=gpu if b == "cuda" and size[0] > SIMULATOR_NSIDE else ())
+            for size in SIZES for b in ("cpu", "reference", "cuda")
+            if size[0] <= SMALL.get(b, 10**9)]
 
 
 @pytest.mark.parametrize("backend, nside, lmax, mmax", _cases())
 def test_polarized_transforms_match_healpy(backend, nside, lmax, mmax, rng):
     layout = AlmLayout(lmax, mmax)
-    alm = _pol_alm(rng, layout)
+    alm = random_pol_alm(rng, layout)
     want = hp.alm2map(alm, nside, lmax=lmax, mmax=mmax)
     got = sphgpu.alm2map(alm, nside, lmax, mmax, backend=backend)
     assert got.shape == (3, 12 * nside**2)
@@ -91,7 +80,7 @@ def test_spin_transforms_on_other_grids_match_ducc0(backend, rng):
 
 def test_batches_of_polarized_sets_equal_single_ones(rng):
     layout = AlmLayout(11)
-    alm = _pol_alm(rng, layout, k=2)
+    alm = random_pol_alm(rng, layout, k=2)
     maps = sphgpu.alm2map(alm, 4)
     assert maps.shape == (2, 3, 192)
     for i in range(2):
@@ -185,7 +174,7 @@ def test_masked_nan_is_fine_and_unmasked_nan_raises(rng):
 
 def test_pixwin_in_alm2map_and_synfast(rng):
     layout = AlmLayout(23)
-    alm = _pol_alm(rng, layout)
+    alm = random_pol_alm(rng, layout)
     wt, wp = sphgpu.pixwin(8, pol=True)
     want = sphgpu.alm2map(np.stack([hp.almxfl(alm[0], wt), hp.almxfl(alm[1], wp),
                                     hp.almxfl(alm[2], wp)]), 8)

@@ -9,7 +9,7 @@ import sphgpu
 from sphgpu import AlmLayout
 from sphgpu.data import planck2018_cl
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 hp = pytest.importorskip("healpy")
 

@@ -8,7 +8,7 @@ from sphgpu.backends import cuda_available
 from sphgpu.distributed.partition import alm_slice, m_chunks
 from sphgpu.sht import _cpu, stages
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 CASES = [(1, 2, 2), (3, 8, 5), (16, 40, 30), (16, 47, 47)]
 BACKENDS = ["cpu", "reference"]

@@ -8,7 +8,7 @@ import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 NSIDES = [1, 2, 3, 5, 16, 33, 64, 256]
 REFERENCE_MAX_NSIDE = 16     # the NumPy reference is slow: small sizes only
