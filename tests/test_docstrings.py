@@ -6,8 +6,8 @@ public methods and properties those classes define. Each docstring, parsed by
 ``numpydoc.docscrape``, must have:
 
 - a summary line;
-- a ``Parameters`` section naming exactly the signature's parameters, in order (``self`` and
-  ``cls`` left out; ``*args`` and ``**kwargs`` written with their stars). A class documents
+- a ``Parameters`` section naming exactly the signature's parameters, in order (a method's ``self``
+  or ``cls`` left out; ``*args`` and ``**kwargs`` written with their stars). A class documents
   its constructor's parameters (a dataclass may list its fields under ``Attributes``
   instead); a class that inherits its constructor from outside sphgpu (an exception) and a
   property need no ``Parameters``;
@@ -33,7 +33,7 @@ import pytest
 docscrape = pytest.importorskip("numpydoc.docscrape")
 
 PACKAGES = ["sphgpu", "sphgpu.sht", "sphgpu.sort", "sphgpu.tpacf", "sphgpu.convolve",
-            "sphgpu.distributed", "sphgpu.bench", "sphgpu.sims"]
+            "sphgpu.distributed", "sphgpu.bench", "sphgpu.sims", "sphgpu.testing"]
 
 # Packages whose docstrings are being rewritten on other branches (issue 19); the lead empties
 # this set once those branches are merged, and from then on they are checked like the rest.
@@ -64,19 +64,20 @@ def _entries(qualname, obj):
                 continue
             if isinstance(attr, property):
                 yield f"{qualname}.{name}", attr.fget, "property"
-            elif isinstance(attr, (staticmethod, classmethod)):
+            elif isinstance(attr, staticmethod):
                 yield f"{qualname}.{name}", attr.__func__, "function"
+            elif isinstance(attr, classmethod):
+                yield f"{qualname}.{name}", attr.__func__, "method"
             elif inspect.isfunction(attr):
-                yield f"{qualname}.{name}", attr, "function"
+                yield f"{qualname}.{name}", attr, "method"
     elif inspect.isfunction(obj) or inspect.isbuiltin(obj) or isinstance(obj, types.MethodType):
         yield qualname, obj, "function"
 
 
-def _signature_names(func):
+def _signature_names(func, method=False):
     names = []
-    for p in inspect.signature(func).parameters.values():
-        if p.name in ("self", "cls"):
-            continue
+    params = list(inspect.signature(func).parameters.values())
+    for p in params[1:] if method else params:
         stars = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         names.append(stars + p.name)
     return names
@@ -135,7 +136,7 @@ def problems(qualname, obj, kind):
         if not got and dataclasses.is_dataclass(obj):
             got = _documented(parsed["Attributes"])
     else:
-        want = _signature_names(obj)
+        want = _signature_names(obj, method=kind == "method")
         got = _documented(parsed["Parameters"])
         returns = _returns_value(obj)
         if returns == "yield" and not parsed["Yields"]:
