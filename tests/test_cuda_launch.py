@@ -86,6 +86,7 @@ def numba_like_launches(monkeypatch):
     monkeypatch.setattr(FakeCUDAKernel, "__getitem__", getitem)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 def test_sht_and_convolve_launches_are_quiet(numba_like_launches, rng):
     from sphgpu import alm2map, map2alm

@@ -128,6 +128,7 @@ def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
         sphgpu.alm2map(np.zeros(AlmLayout(256).size, complex), 128, backend="cuda")
 
 
+@pytest.mark.slow
 def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng):
     # Rings at sin(theta) ~ 0.5 and m ~ 320: lambda_mm ~ 2**-320 starts at scale k = -1 and
     # the recurrence lifts it past 2**-300 before l = m / sin(theta) < lmax. The kernels check

@@ -26,10 +26,16 @@ ITER = {"cuda": 1 if using_simulator() else 3}
 
 
 def _cases():
-    gpu = pytest.mark.gpu
-    return [pytest.param(b, *size, marks=gpu if b == "cuda" and size[0] > SIMULATOR_NSIDE else ())
+    return [pytest.param(b, *size, marks=_cuda_marks(b, size[0]))
             for size in SIZES for b in ("cpu", "reference", "cuda")
             if size[0] <= SMALL.get(b, 10**9)]
+
+
+def _cuda_marks(backend, nside):
+    """CUDA beyond the simulator's sizes needs the GPU; at nside 3 the simulator takes ~50 s."""
+    if backend != "cuda" or nside == 1:
+        return ()
+    return pytest.mark.gpu if nside > SIMULATOR_NSIDE else pytest.mark.slow
 
 
 @pytest.mark.parametrize("backend, nside, lmax, mmax", _cases())
@@ -132,7 +138,8 @@ def _masked(rng, nside=8):
     return m
 
 
-@pytest.mark.parametrize("backend", ["cpu", "reference", "cuda"])
+@pytest.mark.parametrize("backend", [
+    "cpu", "reference", pytest.param("cuda", marks=pytest.mark.slow)])   # cuda: ~60 s simulated
 def test_unseen_pixels_are_excluded_as_healpy_does(backend, rng):
     nside = 8 if backend != "cuda" else 2
     m = _masked(rng, nside) if nside == 8 else rng.standard_normal((3, 48))
