@@ -25,20 +25,22 @@ SIMULATOR_NSIDE = 3
 ITER = {"cuda": 1 if using_simulator() else 3}
 
 
-def _cases():
-    return [pytest.param(b, *size, marks=_cuda_marks(b, size[0]))
+def _cases(slow_in_simulator=False):
+    """(backend, nside, lmax, mmax); CUDA beyond the simulator's sizes is marked gpu, and with
+    ``slow_in_simulator`` CUDA at nside > 1 is marked slow (~50 s simulated at nside 3)."""
+    def marks(b, nside):
+        if b != "cuda" or nside == 1:
+            return ()
+        if nside > SIMULATOR_NSIDE:
+            return pytest.mark.gpu
+        return pytest.mark.slow if slow_in_simulator else ()
+
+    return [pytest.param(b, *size, marks=marks(b, size[0]))
             for size in SIZES for b in ("cpu", "reference", "cuda")
             if size[0] <= SMALL.get(b, 10**9)]
 
 
-def _cuda_marks(backend, nside):
-    """CUDA beyond the simulator's sizes needs the GPU; at nside 3 the simulator takes ~50 s."""
-    if backend != "cuda" or nside == 1:
-        return ()
-    return pytest.mark.gpu if nside > SIMULATOR_NSIDE else pytest.mark.slow
-
-
-@pytest.mark.parametrize("backend, nside, lmax, mmax", _cases())
+@pytest.mark.parametrize("backend, nside, lmax, mmax", _cases(slow_in_simulator=True))
 def test_polarized_transforms_match_healpy(backend, nside, lmax, mmax, rng):
     layout = AlmLayout(lmax, mmax)
     alm = random_pol_alm(rng, layout)
