@@ -49,9 +49,9 @@ def test_legendre_kernel_matches_twin_with_three_maps(rng):
     alms = random_alm(rng, layout, k=3)
     pl = _cuda.plan(g, layout.lmax, layout.mmax)
     leg = _cuda._alm2leg(alms, pl, np)
-    assert rel_err(leg, _cpu.twin_alm2leg(alms, layout, g)) <= 1e-13
+    assert rel_err(leg, _cpu.twin_alm2leg(alms, layout, g)) <= TOL["cuda_vs_twin"]
     back = _cuda._leg2alm(leg, pl, np)
-    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
+    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= TOL["cuda_vs_twin"]
 
 
 def test_blocks_of_negligible_ring_pairs_are_skipped_exactly(rng, monkeypatch):
@@ -68,10 +68,10 @@ def test_blocks_of_negligible_ring_pairs_are_skipped_exactly(rng, monkeypatch):
     assert first[0] == 0 and first[64] >= 2        # the two polar pairs are dead at m = 64
     alms = random_alm(rng, layout, k=1)
     leg = _cuda._alm2leg(alms, pl, np)
-    assert rel_err(leg, _cpu.twin_alm2leg(alms, layout, g)) <= 1e-13
+    assert rel_err(leg, _cpu.twin_alm2leg(alms, layout, g)) <= TOL["cuda_vs_twin"]
     assert np.all(leg[0, [0, 1, 4, 5], 64] == 0)
     back = _cuda._leg2alm(leg, pl, np)
-    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
+    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= TOL["cuda_vs_twin"]
 
 
 @pytest.mark.gpu
@@ -167,12 +167,13 @@ def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng)
             if mm >= 312 and p < 2:          # dead at l = m, alive before lmax
                 assert k == -1 and np.abs(out).max() > 0.1
             np.testing.assert_allclose(leg[0, [north[p], south[p]], mm], out[0],
-                                       rtol=1e-12, atol=1e-14 * np.abs(out).max())
+                                       rtol=TOL["cuda_ring_rtol"],
+                                       atol=TOL["cuda_ring_atol"] * np.abs(out).max())
             two = ring_leg[:, [north[p], south[p]], mm]
             legendre.legendre_adjoint(two, mstart[mm], mm, lmax, alpha, scale, x[p], v, k,
                                       want_alm)
         assert np.abs(want_alm[0, sl]).max() > 0
-        assert rel_err(back[0, sl], want_alm[0, sl]) <= 1e-13
+        assert rel_err(back[0, sl], want_alm[0, sl]) <= TOL["cuda_vs_twin"]
 
 
 def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
@@ -197,8 +198,9 @@ def test_odd_pairs_per_thread_match_twin(rng, monkeypatch):
     monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": (4, 3)})
     pl = _cuda._Plan(g, layout.lmax, layout.mmax)
     alms = random_alm(rng, layout, k=1)
-    assert rel_err(_cuda._alm2leg(alms, pl, np), _cpu.twin_alm2leg(alms, layout, g)) <= 1e-13
+    assert rel_err(_cuda._alm2leg(alms, pl, np), _cpu.twin_alm2leg(alms, layout, g)) \
+        <= TOL["cuda_vs_twin"]
     leg = rng.standard_normal((1, g.nrings, 5)) + 1j * rng.standard_normal((1, g.nrings, 5))
     back = _cuda._leg2alm(leg, pl, np)
     assert pl.launch["leg2alm"] == (4, 3)
-    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= 1e-13
+    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= TOL["cuda_vs_twin"]
