@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _device, backends
 from .alm import AlmLayout
 
 __all__ = ["SEED", "TOL", "default_rng", "rel_err", "assert_rel_close", "random_alm",
@@ -272,9 +273,7 @@ def using_simulator() -> bool:
         True under the simulator, where each CUDA thread is a Python thread: keep launches
         under about 10^4 threads.
     """
-    from ._device import SIMULATOR
-
-    return SIMULATOR
+    return _device.SIMULATOR
 
 
 def real_gpu() -> tuple[bool, str]:
@@ -290,7 +289,5 @@ def real_gpu() -> tuple[bool, str]:
     if using_simulator():
         return False, ("CUDA kernels run in Numba's simulator (select real-GPU tests with "
                        "`pytest -m gpu` or set SPHGPU_TEST_REAL_GPU=1 on a GPU machine)")
-    from .backends import _cuda_status
-
-    return _cuda_status()
+    return backends._cuda_status()
 

@@ -12,8 +12,8 @@ import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu, spin as spin_mod
 
-from sphgpu.testing import (TOL, assert_rel_close, random_alm, random_pol_alm, rel_err,
-                            using_simulator)
+from sphgpu.testing import (TOL, assert_rel_close, random_alm, random_map,
+                            random_pol_alm, rel_err, using_simulator)
 
 # (nside, lmax, mmax): odd nside, mmax < lmax, lmax up to 4 nside
 SIZES = [(1, 4, 4), (3, 12, 5), (13, 40, 40), (13, 52, 30), (100, 300, 300), (100, 400, 200)]
@@ -50,7 +50,7 @@ def test_polarized_transforms_match_healpy(backend, nside, lmax, mmax, rng):
     assert got.shape == (3, 12 * nside**2)
     assert rel_err(got[1:], want[1:]) <= TOL["vs_ducc0"]
     assert rel_err(got, want) <= TOL["vs_ducc0"]
-    maps = rng.standard_normal((3, 12 * nside**2))
+    maps = random_map(rng, nside, 3)
     for it, tol in ((0, TOL["vs_ducc0"]), (ITER.get(backend, 3), TOL["vs_healpy_iter"])):
         want = hp.map2alm(maps, lmax=lmax, mmax=mmax, iter=it)
         got = sphgpu.map2alm(maps, lmax, mmax, iter=it, backend=backend)
@@ -67,7 +67,7 @@ def test_spin_transforms_match_healpy(spin, backend, nside, lmax, mmax, rng):
     want = hp.alm2map_spin(alm, nside, spin, lmax, mmax)
     got = sphgpu.alm2map_spin(alm, nside, spin, lmax, mmax, backend=backend)
     assert rel_err(got, want) <= TOL["vs_ducc0"]
-    maps = rng.standard_normal((2, 12 * nside**2))
+    maps = random_map(rng, nside, 2)
     want = hp.map2alm_spin(maps, spin, lmax, mmax)
     got = sphgpu.map2alm_spin(maps, spin, lmax, mmax, backend=backend)
     assert rel_err(got, want) <= TOL["vs_ducc0"]
@@ -111,8 +111,8 @@ def test_pol_false_keeps_three_spin0_transforms(rng):
 
 
 def test_anafast_of_one_and_two_iqu_maps_matches_healpy(rng):
-    m1 = rng.standard_normal((3, 12 * 8**2))
-    m2 = rng.standard_normal((3, 12 * 8**2))
+    m1 = random_map(rng, 8, 3)
+    m2 = random_map(rng, 8, 3)
     for backend in ("cpu", "reference"):
         cl = sphgpu.anafast(m1, backend=backend)
         assert cl.shape == (6, 24)                      # TT, EE, BB, TE, EB, TB
@@ -125,7 +125,7 @@ def test_anafast_of_one_and_two_iqu_maps_matches_healpy(rng):
 
 @pytest.mark.parametrize("backend", ["cpu", "reference"])
 def test_smoothing_iqu_matches_healpy(backend, rng):
-    m = rng.standard_normal((3, 12 * 8**2))
+    m = random_map(rng, 8, 3)
     want = hp.smoothing(m, fwhm=0.2)
     assert rel_err(sphgpu.smoothing(m, fwhm=0.2, backend=backend), want) <= TOL["vs_healpy_iter"]
     # a (L, 3) beam_window (T, E, B columns; healpy takes only 1-D ones): row by row
@@ -137,7 +137,7 @@ def test_smoothing_iqu_matches_healpy(backend, rng):
 
 
 def _masked(rng, nside=8):
-    m = rng.standard_normal((3, 12 * nside**2))
+    m = random_map(rng, nside, 3)
     m[:, 10:60] = hp.UNSEEN
     m[2, 300] = hp.UNSEEN                    # each map its own mask
     return m
