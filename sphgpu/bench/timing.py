@@ -70,7 +70,7 @@ def time_call(fn, *, repeat: int = 5, warmup: int = 1, sync=None, max_seconds: f
     Returns
     -------
     Timing
-        At least one repetition.
+        The timed repetitions.
     """
     sync = sync or (lambda: None)
     for _ in range(warmup):

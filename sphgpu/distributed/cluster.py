@@ -244,7 +244,7 @@ def get_client(client=None):
     Parameters
     ----------
     client : distributed.Client, optional
-        The client to use; the default client (the last one created) when None.
+        The client to use; Dask's default client when None.
 
     Returns
     -------
