@@ -16,6 +16,8 @@ import sphgpu.distributed as sd
 from sphgpu import AlmLayout
 
 from sphgpu.testing import TOL, random_alm, random_map, rel_err
+
+
 def _killer(flag, index, once, prefix="sphgpu-synthesis"):
     """A worker plugin (defined here, so it is sent by value) that ends its worker's process
     when the task ``(prefix..., index)`` (batch item ``index`` of a synthesis, by default)

@@ -10,6 +10,7 @@ from sphgpu.backends import cuda_available
 from sphgpu.sht import _cpu, reference
 
 from sphgpu.testing import TOL, random_alm, random_map, rel_err
+
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 
 # (geometry, lmax, mmax): HEALPix with rings shorter than 2*mmax+1, odd nside, mmax < lmax,
