@@ -1,13 +1,16 @@
 # The README's commands. A fresh machine needs only Python >= 3.11 and pip: everything else is
 # installed into a virtual environment here ($(VENV)) from pyproject.toml.
 #   make lab    JupyterLab on notebooks/ (CPU backend; `make lab GPU=1` adds the gpu extra)
-#   make test   the whole test suite (CUDA kernels through Numba's simulator)
+#   make test   the test suite without the tests marked slow (CUDA kernels through Numba's
+#               simulator), then the API reference (make docs): what CI runs
+#   make test-all   every test, slow ones included, then make docs
+#   make docs   the API reference from the docstrings (Sphinx) into build/docs/html
 #   make demo   run every notebook headless and write HTML to build/
 #   make browser-deps   Debian's chromium for the browser test (apt-get, as root; .ci/run)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS := lab,test$(if $(GPU),$(comma)gpu)
+EXTRAS := lab,test,docs$(if $(GPU),$(comma)gpu)
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?= -n auto
@@ -17,7 +20,7 @@ PYTEST_ARGS ?= -n auto
 RUN_ENV := $(if $(GPU),,SPHGPU_BACKEND=cpu) OMP_WAIT_POLICY=PASSIVE
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 
-.PHONY: lab test install clean demo browser-deps
+.PHONY: lab test test-all docs install clean demo browser-deps
 
 install: $(STAMP)
 
@@ -33,8 +36,20 @@ lab: $(STAMP)
 	$(RUN_ENV) $(PY) -m jupyter lab --notebook-dir=notebooks \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
+# `slow`: tests over ~20 s on the 2-core CI machine (pyproject's markers), left to test-all so
+# that CI's `make test` keeps within its time
 test: $(STAMP) browser-deps
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(MAKE) docs
+
+test-all: $(STAMP) browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
+	$(MAKE) docs
+
+# -W: a warning fails the build. Needs neither a GPU nor a network.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs build/docs/html
+	@echo "API reference in build/docs/html/index.html"
 
 demo: $(STAMP)
 	mkdir -p build

@@ -19,7 +19,15 @@ __all__ = ["AlmLayout"]
 
 @dataclass(frozen=True)
 class AlmLayout:
-    """The m-major layout of a_lm for band limit ``lmax`` and azimuthal limit ``mmax``."""
+    """The m-major layout of a_lm for band limit ``lmax`` and azimuthal limit ``mmax``.
+
+    Parameters
+    ----------
+    lmax : int
+        Band limit, >= 0.
+    mmax : int, optional
+        Azimuthal limit, 0 <= mmax <= lmax; ``lmax`` by default.
+    """
 
     lmax: int
     mmax: int
@@ -36,16 +44,40 @@ class AlmLayout:
         return (self.mmax + 1) * (self.lmax + 1) - (self.mmax * (self.mmax + 1)) // 2
 
     def mstart(self) -> np.ndarray:
-        """Shape (mmax+1,) int64: ``mstart[m] + l`` is the index of a_lm (ducc0's ``mstart``)."""
+        """Where each m's coefficients start (ducc0's ``mstart``).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, shape ``(mmax + 1,)``: ``mstart[m] + l`` is the index of a_lm.
+        """
         m = np.arange(self.mmax + 1, dtype=np.int64)
         return m * (2 * self.lmax + 1 - m) // 2
 
     def index(self, l, m):
-        """Index of a_lm in the flat array; works on scalars and integer arrays alike."""
+        """Index of a_lm in the flat array.
+
+        Parameters
+        ----------
+        l, m : int or array_like of int
+            Degree and order, ``0 <= m <= mmax``, ``m <= l <= lmax`` (not checked);
+            broadcastable against each other.
+
+        Returns
+        -------
+        int or numpy.ndarray
+            The index, of the broadcast shape of ``l`` and ``m``.
+        """
         return m * (2 * self.lmax + 1 - m) // 2 + l
 
     def lm(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(l, m)`` of every stored coefficient, each of shape (size,), int64."""
+        """Degree and order of every stored coefficient.
+
+        Returns
+        -------
+        l, m : numpy.ndarray
+            int64, shape ``(size,)`` each.
+        """
         m = np.repeat(np.arange(self.mmax + 1), self.lmax + 1 - np.arange(self.mmax + 1))
         l = np.arange(self.size) - self.mstart()[m]
         return l.astype(np.int64), m.astype(np.int64)
@@ -56,7 +88,26 @@ class AlmLayout:
         """The layout of ``size`` coefficients; infers lmax from the size like healpy
         (``Alm.getlmax``): with mmax = lmax when neither is given, or from the given mmax.
 
-        Raises ValueError naming ``name`` when no layout has that size.
+        Parameters
+        ----------
+        size : int
+            Number of coefficients.
+        lmax : int, optional
+            Band limit; inferred from ``size`` when None.
+        mmax : int, optional
+            Azimuthal limit; ``lmax`` when None.
+        name : str, optional
+            The argument name used in error messages.
+
+        Returns
+        -------
+        AlmLayout
+            The layout with exactly ``size`` coefficients.
+
+        Raises
+        ------
+        ValueError
+            Naming ``name``, when no layout has that size.
         """
         if lmax is None:
             if mmax is None:

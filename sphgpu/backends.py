@@ -426,7 +426,13 @@ def _cuda_status() -> tuple[bool, str]:
 
 
 def cuda_available() -> bool:
-    """True when Numba can use a CUDA GPU (or its simulator, NUMBA_ENABLE_CUDASIM=1)."""
+    """Whether Numba can use a CUDA GPU (or its simulator, NUMBA_ENABLE_CUDASIM=1).
+
+    Returns
+    -------
+    bool
+        True when CUDA kernels can run here; checked once per process.
+    """
     return _cuda_status()[0]
 
 
@@ -659,6 +665,18 @@ def resolve_remote(backend: str, has_gpu: Callable[[], bool]) -> str:
 def use_backend(backend: str):
     """Context manager: calls with ``backend="auto"`` inside it use ``backend``.
 
+    Parameters
+    ----------
+    backend : str
+        ``"cuda"``, ``"cpu"``, ``"reference"`` or ``"auto"`` (case and spaces ignored).
+
+    Yields
+    ------
+    str
+        The normalised backend name.
+
+    Examples
+    --------
     >>> with use_backend("reference"):
     ...     m = alm2map(alm, nside)      # runs the NumPy reference
     """

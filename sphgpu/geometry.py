@@ -101,6 +101,16 @@ class RingGeometry:
         There are ``4*nside - 1`` rings and ``12*nside**2`` pixels; each pixel's weight is its area
         ``4*pi / npix``. Geometries are immutable, so the same object is returned for the same
         nside, and plans cached per geometry (GPU transforms) are found again.
+
+        Parameters
+        ----------
+        nside : int
+            HEALPix resolution parameter, >= 1.
+
+        Returns
+        -------
+        RingGeometry
+            ``kind="healpix"``, ``4*nside - 1`` rings, north to south.
         """
         return _healpix(check_int("nside", nside, minimum=1))
 
@@ -128,7 +138,18 @@ class RingGeometry:
     def gauss_legendre(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
         """Gauss-Legendre rings: exact quadrature for ``lmax <= ntheta - 1``.
 
-        ``nphi`` defaults to ``2*ntheta - 1``, enough for ``mmax = lmax = ntheta - 1``.
+        Parameters
+        ----------
+        ntheta : int
+            Number of rings, >= 1.
+        nphi : int, optional
+            Pixels per ring; ``2*ntheta - 1`` by default, enough for
+            ``mmax = lmax = ntheta - 1``.
+
+        Returns
+        -------
+        RingGeometry
+            ``kind="gauss-legendre"``, rings north to south.
         """
         ntheta = check_int("ntheta", ntheta, minimum=1)
         nphi = 2 * ntheta - 1 if nphi is None else check_int("nphi", nphi, minimum=1)
@@ -143,7 +164,21 @@ class RingGeometry:
         poles; ``poles=False`` gives Fejer's first rule, ``theta_k = pi (k + 1/2) / ntheta`` (ECP).
         Either rule integrates polynomials in cos(theta) of degree < ntheta exactly, so
         map2alm by quadrature is exact for ``lmax <= (ntheta - 1) // 2`` (products of two
-        harmonics have degree 2*lmax). ``nphi`` defaults to ``2*ntheta``.
+        harmonics have degree 2*lmax).
+
+        Parameters
+        ----------
+        ntheta : int
+            Number of rings: >= 2 with poles, >= 1 without.
+        nphi : int, optional
+            Pixels per ring; ``2*ntheta`` by default.
+        poles : bool, optional
+            Clenshaw-Curtis rings through both poles (True) or Fejer's first rule (False).
+
+        Returns
+        -------
+        RingGeometry
+            ``kind="clenshaw-curtis"`` or ``"fejer1"``, rings north to south.
         """
         ntheta = check_int("ntheta", ntheta, minimum=2 if poles else 1)
         nphi = 2 * ntheta if nphi is None else check_int("nphi", nphi, minimum=1)
@@ -158,7 +193,20 @@ class RingGeometry:
 
     @classmethod
     def clenshaw_curtis(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
-        """Equiangular rings including both poles (see :meth:`equiangular`)."""
+        """Equiangular rings including both poles (see :meth:`equiangular`).
+
+        Parameters
+        ----------
+        ntheta : int
+            Number of rings, >= 2.
+        nphi : int, optional
+            Pixels per ring; ``2*ntheta`` by default.
+
+        Returns
+        -------
+        RingGeometry
+            ``kind="clenshaw-curtis"``.
+        """
         return cls.equiangular(ntheta, nphi, poles=True)
 
     @classmethod
@@ -171,6 +219,7 @@ class RingGeometry:
     # ------------------------------------------------------------------ properties
     @property
     def nrings(self) -> int:
+        """Number of rings."""
         return int(self.theta.shape[0])
 
     @property
@@ -195,6 +244,23 @@ class RingGeometry:
         Its ``ringstart`` counts from the slice's first pixel, and ``pixel_offset`` says where
         that pixel sits in the parent map, so ``parent_map[g.pixel_offset:g.pixel_offset+g.npix]``
         is the part of the map the sub-geometry describes.
+
+        Parameters
+        ----------
+        index : slice
+            A contiguous (step 1), non-empty slice of ring numbers.
+
+        Returns
+        -------
+        RingGeometry
+            The selected rings, with ``pixel_offset`` set.
+
+        Raises
+        ------
+        TypeError
+            If ``index`` is not a slice.
+        ValueError
+            If it selects no rings or has a step other than 1.
         """
         if not isinstance(index, slice):
             raise TypeError(f"index must be a slice, got {type(index).__name__}")
@@ -208,7 +274,13 @@ class RingGeometry:
                             pixel_offset=self.pixel_offset + first)
 
     def pixel_weights(self) -> np.ndarray:
-        """Quadrature weight of every pixel, shape (npix,), float64 steradians."""
+        """Quadrature weight of every pixel.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape ``(npix,)``, steradians.
+        """
         w = np.zeros(self.npix)
         for wr, n, s in zip(self.weight, self.nphi, self.ringstart):
             w[s:s + n] = wr
@@ -218,10 +290,19 @@ class RingGeometry:
         """Pair each northern ring with its mirror image for the Legendre step.
 
         lambda_lm(-x) = (-1)^(l+m) lambda_lm(x), so one recurrence serves a ring at theta and one
-        at pi - theta. Returns ``(north, south)``, int64 arrays of equal length: the ring the
-        recurrence runs for (at x = cos theta) and its mirror at -x (``-1`` where there is none). Pairs
-        come ordered by the distance of their ring from the nearer pole (sin theta ascending). Every ring
-        appears exactly once.
+        at pi - theta. Pairs come ordered by the distance of their ring from the nearer pole
+        (sin theta ascending). Every ring appears exactly once.
+
+        Parameters
+        ----------
+        rtol : float, optional
+            Two rings are mirrors when ``|theta_i + theta_j - pi| <= rtol * pi``.
+
+        Returns
+        -------
+        north, south : numpy.ndarray
+            int64, equal lengths: the ring the recurrence runs for (at x = cos theta) and its
+            mirror at -x (``-1`` where there is none).
         """
         order = np.argsort(self.theta, kind="stable")
         lo, hi = 0, self.nrings - 1
@@ -245,7 +326,13 @@ class RingGeometry:
         return np.asarray(north, dtype=np.int64), np.asarray(south, dtype=np.int64)
 
     def pixel_angles(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(theta, phi)`` of every pixel, each of shape (npix,), float64 radians."""
+        """Colatitude and longitude of every pixel.
+
+        Returns
+        -------
+        theta, phi : numpy.ndarray
+            float64, shape ``(npix,)`` each, radians.
+        """
         theta = np.empty(self.npix)
         phi = np.empty(self.npix)
         for t, p0, n, s in zip(self.theta, self.phi0, self.nphi, self.ringstart):

@@ -11,6 +11,7 @@ import pytest
 from sphgpu import _cuda_launch
 from sphgpu.backends import cuda_available
 from sphgpu._cuda_launch import quiet, refresh_kernel_cache
+from sphgpu.testing import using_simulator
 
 CATEGORIES = _cuda_launch._categories()
 
@@ -72,9 +73,7 @@ def test_quiet_from_overlapping_threads_leaves_no_filter():
 def numba_like_launches(monkeypatch):
     """Make the simulator's kernels warn at configuration as Numba does on a GPU (on the GPU
     machine, SPHGPU_TEST_REAL_GPU=1, Numba's own warnings are the test)."""
-    from sphgpu._device import SIMULATOR
-
-    if not SIMULATOR:
+    if not using_simulator():
         return
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
@@ -87,6 +86,7 @@ def numba_like_launches(monkeypatch):
     monkeypatch.setattr(FakeCUDAKernel, "__getitem__", getitem)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 def test_sht_and_convolve_launches_are_quiet(numba_like_launches, rng):
     from sphgpu import alm2map, map2alm

@@ -19,26 +19,59 @@ __all__ = ["Timing", "time_call", "machine_info", "run_sizes"]
 
 @dataclass
 class Timing:
-    """Seconds of each timed repetition (after warm-up); ``median`` and ``best`` summarise."""
+    """Seconds of each timed repetition (after warm-up); ``median`` and ``best`` summarise.
+
+    Parameters
+    ----------
+    seconds : list of float, optional
+        Wall-clock seconds of each repetition.
+    """
 
     seconds: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
+        """Median of the repetitions, seconds."""
         return statistics.median(self.seconds)
 
     @property
     def best(self) -> float:
+        """Fastest repetition, seconds."""
         return min(self.seconds)
 
     def as_dict(self) -> dict:
+        """The summary for a benchmark JSON file.
+
+        Returns
+        -------
+        dict
+            ``median_s`` and ``best_s`` (float, seconds) and ``repeats`` (int).
+        """
         return {"median_s": self.median, "best_s": self.best, "repeats": len(self.seconds)}
 
 
 def time_call(fn, *, repeat: int = 5, warmup: int = 1, sync=None, max_seconds: float = 30.0):
     """Run ``fn()`` ``warmup`` times untimed, then up to ``repeat`` timed times (fewer if the
-    timed runs pass ``max_seconds`` in total). ``sync`` (e.g. a device synchronise) is called
-    before each clock read."""
+    timed runs pass ``max_seconds`` in total).
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments.
+    repeat : int, optional
+        Most timed runs.
+    warmup : int, optional
+        Untimed runs first (compilation, caches).
+    sync : callable, optional
+        Called before each clock read (e.g. a device synchronise).
+    max_seconds : float, optional
+        Stop repeating once the timed runs add up to more than this.
+
+    Returns
+    -------
+    Timing
+        The timed repetitions.
+    """
     sync = sync or (lambda: None)
     for _ in range(warmup):
         fn()
@@ -65,7 +98,15 @@ def _version(name):
 
 
 def machine_info() -> dict:
-    """Host, GPU and package versions, for benchmark JSON files."""
+    """Host, GPU and package versions, for benchmark JSON files.
+
+    Returns
+    -------
+    dict
+        ``host``, ``platform``, ``python``, ``cpu_count``, ``versions`` (package: version or
+        None) and ``gpu`` (its name, or why there is none); with a GPU also
+        ``gpu_compute_capability`` and ``gpu_multiprocessors``.
+    """
     info = {
         "host": platform.node(),
         "platform": platform.platform(),
@@ -88,9 +129,30 @@ def machine_info() -> dict:
 
 
 def run_sizes(sizes, bench, info, path, **extra):
-    """``bench(size)`` -> one row per size, each stamped with the GPU and host core count; the
-    JSON at ``path`` ({machine, results, date, **extra}) is rewritten after every row, so a
-    run cut short keeps the sizes it finished. Returns the rows."""
+    """Run ``bench`` for each size, writing the results after every one.
+
+    Each row is stamped with the GPU and host core count; the JSON at ``path``
+    (``{machine, **extra, results, date}``) is rewritten after every row, so a run cut short
+    keeps the sizes it finished.
+
+    Parameters
+    ----------
+    sizes : iterable
+        The sizes, each passed to ``bench``.
+    bench : callable
+        ``bench(size)`` returns one row, a dict that JSON can write.
+    info : dict
+        The machine, from :func:`machine_info`.
+    path : str or os.PathLike
+        The JSON file written.
+    **extra
+        More top-level entries of the JSON.
+
+    Returns
+    -------
+    list of dict
+        The rows, in the order of ``sizes``.
+    """
     results = []
     for size in sizes:
         row = bench(size)

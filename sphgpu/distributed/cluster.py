@@ -74,6 +74,11 @@ def visible_gpus() -> list[str]:
 
     ``CUDA_VISIBLE_DEVICES`` decides when it is set (empty or ``-1``: no GPU); otherwise the
     devices ``nvidia-smi -L`` lists; no ``nvidia-smi`` (or one that fails) means no GPU.
+
+    Returns
+    -------
+    list of str
+        The ids, in order; empty without a GPU.
     """
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
@@ -234,8 +239,26 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
 
 # ----------------------------------------------------------------------------- existing clients
 def get_client(client=None):
-    """``client``, or the default Dask client; ValueError saying how to make one if none, or
-    naming a closed client."""
+    """``client``, or the default Dask client.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The client to use; Dask's default client when None.
+
+    Returns
+    -------
+    distributed.Client
+        An open client.
+
+    Raises
+    ------
+    TypeError
+        If ``client`` is not a Dask client.
+    ValueError
+        If ``client`` is closed, or none is given and there is no default client; the
+        message says how to make one.
+    """
     if client is not None:
         if not hasattr(client, "submit") or not hasattr(client, "scheduler_info"):
             raise TypeError(f"client must be a distributed.Client, got {type(client).__name__}")
@@ -296,7 +319,18 @@ def _ask_workers(client) -> dict:
 
 
 def gpu_workers(client) -> list[str]:
-    """Addresses of the workers declaring a GPU resource."""
+    """Addresses of the workers declaring a GPU resource.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A connected Dask client.
+
+    Returns
+    -------
+    list of str
+        Sorted worker addresses; empty when no worker has a GPU.
+    """
     return sorted(a for a, w in workers(client).items() if w.get("resources", {}).get(GPU, 0) > 0)
 
 
@@ -312,7 +346,24 @@ def cpu_slots(client) -> int:
 
 
 def require_gpu_worker(client) -> list[str]:
-    """The GPU workers' addresses; :class:`NoGPUWorkerError` with the remedy if there are none."""
+    """The GPU workers' addresses, or an error with the remedy if there are none.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A connected Dask client.
+
+    Returns
+    -------
+    list of str
+        Sorted addresses of the workers declaring a GPU resource.
+
+    Raises
+    ------
+    NoGPUWorkerError
+        When no worker declares a GPU; the message lists the workers and how to start GPU
+        workers.
+    """
     found = gpu_workers(client)
     if not found:
         ws = workers(client)
@@ -343,7 +394,18 @@ def task_resources(client, kind: str):
 # ----------------------------------------------------------------------------- notebooks
 def dashboard_link(client) -> str | None:
     """URL of the cluster's Dask dashboard (its plots need bokeh, which the lab extra
-    installs); None when the scheduler serves no web pages."""
+    installs).
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A connected Dask client.
+
+    Returns
+    -------
+    str or None
+        The URL; None when the scheduler serves no web pages.
+    """
     try:
         return client.dashboard_link
     except Exception:        # a scheduler without an HTTP server
@@ -351,7 +413,19 @@ def dashboard_link(client) -> str | None:
 
 
 def cluster_info(client) -> dict:
-    """A summary for notebooks and logs: worker counts, GPU workers, CPU slots, dashboard."""
+    """A summary of the cluster for notebooks and logs.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A connected Dask client.
+
+    Returns
+    -------
+    dict
+        ``workers``, ``gpu_workers``, ``cpu_slots``, ``threads`` (int) and ``dashboard``
+        (str or None, see :func:`dashboard_link`).
+    """
     ws = workers(client)
     return {"workers": len(ws), "gpu_workers": len(gpu_workers(client)),
             "cpu_slots": cpu_slots(client), "threads": sum(w.get("nthreads", 0)
@@ -363,7 +437,16 @@ def show_progress(futures, notebook: bool | None = None) -> None:
     """Show progress of ``futures``: in a notebook an ipywidgets bar, displayed at once where
     this is called and advanced as each future completes (fed by the futures themselves, so
     it holds no connection to the scheduler that a shutdown could break); in a terminal
-    Dask's text bar, which waits until they finish."""
+    Dask's text bar, which waits until they finish.
+
+    Parameters
+    ----------
+    futures : iterable of distributed.Future
+        The work to follow.
+    notebook : bool, optional
+        Draw the widget (True) or the text bar (False); by default whether this runs in a
+        Jupyter kernel.
+    """
     from distributed.utils import is_kernel
 
     futures = list(futures)

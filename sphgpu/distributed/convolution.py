@@ -192,7 +192,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     maps : array, shape (npix,) or (k, npix), float64, NumPy
         HEALPix RING maps (or maps on ``geometry``); sent once: the whole maps to the worker
         of the harmonic part, each band's halo pixels to the worker of that band.
-    kernel, method, l_cut, theta_cut, error_bound, fit, geometry
+    kernel, method, l_cut, theta_cut
         As in :func:`sphgpu.convolve.convolve` (a Plan or KernelSplit runs as it stands).
     backend : {"auto", "cuda", "cpu", "reference"}
         Where the real-space part runs (and the harmonic part, unless ``harmonic_backend``):
@@ -200,6 +200,8 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         cluster without a GPU worker raises :class:`~sphgpu.distributed.NoGPUWorkerError`.
     harmonic_backend : str, optional
         Where the harmonic part runs, e.g. "cpu" for a CPU worker next to GPU bands.
+    error_bound, fit, geometry
+        As in :func:`sphgpu.convolve.convolve`.
     nbands : int, optional
         Latitude bands of the real-space part (default: one per worker that can run them,
         leaving out the worker of the harmonic part when there are others, unless
@@ -349,11 +351,14 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
         unless the kernel is a Plan.
     kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geometry
         As in :func:`convolve`. Tasks ask for a GPU when either part runs on "cuda".
+    client : distributed.Client, optional
+        Default: the current Dask client.
     maps_per_task : int
+        Maps per task.
     gather : bool
         True: return the maps here; False: one future per task, results left on the workers.
-    client, progress
-        As in :func:`convolve`.
+    progress : bool
+        Show Dask's progress bar.
 
     Returns
     -------

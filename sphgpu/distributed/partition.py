@@ -99,7 +99,22 @@ def balanced_cuts(costs, nchunks: int, *, shares=None) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- m chunks
 def m_costs(lmax: int, mmax: int | None = None, nrings: int = 1) -> np.ndarray:
-    """Cost of the Legendre step of each m: ``(lmax - m + 1) * nrings``, shape (mmax+1,)."""
+    """Cost of the Legendre step of each m: ``(lmax - m + 1) * nrings``.
+
+    Parameters
+    ----------
+    lmax : int
+        Band limit, >= 0.
+    mmax : int, optional
+        Azimuthal limit, <= lmax; lmax by default.
+    nrings : int, optional
+        Rings the recurrence runs for, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(mmax+1,)``, recurrence steps.
+    """
     lmax = _check_count("lmax", lmax, 0)
     mmax = lmax if mmax is None else _check_count("mmax", mmax, 0)
     if mmax > lmax:
@@ -112,8 +127,22 @@ def m_chunks(lmax: int, mmax: int | None = None, nchunks: int = 1, *,
              nrings: int = 1) -> list[range]:
     """Contiguous ranges of m with nearly equal Legendre cost (see :func:`m_costs`).
 
-    Returns ``min(nchunks, mmax + 1)`` ranges covering ``0..mmax`` in order. ``nrings`` scales
-    every cost equally (it matters only to callers comparing costs across problems).
+    Parameters
+    ----------
+    lmax : int
+        Band limit, >= 0.
+    mmax : int, optional
+        Azimuthal limit, <= lmax; lmax by default.
+    nchunks : int, optional
+        Number of chunks wanted, >= 1.
+    nrings : int, optional
+        Scales every cost equally (it matters only to callers comparing costs across
+        problems).
+
+    Returns
+    -------
+    list of range
+        ``min(nchunks, mmax + 1)`` ranges covering ``0..mmax`` in order.
     """
     costs = m_costs(lmax, mmax, nrings)
     b = balanced_cuts(costs, nchunks)
@@ -126,6 +155,18 @@ def alm_slice(lmax: int, mrange: range) -> slice:
     The block of order m (l = m..lmax) starts at index ``m * (2 lmax + 3 - m) / 2``, so a
     contiguous range of m is one contiguous slice, from the start of its first m to the start
     of the m after its last.
+
+    Parameters
+    ----------
+    lmax : int
+        Band limit, >= 0.
+    mrange : range
+        Non-empty, step 1, within 0..lmax.
+
+    Returns
+    -------
+    slice
+        Indices of the a_lm with m in ``mrange``.
     """
     lmax = _check_count("lmax", lmax, 0)
     if not isinstance(mrange, range) or mrange.step != 1 or len(mrange) == 0:
@@ -196,6 +237,20 @@ def transform_ring_costs(nphi, pairs, nalm: int) -> np.ndarray:
     ``ring_chunks(nphi, k, pairs=pairs, cost=transform_ring_costs(nphi, pairs, nalm))`` balances
     whole transforms. (Rings near the poles, where most lambda_lm underflow and backends skip
     them, are costed as if they were complete.)
+
+    Parameters
+    ----------
+    nphi : array_like, shape (nrings,), int
+        Pixels per ring.
+    pairs : (north, south) int arrays
+        Mirror-ring pairs (``RingGeometry.ring_pairs()``).
+    nalm : int
+        Number of a_lm of the transform, >= 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(nrings,)``, flops.
     """
     nphi = np.asarray(nphi, dtype=np.float64)
     north = np.asarray(pairs[0], dtype=np.int64)
@@ -207,7 +262,20 @@ def transform_ring_costs(nphi, pairs, nalm: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- catalogs
 def catalog_chunks(n: int, nchunks: int) -> list[slice]:
-    """``min(nchunks, n)`` contiguous slices of ``n`` points, sizes differing by at most one."""
+    """Contiguous slices of ``n`` points, sizes differing by at most one.
+
+    Parameters
+    ----------
+    n : int
+        Number of points, >= 1.
+    nchunks : int
+        Number of slices wanted, >= 1.
+
+    Returns
+    -------
+    list of slice
+        ``min(nchunks, n)`` slices covering ``0..n`` in order.
+    """
     n = _check_count("n", n)
     nchunks = _check_count("nchunks", nchunks)
     b = balanced_cuts(np.ones(n), nchunks)
@@ -220,6 +288,15 @@ class ChunkPair:
 
     ``same`` is True for a diagonal block of an auto count (``first == second`` in one catalog):
     that task must count each unordered pair once, i.e. only i < j.
+
+    Parameters
+    ----------
+    first : slice
+        Points of catalog 1.
+    second : slice
+        Points of catalog 2 (of catalog 1 in an auto count).
+    same : bool
+        A diagonal block of an auto count.
     """
 
     first: slice
@@ -242,6 +319,20 @@ def chunk_pairs(n1: int, n2: int | None = None, nchunks: int = 1) -> list[ChunkP
     of the n1 points each fall in exactly one task. Cross counts (``n2`` given, e.g. data against
     randoms): every chunk of catalog 1 against every chunk of catalog 2, ``nchunks**2`` tasks.
     Partial counts from the tasks add up (``PairCounts`` addition) to the whole count.
+
+    Parameters
+    ----------
+    n1 : int
+        Points in catalog 1, >= 1.
+    n2 : int, optional
+        Points in catalog 2; None for an auto count.
+    nchunks : int, optional
+        Chunks per catalog, >= 1.
+
+    Returns
+    -------
+    list of ChunkPair
+        The tasks.
     """
     c1 = catalog_chunks(n1, nchunks)
     if n2 is None:
@@ -259,6 +350,15 @@ class Band:
     ``own`` are the items whose output the band computes; ``halo`` (a superset, contiguous) are
     all items within the overlap of them, the inputs a compact kernel reaches. ``theta_min`` and
     ``theta_max`` (radians) bound the owned items.
+
+    Parameters
+    ----------
+    own : slice
+        Items whose output the band computes.
+    halo : slice
+        Items the band reads: ``own`` plus those within the overlap.
+    theta_min, theta_max : float
+        Colatitude range of the owned items, radians.
     """
 
     own: slice

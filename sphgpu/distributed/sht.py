@@ -431,10 +431,20 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     """Analyse many maps on a Dask cluster (healpy's ``map2alm`` with ``iter`` Jacobi
     iterations for each), one task per ``maps_per_task`` of them.
 
-    ``maps`` is (k, npix) (or (npix,)) real, (k, 3, npix) polarized I, Q, U maps, or a list
-    of futures; other arguments as in
-    :func:`alm2map_many` and :func:`sphgpu.map2alm`. Returns (k, nalm) complex128 (or
-    (nalm,)), or a list of futures with ``gather=False``.
+    Parameters
+    ----------
+    maps : array, shape (k, npix) (or (npix,)), real; or a list of Dask futures
+        The maps; (k, 3, npix) is a batch of polarized I, Q, U maps. With futures, pass
+        ``geometry``.
+    lmax, mmax, iter, geometry
+        As in :func:`sphgpu.map2alm`.
+    backend, client, maps_per_task, gather, progress
+        As in :func:`alm2map_many`.
+
+    Returns
+    -------
+    ndarray, shape (k, nalm) (or (nalm,), or (k, 3, nalm)), complex128 -- or a list of futures
+    (``gather=False``).
     """
     client = _cluster.get_client(client)
     name, resources = _placement(client, backend)
@@ -560,6 +570,15 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
     With ``pattern="m"`` the map stays split by ring chunks and the a_lm by m chunks on their
     workers through all iterations; only Delta_m pieces move between them. With ``"rings"``
     each ring chunk's partial a_lm are added up after every pass.
+
+    Parameters
+    ----------
+    maps : array, shape (npix,), (3, npix), (k, npix) or (k, 3, npix), real
+        The map(s).
+    lmax, mmax, iter, pol, geometry
+        As in :func:`sphgpu.map2alm`.
+    backend, client, nchunks, pattern, progress
+        As in :func:`alm2map`.
 
     Returns
     -------

@@ -128,10 +128,20 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
 
     Catalog 1 (and catalog 2) are cut into ``nchunks`` contiguous chunks (default: the number
     of workers that can run the tasks); an auto count runs the ``nchunks (nchunks + 1) / 2``
-    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs. Other arguments as in
-    :func:`sphgpu.tpacf.pair_counts`, plus ``client`` (default: the current Dask client),
-    ``backend`` ("auto": the GPU workers when there are any) and ``progress`` (Dask's
-    progress bar).
+    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs.
+
+    Parameters
+    ----------
+    ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions
+        As in :func:`sphgpu.tpacf.pair_counts`.
+    nchunks : int, optional
+        Chunks per catalog; by default the number of workers that can run the tasks.
+    client : distributed.Client, optional
+        Default: the current Dask client.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        ``"auto"``: the GPU workers when there are any, else CPU workers.
+    progress : bool, optional
+        Show Dask's progress bar.
 
     Returns
     -------

@@ -37,8 +37,23 @@ def _fwhm_radians(fwhm, fwhm_arcmin, name="fwhm"):
 def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
     """Transfer function b_l = exp(-l(l+1) sigma^2 / 2) of a Gaussian beam, sigma = fwhm/sqrt(8 ln 2).
 
-    Returns shape (lmax+1,) float64; with ``pol=True`` shape (lmax+1, 4) holding the T, E, B and
-    TE factors (spin-2 beams carry an extra exp(2 sigma^2), TE the geometric mean), as healpy.
+    Parameters
+    ----------
+    fwhm : float, optional
+        Full width at half maximum, radians, in [0, 2 pi]; give this or ``fwhm_arcmin``.
+    lmax : int, optional
+        Largest multipole (512, as healpy).
+    pol : bool, optional
+        Also return the polarization factors.
+    fwhm_arcmin : float, optional
+        The full width at half maximum in arcminutes instead.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(lmax+1,)``; with ``pol=True`` shape ``(lmax+1, 4)`` holding the T, E,
+        B and TE factors (spin-2 beams carry an extra exp(2 sigma^2), TE the geometric mean),
+        as healpy.
     """
     fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
     lmax = check_int("lmax", lmax, minimum=0)
@@ -53,7 +68,23 @@ def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
 def almxfl(alm, fl, mmax=None, inplace=False, *, lmax=None):
     """Multiply a_lm by fl[l] (coefficients with l >= len(fl) become 0, as in healpy).
 
-    alm : (nalm,) or any batch (..., nalm) complex; fl : (L,) real or complex.
+    Parameters
+    ----------
+    alm : array, shape (nalm,) or (..., nalm), complex
+        Coefficients in healpy's m-major order; NumPy or a device array.
+    fl : array_like, shape (L,), real or complex
+        The factor of each l, from l = 0.
+    mmax : int, optional
+        Azimuthal limit; ``lmax`` by default.
+    inplace : bool, optional
+        Multiply ``alm`` itself (a contiguous complex128 NumPy array) and return it.
+    lmax : int, optional
+        Band limit; inferred from the length of ``alm`` by default.
+
+    Returns
+    -------
+    array, complex128
+        The product, the shape and kind (NumPy or device) of ``alm``.
     """
     alm_arr = as_complex_array("alm", alm, allow_batch=3)
     fl = np.asarray(fl)
@@ -85,12 +116,26 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
 
     C_l = sum_m a1_lm conj(a2_lm) / (2l+1) over m = -l..l (real part).
 
-    alms1, alms2 : (nalm,), (n, nalm) or (k, n, nalm) complex (same shape). One set gives one
-    spectrum; n sets (e.g. T, E, B) give healpy's n(n+1)/2 auto and cross spectra ordered by
-    diagonal (TT, EE, BB, TE, EB, TB), of alms1[i] with alms2[j]; ``nspec`` keeps the first
-    nspec of them (nspec = n: the auto spectra). A leading k is a batch.
-    Returns (lmax_out+1,), (nspec, lmax_out+1) or (k, nspec, lmax_out+1) float64; lmax_out
-    defaults to lmax (entries above lmax are 0).
+    Parameters
+    ----------
+    alms1 : array, shape (nalm,), (n, nalm) or (k, n, nalm), complex
+        One set gives one spectrum; n sets (e.g. T, E, B) give healpy's n(n+1)/2 auto and
+        cross spectra ordered by diagonal (TT, EE, BB, TE, EB, TB), of alms1[i] with
+        alms2[j]. A leading k is a batch.
+    alms2 : array, optional
+        The second field, same shape as ``alms1``; ``alms1`` by default (auto spectra).
+    lmax, mmax : int, optional
+        Band limits; by default inferred from the length of ``alms1`` with mmax = lmax.
+    lmax_out : int, optional
+        Largest l returned; ``lmax`` by default (entries above lmax are 0).
+    nspec : int, optional
+        Keep the first nspec spectra (nspec = n: the auto spectra).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(lmax_out+1,)``, ``(nspec, lmax_out+1)`` or
+        ``(k, nspec, lmax_out+1)``; units of the a_lm squared.
     """
     a1 = np.asarray(as_complex_array("alms1", alms1, allow_batch=3))
     a2 = a1 if alms2 is None else np.asarray(as_complex_array("alms2", alms2, allow_batch=3))
@@ -162,13 +207,28 @@ def _field_spectra(cls, new, pol):
 def synalm(cls, lmax=None, mmax=None, new=False, *, seed=None):
     """Gaussian random a_lm with the (cross-)spectra ``cls``, as healpy's ``synalm``.
 
-    cls : (L,) one spectrum, or several: a sequence / (nspec, L) array of n(n+1)/2 spectra of
-        n correlated fields (healpy's order: by row, TT TE TB EE EB BB, or with ``new=True`` by
-        diagonal, TT EE BB TE EB TB; 4 spectra are TT EE BB TE with new=True, TT TE EE BB
-        otherwise). Values past the end are 0; None entries are 0.
-    lmax defaults to L-1. seed : int or numpy.random.Generator, for reproducible skies.
-    Returns (nalm,) complex128 for one spectrum, else (n, nalm): a_l0 real, Re and Im of a_lm
-    (m > 0) each with half the variance; the fields correlated per l as cls says.
+    Parameters
+    ----------
+    cls : array_like, shape (L,) or (nspec, L), or a sequence of spectra
+        One spectrum, or n(n+1)/2 spectra of n correlated fields (healpy's order: by row,
+        TT TE TB EE EB BB, or with ``new=True`` by diagonal, TT EE BB TE EB TB; 4 spectra are
+        TT EE BB TE with new=True, TT TE EE BB otherwise). Values past the end are 0; None
+        entries are 0.
+    lmax : int, optional
+        Band limit; L-1 by default.
+    mmax : int, optional
+        Azimuthal limit; lmax by default.
+    new : bool, optional
+        The order of the spectra, as healpy's ``new``.
+    seed : int or numpy.random.Generator, optional
+        For reproducible skies; fresh entropy when None.
+
+    Returns
+    -------
+    numpy.ndarray
+        complex128, shape ``(nalm,)`` for one spectrum, else ``(n, nalm)``: a_l0 real, Re and
+        Im of a_lm (m > 0) each with half the variance; the fields correlated per l as
+        ``cls`` says.
     """
     cov = _field_spectra(cls, bool(new), pol=False)
     n, _, size = cov.shape
@@ -225,9 +285,43 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
     cls : one spectrum (L,) gives a temperature map (npix,). With ``pol=True`` (healpy's
     default) 4 or 6 spectra (order set by ``new``, see :func:`synalm`) give I, Q, U maps
     (3, npix) from T, E, B a_lm; with ``pol=False`` n(n+1)/2 spectra give n correlated spin-0
-    maps. ``pixwin=True`` applies HEALPix's pixel window (polarization window to E, B).
-    lmax defaults to the grid's natural limit (3*nside-1 for HEALPix). Returns the map(s),
-    float64, or ``(maps, alm)`` with ``alm=True``.
+    maps.
+
+    Parameters
+    ----------
+    cls : array_like or sequence of spectra
+        The spectra, as in :func:`synalm`.
+    nside : int, optional
+        HEALPix resolution (RING order); give this or ``geometry``.
+    lmax : int, optional
+        Band limit; the grid's natural limit (3*nside-1 for HEALPix) by default.
+    mmax : int, optional
+        Azimuthal limit; lmax by default.
+    pol : bool, optional
+        Read 4 or 6 spectra as T, E, B (healpy's default, True) or as spin-0 fields.
+    new : bool, optional
+        The order of the spectra, as healpy's ``new``.
+    pixwin : bool, optional
+        Apply HEALPix's pixel window (polarization window to E, B).
+    fwhm : float, optional
+        Gaussian beam full width at half maximum, radians (0: no beam).
+    fwhm_arcmin : float, optional
+        The beam width in arcminutes instead.
+    seed : int or numpy.random.Generator, optional
+        For reproducible skies.
+    alm : bool, optional
+        Also return the (beamed) a_lm.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the transforms run (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        Any ring grid instead of HEALPix.
+
+    Returns
+    -------
+    maps : numpy.ndarray
+        float64, shape ``(npix,)`` or ``(n, npix)`` (I, Q, U for a polarized sky).
+    alm : numpy.ndarray
+        complex128, the a_lm behind the maps; only with ``alm=True``.
     """
     geom = resolve_geometry(nside, geometry)
     lmax = geom.natural_lmax if lmax is None else lmax
@@ -254,8 +348,35 @@ def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False
     map1, map2 : (npix,) gives C_l (lmax+1,); I, Q, U maps (3, npix) with ``pol=True`` give
     the 6 spectra TT, EE, BB, TE, EB, TB (of map1's T, E, B with map2's when given, healpy's
     order); with ``pol=False`` n maps give their n(n+1)/2 spectra. (k, 3, npix) is a batch.
-    ``nspec`` keeps the first nspec spectra. Returns the spectra, float64, or ``(cl, alm1)`` /
-    ``(cl, alm1, alm2)`` with ``alm=True``.
+    ``nspec`` keeps the first nspec spectra.
+
+    Parameters
+    ----------
+    map1 : array, shape (npix,), (n, npix) or (k, 3, npix), real
+        The map(s).
+    map2 : array, optional
+        A second set of maps, same shape, for cross spectra.
+    nspec : int, optional
+        Keep the first nspec spectra.
+    lmax, mmax : int, optional
+        Band limits; lmax defaults to the grid's natural limit, mmax to lmax.
+    iter : int, optional
+        Jacobi iterations of :func:`map2alm` (3, as healpy).
+    alm : bool, optional
+        Also return the a_lm.
+    pol : bool, optional
+        Read 3 rows as I, Q, U (True, healpy's default).
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the transforms run (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        The grid of the maps when it is not HEALPix.
+
+    Returns
+    -------
+    cl : numpy.ndarray
+        float64, shape ``(lmax+1,)`` or ``(nspec, lmax+1)`` (batch axes first).
+    alm1, alm2 : array, complex128
+        The a_lm of ``map1`` (and of ``map2`` when given); only with ``alm=True``.
     """
     if map2 is not None and np.shape(map2) != np.shape(map1):
         raise ValueError(f"map2 has shape {np.shape(map2)} but map1 has {np.shape(map1)}")
@@ -289,7 +410,35 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     or any transfer function ``beam_window`` b_l: map2alm (``iter`` iterations), multiply by
     b_l, alm2map, as healpy. I, Q, U maps (3, npix) with ``pol=True`` are smoothed as a
     polarized field (E and B take the spin-2 Gaussian factors). UNSEEN and ``numpy.ma`` pixels
-    enter as zero and come out as ``UNSEEN`` (healpy). Returns the shape of map_in, float64.
+    enter as zero and come out as ``UNSEEN`` (healpy).
+
+    Parameters
+    ----------
+    map_in : array, shape (npix,), (n, npix) or (k, 3, npix), real
+        The map(s).
+    fwhm : float, optional
+        Gaussian beam full width at half maximum, radians.
+    sigma : float, optional
+        The Gaussian's standard deviation, radians, instead of ``fwhm``.
+    beam_window : array_like, shape (L,) or (L, 3 or 4), optional
+        Any transfer function b_l instead of a Gaussian (T, E, B columns for polarized maps).
+    pol : bool, optional
+        Smooth 3 rows as I, Q, U (True, healpy's default).
+    iter : int, optional
+        Jacobi iterations of :func:`map2alm` (3, as healpy).
+    lmax, mmax : int, optional
+        Band limits; lmax defaults to the grid's natural limit, mmax to lmax.
+    fwhm_arcmin : float, optional
+        The beam width in arcminutes instead.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the transforms run (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        The grid of the maps when it is not HEALPix.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, the shape of ``map_in``.
     """
     arr, bad = as_maps("map_in", map_in, max_ndim=3)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="map_in")

@@ -118,7 +118,8 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
         healpy's ``pol``: True (default) reads 3 rows as T, E, B.
     pixwin : bool
         Multiply by HEALPix's pixel window (:func:`sphgpu.pixwin`; polarization window for E, B).
-    backend : {"auto", "cuda", "cpu", "reference"}
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to compute (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
         Any ring grid instead of HEALPix.
 
@@ -219,6 +220,10 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geo
         Number of Jacobi iterations (healpy's default, 3).
     pol : bool
         healpy's ``pol``: True (default) reads 3 rows as I, Q, U; False, a 2-D array is a batch.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to compute (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        The grid of ``maps`` when it is not HEALPix.
 
     Returns
     -------
@@ -242,8 +247,25 @@ def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="
     """Spin-s synthesis (healpy's ``alm2map_spin``): gradient (E) and curl (B) coefficients to
     the two real maps of a spin-s field (Q, U for s = 2), healpy's signs and conventions.
 
-    alms : (2, nalm) or (k, 2, nalm) complex; spin : int >= 1. Returns (2, npix) or
-    (k, 2, npix) float64 (device in, device out).
+    Parameters
+    ----------
+    alms : array, shape (2, nalm) or (k, 2, nalm), complex
+        Gradient and curl coefficients in healpy's m-major order.
+    nside : int, optional
+        HEALPix resolution (RING order); give this or ``geometry``.
+    spin : int
+        The spin s, >= 1.
+    lmax, mmax : int, optional
+        Band limits; by default inferred from the length of ``alms`` with mmax = lmax.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to compute (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        Any ring grid instead of HEALPix.
+
+    Returns
+    -------
+    array, float64, shape (2, npix) or (k, 2, npix)
+        The two real maps; device in, device out.
     """
     arr = as_complex_array("alms", alms, allow_batch=3)
     lead = _spin_lead("alms", arr)
@@ -262,8 +284,25 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
     gradient (E) and curl (B) coefficients; one quadrature pass as healpy (``iter`` adds
     Jacobi iterations as in :func:`map2alm`). UNSEEN and ``numpy.ma`` pixels count as zero.
 
-    maps : (2, npix) or (k, 2, npix) real; spin : int >= 1. Returns (2, nalm) or (k, 2, nalm)
-    complex128.
+    Parameters
+    ----------
+    maps : array, shape (2, npix) or (k, 2, npix), real
+        The two real maps of the field (Q, U for s = 2).
+    spin : int
+        The spin s, >= 1.
+    lmax, mmax : int, optional
+        Band limits; lmax defaults to the grid's natural limit, mmax to lmax.
+    iter : int, optional
+        Number of Jacobi iterations (0, as healpy's ``map2alm_spin``).
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to compute (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        The grid of ``maps`` when it is not HEALPix.
+
+    Returns
+    -------
+    array, complex128, shape (2, nalm) or (k, 2, nalm)
+        Gradient (E) and curl (B) coefficients; device in, device out.
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
     lead = _spin_lead("maps", arr)
@@ -278,8 +317,23 @@ def alm2map_der1(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geome
     sqrt(l(l+1)) a_lm and no curl, so one polarized-style synthesis (spin 0 and spin 1 rows
     sharing one Legendre recurrence on the GPU) gives all three maps.
 
-    alm : (nalm,) or (k, nalm) complex. Returns (3, npix) or (k, 3, npix) float64: the map,
-    d/dtheta and (1/sin theta) d/dphi of it (per radian), device in, device out.
+    Parameters
+    ----------
+    alm : array, shape (nalm,) or (k, nalm), complex
+        Coefficients of a scalar field in healpy's m-major order.
+    nside : int, optional
+        HEALPix resolution (RING order); give this or ``geometry``.
+    lmax, mmax : int, optional
+        Band limits; by default inferred from the length of ``alm`` with mmax = lmax.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to compute (see :mod:`sphgpu.backends`).
+    geometry : RingGeometry, optional
+        Any ring grid instead of HEALPix.
+
+    Returns
+    -------
+    array, float64, shape (3, npix) or (k, 3, npix)
+        The map, d/dtheta and (1/sin theta) d/dphi of it (per radian); device in, device out.
     """
     arr = as_complex_array("alm", alm)
     geometry = resolve_geometry(nside, geometry)

@@ -247,10 +247,20 @@ def radix_sort(keys, *, key_bits=None, radix_bits=None, return_permutation=False
 def argsort(keys, *, key_bits=None, radix_bits=None, backend="auto"):
     """The stable sorting permutation of keys, equal to ``numpy.argsort(keys, kind="stable")``.
 
-    Parameters are those of :func:`radix_sort`.
+    Parameters
+    ----------
+    keys : array, shape (n,)
+        As in :func:`radix_sort`: NumPy or device, an integer or float dtype.
+    key_bits : int, optional
+        Bits of the radix keys the passes look at, as in :func:`radix_sort`.
+    radix_bits : int, optional
+        Digit width of a pass, 1 to 16, as in :func:`radix_sort`.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where to sort (see :mod:`sphgpu.backends`).
 
     Returns
     -------
-    array, shape (n,), int64 (a device array for device keys)
+    array, shape (n,), int64
+        The permutation (a device array for device keys).
     """
     return _sort(keys, key_bits, radix_bits, None, True, backend)[2]

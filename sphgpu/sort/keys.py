@@ -159,6 +159,16 @@ def bits_needed(ukeys) -> int:
     """Number of bits of the largest radix key: 0 for an empty or all-zero array.
 
     A radix sort over the low ``bits_needed(ukeys)`` bits orders ``ukeys`` completely.
+
+    Parameters
+    ----------
+    ukeys : numpy.ndarray, 1-D, unsigned integer
+        Radix keys, as from :func:`to_radix_keys`.
+
+    Returns
+    -------
+    int
+        The bit length of ``ukeys.max()``, 0 to 64.
     """
     if ukeys.size == 0:
         return 0

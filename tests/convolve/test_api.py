@@ -12,7 +12,7 @@ from sphgpu.convolve import (ARCMIN, RadialKernel, convolve, measure_error, opti
                              split_kernel, white_noise)
 from sphgpu.convolve.harmonic import harmonic_convolve
 
-from ..conftest import TOL, rel_err
+from sphgpu.testing import TOL, rel_err
 from .test_optimize import _Toy
 
 
@@ -37,7 +37,9 @@ def test_harmonic_method_is_healpy_smoothing_with_iter_0(rng):
                                           backend="cpu")) <= 1e-14
 
 
-@pytest.mark.parametrize("nside, fwhm", [(16, 10.0), (32, 10.0), (64, 10.0), (64, 15.0)])
+@pytest.mark.parametrize("nside, fwhm", [(16, 10.0), (32, 10.0),
+                                         pytest.param(64, 10.0, marks=pytest.mark.slow),
+                                         pytest.param(64, 15.0, marks=pytest.mark.slow)])
 def test_split_meets_its_bound_on_white_noise(nside, fwhm):
     # the scaled Planck problem (lmax = 2 nside, FWHM at lmax 4096 scaled by 4096/lmax): the
     # optimizer's plan, measured on white noise, not only predicted (benchmarks/convolve.py

@@ -1,5 +1,5 @@
 """The CUDA real-space kernel: through Numba's simulator in CI (tiny maps), on the real GPU on
-the GPU machine (SPHGPU_TEST_REAL_GPU=1), against the numba CPU path and brute force."""
+the GPU machine (`pytest -m gpu`), against the numba CPU path and brute force."""
 
 import math
 
@@ -13,13 +13,9 @@ from sphgpu.convolve import _cpu as _realspace_cpu
 from sphgpu.convolve import _cuda as _realspace_cuda
 from sphgpu.convolve.realspace import brute_force, ring_plan
 
-from ..conftest import TOL, rel_err
+from sphgpu.testing import TOL, rel_err
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
-
-
-def _real_gpu():
-    return not _realspace_cuda.SIMULATOR
 
 
 @pytest.mark.parametrize("nside, theta_cut, rowmax, fold", [
@@ -68,7 +64,7 @@ def test_work_items_cover_every_pixel_once(fold):
     assert np.all(covered == 1)
 
 
-@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+@pytest.mark.gpu
 @pytest.mark.parametrize("nside, theta_cut", [(64, 0.05), (128, 0.1), (33, 0.3)])
 def test_real_gpu_matches_cpu(nside, theta_cut, rng):
     g = RingGeometry.healpix(nside)
@@ -79,7 +75,7 @@ def test_real_gpu_matches_cpu(nside, theta_cut, rng):
         <= 1e-13
 
 
-@pytest.mark.skipif("not _real_gpu()", reason="needs a real GPU and CuPy")
+@pytest.mark.gpu
 def test_real_gpu_device_arrays_and_concurrent_split(rng):
     cupy = pytest.importorskip("cupy")
     from numba import cuda

@@ -12,7 +12,7 @@ from sphgpu.convolve import _series
 from sphgpu.convolve.kernels import bspline_knots
 from sphgpu.data import planck2018_cl
 
-from ..conftest import TOL
+from sphgpu.testing import TOL
 
 
 def _direct_profile(bl, theta):

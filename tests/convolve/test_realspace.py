@@ -13,7 +13,7 @@ from sphgpu.convolve import _series
 from sphgpu.convolve.harmonic import harmonic_convolve
 from sphgpu.convolve.realspace import brute_force, pair_count, ring_plan
 
-from ..conftest import TOL, rel_err
+from sphgpu.testing import TOL, rel_err
 
 
 def _exact(kernel):

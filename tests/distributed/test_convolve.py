@@ -10,7 +10,7 @@ import sphgpu.distributed as sd
 from sphgpu import RingGeometry
 from sphgpu.convolve import ARCMIN, RadialKernel, convolve, split_kernel
 
-from ..conftest import TOL, rel_err
+from sphgpu.testing import TOL, rel_err
 
 NSIDE, LMAX = 16, 32
 KERNEL = RadialKernel.gaussian(240.0, LMAX)          # FWHM 4 degrees at nside 16

@@ -1,4 +1,4 @@
-"""sphgpu.distributed on real GPUs (run on the GPU machine with SPHGPU_TEST_REAL_GPU=1): one
+"""sphgpu.distributed on real GPUs (run on the GPU machine with `pytest -m gpu`): one
 worker process per GPU, results against the serial CPU transforms."""
 
 import os
@@ -10,10 +10,9 @@ import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import AlmLayout
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
-pytestmark = pytest.mark.skipif(os.environ.get("SPHGPU_TEST_REAL_GPU") != "1",
-                                reason="real GPUs only (SPHGPU_TEST_REAL_GPU=1)")
+pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")

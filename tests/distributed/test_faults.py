@@ -15,7 +15,8 @@ import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import AlmLayout
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, random_map, rel_err
+
 
 def _killer(flag, index, once, prefix="sphgpu-synthesis"):
     """A worker plugin (defined here, so it is sent by value) that ends its worker's process
@@ -84,7 +85,7 @@ def test_worker_killed_in_a_split_convolution_leaves_it_complete(process_client,
 
     process_client.wait_for_workers(2, timeout=60)
     k = RadialKernel.gaussian(600.0, 16)
-    m = rng.standard_normal(12 * 8 ** 2)
+    m = random_map(rng, 8)
     kw = dict(method="split", l_cut=6, theta_cut=0.5)
     want = convolve(m, k, backend="cpu", **kw)
     flag = str(tmp_path / "killed")

@@ -9,7 +9,7 @@ import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import AlmLayout, RingGeometry
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, random_pol_alm, rel_err
 
 
 def _serial_maps(alm, g, layout):
@@ -99,15 +99,9 @@ def test_one_transform_of_a_batch_and_with_default_chunks(client, rng):
         sd.alm2map(alms, 8, 30, 20, client=client)           # 2 rows: not T, E, B
 
 
-def _pol_alm(rng, layout, k):
-    a = random_alm(rng, layout, k=3 * k).reshape(k, 3, -1)
-    a[:, 1:, layout.lm()[0] < 2] = 0
-    return a
-
-
 def test_polarized_batches_and_rings_equal_serial(client, rng):
     layout = AlmLayout(20, 15)
-    alms = _pol_alm(rng, layout, 3)
+    alms = random_pol_alm(rng, layout, 3)
     want = sphgpu.alm2map(alms, 8, 20, 15, backend="cpu")
     got = sd.alm2map_many(alms, 8, 20, 15, client=client, maps_per_task=2)
     assert got.shape == (3, 3, 768) and rel_err(got, want) <= TOL["distributed"]

@@ -10,7 +10,7 @@ import pytest
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu, legendre
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, assert_rel_close, random_alm, rel_err
 
 
 def _rings(thetas):
@@ -31,8 +31,8 @@ def _polar(nside):
 # in double loses ~l^2 eps for both codes (ducc0: 4e-9 at lmax 8192, the twin: 7e-10).
 def _ring_tol(lmax, theta):
     if math.sin(theta) < 0.01:
-        return 2e-8
-    return TOL["legendre"] if lmax <= 4096 else 1e-10
+        return TOL["legendre_polar"]
+    return TOL["legendre"] if lmax <= 4096 else TOL["legendre_high_l"]
 
 
 @pytest.mark.parametrize("lmax", [4096, 8192, 16384])
@@ -48,7 +48,8 @@ def test_twin_legendre_step_matches_ducc0(lmax, rng):
                              mstart=layout.mstart().astype(np.uint64), nthreads=0)[0]
     for r in range(len(theta)):
         assert np.all(np.isfinite(got[r]))
-        assert rel_err(got[r], want[r]) <= _ring_tol(lmax, theta[r]), f"ring theta={theta[r]}"
+        assert_rel_close(got[r], want[r], _ring_tol(lmax, theta[r]),
+                         f"Legendre step at theta={theta[r]}")
 
 
 def _long_double_delta(alm, layout, m, theta):
@@ -76,7 +77,8 @@ def test_twin_is_closer_to_long_double_than_ducc0(rng):
     lmax = 8192
     layout = AlmLayout(lmax)
     alm = random_alm(rng, layout)
-    for theta, ms, bound in [(math.pi / 2, [0, 1, 7, 1000], 1e-13), (_polar(4096), [0, 1, 7], 1e-9)]:
+    for theta, ms, bound in [(math.pi / 2, [0, 1, 7, 1000], TOL["vs_long_double"]),
+                             (_polar(4096), [0, 1, 7], TOL["vs_long_double_polar"])]:
         got = _cpu.twin_alm2leg(alm[None], layout, _rings([theta]))[0, 0]
         want = ducc0.sht.alm2leg(alm=alm[None], lmax=lmax, theta=np.array([theta]), spin=0,
                                  mval=np.arange(lmax + 1, dtype=np.uint64),
@@ -115,11 +117,11 @@ def test_start_value_never_overflows_and_is_exact_where_representable():
             true_log2 = math.log2(mu[m]) + (m * math.log2(s) if m > 0 else 0.0)
             if true_log2 > -1000:          # representable in double: compare directly
                 assert math.isclose(math.ldexp(abs(v), legendre.SCALE_BITS * k), mu[m] * s**m,
-                                    rel_tol=1e-13)
+                                    rel_tol=TOL["start_value_rtol"])
                 assert (v < 0) == (m % 2 == 1)
             else:                            # compare exponents in log2
                 got = math.log2(abs(v)) + legendre.SCALE_BITS * k
-                assert abs(got - true_log2) < 1e-9 * abs(true_log2)
+                assert abs(got - true_log2) < TOL["start_value_log2_rtol"] * abs(true_log2)
 
 
 def test_lambda_lm_matches_scipy_at_low_l():
@@ -130,5 +132,6 @@ def test_lambda_lm_matches_scipy_at_low_l():
         for l in range(m, 21):
             # scipy's sph_harm_y(l, m, theta, phi) at phi = 0 is lambda_lm(cos theta)
             want = sp.sph_harm_y(l, m, theta, 0.0).real
-            np.testing.assert_allclose(lam[:, l], want, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(lam[:, l], want, rtol=TOL["lambda_vs_scipy_rtol"],
+                                       atol=TOL["lambda_vs_scipy_atol"])
         assert np.all(lam[:, :m] == 0)

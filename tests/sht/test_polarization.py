@@ -2,7 +2,6 @@
 backend, against healpy and ducc0 (healpy's conventions: pol=True, gradient/curl signs)."""
 
 import math
-import os
 
 import ducc0
 import healpy as hp
@@ -13,51 +12,50 @@ import sphgpu
 from sphgpu import AlmLayout, RingGeometry
 from sphgpu.sht import _cpu, spin as spin_mod
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import (TOL, assert_rel_close, random_alm, random_map,
+                            random_pol_alm, rel_err, using_simulator)
 
 # (nside, lmax, mmax): odd nside, mmax < lmax, lmax up to 4 nside
 SIZES = [(1, 4, 4), (3, 12, 5), (13, 40, 40), (13, 52, 30), (100, 300, 300), (100, 400, 200)]
-# the NumPy reference and the CUDA simulator run the small sizes only
-REAL_GPU = os.environ.get("SPHGPU_TEST_REAL_GPU") == "1"
-SMALL = {"reference": 13, "cuda": 100 if REAL_GPU else 3}
+# the NumPy reference runs the small sizes only, the CUDA simulator the tiny ones (larger CUDA
+# cases are marked gpu: they run on the GPU machine)
+SMALL = {"reference": 13}
+SIMULATOR_NSIDE = 3
 # the simulator runs one Python thread per CUDA thread: there the Jacobi iterations (the same
 # code on every backend, tested with 3 on the others) run once
-ITER = {"cuda": 3 if REAL_GPU else 1}
+ITER = {"cuda": 1 if using_simulator() else 3}
 
 
-def _backends(nside):
-    for b in ("cpu", "reference", "cuda"):
-        if nside <= SMALL.get(b, 10**9):
-            yield b
+def _cases(slow_in_simulator=False):
+    """(backend, nside, lmax, mmax); CUDA beyond the simulator's sizes is marked gpu, and with
+    ``slow_in_simulator`` CUDA at nside > 1 is marked slow (~50 s simulated at nside 3)."""
+    def marks(b, nside):
+        if b != "cuda" or nside == 1:
+            return ()
+        if nside > SIMULATOR_NSIDE:
+            return pytest.mark.gpu
+        return pytest.mark.slow if slow_in_simulator else ()
+
+    return [pytest.param(b, *size, marks=marks(b, size[0]))
+            for size in SIZES for b in ("cpu", "reference", "cuda")
+            if size[0] <= SMALL.get(b, 10**9)]
 
 
-def _cases():
-    return [(b, *size) for size in SIZES for b in _backends(size[0])]
-
-
-def _pol_alm(rng, layout, k=None):
-    """Random T, E, B a_lm of a real field: E and B vanish below l = 2, as healpy assumes."""
-    a = random_alm(rng, layout, k=3 if k is None else k * 3)
-    a = a.reshape((3, -1) if k is None else (k, 3, -1))
-    a[..., 1:, layout.lm()[0] < 2] = 0
-    return a
-
-
-@pytest.mark.parametrize("backend, nside, lmax, mmax", _cases())
+@pytest.mark.parametrize("backend, nside, lmax, mmax", _cases(slow_in_simulator=True))
 def test_polarized_transforms_match_healpy(backend, nside, lmax, mmax, rng):
     layout = AlmLayout(lmax, mmax)
-    alm = _pol_alm(rng, layout)
+    alm = random_pol_alm(rng, layout)
     want = hp.alm2map(alm, nside, lmax=lmax, mmax=mmax)
     got = sphgpu.alm2map(alm, nside, lmax, mmax, backend=backend)
     assert got.shape == (3, 12 * nside**2)
     assert rel_err(got[1:], want[1:]) <= TOL["vs_ducc0"]
     assert rel_err(got, want) <= TOL["vs_ducc0"]
-    maps = rng.standard_normal((3, 12 * nside**2))
+    maps = random_map(rng, nside, 3)
     for it, tol in ((0, TOL["vs_ducc0"]), (ITER.get(backend, 3), TOL["vs_healpy_iter"])):
         want = hp.map2alm(maps, lmax=lmax, mmax=mmax, iter=it)
         got = sphgpu.map2alm(maps, lmax, mmax, iter=it, backend=backend)
         assert got.shape == (3, layout.size)
-        assert rel_err(got, want) <= tol, f"iter={it}"
+        assert_rel_close(got, want, tol, f"map2alm iter={it}")
 
 
 @pytest.mark.parametrize("spin", [1, 2, 3])
@@ -69,7 +67,7 @@ def test_spin_transforms_match_healpy(spin, backend, nside, lmax, mmax, rng):
     want = hp.alm2map_spin(alm, nside, spin, lmax, mmax)
     got = sphgpu.alm2map_spin(alm, nside, spin, lmax, mmax, backend=backend)
     assert rel_err(got, want) <= TOL["vs_ducc0"]
-    maps = rng.standard_normal((2, 12 * nside**2))
+    maps = random_map(rng, nside, 2)
     want = hp.map2alm_spin(maps, spin, lmax, mmax)
     got = sphgpu.map2alm_spin(maps, spin, lmax, mmax, backend=backend)
     assert rel_err(got, want) <= TOL["vs_ducc0"]
@@ -91,14 +89,16 @@ def test_spin_transforms_on_other_grids_match_ducc0(backend, rng):
 
 def test_batches_of_polarized_sets_equal_single_ones(rng):
     layout = AlmLayout(11)
-    alm = _pol_alm(rng, layout, k=2)
+    alm = random_pol_alm(rng, layout, k=2)
     maps = sphgpu.alm2map(alm, 4)
     assert maps.shape == (2, 3, 192)
     for i in range(2):
-        np.testing.assert_allclose(maps[i], sphgpu.alm2map(alm[i], 4), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(maps[i], sphgpu.alm2map(alm[i], 4), rtol=0,
+                                   atol=TOL["same_path_atol"])
     back = sphgpu.map2alm(maps, 11)
     for i in range(2):
-        np.testing.assert_allclose(back[i], sphgpu.map2alm(maps[i], 11), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(back[i], sphgpu.map2alm(maps[i], 11), rtol=0,
+                                   atol=TOL["same_path_atol"])
 
 
 def test_pol_false_keeps_three_spin0_transforms(rng):
@@ -111,8 +111,8 @@ def test_pol_false_keeps_three_spin0_transforms(rng):
 
 
 def test_anafast_of_one_and_two_iqu_maps_matches_healpy(rng):
-    m1 = rng.standard_normal((3, 12 * 8**2))
-    m2 = rng.standard_normal((3, 12 * 8**2))
+    m1 = random_map(rng, 8, 3)
+    m2 = random_map(rng, 8, 3)
     for backend in ("cpu", "reference"):
         cl = sphgpu.anafast(m1, backend=backend)
         assert cl.shape == (6, 24)                      # TT, EE, BB, TE, EB, TB
@@ -125,7 +125,7 @@ def test_anafast_of_one_and_two_iqu_maps_matches_healpy(rng):
 
 @pytest.mark.parametrize("backend", ["cpu", "reference"])
 def test_smoothing_iqu_matches_healpy(backend, rng):
-    m = rng.standard_normal((3, 12 * 8**2))
+    m = random_map(rng, 8, 3)
     want = hp.smoothing(m, fwhm=0.2)
     assert rel_err(sphgpu.smoothing(m, fwhm=0.2, backend=backend), want) <= TOL["vs_healpy_iter"]
     # a (L, 3) beam_window (T, E, B columns; healpy takes only 1-D ones): row by row
@@ -137,13 +137,14 @@ def test_smoothing_iqu_matches_healpy(backend, rng):
 
 
 def _masked(rng, nside=8):
-    m = rng.standard_normal((3, 12 * nside**2))
+    m = random_map(rng, nside, 3)
     m[:, 10:60] = hp.UNSEEN
     m[2, 300] = hp.UNSEEN                    # each map its own mask
     return m
 
 
-@pytest.mark.parametrize("backend", ["cpu", "reference", "cuda"])
+@pytest.mark.parametrize("backend", [
+    "cpu", "reference", pytest.param("cuda", marks=pytest.mark.slow)])   # cuda: ~60 s simulated
 def test_unseen_pixels_are_excluded_as_healpy_does(backend, rng):
     nside = 8 if backend != "cuda" else 2
     m = _masked(rng, nside) if nside == 8 else rng.standard_normal((3, 48))
@@ -178,21 +179,23 @@ def test_masked_nan_is_fine_and_unmasked_nan_raises(rng):
         sphgpu.map2alm(m)
     ok = sphgpu.map2alm(np.ma.masked_invalid(m))
     m[7] = 0.0
-    np.testing.assert_allclose(ok, sphgpu.map2alm(m), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(ok, sphgpu.map2alm(m), rtol=0, atol=TOL["masked_as_zero_atol"])
     with pytest.raises(ValueError, match="map_in contains NaN"):
         sphgpu.smoothing(np.where(np.arange(192) == 3, np.inf, 0.0), fwhm=0.1)
 
 
 def test_pixwin_in_alm2map_and_synfast(rng):
     layout = AlmLayout(23)
-    alm = _pol_alm(rng, layout)
+    alm = random_pol_alm(rng, layout)
     wt, wp = sphgpu.pixwin(8, pol=True)
     want = sphgpu.alm2map(np.stack([hp.almxfl(alm[0], wt), hp.almxfl(alm[1], wp),
                                     hp.almxfl(alm[2], wp)]), 8)
-    np.testing.assert_allclose(sphgpu.alm2map(alm, 8, pixwin=True), want, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(sphgpu.alm2map(alm, 8, pixwin=True), want, rtol=0,
+                               atol=TOL["same_path_atol"])
     t = sphgpu.synfast(np.ones(24), 8, pixwin=True, seed=3)
     np.testing.assert_allclose(t, sphgpu.alm2map(hp.almxfl(sphgpu.synalm(np.ones(24), seed=3),
-                                                           wt), 8), rtol=0, atol=1e-13)
+                                                           wt), 8),
+                               rtol=0, atol=TOL["same_path_atol"])
 
 
 def test_synfast_polarized_spectra_and_orders(rng):
@@ -204,10 +207,10 @@ def test_synfast_polarized_spectra_and_orders(rng):
     assert new.shape == (3, 12 * 32**2)
     # healpy's old order of 4 spectra is TT TE EE BB: the same sky
     old = sphgpu.synfast(cl[[0, 3, 1, 2]], 32, seed=5)
-    np.testing.assert_allclose(old, new, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(old, new, rtol=0, atol=TOL["same_path_adjoint_atol"])
     # 6 spectra by diagonal (TT EE BB TE EB TB) equal 4 with zero EB, TB
     six = sphgpu.synfast(np.vstack([cl, np.zeros((2, lmax + 1))]), 32, new=True, seed=5)
-    np.testing.assert_allclose(six, new, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(six, new, rtol=0, atol=TOL["same_path_adjoint_atol"])
     # the drawn a_lm carry the input spectra, TE correlation included (100 skies)
     acc = np.zeros((6, lmax + 1))
     for i in range(100):
@@ -242,8 +245,9 @@ def test_twin_spin2_legendre_step_matches_ducc0(lmax, rng):
     for r, th in enumerate(theta):
         # away from the poles as the spin-0 twin test: 1e-10 past lmax 4096, where ducc0's
         # own rounding is of that order (test_legendre.py), growing with l
-        tol = 1e-7 if math.sin(th) < 0.01 else (1e-11 if lmax <= 4096 else 3e-10)
-        assert rel_err(got[:, r], want[:, r]) <= tol, f"ring theta={th}"
+        tol = (TOL["spin2_legendre_polar"] if math.sin(th) < 0.01 else
+               TOL["legendre"] if lmax <= 4096 else TOL["spin2_legendre_high_l"])
+        assert_rel_close(got[:, r], want[:, r], tol, f"spin-2 Legendre step at theta={th}")
 
 
 @pytest.mark.parametrize("spin", [1, 2, 3])

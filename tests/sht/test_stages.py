@@ -8,7 +8,7 @@ from sphgpu.backends import cuda_available
 from sphgpu.distributed.partition import alm_slice, m_chunks
 from sphgpu.sht import _cpu, stages
 
-from ..conftest import TOL, random_alm, rel_err
+from sphgpu.testing import TOL, random_alm, rel_err
 
 CASES = [(1, 2, 2), (3, 8, 5), (16, 40, 30), (16, 47, 47)]
 BACKENDS = ["cpu", "reference"]
@@ -47,16 +47,18 @@ def test_m_subsets_are_the_columns_of_the_whole(backend, rng):
         sl = alm_slice(layout.lmax, r)
         assert stages.packed_size(layout, r) == sl.stop - sl.start
         part = stages.alm2leg(alm[:, sl], layout, g, r, backend=backend)
-        np.testing.assert_allclose(part, whole_leg[:, :, r.start:r.stop], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(part, whole_leg[:, :, r.start:r.stop], rtol=0,
+                                   atol=TOL["same_path_atol"])
         adj = stages.map2leg(maps, g, layout.mmax, r, backend=backend)
-        np.testing.assert_allclose(adj, whole_adj[:, :, r.start:r.stop], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(adj, whole_adj[:, :, r.start:r.stop], rtol=0,
+                                   atol=TOL["same_path_adjoint_atol"])
         np.testing.assert_allclose(stages.leg2alm(adj, layout, g, r, backend=backend),
-                                   whole_alm[:, sl], rtol=0, atol=1e-12)
+                                   whole_alm[:, sl], rtol=0, atol=TOL["same_path_adjoint_atol"])
     # scattered orders (not a range), packed in the order given
     m = np.array([7, 2, 30])
     packed = np.concatenate([alm[:, alm_slice(layout.lmax, range(i, i + 1))] for i in m], 1)
     np.testing.assert_allclose(stages.alm2leg(packed, layout, g, m, backend=backend),
-                               whole_leg[:, :, m], rtol=0, atol=1e-13)
+                               whole_leg[:, :, m], rtol=0, atol=TOL["same_path_atol"])
     # a part of the orders gives that part of the map; the parts add up to the whole
     lo, hi = np.arange(0, 11), np.arange(11, 31)
     total = (stages.leg2map(whole_leg[:, :, lo], g, lo, backend=backend)
@@ -73,7 +75,7 @@ def test_ring_subsets_and_the_plain_adjoint(rng):
     sub = g.rings(slice(4, 19))
     part = stages.leg2map(leg[:, 4:19], sub)
     np.testing.assert_allclose(part, full[:, sub.pixel_offset:sub.pixel_offset + sub.npix],
-                               rtol=0, atol=1e-13)
+                               rtol=0, atol=TOL["same_path_atol"])
     # quadrature=False is the exact adjoint of leg2map: <leg2map(L), M> == <L, map2leg(M)>
     maps = rng.standard_normal((1, g.npix))
     adj = stages.map2leg(maps, g, layout.mmax, quadrature=False)
@@ -81,7 +83,7 @@ def test_ring_subsets_and_the_plain_adjoint(rng):
     w = np.ones(layout.mmax + 1)
     w[1:] = 2.0                       # m > 0 appear twice (m and -m) in a real map
     rhs = np.sum(w * np.real(np.conj(adj) * leg))
-    assert abs(lhs - rhs) <= 1e-10 * abs(lhs)
+    assert abs(lhs - rhs) <= TOL["adjoint_identity"] * abs(lhs)
 
 
 def test_bad_input_is_refused_by_name(rng):

@@ -24,7 +24,6 @@ from sphgpu.sort.keys import FLOAT, SIGNED, SUPPORTED_DTYPES, UNSIGNED
 _TRANSFORM = {"u": UNSIGNED, "i": SIGNED, "f": FLOAT}
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
-real_gpu = pytest.mark.skipif(_cuda.SIMULATOR, reason="sizes for a real GPU")
 
 
 @pytest.fixture(autouse=True)
@@ -393,7 +392,7 @@ def test_device_keys_sort_every_bit_without_reading_them_on_the_host(dtype, rng,
 
 # -- real GPU only --------------------------------------------------------------------------
 
-@real_gpu
+@pytest.mark.gpu
 @pytest.mark.parametrize("log2n", [20, 22, 25])
 @pytest.mark.parametrize("dtype, key_bits", [(np.uint32, 32), (np.uint32, 10), (np.uint64, 64),
                                              (np.uint64, 40)])
@@ -416,7 +415,7 @@ def test_large_sorts_on_the_gpu(log2n, dtype, key_bits, rng, monkeypatch):
     np.testing.assert_array_equal(d.get(), keys)                # input untouched
 
 
-@real_gpu
+@pytest.mark.gpu
 def test_every_dtype_on_the_gpu(rng, monkeypatch):
     import cupy
 
@@ -436,7 +435,7 @@ def test_every_dtype_on_the_gpu(rng, monkeypatch):
         np.testing.assert_array_equal(out.get().view(np.uint8), keys[want].view(np.uint8))
 
 
-@real_gpu
+@pytest.mark.gpu
 def test_small_sorts_on_the_gpu_warn_nothing(rng):
     """Grids of one block (the digit scan) or a few tiles: nothing printed to the user."""
     import cupy
@@ -449,7 +448,7 @@ def test_small_sorts_on_the_gpu_warn_nothing(rng):
         S.radix_sort(keys, key_bits=32, radix_bits=4, backend="cuda")
 
 
-@real_gpu
+@pytest.mark.gpu
 def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, monkeypatch, rng):
     import json
 
@@ -470,7 +469,7 @@ def test_autotuner_measures_once_caches_on_disk_and_sorts_correctly(tmp_path, mo
     np.testing.assert_array_equal(sphgpu.argsort(keys, backend="cuda"), perm)
 
 
-@real_gpu
+@pytest.mark.gpu
 def test_copy_passes_and_streams_on_the_gpu(rng, monkeypatch):
     """Keys whose second byte is constant (that pass only copies), sorted on a non-blocking
     stream, twice (the second sort reuses the first one's scratch)."""

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sphgpu.testing import random_catalog as sky  # uniform points within an RA/Dec box
 from sphgpu.tpacf.catalog import unit_vectors
 from sphgpu.tpacf.mocks import clustered_catalog
 from sphgpu.tpacf.reference import pair_d2
-
-
-def sky(rng, n, dec=(-90.0, 90.0), ra=(0.0, 360.0)):
-    """Uniform points on the sphere within an RA/Dec box."""
-    z = rng.uniform(np.sin(np.deg2rad(dec[0])), np.sin(np.deg2rad(dec[1])), n)
-    return rng.uniform(ra[0], ra[1], n), np.rad2deg(np.arcsin(z))
 
 
 def clustered(rng, n, box=(10.0, 50.0, -20.0, 20.0)):

@@ -1,7 +1,6 @@
 """The CUDA pair-count kernel against the reference: Numba's simulator at tiny sizes in CI, real
-sizes on the GPU machine (SPHGPU_TEST_REAL_GPU=1)."""
+sizes on the GPU machine (`pytest -m gpu`)."""
 
-import os
 
 import numpy as np
 import pytest
@@ -12,8 +11,6 @@ from sphgpu.tpacf import AngularBins, Catalog, pair_counts
 from .cases import awkward, clustered, edge_pairs, sky
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
-REAL_GPU = os.environ.get("SPHGPU_TEST_REAL_GPU") == "1"
-real_gpu_only = pytest.mark.skipif(not REAL_GPU, reason="real GPU sizes (SPHGPU_TEST_REAL_GPU=1)")
 
 BINS = AngularBins.log(0.05, 10, 6)
 
@@ -75,7 +72,7 @@ def test_launch_parameters_and_shared_memory_limit():
 
 # --- real GPU, real sizes -------------------------------------------------------------------
 
-@real_gpu_only
+@pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_real_sizes_against_the_cpu_backend(precision, rng):
     bins = AngularBins.log(0.01, 10, 20)
@@ -87,7 +84,7 @@ def test_real_sizes_against_the_cpu_backend(precision, rng):
         _same(gpu, cpu)
 
 
-@real_gpu_only
+@pytest.mark.gpu
 def test_real_sizes_with_weights_labels_poles_and_edges(rng):
     bins = AngularBins.log(1, 3600, 12, unit="arcsec")
     ra, dec = np.concatenate([clustered(rng, 8000), sky(rng, 8000, dec=(80, 90)),
@@ -106,7 +103,7 @@ def test_real_sizes_with_weights_labels_poles_and_edges(rng):
     _same(pair_counts(ra[small], dec[small], bins=bins, backend="cuda"), ref)
 
 
-@real_gpu_only
+@pytest.mark.gpu
 def test_real_all_pairs_mode(rng):
     bins = AngularBins.linear(0, 180, 12)
     ra, dec = sky(rng, 20000)
@@ -116,7 +113,7 @@ def test_real_all_pairs_mode(rng):
     assert gpu.counts.sum() == 20000 * 19999 // 2
 
 
-@real_gpu_only
+@pytest.mark.gpu
 @pytest.mark.parametrize("use32", [True, False])
 def test_float64_decisions_are_not_contracted_into_fma(use32):
     """The exact path must round every product (mul.rn.f64, no fma.rn.f64) to match NumPy."""

@@ -1,8 +1,7 @@
 """Catalog preparation: the unit vectors and cell keys of sphgpu.tpacf.sky, the host and device
-(simulator; real GPU with SPHGPU_TEST_REAL_GPU=1) sorted catalogs, and what is cached."""
+(simulator; real GPU with `pytest -m gpu`) sorted catalogs, and what is cached."""
 
 import math
-import os
 import warnings
 
 import numpy as np
@@ -14,9 +13,7 @@ from sphgpu.tpacf.catalog import unit_vectors
 
 from .cases import awkward, sky as sky_points
 
-REAL_GPU = os.environ.get("SPHGPU_TEST_REAL_GPU") == "1"
 needs_cuda = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
-real_gpu_only = pytest.mark.skipif(not REAL_GPU, reason="real GPU sizes (SPHGPU_TEST_REAL_GPU=1)")
 SPECIAL_RA = [0.0, 90.0, 180.0, 270.0, 360.0, -1e-14, 720.0, 45.0, -90.0, 1e300 % 360]
 SPECIAL_DEC = [90.0, -90.0, 0.0, 45.0, -45.0, 0.0, 89.9999, -5.0, 30.0, 12.0]
 
@@ -134,7 +131,7 @@ def test_catalog_copies_or_borrows(rng):
     assert not own.on_device and own.coordinates()[0] is own.ra
 
 
-@real_gpu_only
+@pytest.mark.gpu
 def test_real_gpu_preparation_equals_the_host_one_at_size(rng):
     import cupy
 
@@ -152,7 +149,7 @@ def test_real_gpu_preparation_equals_the_host_one_at_size(rng):
     np.testing.assert_array_equal(host.run_start, dev.run_start)
 
 
-@real_gpu_only
+@pytest.mark.gpu
 def test_real_gpu_cupy_input_and_no_warnings(rng):
     import cupy
 
@@ -171,7 +168,7 @@ def test_real_gpu_cupy_input_and_no_warnings(rng):
     assert Catalog(cupy.asarray(ra), cupy.asarray(dec)).on_device
 
 
-@real_gpu_only
+@pytest.mark.gpu
 def test_real_gpu_preparation_kernels_round_every_product():
     """No FMA in the unit-vector arithmetic of the device (it would differ from the host)."""
     from numba import cuda, types

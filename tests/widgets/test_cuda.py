@@ -1,14 +1,12 @@
-"""The panels on a real GPU (run on the GPU machine with SPHGPU_TEST_REAL_GPU=1 and CuPy):
+"""The panels on a real GPU (run on the GPU machine with `pytest -m gpu` and CuPy):
 the models on the cuda backend agree with the CPU, and the fresh measurements time
 device-resident arrays and CuPy's sort. The simulator is far too slow for these sizes."""
 
-import os
 
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.skipif(os.environ.get("SPHGPU_TEST_REAL_GPU") != "1",
-                                reason="needs a real GPU and CuPy (SPHGPU_TEST_REAL_GPU=1)")
+pytestmark = pytest.mark.gpu
 
 
 def test_transform_model_on_cuda_matches_cpu():

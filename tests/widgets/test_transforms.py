@@ -115,7 +115,7 @@ def _beams_offered():
                                                        if n <= 512]
 
 
-@pytest.mark.parametrize("seed", [0, 2018])
+@pytest.mark.parametrize("seed", [0, pytest.param(2018, marks=pytest.mark.slow)])
 def test_spectrum_ratio_is_near_one_for_every_nside_and_beam_offered(seed):
     """Issue 20: at nside 512 with a 60' beam the ratio read 5e10 (l where b_l^2 ~ 1e-24)."""
     beams, nsides = _beams_offered()
