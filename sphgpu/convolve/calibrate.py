@@ -96,7 +96,7 @@ class MeasuredError:
     cl_split: np.ndarray = field(repr=False)
 
     def relative_error_per_l(self) -> np.ndarray:
-        """|sqrt(C^split_l / C^full_l) - 1| per l (the measured twin of paper Eq. 10).
+        """``|sqrt(C^split_l / C^full_l) - 1|`` per l (the measured twin of paper Eq. 10).
 
         Returns
         -------
@@ -197,6 +197,7 @@ class PlanMeasurement:
 
     @property
     def speedup(self) -> float:
+        """Measured all-harmonic time over the measured plan's time (inf for a zero time)."""
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
 

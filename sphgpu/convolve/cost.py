@@ -351,12 +351,12 @@ class MeasuredCostModel(CostModel):
     realspace_nside : int, optional
         Resolution at which the real-space part is timed (default: 1024 with a GPU, else 256,
         or 64 with "quick"; never above ``nside``).
-    budget : float
-        Seconds each part (per backend) may spend timing, warm-up included, before it stops
-        adding larger cases (default 0.5).
     measure : bool
         False: use the disk cache only and raise LookupError when a part was never timed
         (panels use this to stay quick until asked to measure).
+    budget : float
+        Seconds each part (per backend) may spend timing, warm-up included, before it stops
+        adding larger cases (default 0.5).
 
     Raises
     ------

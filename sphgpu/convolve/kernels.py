@@ -325,6 +325,7 @@ class RadialKernel:
     # ---------------------------------------------------------------- properties
     @property
     def lmax(self) -> int:
+        """Band limit: the last multipole of ``bl``."""
         return int(self.bl.shape[0] - 1)
 
     def power(self, input_cl=None) -> float:
@@ -382,7 +383,7 @@ class RadialKernel:
         theta_cut : float
             Support radius in radians, in (0, pi].
         rtol : float
-            Interpolation error bound relative to max |K|.
+            Interpolation error bound relative to ``max |K|``.
         max_intervals : int
             Most intervals the refinement may reach.
 
@@ -477,14 +478,17 @@ class CompactKernel:
 
     @property
     def n(self) -> int:
+        """Number of table intervals in chord distance."""
         return int(self.coef.shape[0])
 
     @property
     def chord_cut(self) -> float:
+        """Chord distance where the table ends (at most 2, the antipode)."""
         return min(self.n * self.h, 2.0)
 
     @property
     def theta_cut(self) -> float:
+        """Angular radius of the support, radians (the chord cut as an angle)."""
         return 2.0 * math.asin(min(1.0, 0.5 * self.chord_cut))
 
     @property
@@ -592,7 +596,7 @@ class CompactKernel:
                     max_intervals=1 << 22) -> "CompactKernel":
         """Cubic Hermite interpolation (values and exact du-derivatives at the knots) of
         ``kernel``'s profile on [0, theta_cut], refined by doubling the number of intervals until
-        every midpoint is within ``rtol * max|K|``.
+        every midpoint is within ``rtol * max |K|``.
 
         Parameters
         ----------
@@ -601,7 +605,7 @@ class CompactKernel:
         theta_cut : float
             Support radius in radians, in (0, pi].
         rtol : float
-            Error bound relative to max |K|.
+            Error bound relative to ``max |K|``.
         max_intervals : int
             Most intervals the refinement may reach.
 

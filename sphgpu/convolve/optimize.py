@@ -81,6 +81,7 @@ class Candidate:
 
     @property
     def theta_cut_arcmin(self) -> float:
+        """``theta_cut`` in arcminutes."""
         return self.theta_cut / ARCMIN
 
 
@@ -165,10 +166,12 @@ class Plan:
 
     @property
     def lmax(self) -> int:
+        """Band limit of the kernel the plan convolves with."""
         return self.kernel.lmax
 
     @property
     def theta_cut_arcmin(self) -> float:
+        """``theta_cut`` in arcminutes."""
         return self.theta_cut / ARCMIN
 
     @property
@@ -182,6 +185,7 @@ class Plan:
 
     @property
     def speedup(self) -> float:
+        """Predicted all-harmonic time over the plan's time (inf for a zero time)."""
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
     def apply(self, maps, *, backend=None):
@@ -341,12 +345,12 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
         Fit preset (:data:`FIT_PRESETS`).
     cost_model_options : dict, optional
         Keyword arguments of the cost model's constructor (for "paper" or "measured").
+    fitter : SplitFitter, optional
+        Reuse a fitter (its kernel, alpha and input_cl win over the arguments).
     prune : bool
         Stop the scan at the first theta_cut whose real-space part alone costs more than the
         best plan found so far (real-space time grows with theta_cut). ``False`` scans the
         whole grid (for plots of l_cut against theta_cut).
-    fitter : SplitFitter, optional
-        Reuse a fitter (its kernel, alpha and input_cl win over the arguments).
     search : "ripple" or "bisect", optional
         How the smallest l_cut is found at each theta_cut (:meth:`SplitFitter.smallest_l_cut`):
         "bisect" is the paper's plain binary search, the default with ``fit="paper"``;

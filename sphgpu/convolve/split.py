@@ -156,10 +156,11 @@ class KernelSplit:
 
     @property
     def theta_cut_arcmin(self) -> float:
+        """``theta_cut`` in arcminutes."""
         return self.theta_cut / ARCMIN
 
     def relative_error_per_l(self) -> np.ndarray:
-        """|1 - K~_l / K_l| per l (paper Eq. 10 before the log).
+        """``|1 - K~_l / K_l|`` per l (paper Eq. 10 before the log).
 
         Returns
         -------
