@@ -1,0 +1,17 @@
+"""Monte Carlo simulations of power spectra: seeded skies through beam, noise and mask, and
+their pseudo-spectra, in batches on one GPU (or the CPU) and over a Dask cluster.
+
+>>> from sphgpu.sims import simulate_spectra
+>>> mc = simulate_spectra(cl, nside=128, nsims=100, fwhm_arcmin=30, mask=mask, seed=1)
+>>> mc.spectra.shape, mc.mean.shape          # (100, 1, 384), (1, 384): pseudo-C_l in muK^2
+>>> mc.run(100)                              # 100 more; the first 100 are kept
+
+Simulation i draws from ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, so its spectra
+depend only on the seed, i and the backend, not on batch sizes or workers.
+"""
+
+from .montecarlo import MonteCarlo, simulate_spectra
+from .pipeline import SimulationPlan, expected_spectra, simulate_batch, spectrum_names
+
+__all__ = ["MonteCarlo", "simulate_spectra", "SimulationPlan", "simulate_batch",
+           "expected_spectra", "spectrum_names"]
