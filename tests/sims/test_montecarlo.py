@@ -262,3 +262,23 @@ def test_bad_bins_name_the_argument():
 def test_expected_spectra_function_is_the_method():
     mc = make(noise_sigma=None, mask=None)
     np.testing.assert_array_equal(expected_spectra(mc.plan, "cpu"), mc.expected())
+
+
+def test_latitude_cut_mask():
+    from sphgpu.sims import latitude_cut_mask
+
+    nside = 16
+    sharp = latitude_cut_mask(nside, 30)
+    # the observed fraction of a band cut is 1 - sin(cut), to the pixelisation
+    assert set(np.unique(sharp)) == {0.0, 1.0}
+    assert abs(sharp.mean() - 0.5) < 0.02
+    soft = latitude_cut_mask(nside, 30, apodization_deg=20)
+    assert np.all((soft >= 0) & (soft <= 1)) and np.any((soft > 0) & (soft < 1))
+    assert np.all(soft <= sharp) and np.array_equal(soft == 1, latitude_cut_mask(nside, 50) == 1)
+    np.testing.assert_array_equal(latitude_cut_mask(nside, 0), 1.0)
+    for kw, words in [(dict(cut_deg=91), "cut_deg"), (dict(cut_deg=10, apodization_deg=-1),
+                                                       "apodization_deg")]:
+        with pytest.raises(ValueError, match=words):
+            latitude_cut_mask(nside, **kw)
+    with pytest.raises(TypeError, match="cut_deg"):
+        latitude_cut_mask(nside, "30")
