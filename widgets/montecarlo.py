@@ -126,8 +126,9 @@ class MonteCarloModel(PanelModel):
         White noise per pixel in muK, >= 0.
     seed : int
         Seed of the Monte Carlo, >= 0.
-    backend : {"cpu", "cuda", "reference"}, optional
-        Default: ``SPHGPU_BACKEND`` if set, else "cuda" where a GPU is usable, else "cpu".
+    backend : {"cpu", "cuda", "reference", "auto"}, optional
+        Default (or "auto"): ``SPHGPU_BACKEND`` if set, else "cuda" where a GPU is usable,
+        else "cpu".
     max_nside : dict, optional
         Largest nside per backend (default :data:`MAX_NSIDE`).
     """
@@ -139,7 +140,7 @@ class MonteCarloModel(PanelModel):
         super().__init__()
         self.nsims, self.nside, self.fwhm_arcmin = nsims, nside, fwhm_arcmin
         self.cut_deg, self.noise_muK, self.seed = cut_deg, noise_muK, seed
-        self.backend = default_backend() if backend is None else backend
+        self.backend = default_backend() if backend in (None, "auto") else backend
         self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
         self.result: MonteCarloResult | None = None
         self._runs = LRU(4)         # settings -> MonteCarlo (keeps its simulations)

@@ -159,3 +159,9 @@ def test_panel_interactions_answer_within_a_second():
                            (p.nsims, 50)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_auto_backend_is_the_panels_default():
+    from sphgpu.widgets._base import default_backend
+
+    assert MonteCarloModel(**dict(SMALL, backend="auto")).backend == default_backend()
