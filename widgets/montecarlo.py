@@ -41,12 +41,34 @@ RATIO_LMIN = 30
 class MonteCarloResult:
     """What the panel shows of a Monte Carlo, for its first ``target`` simulations.
 
-    spectra : (nsims, lmax+1) float64, pseudo-C_l (TT) in muK^2 of the simulations done;
-    model : (lmax+1,) the simple expectation w2 (b_l^2 C_l + N_l); input_cl : (lmax+1,) C_l;
-    w2, fsky : mean squared and mean mask weight; history : ((nsims, seconds), ...) after each
-    batch of this run, seconds without the time spent drawing; ran : simulations computed by
-    this run (0: all were done before); seconds : its wall time up to its last batch, drawing
-    left out; stopped : it ended early (Stop).
+    Parameters
+    ----------
+    nside : int
+        HEALPix resolution.
+    lmax : int
+        Band limit (2 nside).
+    backend : str
+        Backend of the transforms.
+    spectra : numpy.ndarray, float64, shape (nsims, lmax+1)
+        Pseudo-C_l (TT) of the simulations done, muK^2.
+    model : numpy.ndarray, float64, shape (lmax+1,)
+        The simple expectation w2 (b_l^2 C_l + N_l), muK^2.
+    input_cl : numpy.ndarray, float64, shape (lmax+1,)
+        The input C_l, muK^2.
+    w2 : float
+        Mean squared mask weight.
+    fsky : float
+        Mean mask weight.
+    target : int
+        Simulations asked for.
+    ran : int
+        Simulations computed by this run (0: all were done before).
+    seconds : float
+        Wall time of this run up to its last batch, the time spent drawing left out.
+    history : tuple of (int, float)
+        (simulations done, seconds) after each batch of this run.
+    stopped : bool
+        The run ended early (Stop).
     """
 
     nside: int
@@ -73,8 +95,18 @@ class MonteCarloResult:
         return self.ran / self.seconds if self.ran and self.seconds > 0 else 0.0
 
     def error_of_mean(self, nsims=None) -> float:
-        """Median over l >= 2 of sigma_l / (sqrt(N) <C_l>) with the first ``nsims`` (N)
-        simulations: the relative precision of the mean; NaN below 2 simulations."""
+        """The relative precision of the mean: median over l >= 2 of sigma_l / (sqrt(N) <C_l>).
+
+        Parameters
+        ----------
+        nsims : int, optional
+            Use the first N = ``nsims`` simulations (default: all).
+
+        Returns
+        -------
+        float
+            NaN with fewer than 2 simulations.
+        """
         s = self.spectra[:self.nsims if nsims is None else nsims, 2:]
         if s.shape[0] < 2:
             return math.nan
@@ -83,8 +115,14 @@ class MonteCarloResult:
         return float(np.median(s.std(axis=0, ddof=1)[ok] / mean[ok]) / math.sqrt(s.shape[0]))
 
     def ratio(self) -> tuple[float, float]:
-        """(r, sigma): the mean over l >= RATIO_LMIN of <C_hat_l> / model_l, weighted by
-        2l+1, and its error from the scatter of the simulations; (nan, nan) with fewer than 2."""
+        """The mean pseudo-spectrum over the simple model, averaged over l >= RATIO_LMIN.
+
+        Returns
+        -------
+        tuple of float
+            (r, sigma): the 2l+1 weighted mean of C_hat_l / model_l and its error from the
+            scatter of the simulations; (nan, nan) with fewer than 2 or lmax < RATIO_LMIN.
+        """
         if self.nsims < 2 or self.lmax < RATIO_LMIN:
             return (math.nan, math.nan)
         ell = np.arange(RATIO_LMIN, self.lmax + 1)
@@ -92,6 +130,13 @@ class MonteCarloResult:
         return float(per_sim.mean()), float(per_sim.std(ddof=1) / math.sqrt(self.nsims))
 
     def numbers(self) -> list[tuple[str, str]]:
+        """The rows of the panel's numbers table.
+
+        Returns
+        -------
+        list of (str, str)
+            (label, value) rows.
+        """
         r, sigma = self.ratio()
         done = f"{self.nsims} of {self.target}" + (" (stopped: Run continues)"
                                                   if self.stopped else "")
@@ -148,6 +193,13 @@ class MonteCarloModel(PanelModel):
         self.set()
 
     def validate(self) -> str:
+        """Check the settings.
+
+        Returns
+        -------
+        str
+            "" when they are valid, else one sentence saying what is wrong and what is allowed.
+        """
         if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
             return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
         if not is_int(self.nsims) or not 2 <= self.nsims <= MAX_SIMS:
@@ -194,12 +246,19 @@ class MonteCarloModel(PanelModel):
                 and self._montecarlo().nsims >= self.nsims)
 
     def run(self, progress=None, on_batch=None) -> MonteCarloResult | None:
-        """Run the simulations still missing up to ``nsims``; None (and ``message``) if the
-        settings are invalid or sphgpu raises.
+        """Run the simulations still missing up to ``nsims``.
 
+        Parameters
+        ----------
         progress : callable(fraction, text), optional
+            Called after each batch.
         on_batch : callable(MonteCarloResult), optional
             Called after each batch with the results so far (the panel redraws with it).
+
+        Returns
+        -------
+        MonteCarloResult or None
+            None (and ``message`` set) if the settings are invalid or sphgpu raises.
         """
         progress = progress or (lambda f, t="": None)
         self.result = None
@@ -256,7 +315,18 @@ class MonteCarloModel(PanelModel):
 
     def figure(self, result=None):
         """Mean D_l with its error band against the model, and the error of the mean against
-        the number of simulations; None without a result."""
+        the number of simulations.
+
+        Parameters
+        ----------
+        result : MonteCarloResult, optional
+            What to draw (default: the last result).
+
+        Returns
+        -------
+        matplotlib.figure.Figure or None
+            None without a result.
+        """
         r = result or self.result
         if r is None or r.nsims == 0:
             return None
@@ -338,6 +408,12 @@ class MonteCarloPanel(Panel):
         self._refresh()
 
     def stale_note(self):
+        """The note shown while the results are not computed for these settings.
+
+        Returns
+        -------
+        str
+        """
         m = self.model
         return f"{m.nsims} simulations at nside {m.nside} on {m.backend}: press Run"
 
@@ -378,7 +454,18 @@ class MonteCarloPanel(Panel):
         self._thread.start()
 
     def wait(self, timeout=None) -> bool:
-        """Wait for a started run to end; True when none is running."""
+        """Wait for a started run to end.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait at most (default: until it ends).
+
+        Returns
+        -------
+        bool
+            True when no run is going on.
+        """
         if self._thread is not None:
             self._thread.join(timeout)
         return self._thread is None or not self._thread.is_alive()

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,16 +28,38 @@ __all__ = ["SimulationPlan", "simulate_batch", "spectrum_names", "transfer_facto
 
 
 def spectrum_names(pol: bool) -> tuple[str, ...]:
-    """Names of the measured spectra, in healpy's anafast order."""
+    """Names of the measured spectra, in healpy's anafast order.
+
+    Parameters
+    ----------
+    pol : bool
+        Temperature only (False) or T, E, B (True).
+
+    Returns
+    -------
+    tuple of str
+        ("TT",), or ("TT", "EE", "BB", "TE", "EB", "TB").
+    """
     return ("TT", "EE", "BB", "TE", "EB", "TB") if pol else ("TT",)
 
 
 def transfer_factors(cov, rows_beam):
     """Per-l factors G_l with G_l G_l^T = B_l C_l B_l (B_l = diag of ``rows_beam`` at l).
 
-    cov : (n, n, L) float64 field covariance; rows_beam : (n, L) float64 or None.
-    Returns (L, n, n) float64. An eigen-decomposition (not Cholesky) so that singular spectra
-    (BB = 0, or C_l = 0 at l < 2) are allowed.
+    An eigen-decomposition, not Cholesky, so that singular spectra (BB = 0, or C_l = 0 at
+    l < 2) are allowed.
+
+    Parameters
+    ----------
+    cov : numpy.ndarray, float64, shape (n, n, L)
+        Covariance of the n fields per l, muK^2.
+    rows_beam : numpy.ndarray, float64, shape (n, L), or None
+        Beam transfer function of each field (None: no beam).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (L, n, n)
+        G_l, muK.
     """
     w, v = np.linalg.eigh(np.moveaxis(cov, 2, 0))
     g = v * np.sqrt(np.maximum(w, 0.0))[:, None, :]
@@ -49,15 +70,32 @@ def transfer_factors(cov, rows_beam):
 
 @dataclass(frozen=True, eq=False)
 class SimulationPlan:
-    """What every simulation of a Monte Carlo shares (host arrays, float64).
+    """What every simulation of a Monte Carlo shares (validated host arrays, float64).
 
-    nside, lmax : HEALPix resolution and band limit (mmax = lmax).
-    pol : spin-0 temperature only (False) or T, E, B -> I, Q, U (True).
-    signal : (lmax+1, n, n) factors G_l of the beamed signal (n = 1 or 3), see
-        :func:`transfer_factors`; noise_alm : the same for noise spectra, or None.
-    noise_sigma : None, a float, or (npix,) / (3, npix) per-pixel white-noise sigma (muK).
-    mask : None or (npix,) weights applied to every map (I, Q and U alike).
-    iter : Jacobi iterations of map2alm. seed : the Monte Carlo's seed (int >= 0).
+    Made by :class:`sphgpu.sims.MonteCarlo` (which checks the inputs); picklable, so that Dask
+    sends it to each worker once.
+
+    Parameters
+    ----------
+    nside : int
+        HEALPix resolution of the maps.
+    lmax : int
+        Band limit (mmax = lmax).
+    pol : bool
+        Temperature only (False) or T, E, B -> I, Q, U (True).
+    signal : numpy.ndarray, float64, shape (lmax+1, n, n)
+        Factors G_l of the beamed signal (n = 1, or 3 with ``pol``), see
+        :func:`transfer_factors`; muK.
+    noise_alm : numpy.ndarray or None
+        The same for noise spectra (no beam), or None.
+    noise_sigma : None, float or numpy.ndarray
+        White noise per pixel in muK: a number, or (npix,) / (3, npix).
+    mask : numpy.ndarray, float64, shape (npix,), or None
+        Weights applied to every map (I, Q and U alike).
+    iter : int
+        Jacobi iterations of map2alm.
+    seed : int
+        The Monte Carlo's seed (>= 0).
     """
 
     nside: int
@@ -69,7 +107,6 @@ class SimulationPlan:
     mask: np.ndarray | None
     iter: int
     seed: int
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def nfields(self) -> int:
@@ -85,7 +122,13 @@ class SimulationPlan:
 
     def bytes_per_simulation(self) -> int:
         """Memory a simulation holds during a batch: a_lm and maps, a few copies of each
-        (the draws, the products, the transforms' outputs and work arrays)."""
+        (the draws, the products, the transforms' outputs and work arrays).
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         nalm = AlmLayout(self.lmax).size
         return self.nfields * (4 * 16 * nalm + 4 * 8 * self.npix)
 
