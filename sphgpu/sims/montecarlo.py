@@ -24,10 +24,11 @@ MAX_AUTO_BATCH = 32
 def _spectra_table(name, cls, pol, new, lmax):
     """(n, n, lmax+1) covariance of the fields from healpy-ordered spectra, zero-padded."""
     if pol:
-        arr = np.asarray(cls, dtype=np.float64) if not isinstance(cls, (list, tuple)) else cls
-        if np.ndim(arr) != 2 or len(arr) not in (4, 6):
+        count = len(cls) if isinstance(cls, (list, tuple)) else \
+            np.shape(cls)[0] if np.ndim(cls) == 2 else 0
+        if count not in (4, 6):
             raise ValueError(f"{name}: with pol=True give 4 spectra (TT, EE, BB, TE with "
-                             f"new=True) or 6, got shape {np.shape(arr)}")
+                             f"new=True) or 6, as a (4 or 6, L) array or a list")
     elif np.ndim(cls) != 1:
         raise ValueError(f"{name} must be one spectrum C_l (1-D) with pol=False, got shape "
                          f"{np.shape(cls)}; pass pol=True for T, E, B")
@@ -41,8 +42,8 @@ def _spectra_table(name, cls, pol, new, lmax):
     return out
 
 
-def _pixel_values(name, value, npix, rows, *, nonnegative=True):
-    """A scalar or a per-pixel map ((npix,), or (rows, npix) for I, Q, U), finite."""
+def _pixel_values(name, value, npix, rows):
+    """A scalar or a per-pixel map ((npix,), or (rows, npix) for I, Q, U), finite, >= 0."""
     if np.isscalar(value):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
             raise TypeError(f"{name} must be a number or a map, got {type(value).__name__}")
@@ -54,7 +55,7 @@ def _pixel_values(name, value, npix, rows, *, nonnegative=True):
             raise ValueError(f"{name} has shape {arr.shape}: give a HEALPix map of shape {want}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
-    if nonnegative and np.any(arr < 0):
+    if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0 everywhere")
     return arr if np.ndim(arr) else float(arr)
 
@@ -152,6 +153,19 @@ class MonteCarlo:
     backend : {"auto", "cuda", "cpu", "reference"}
         Where the transforms run (on a Dask cluster: the workers' kind, see :meth:`run`).
 
+    Attributes
+    ----------
+    plan : SimulationPlan
+        The validated inputs every simulation shares.
+    beam : numpy.ndarray, float64, shape (n, lmax+1)
+        b_l of each field (T, or T, E, B).
+    names : tuple of str
+        The measured spectra: ("TT",) or TT, EE, BB, TE, EB, TB.
+    seconds : float
+        Wall time of all runs.
+    stopped : bool
+        The last run ended early (stop() or Ctrl-C).
+
     Raises
     ------
     ValueError, TypeError
@@ -174,14 +188,9 @@ class MonteCarlo:
             raise ValueError("give beam_window or a Gaussian fwhm, not both")
         if beam_window is not None:
             bw = np.asarray(as_real_array("beam_window", beam_window))
-            if not np.all(np.isfinite(bw)):
-                raise ValueError("beam_window contains NaN or infinite values")
             full = np.zeros((lmax + 1,) + bw.shape[1:])
             full[:min(len(bw), lmax + 1)] = bw[:lmax + 1]
-            try:
-                rows = _beam_rows(n, pol, lmax, 0.0, full)
-            except ValueError as exc:
-                raise ValueError(str(exc)) from None
+            rows = _beam_rows(n, pol, lmax, 0.0, full)
         else:
             rows = _beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
         noise_alm = None
@@ -203,8 +212,7 @@ class MonteCarlo:
             nside=nside, lmax=lmax, pol=pol, signal=transfer_factors(cov, rows),
             noise_alm=noise_alm, noise_sigma=noise_sigma, mask=mask,
             iter=check_int("iter", iter, minimum=0), seed=check_int("seed", seed, minimum=0))
-        self.cls = cov                              # (n, n, lmax+1) input covariance
-        self.beam = np.array(rows)                  # (n, lmax+1) b_l per field
+        self.beam = np.array(rows)
         self.batch_size = batch_size
         self.backend = backends._check_name(backend)
         self.names = spectrum_names(pol)

@@ -154,20 +154,22 @@ def _device_arrays(plan: SimulationPlan, device_kind: str):
              signal=put(plan.signal), noise_alm=put(plan.noise_alm), mask=put(plan.mask),
              sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma) else put(plan.noise_sigma))
     # the (i, j) entries of G_l that are not zero for every l (T-E only couple: 4 of 9)
-    d["pairs"] = {id(d[k]): [(i, j) for i in range(plan.nfields) for j in range(plan.nfields)
+    d["pairs"] = {k: [(i, j) for i in range(plan.nfields) for j in range(plan.nfields)
                              if np.any(getattr(plan, k)[:, i, j])]
                   for k in ("signal", "noise_alm") if d[k] is not None}
     return d
 
 
-def _draw_alm(rng, g, d, n, nalm):
-    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0)."""
+def _draw_alm(rng, which, d, n, nalm):
+    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0),
+    with G the factors d[which] ("signal" or "noise_alm")."""
     xp = d["xp"]
     re = rng.standard_normal((n, nalm))
     im = rng.standard_normal((n, nalm))
     z = (re + 1j * xp.where(d["real"], 0.0, im)) * d["scale"]
     out = xp.zeros((n, nalm), dtype=np.complex128)
-    for i, j in d["pairs"][id(g)]:
+    g = d[which]
+    for i, j in d["pairs"][which]:
         out[i] += g[:, i, j][d["l"]] * z[j]
     return out
 
@@ -197,9 +199,9 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
     rngs = [_rng(int(i), plan.seed, xp) for i in indices]
     alm = xp.empty((k, n, nalm), dtype=np.complex128)
     for q, rng in enumerate(rngs):
-        alm[q] = _draw_alm(rng, d["signal"], d, n, nalm)
+        alm[q] = _draw_alm(rng, "signal", d, n, nalm)
         if d["noise_alm"] is not None:
-            alm[q] += _draw_alm(rng, d["noise_alm"], d, n, nalm)
+            alm[q] += _draw_alm(rng, "noise_alm", d, n, nalm)
     shape = (k, n, nalm) if plan.pol else (k, nalm)
     maps = alm2map(alm.reshape(shape), plan.nside, plan.lmax, pol=plan.pol, backend=name)
     if d["sigma"] is not None:
