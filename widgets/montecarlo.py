@@ -149,7 +149,8 @@ class MonteCarloResult:
         if not math.isnan(err):
             rows.append(("error of the mean (median over ℓ)", f"{100 * err:.2g} %"))
         if not math.isnan(r):
-            rows.append((f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}", f"{r:.4f} ± {sigma:.4f}"))
+            rows.append((f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}",
+                         f"{r:.4f} ± {sigma:.4f}"))
         return rows
 
 

@@ -105,8 +105,9 @@ class MonteCarlo:
     """Simulated skies through beam, noise and mask, and their pseudo-spectra.
 
     Each simulation draws Gaussian a_lm with the input spectra (simulation i from its own
-    stream, ``numpy.random.SeedSequence(seed, spawn_key=(i,))``: the results do not depend on
-    batch size or workers), multiplies them by the beam, adds noise a_lm, makes the maps
+    counter-based stream keyed by ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, the same
+    numbers on the CPU and the GPU: the results do not depend on batch size, workers or
+    device), multiplies them by the beam, adds noise a_lm, makes the maps
     (HEALPix RING), adds white noise, multiplies by the mask and measures the pseudo-spectra
     (``map2alm`` then ``alm2cl``). On a GPU the whole batch stays on the device. The object
     keeps every finished simulation: :meth:`run` adds more, :meth:`stop` (or Ctrl-C) ends a run
@@ -393,7 +394,7 @@ class MonteCarlo:
             return self
         show = _Progress(progress, self.nsims + len(todo))
         t0 = time.perf_counter()
-        done_before = self._run_from = self.nsims
+        self._run_from = self.nsims
         try:
             if client is None:
                 self._run_here(todo, batch_size, show, t0)
@@ -405,8 +406,8 @@ class MonteCarlo:
             self.stopped = True
         finally:
             self.seconds += time.perf_counter() - t0
-            self._timed += self.nsims - done_before
-        if self._stop.is_set():
+            self._timed += self.nsims - self._run_from
+        if self._stop.is_set() and self.nsims < self._run_from + len(todo):
             self.stopped = True
         if self.stopped:
             print(f"sphgpu.sims: stopped with {self.nsims} simulations; run(more) continues",

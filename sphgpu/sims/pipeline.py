@@ -4,10 +4,12 @@
 :func:`simulate_batch` runs simulations ``indices`` of a plan and returns their spectra. Both
 are module-level and picklable, so a Dask worker runs exactly what one process runs.
 
-A simulation i draws from its own stream, ``numpy.random.SeedSequence(seed, spawn_key=(i,))``
-(NumPy's generator on the CPU, CuPy's Philox generator on the GPU), in a fixed order: the signal
-a_lm, the noise a_lm (with noise spectra), the white-noise map (with a noise sigma). So its
-spectra depend on (seed, i) and the backend only, never on the batch it ran in or the worker.
+A simulation i draws from its own stream, keyed by
+``numpy.random.SeedSequence(seed, spawn_key=(i,))`` (:mod:`sphgpu.sims.random`: counter-based,
+the same numbers on the CPU and the GPU), in a fixed order: the signal a_lm, the noise a_lm
+(with noise spectra), the white-noise map (with a noise sigma). So its spectra depend on
+(seed, i) alone, to the rounding of the transforms of the backend, never on the batch it ran
+in or the worker.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .._device import array_module, to_host
 from ..alm import AlmLayout
 from ..sht.spectra import alm2cl
 from ..sht.transforms import alm2map, map2alm
+from .random import Stream
 
 __all__ = ["SimulationPlan", "simulate_batch", "spectrum_names", "transfer_factors"]
 
@@ -133,15 +136,6 @@ class SimulationPlan:
         return self.nfields * (4 * 16 * nalm + 4 * 8 * self.npix)
 
 
-def _rng(i: int, seed: int, xp):
-    ss = np.random.SeedSequence(seed, spawn_key=(i,))
-    if xp is np:
-        return np.random.default_rng(ss)
-    # Philox is counter based: a generator per simulation costs no state set-up (XORWOW's
-    # cuRAND initialisation of its 256k states would, every simulation)
-    return xp.random.Generator(xp.random.Philox4x3210(ss))
-
-
 @functools.lru_cache(maxsize=4)
 def _device_arrays(plan: SimulationPlan, device_kind: str):
     """The plan's arrays where the batch runs (cached: a worker keeps them for every batch)."""
@@ -196,7 +190,7 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
     d = _device_arrays(plan, "device" if on_device else "host")
     xp = d["xp"]
     n, nalm, k = plan.nfields, AlmLayout(plan.lmax).size, len(indices)
-    rngs = [_rng(int(i), plan.seed, xp) for i in indices]
+    rngs = [Stream(plan.seed, int(i), device=on_device) for i in indices]
     alm = xp.empty((k, n, nalm), dtype=np.complex128)
     for q, rng in enumerate(rngs):
         alm[q] = _draw_alm(rng, "signal", d, n, nalm)
