@@ -106,10 +106,13 @@ def normal_pair(q, block, k0, k1):
     return r * math.cos(2.0 * math.pi * u2), r * math.sin(2.0 * math.pi * u2)
 
 
-@numba.njit(cache=True, parallel=True)
+# One thread: on a shared or small machine (Binder's two cores) Numba's parallel loops cost
+# more in thread hand-offs than the 70 ns per value they would share (measured 15x slower on a
+# loaded two-core host); the transforms use the cores.
+@numba.njit(cache=True)
 def _fill_cpu(out, block, k0, k1):
     n = out.size
-    for q in numba.prange((n + 1) // 2):
+    for q in range((n + 1) // 2):
         z0, z1 = normal_pair(q, block, k0, k1)
         out[2 * q] = z0
         if 2 * q + 1 < n:
