@@ -138,33 +138,37 @@ class SimulationPlan:
 
 @functools.lru_cache(maxsize=4)
 def _device_arrays(plan: SimulationPlan, device_kind: str):
-    """The plan's arrays where the batch runs (cached: a worker keeps them for every batch)."""
+    """The plan's arrays where the batch runs (cached: a worker keeps them for every batch).
+
+    ``factors[which]`` lists, for the nonzero (i, j) entries of G_l (T-E only couple: 4 of 9),
+    the factors of Re and Im of the unit normals per a_lm: G_l[i, j] sqrt(1/2) (Re and Im each
+    carry half the variance), and for a_l0, real, G_l[i, j] and 0.
+    """
     xp = np if device_kind == "host" else array_module()
     lidx, m = AlmLayout(plan.lmax).lm()
-    # Re and Im of a_lm (m > 0) each carry half the variance; a_l0 is real
-    scale = xp.asarray(np.where(m == 0, 1.0, math.sqrt(0.5)))
+    scale = np.where(m == 0, 1.0, math.sqrt(0.5))
     put = (lambda a: None if a is None else xp.asarray(a))
-    d = dict(xp=xp, l=xp.asarray(lidx), scale=scale, real=xp.asarray(m == 0),
-             signal=put(plan.signal), noise_alm=put(plan.noise_alm), mask=put(plan.mask),
-             sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma) else put(plan.noise_sigma))
-    # the (i, j) entries of G_l that are not zero for every l (T-E only couple: 4 of 9)
-    d["pairs"] = {k: [(i, j) for i in range(plan.nfields) for j in range(plan.nfields)
-                             if np.any(getattr(plan, k)[:, i, j])]
-                  for k in ("signal", "noise_alm") if d[k] is not None}
-    return d
+    factors = {}
+    for which in ("signal", "noise_alm"):
+        g = getattr(plan, which)
+        if g is not None:
+            factors[which] = [(i, j, xp.asarray(g[lidx, i, j] * scale),
+                               xp.asarray(np.where(m == 0, 0.0, g[lidx, i, j] * scale)))
+                              for i in range(plan.nfields) for j in range(plan.nfields)
+                              if np.any(g[:, i, j])]
+    return dict(xp=xp, factors=factors, mask=put(plan.mask),
+                sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma)
+                else put(plan.noise_sigma))
 
 
-def _draw_alm(rng, which, d, n, nalm):
-    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0),
-    with G the factors d[which] ("signal" or "noise_alm")."""
-    xp = d["xp"]
-    re = rng.standard_normal((n, nalm))
-    im = rng.standard_normal((n, nalm))
-    z = (re + 1j * xp.where(d["real"], 0.0, im)) * d["scale"]
+def _draw_alm(stream, factors, xp, n, nalm):
+    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0)."""
+    re = stream.standard_normal((n, nalm))
+    im = stream.standard_normal((n, nalm))
     out = xp.zeros((n, nalm), dtype=np.complex128)
-    g = d[which]
-    for i, j in d["pairs"][which]:
-        out[i] += g[:, i, j][d["l"]] * z[j]
+    for i, j, fre, fim in factors:
+        out.real[i] += fre * re[j]
+        out.imag[i] += fim * im[j]
     return out
 
 
@@ -193,9 +197,9 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
     rngs = [Stream(plan.seed, int(i), device=on_device) for i in indices]
     alm = xp.empty((k, n, nalm), dtype=np.complex128)
     for q, rng in enumerate(rngs):
-        alm[q] = _draw_alm(rng, "signal", d, n, nalm)
-        if d["noise_alm"] is not None:
-            alm[q] += _draw_alm(rng, "noise_alm", d, n, nalm)
+        alm[q] = _draw_alm(rng, d["factors"]["signal"], xp, n, nalm)
+        if "noise_alm" in d["factors"]:
+            alm[q] += _draw_alm(rng, d["factors"]["noise_alm"], xp, n, nalm)
     shape = (k, n, nalm) if plan.pol else (k, nalm)
     maps = alm2map(alm.reshape(shape), plan.nside, plan.lmax, pol=plan.pol, backend=name)
     if d["sigma"] is not None:
