@@ -87,6 +87,7 @@ class MonteCarloResult:
 
     @property
     def nsims(self) -> int:
+        """Simulations shown."""
         return int(self.spectra.shape[0])
 
     @property

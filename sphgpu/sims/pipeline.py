@@ -113,14 +113,17 @@ class SimulationPlan:
 
     @property
     def nfields(self) -> int:
+        """Fields simulated: 1 (T) or 3 (T, E, B)."""
         return 3 if self.pol else 1
 
     @property
     def npix(self) -> int:
+        """Pixels of a map, 12 nside^2."""
         return 12 * self.nside * self.nside
 
     @property
     def nspec(self) -> int:
+        """Spectra measured: 1 (TT) or 6 (TT, EE, BB, TE, EB, TB)."""
         return len(spectrum_names(self.pol))
 
     def bytes_per_simulation(self) -> int:
