@@ -128,7 +128,8 @@ class SimulationPlan:
 
     def bytes_per_simulation(self) -> int:
         """Memory a simulation holds during a batch: a_lm and maps, a few copies of each
-        (the draws, the products, the transforms' outputs and work arrays).
+        (the draws, the products, the transforms' outputs and work arrays), and the
+        transforms' Legendre intermediate (one complex value per ring and m).
 
         Returns
         -------
@@ -136,7 +137,8 @@ class SimulationPlan:
             Bytes.
         """
         nalm = AlmLayout(self.lmax).size
-        return self.nfields * (4 * 16 * nalm + 4 * 8 * self.npix)
+        legendre = 16 * (4 * self.nside) * (self.lmax + 1)
+        return self.nfields * (4 * 16 * nalm + 4 * 8 * self.npix + legendre)
 
 
 @functools.lru_cache(maxsize=4)
