@@ -19,4 +19,4 @@ from . import random
 from .pipeline import SimulationPlan, expected_spectra, simulate_batch, spectrum_names
 
 __all__ = ["MonteCarlo", "simulate_spectra", "SimulationPlan", "simulate_batch",
-           "expected_spectra", "spectrum_names", "latitude_cut_mask"]
+           "expected_spectra", "spectrum_names", "latitude_cut_mask", "random"]

@@ -41,7 +41,7 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     workers = sorted(_cluster.workers(client))
     size = _batch_size(mc, batch_size, len(workers), len(todo))
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
-    [plan] = client.scatter([mc.plan], broadcast=True, hash=False)
+    plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
 
     def submit(batch):
         return client.submit(simulate_batch, plan, batch, backend, resources=resources,
