@@ -66,4 +66,3 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     finally:
         if running:
             client.cancel(list(running))
-        del plan
