@@ -85,7 +85,7 @@ def test_mean_agrees_with_input_times_beam_and_mask_within_its_errors():
     # 15 multipoles of nearly Gaussian means: all within 4 sigma, chi^2 per dof near 1
     assert np.all(np.abs(z) < 4.0), z
     assert 0.3 < np.mean(z**2) < 2.0
-    # the mask's transfer matters: the unmasked, unbeamed input is far outside the errors
+    # the mask's transfer matters: the beamed input without it is far outside the errors
     beamed = spectrum()[:LMAX + 1] * mc.beam[0] ** 2
     assert np.max(np.abs((mc.mean[0] - beamed) / (mc.std[0] / np.sqrt(mc.nsims)))[2:]) > 10
 
