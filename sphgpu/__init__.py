@@ -11,6 +11,7 @@ from ._validate import UNSEEN
 from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, gauss_beam,
                   map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sort import argsort, radix_sort
+from . import sims  # Monte Carlo of spectra; a GPU-free import
 from . import tpacf  # angular correlation functions; a GPU-free import
 from .warmup import warmup
 

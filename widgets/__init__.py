@@ -9,6 +9,7 @@ view over it (the pattern is described in ``widgets/README.md`` and :mod:`sphgpu
 Panels: :func:`transform_panel` (synthesize a CMB sky and measure its spectrum back),
 :func:`sort_panel` (radix sort throughput and the particle-in-cell demo),
 :func:`correlation_panel` (w(theta) of a catalog with jackknife errors, and its DD/DR/RR),
+:func:`montecarlo_panel` (simulated masked skies whose pseudo-spectra converge, live),
 :func:`speedup_panel`
 (the committed benchmark results and fresh measurements). :func:`mollview` draws a map with
 matplotlib alone.
@@ -27,6 +28,8 @@ _EXPORTS = {
     "kernel_split_panel": "kernel_split",
     "CorrelationModel": "correlation", "CorrelationPanel": "correlation",
     "correlation_panel": "correlation",
+    "MonteCarloModel": "montecarlo", "MonteCarloPanel": "montecarlo",
+    "montecarlo_panel": "montecarlo",
     "SpeedupModel": "speedup", "SpeedupPanel": "speedup", "speedup_panel": "speedup",
     "BenchmarkSpec": "speedup", "register_benchmark": "speedup",
     "mollview": "plots", "spectrum_plot": "plots",

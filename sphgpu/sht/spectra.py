@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from .._device import to_host
-from .._validate import UNSEEN, as_complex_array, as_maps, as_real_array, check_int
+from .._device import like_input, to_host
+from .._validate import (UNSEEN, _array_module, as_complex_array, as_maps, as_real_array,
+                         check_int, is_device_array)
 from ..alm import AlmLayout
 from .transforms import _check_pol, alm2map, map2alm, resolve_geometry, times_fl
 
@@ -133,14 +134,18 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
 
     Returns
     -------
-    numpy.ndarray
+    array
         float64, shape ``(lmax_out+1,)``, ``(nspec, lmax_out+1)`` or
-        ``(k, nspec, lmax_out+1)``; units of the a_lm squared.
+        ``(k, nspec, lmax_out+1)``; units of the a_lm squared. NumPy for NumPy a_lm; device
+        a_lm (CuPy or Numba) give a device array, computed on the device.
     """
-    a1 = np.asarray(as_complex_array("alms1", alms1, allow_batch=3))
-    a2 = a1 if alms2 is None else np.asarray(as_complex_array("alms2", alms2, allow_batch=3))
+    a1 = as_complex_array("alms1", alms1, allow_batch=3)
+    a2 = a1 if alms2 is None else as_complex_array("alms2", alms2, allow_batch=3)
+    if is_device_array(a1) != is_device_array(a2):
+        raise TypeError("alms1 and alms2 must both be NumPy arrays or both device arrays")
     if a2.shape != a1.shape:
         raise ValueError(f"alms2 has shape {a2.shape} but alms1 has {a1.shape}")
+    xp = _array_module(a1)
     layout = AlmLayout.from_size(a1.shape[-1], lmax, mmax, name="alms1")
     lmax_out = layout.lmax if lmax_out is None else check_int("lmax_out", lmax_out, minimum=0)
     single = a1.ndim == 1
@@ -152,16 +157,23 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     l, m = layout.lm()
     keep = l <= lmax_out
     # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part.
-    twice = np.where(m > 0, 2.0, 1.0)[keep]
-    cl = np.zeros((b1.shape[0], len(pairs), lmax_out + 1))
+    twice = xp.asarray(np.where(m > 0, 2.0, 1.0)[keep])
+    lk = xp.asarray(l[keep])
+    if not keep.all():             # the usual case (lmax_out >= lmax) copies no a_lm
+        b1, b2 = b1[..., xp.asarray(keep)], b2[..., xp.asarray(keep)]
+    cl = xp.zeros((b1.shape[0], len(pairs), lmax_out + 1))
     for q in range(b1.shape[0]):
         for s, (i, j) in enumerate(pairs):
-            prod = (b1[q, i, keep] * np.conj(b2[q, j, keep])).real * twice
-            cl[q, s] = np.bincount(l[keep], weights=prod, minlength=lmax_out + 1)
-    cl /= 2.0 * np.arange(lmax_out + 1) + 1.0
+            prod = (b1[q, i] * xp.conj(b2[q, j])).real * twice
+            cl[q, s] = xp.bincount(lk, weights=prod, minlength=lmax_out + 1)
+    cl /= xp.asarray(2.0 * np.arange(lmax_out + 1) + 1.0)
     if single:
-        return cl[0, 0]
-    return cl[0] if a1.ndim == 2 else cl.reshape(a1.shape[:-2] + cl.shape[1:])
+        cl = cl[0, 0]
+    elif a1.ndim == 2:
+        cl = cl[0]
+    else:
+        cl = cl.reshape(a1.shape[:-2] + cl.shape[1:])
+    return like_input(cl, alms1)
 
 
 def _field_spectra(cls, new, pol):

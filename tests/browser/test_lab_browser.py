@@ -335,6 +335,22 @@ def _correlation_panel(page, panel):
     assert _row(shown.numbers(), "jackknife regions") == "4"
 
 
+def _montecarlo_panel(page, panel):
+    shown = Shown(page, panel)
+    shown.move(_button(panel, "Run"))
+    _wait_for(lambda: _row(shown.numbers(), "simulations") == "40 of 40", NOTEBOOK_RUN_S,
+              "the 40 simulations")
+    shown.move(_text(panel, "simulations", 60), ("message",))   # 20 more to run: stale
+    assert "press Run" in shown.message()
+    shown.move(_button(panel, "Run"))
+    _wait_for(lambda: _row(shown.numbers(), "simulations") == "60 of 60", NOTEBOOK_RUN_S,
+              "the 20 more simulations")
+    assert "(20 in" in _row(shown.numbers(), "throughput")        # only the 20 new ones
+    shown.move(_text(panel, "simulations", 30))                   # done: shown at once
+    assert _row(shown.numbers(), "simulations") == "30 of 30"
+    assert "none run" in _row(shown.numbers(), "throughput")
+
+
 def _panels(page, name):
     def panel(cls, i=0):
         p = page.locator(f".{cls}").nth(i)
@@ -353,6 +369,8 @@ def _panels(page, name):
         _sort_panel(page, panel("sphgpu-sort-panel"))
     elif name.startswith("04"):
         _correlation_panel(page, panel("sphgpu-correlation-panel"))
+    elif name.startswith("06"):
+        _montecarlo_panel(page, panel("sphgpu-montecarlo-panel"))
     elif name.startswith("05"):
         # every Dask progress bar ran to its end
         labels = [t for t in page.locator(".widget-label").all_inner_texts()

@@ -1,0 +1,68 @@
+"""A Monte Carlo's batches as Dask tasks: one task per batch, a few in flight per worker.
+
+The plan (spectra factors, mask, noise map) is sent to every worker once; each task runs
+:func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
+spectra. Tasks are submitted as earlier ones finish, so a stop leaves little work to cancel
+and no worker holds more than its share of batches.
+"""
+
+from __future__ import annotations
+
+from ..distributed import cluster as _cluster
+from .pipeline import simulate_batch
+
+#: tasks in flight per worker: one running, one queued so that the worker never waits
+IN_FLIGHT = 2
+
+
+def _placement(client, backend):
+    """(backend name for the tasks, the resources they ask for)."""
+    if backend == "auto":
+        backend = "cuda" if _cluster.gpu_workers(client) else "cpu"
+    if backend == "cuda":
+        _cluster.require_gpu_worker(client)
+    return backend, _cluster.task_resources(client, "gpu" if backend == "cuda" else "cpu")
+
+
+def _batch_size(mc, batch_size, nworkers, ntodo):
+    """The given size, else at most 8 (tasks small enough to spread and to stop between),
+    and enough batches for every worker."""
+    size = batch_size or mc.batch_size or 8
+    return max(1, min(size, -(-ntodo // nworkers)))
+
+
+def run_on_cluster(mc, client, todo, batch_size, show, t0):
+    """Run simulations ``todo`` of ``mc`` on ``client``'s workers, keeping each batch as it
+    arrives (``mc._keep``); a stop (``mc.stop()``) or KeyboardInterrupt cancels what is left."""
+    from distributed import as_completed
+
+    client = _cluster.get_client(client)
+    backend, resources = _placement(client, mc.backend)
+    workers = sorted(_cluster.workers(client))
+    size = _batch_size(mc, batch_size, len(workers), len(todo))
+    batches = [todo[i:i + size] for i in range(0, len(todo), size)]
+    plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
+
+    def submit(batch):
+        return client.submit(simulate_batch, plan, batch, backend, resources=resources,
+                             pure=False, key=f"sphgpu-sims-{batch[0]}-{plan.key[-8:]}")
+
+    queue = list(reversed(batches))
+    running = {}
+    for _ in range(min(len(queue), IN_FLIGHT * len(workers))):
+        b = queue.pop()
+        running[submit(b)] = b
+    pending = as_completed(list(running), with_results=True)
+    try:
+        for fut, spectra in pending:
+            mc._keep(running.pop(fut), spectra, show, t0)
+            if mc._stop.is_set():
+                break
+            if queue:
+                b = queue.pop()
+                f = submit(b)
+                running[f] = b
+                pending.add(f)
+    finally:
+        if running:
+            client.cancel(list(running))

@@ -1,0 +1,493 @@
+"""A Monte Carlo of pseudo-spectra that keeps what it has done: run, stop, run more."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .. import backends
+from .._validate import _physical_memory, as_real_array, check_int
+from ..sht.spectra import _beam_rows, _field_spectra, _fwhm_radians
+from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectrum_names,
+                       transfer_factors)
+
+__all__ = ["MonteCarlo", "simulate_spectra"]
+
+#: the largest batch chosen automatically (larger ones gain nothing and hold more memory)
+MAX_AUTO_BATCH = 32
+
+
+def _spectra_table(name, cls, pol, new, lmax):
+    """(n, n, lmax+1) covariance of the fields from healpy-ordered spectra, zero-padded."""
+    if pol:
+        count = len(cls) if isinstance(cls, (list, tuple)) else \
+            np.shape(cls)[0] if np.ndim(cls) == 2 else 0
+        if count not in (4, 6):
+            raise ValueError(f"{name}: with pol=True give 4 spectra (TT, EE, BB, TE with "
+                             f"new=True) or 6, as a (4 or 6, L) array or a list")
+    elif np.ndim(cls) != 1:
+        raise ValueError(f"{name} must be one spectrum C_l (1-D) with pol=False, got shape "
+                         f"{np.shape(cls)}; pass pol=True for T, E, B")
+    try:
+        cov = _field_spectra(cls, new, pol)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    out = np.zeros(cov.shape[:2] + (lmax + 1,))
+    k = min(cov.shape[2], lmax + 1)
+    out[:, :, :k] = cov[:, :, :k]
+    return out
+
+
+def _pixel_values(name, value, npix, rows):
+    """A scalar or a per-pixel map ((npix,), or (rows, npix) for I, Q, U), finite, >= 0."""
+    if np.isscalar(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"{name} must be a number or a map, got {type(value).__name__}")
+        arr = np.float64(value)
+    else:
+        arr = as_real_array(name, value)
+        if arr.shape not in {(npix,), (rows, npix)}:
+            want = f"({npix},)" + (f" or ({rows}, {npix})" if rows > 1 else "")
+            raise ValueError(f"{name} has shape {arr.shape}: give a HEALPix map of shape {want}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be >= 0 everywhere")
+    return arr if np.ndim(arr) else float(arr)
+
+
+class _Progress:
+    """A progress line: an ipywidgets bar in a notebook, a rewritten line on stderr in a
+    terminal, a callable ``progress(done, total)``, or nothing."""
+
+    def __init__(self, progress, total):
+        self.total, self.call, self.bar = total, None, None
+        if callable(progress):
+            self.call = progress
+        elif progress and _in_notebook():
+            import ipywidgets
+            from IPython.display import display
+
+            self.bar = ipywidgets.IntProgress(value=0, min=0, max=max(total, 1))
+            self.label = ipywidgets.Label()
+            display(ipywidgets.HBox([self.bar, self.label]))
+        elif progress:
+            self.call = self._line
+
+    def _line(self, done, total):
+        sys.stderr.write(f"\rsphgpu.sims: {done} of {total} simulations")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def __call__(self, done, rate):
+        if self.call is not None:
+            self.call(done, self.total)
+        if self.bar is not None:
+            self.bar.value = done
+            self.label.value = f"{done} of {self.total} simulations, {rate:.3g} per second"
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "ZMQ" in type(shell).__name__
+
+
+class MonteCarlo:
+    """Simulated skies through beam, noise and mask, and their pseudo-spectra.
+
+    Each simulation draws Gaussian a_lm with the input spectra (simulation i from its own
+    counter-based stream keyed by ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, the same
+    numbers on the CPU and the GPU: the results do not depend on batch size, workers or
+    device), multiplies them by the beam, adds noise a_lm, makes the maps
+    (HEALPix RING), adds white noise, multiplies by the mask and measures the pseudo-spectra
+    (``map2alm`` then ``alm2cl``). On a GPU the whole batch stays on the device. The object
+    keeps every finished simulation: :meth:`run` adds more, :meth:`stop` (or Ctrl-C) ends a run
+    early with the results so far.
+
+    Parameters
+    ----------
+    cls : array_like, float64, muK^2
+        Input spectra C_l (raw, not l(l+1)C_l/2pi), l from 0. With ``pol=False`` one spectrum
+        (L,); with ``pol=True`` 4 spectra (TT, EE, BB, TE with ``new=True``) or 6, shape
+        (4 or 6, L), healpy's orders. Entries past ``lmax`` are ignored, missing ones are 0.
+    nside : int
+        HEALPix resolution of the maps.
+    lmax : int, optional
+        Band limit of the simulated and measured a_lm (mmax = lmax); default ``3 * nside - 1``.
+    pol : bool
+        Temperature only (False, default), or T, E, B a_lm -> I, Q, U maps (True).
+    new : bool
+        healpy's order of 4 or 6 spectra: True (default) TT, EE, BB, TE[, EB, TB]; False
+        TT, TE, EE, BB (4) or TT, TE, TB, EE, EB, BB (6).
+    fwhm : float
+        Gaussian beam full width at half maximum in radians (healpy's ``fwhm``); 0: no beam.
+    fwhm_arcmin : float, optional
+        The same in arcminutes (instead of ``fwhm``).
+    beam_window : array_like, optional
+        Any beam transfer function b_l, shape (L,), or (L, 3) for T, E, B (instead of a
+        Gaussian).
+    mask : array_like, optional
+        Weights per pixel, shape (npix,), binary or apodized (>= 0), applied to every map;
+        None: the full sky.
+    noise_sigma : float or array_like, optional
+        White noise: standard deviation per pixel in muK, a number or a map (npix,) (or
+        (3, npix) for I, Q, U). The same value applies to I, Q and U unless given per row.
+    noise_cls : array_like, optional
+        Noise spectra in muK^2 (as ``cls``), added to the a_lm after the beam.
+    iter : int
+        Jacobi iterations of ``map2alm`` (default 0: one quadrature pass; the mask's coupling
+        is what a pseudo-spectrum measures, and iterations do not undo it).
+    seed : int
+        Seed of the whole Monte Carlo (>= 0).
+    batch_size : int, optional
+        Simulations transformed together; default: chosen from free memory (GPU) or physical
+        memory (CPU), at most 32. Does not change the results.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the transforms run (on a Dask cluster: the workers' kind, see :meth:`run`).
+
+    Attributes
+    ----------
+    plan : SimulationPlan
+        The validated inputs every simulation shares.
+    beam : numpy.ndarray, float64, shape (n, lmax+1)
+        b_l of each field (T, or T, E, B).
+    names : tuple of str
+        The measured spectra: ("TT",) or TT, EE, BB, TE, EB, TB.
+    seconds : float
+        Wall time of all runs.
+    stopped : bool
+        The last run ended early (stop() or Ctrl-C).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad input, naming the argument.
+    """
+
+    def __init__(self, cls, nside, lmax=None, *, pol=False, new=True, fwhm=0.0,
+                 fwhm_arcmin=None, beam_window=None, mask=None, noise_sigma=None,
+                 noise_cls=None, iter=0, seed=0, batch_size=None, backend="auto"):
+        nside = check_int("nside", nside, minimum=1)
+        lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
+        if lmax > 4 * nside:
+            raise ValueError(f"lmax={lmax} is more than 4 * nside = {4 * nside}: the maps "
+                             "cannot hold it")
+        if not isinstance(pol, (bool, np.bool_)):
+            raise TypeError(f"pol must be True or False, got {pol!r}")
+        pol, n, npix = bool(pol), 3 if pol else 1, 12 * nside * nside
+        cov = _spectra_table("cls", cls, pol, bool(new), lmax)
+        if beam_window is not None and (fwhm not in (None, 0, 0.0) or fwhm_arcmin is not None):
+            raise ValueError("give beam_window or a Gaussian fwhm, not both")
+        if beam_window is not None:
+            bw = np.asarray(as_real_array("beam_window", beam_window))
+            full = np.zeros((lmax + 1,) + bw.shape[1:])
+            full[:min(len(bw), lmax + 1)] = bw[:lmax + 1]
+            rows = _beam_rows(n, pol, lmax, 0.0, full)
+        else:
+            rows = _beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
+        noise_alm = None
+        if noise_cls is not None:
+            noise_alm = transfer_factors(_spectra_table("noise_cls", noise_cls, pol, bool(new),
+                                                        lmax), None)
+        if mask is not None:
+            mask = _pixel_values("mask", mask, npix, 1)
+            if np.ndim(mask) == 0:
+                raise ValueError("mask must be a HEALPix map of shape "
+                                 f"({npix},), not a number")
+            if not np.any(mask):
+                raise ValueError("mask is zero everywhere: nothing would be observed")
+        if noise_sigma is not None:
+            noise_sigma = _pixel_values("noise_sigma", noise_sigma, npix, n)
+        if batch_size is not None:
+            batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.plan = SimulationPlan(
+            nside=nside, lmax=lmax, pol=pol, signal=transfer_factors(cov, rows),
+            noise_alm=noise_alm, noise_sigma=noise_sigma, mask=mask,
+            iter=check_int("iter", iter, minimum=0), seed=check_int("seed", seed, minimum=0))
+        self.beam = np.array(rows)
+        self.batch_size = batch_size
+        self.backend = backends._check_name(backend)
+        self.names = spectrum_names(pol)
+        self.seconds = 0.0                          # wall time of all runs
+        self.stopped = False                        # the last run ended by stop() or Ctrl-C
+        self._results: dict[int, np.ndarray] = {}  # simulation index -> (nspec, lmax+1)
+        self._timed = 0                             # simulations done inside timed runs
+        self._run_from = 0                          # nsims when the current run began
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------ results
+    @property
+    def nsims(self) -> int:
+        """Number of finished simulations."""
+        return len(self._results)
+
+    @property
+    def indices(self) -> np.ndarray:
+        """Simulation numbers finished, sorted, shape (nsims,) int64."""
+        with self._lock:
+            return np.array(sorted(self._results), dtype=np.int64)
+
+    @property
+    def spectra(self) -> np.ndarray:
+        """Every finished simulation's pseudo-spectra, shape (nsims, nspec, lmax+1), float64,
+        muK^2, ordered by simulation number (``indices``); nspec 1 (TT) or 6 with ``pol``
+        (TT, EE, BB, TE, EB, TB, see ``names``)."""
+        with self._lock:
+            keys = sorted(self._results)
+            if not keys:
+                return np.zeros((0, self.plan.nspec, self.plan.lmax + 1))
+            return np.stack([self._results[k] for k in keys])
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean pseudo-spectra over the simulations, shape (nspec, lmax+1), muK^2."""
+        s = self._need(1)
+        return s.mean(axis=0)
+
+    @property
+    def std(self) -> np.ndarray:
+        """Standard deviation of one simulation's spectra, shape (nspec, lmax+1), muK^2 (the
+        error of the mean is ``std / sqrt(nsims)``)."""
+        return self._need(2).std(axis=0, ddof=1)
+
+    def covariance(self, bins=None) -> np.ndarray:
+        """Sample covariance of the spectra over the simulations (unbiased, ddof 1).
+
+        Parameters
+        ----------
+        bins : int or array_like of int, optional
+            None: every l. An int: bins of that many l from 0. An array: bin edges in l
+            (bin i is edges[i] <= l < edges[i+1]). Binned spectra are plain means over l.
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (nspec * nbins, nspec * nbins), muK^4
+            Spectra one after the other (all of TT, then EE, ...), nbins = lmax+1 without bins.
+
+        Raises
+        ------
+        ValueError
+            Fewer than 2 simulations, or bins that are not increasing edges within 0..lmax+1.
+        """
+        s = self._need(2)
+        if bins is not None:
+            s = self._binned(s, bins)
+        flat = s.reshape(s.shape[0], -1)
+        return np.atleast_2d(np.cov(flat, rowvar=False))
+
+    def _binned(self, s, bins):
+        lmax = self.plan.lmax
+        if np.isscalar(bins):
+            width = check_int("bins", bins, minimum=1)
+            edges = np.arange(0, lmax + 2, width)
+            if edges[-1] != lmax + 1:
+                edges = np.append(edges, lmax + 1)
+        else:
+            edges = np.asarray(bins)
+            if edges.ndim != 1 or edges.size < 2 or edges.dtype.kind not in "iu" \
+                    or np.any(np.diff(edges) <= 0) or edges[0] < 0 or edges[-1] > lmax + 1:
+                raise ValueError(f"bins must be increasing integer edges in 0..{lmax + 1}, "
+                                 f"got {bins!r}")
+        return np.stack([s[..., a:b].mean(axis=-1) for a, b in zip(edges[:-1], edges[1:])],
+                        axis=-1)
+
+    def _need(self, k):
+        if self.nsims < k:
+            raise ValueError(f"this needs at least {k} finished simulation(s); "
+                             f"{self.nsims} are done: call run(nsims)")
+        return self.spectra
+
+    @property
+    def rate(self) -> float:
+        """Simulations per second over all runs so far (0 before the first)."""
+        return self._timed / self.seconds if self.seconds > 0 else 0.0
+
+    def expected(self, *, max_transforms: int = 50_000) -> np.ndarray:
+        """The exact mean of the simulated spectra (brute force, small sizes only).
+
+        Input spectra times beam^2, coupled by the mask (and the pixelisation), plus the
+        noise, computed by transforming every unit a_lm and every noisy pixel once through the
+        same pipeline (see :func:`sphgpu.sims.pipeline.expected_spectra`).
+
+        Parameters
+        ----------
+        max_transforms : int
+            Refuse sizes that need more transforms than this.
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (nspec, lmax+1), muK^2
+
+        Raises
+        ------
+        ValueError
+            When the size needs more than ``max_transforms`` transforms (nside above ~16).
+        """
+        return expected_spectra(self.plan, self._local_backend(),
+                                max_transforms=max_transforms)
+
+    # ------------------------------------------------------------------ running
+    def stop(self) -> None:
+        """Ask a run in progress (in another thread) to end after its current batch."""
+        self._stop.set()
+
+    def _local_backend(self) -> str:
+        return backends.resolve(self.backend, "sht")
+
+    def _auto_batch(self, name) -> int:
+        per_sim = self.plan.bytes_per_simulation()
+        impl = backends.load("sht", name)
+        if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+            free = _free_device_memory()
+            budget = 0.5 * free if free else 2**30
+        else:
+            # ducc0 transforms one map at a time anyway: batches only save Python overhead
+            budget = 0.1 * (_physical_memory() or 2**31)
+        return int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
+
+    def run(self, nsims, *, progress=True, client=None, batch_size=None) -> "MonteCarlo":
+        """Run ``nsims`` more simulations (the lowest numbers not yet done) and keep them.
+
+        Parameters
+        ----------
+        nsims : int
+            How many simulations to add (>= 0).
+        progress : bool or callable
+            True: a progress bar (a widget in a notebook, a line on stderr in a terminal);
+            a callable ``progress(done, total)`` is called after every batch; False: silent.
+        client : distributed.Client, optional
+            Spread the batches over the workers of this Dask cluster (GPU workers when it has
+            any and ``backend`` is "auto" or "cuda"); None: run here.
+        batch_size : int, optional
+            Simulations per batch (a task, on a cluster); default: the object's, else chosen
+            from memory.
+
+        Returns
+        -------
+        MonteCarlo
+            This object, holding its earlier simulations and the new ones. A run stopped by
+            :meth:`stop` or Ctrl-C (KeyboardInterrupt) returns early with every finished batch
+            kept and ``stopped`` set; ``run`` again continues.
+
+        Raises
+        ------
+        ValueError, TypeError
+            ``nsims`` or ``batch_size`` not a whole number >= 0 (>= 1 for batch_size).
+        """
+        nsims = check_int("nsims", nsims, minimum=0)
+        if batch_size is not None:
+            batch_size = check_int("batch_size", batch_size, minimum=1)
+        todo = self._next(nsims)
+        self._stop.clear()
+        self.stopped = False
+        if not todo:
+            return self
+        show = _Progress(progress, self.nsims + len(todo))
+        t0 = time.perf_counter()
+        self._run_from = self.nsims
+        try:
+            if client is None:
+                self._run_here(todo, batch_size, show, t0)
+            else:
+                from ._dask import run_on_cluster
+
+                run_on_cluster(self, client, todo, batch_size, show, t0)
+        except KeyboardInterrupt:
+            self.stopped = True
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self._timed += self.nsims - self._run_from
+        if self._stop.is_set() and self.nsims < self._run_from + len(todo):
+            self.stopped = True
+        if self.stopped:
+            print(f"sphgpu.sims: stopped with {self.nsims} simulations; run(more) continues",
+                  file=sys.stderr)
+        return self
+
+    def _next(self, count):
+        """The ``count`` lowest simulation numbers not yet done."""
+        with self._lock:
+            out, i = [], 0
+            while len(out) < count:
+                if i not in self._results:
+                    out.append(i)
+                i += 1
+            return out
+
+    def _keep(self, indices, spectra, show, t0):
+        with self._lock:
+            for i, s in zip(indices, spectra):
+                self._results[int(i)] = s
+        show(self.nsims, (self.nsims - self._run_from) / max(time.perf_counter() - t0, 1e-9))
+
+    def _run_here(self, todo, batch_size, show, t0):
+        name = self._local_backend()
+        size = batch_size or self.batch_size or self._auto_batch(name)
+        for start in range(0, len(todo), size):
+            if self._stop.is_set():
+                return
+            part = todo[start:start + size]
+            self._keep(part, simulate_batch(self.plan, part, name), show, t0)
+
+    def __repr__(self):
+        p = self.plan
+        return (f"MonteCarlo(nside={p.nside}, lmax={p.lmax}, pol={p.pol}, "
+                f"nsims={self.nsims}, seed={p.seed})")
+
+
+def _free_device_memory() -> int | None:
+    """Free bytes on the current GPU (None under the simulator or without CuPy)."""
+    from .._device import SIMULATOR
+
+    if SIMULATOR:
+        return None
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.memGetInfo()[0])
+    except Exception:      # no usable CuPy: the caller falls back to a fixed budget
+        return None
+
+
+def simulate_spectra(cls, nside, nsims, lmax=None, *, progress=True, client=None, **options):
+    """Run a Monte Carlo of pseudo-spectra and return it (see :class:`MonteCarlo`).
+
+    Parameters
+    ----------
+    cls : array_like, float64, muK^2
+        Input spectra: (L,) temperature, or (4 or 6, L) with ``pol=True``.
+    nside : int
+        HEALPix resolution.
+    nsims : int
+        Number of simulations.
+    lmax : int, optional
+        Band limit; default ``3 * nside - 1``.
+    progress : bool or callable
+        As :meth:`MonteCarlo.run`.
+    client : distributed.Client, optional
+        Spread the batches over this Dask cluster's workers.
+    **options
+        Any keyword argument of :class:`MonteCarlo` (``pol``, ``fwhm``, ``beam_window``,
+        ``mask``, ``noise_sigma``, ``noise_cls``, ``iter``, ``seed``, ``batch_size``,
+        ``backend``).
+
+    Returns
+    -------
+    MonteCarlo
+        With ``spectra`` (nsims, nspec, lmax+1), ``mean``, ``std`` and ``covariance()``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad input, naming the argument.
+    """
+    return MonteCarlo(cls, nside, lmax, **options).run(nsims, progress=progress, client=client)

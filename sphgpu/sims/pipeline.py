@@ -1,0 +1,296 @@
+"""One batch of simulated skies, from seeds to pseudo-spectra, through the public transforms.
+
+:class:`SimulationPlan` holds everything the simulations share (validated, as NumPy arrays);
+:func:`simulate_batch` runs simulations ``indices`` of a plan and returns their spectra. Both
+are module-level and picklable, so a Dask worker runs exactly what one process runs.
+
+A simulation i draws from its own stream, keyed by
+``numpy.random.SeedSequence(seed, spawn_key=(i,))`` (:mod:`sphgpu.sims.random`: counter-based,
+the same numbers on the CPU and the GPU), in a fixed order: the signal a_lm, the noise a_lm
+(with noise spectra), the white-noise map (with a noise sigma). So its spectra depend on
+(seed, i) alone, to the rounding of the transforms of the backend, never on the batch it ran
+in or the worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import backends
+from .._device import array_module, to_host
+from ..alm import AlmLayout
+from ..sht.spectra import alm2cl
+from ..sht.transforms import alm2map, map2alm
+from .random import Stream
+
+__all__ = ["SimulationPlan", "simulate_batch", "spectrum_names", "transfer_factors"]
+
+
+def spectrum_names(pol: bool) -> tuple[str, ...]:
+    """Names of the measured spectra, in healpy's anafast order.
+
+    Parameters
+    ----------
+    pol : bool
+        Temperature only (False) or T, E, B (True).
+
+    Returns
+    -------
+    tuple of str
+        ("TT",), or ("TT", "EE", "BB", "TE", "EB", "TB").
+    """
+    return ("TT", "EE", "BB", "TE", "EB", "TB") if pol else ("TT",)
+
+
+def transfer_factors(cov, rows_beam):
+    """Per-l factors G_l with G_l G_l^T = B_l C_l B_l (B_l = diag of ``rows_beam`` at l).
+
+    An eigen-decomposition, not Cholesky, so that singular spectra (BB = 0, or C_l = 0 at
+    l < 2) are allowed.
+
+    Parameters
+    ----------
+    cov : numpy.ndarray, float64, shape (n, n, L)
+        Covariance of the n fields per l, muK^2.
+    rows_beam : numpy.ndarray, float64, shape (n, L), or None
+        Beam transfer function of each field (None: no beam).
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (L, n, n)
+        G_l, muK.
+    """
+    w, v = np.linalg.eigh(np.moveaxis(cov, 2, 0))
+    g = v * np.sqrt(np.maximum(w, 0.0))[:, None, :]
+    if rows_beam is not None:
+        g = g * np.asarray(rows_beam).T[:, :, None]
+    return np.ascontiguousarray(g)
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationPlan:
+    """What every simulation of a Monte Carlo shares (validated host arrays, float64).
+
+    Made by :class:`sphgpu.sims.MonteCarlo` (which checks the inputs); picklable, so that Dask
+    sends it to each worker once.
+
+    Parameters
+    ----------
+    nside : int
+        HEALPix resolution of the maps.
+    lmax : int
+        Band limit (mmax = lmax).
+    pol : bool
+        Temperature only (False) or T, E, B -> I, Q, U (True).
+    signal : numpy.ndarray, float64, shape (lmax+1, n, n)
+        Factors G_l of the beamed signal (n = 1, or 3 with ``pol``), see
+        :func:`transfer_factors`; muK.
+    noise_alm : numpy.ndarray or None
+        The same for noise spectra (no beam), or None.
+    noise_sigma : None, float or numpy.ndarray
+        White noise per pixel in muK: a number, or (npix,) / (3, npix).
+    mask : numpy.ndarray, float64, shape (npix,), or None
+        Weights applied to every map (I, Q and U alike).
+    iter : int
+        Jacobi iterations of map2alm.
+    seed : int
+        The Monte Carlo's seed (>= 0).
+    """
+
+    nside: int
+    lmax: int
+    pol: bool
+    signal: np.ndarray
+    noise_alm: np.ndarray | None
+    noise_sigma: object
+    mask: np.ndarray | None
+    iter: int
+    seed: int
+
+    @property
+    def nfields(self) -> int:
+        """Fields simulated: 1 (T) or 3 (T, E, B)."""
+        return 3 if self.pol else 1
+
+    @property
+    def npix(self) -> int:
+        """Pixels of a map, 12 nside^2."""
+        return 12 * self.nside * self.nside
+
+    @property
+    def nspec(self) -> int:
+        """Spectra measured: 1 (TT) or 6 (TT, EE, BB, TE, EB, TB)."""
+        return len(spectrum_names(self.pol))
+
+    def bytes_per_simulation(self) -> int:
+        """Memory a simulation holds during a batch: a_lm and maps, a few copies of each
+        (the draws, the products, the transforms' outputs and work arrays), and the
+        transforms' Legendre intermediate (one complex value per ring and m).
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
+        nalm = AlmLayout(self.lmax).size
+        legendre = 16 * (4 * self.nside) * (self.lmax + 1)
+        return self.nfields * (4 * 16 * nalm + 4 * 8 * self.npix + legendre)
+
+
+@functools.lru_cache(maxsize=4)
+def _device_arrays(plan: SimulationPlan, device_kind: str):
+    """The plan's arrays where the batch runs (cached: a worker keeps them for every batch).
+
+    ``factors[which]`` lists, for the nonzero (i, j) entries of G_l (T-E only couple: 4 of 9),
+    the factors of Re and Im of the unit normals per a_lm: G_l[i, j] sqrt(1/2) (Re and Im each
+    carry half the variance), and for a_l0, real, G_l[i, j] and 0.
+    """
+    xp = np if device_kind == "host" else array_module()
+    lidx, m = AlmLayout(plan.lmax).lm()
+    scale = np.where(m == 0, 1.0, math.sqrt(0.5))
+    put = (lambda a: None if a is None else xp.asarray(a))
+    factors = {}
+    for which in ("signal", "noise_alm"):
+        g = getattr(plan, which)
+        if g is not None:
+            factors[which] = [(i, j, xp.asarray(g[lidx, i, j] * scale),
+                               xp.asarray(np.where(m == 0, 0.0, g[lidx, i, j] * scale)))
+                              for i in range(plan.nfields) for j in range(plan.nfields)
+                              if np.any(g[:, i, j])]
+    return dict(xp=xp, factors=factors, mask=put(plan.mask),
+                sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma)
+                else put(plan.noise_sigma))
+
+
+def _draw_alm(stream, factors, xp, n, nalm):
+    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0)."""
+    re = stream.standard_normal((n, nalm))
+    im = stream.standard_normal((n, nalm))
+    out = xp.zeros((n, nalm), dtype=np.complex128)
+    for i, j, fre, fim in factors:
+        out.real[i] += fre * re[j]
+        out.imag[i] += fim * im[j]
+    return out
+
+
+def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.ndarray:
+    """Pseudo-spectra of the simulations ``indices`` of ``plan``.
+
+    Parameters
+    ----------
+    plan : SimulationPlan
+    indices : sequence of int
+        Simulation numbers (each draws from its own stream, see the module docstring).
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the transforms run; with "cuda" every array stays on the GPU until the spectra.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (len(indices), nspec, lmax+1)
+        Pseudo-C_l in muK^2 (nspec 1: TT; 6 with pol: TT, EE, BB, TE, EB, TB).
+    """
+    name = backends.resolve(backend, "sht")
+    impl = backends.load("sht", name)
+    on_device = getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False)
+    d = _device_arrays(plan, "device" if on_device else "host")
+    xp = d["xp"]
+    n, nalm, k = plan.nfields, AlmLayout(plan.lmax).size, len(indices)
+    rngs = [Stream(plan.seed, int(i), device=on_device) for i in indices]
+    alm = xp.empty((k, n, nalm), dtype=np.complex128)
+    for q, rng in enumerate(rngs):
+        alm[q] = _draw_alm(rng, d["factors"]["signal"], xp, n, nalm)
+        if "noise_alm" in d["factors"]:
+            alm[q] += _draw_alm(rng, d["factors"]["noise_alm"], xp, n, nalm)
+    shape = (k, n, nalm) if plan.pol else (k, nalm)
+    maps = alm2map(alm.reshape(shape), plan.nside, plan.lmax, pol=plan.pol, backend=name)
+    if d["sigma"] is not None:
+        for q, rng in enumerate(rngs):
+            maps[q] += d["sigma"] * rng.standard_normal(maps.shape[1:])
+    if d["mask"] is not None:
+        maps *= d["mask"]
+    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
+    cl = alm2cl(alm.reshape(k, n, nalm))
+    return np.asarray(to_host(cl)).reshape(k, plan.nspec, plan.lmax + 1)
+
+
+def _analysed_spectra(plan, maps, name):
+    """Pseudo-spectra (B, nspec, lmax+1) of a batch of unmasked maps, as simulate_batch
+    measures them: mask, map2alm, alm2cl."""
+    if plan.mask is not None:
+        maps = maps * plan.mask
+    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
+    nalm = alm.shape[-1]
+    return np.asarray(to_host(alm2cl(alm.reshape(-1, plan.nfields, nalm))))
+
+
+def expected_spectra(plan: SimulationPlan, backend: str = "auto", *,
+                     max_transforms: int = 50_000, chunk: int = 512) -> np.ndarray:
+    """The exact mean of :func:`simulate_batch`'s spectra, by brute force (small sizes only).
+
+    The pipeline is linear from its unit normal draws x_b to the measured a_lm, and a spectrum
+    is a quadratic form Q of those a_lm, so E[Q(sum_b x_b v_b)] = sum_b var(x_b) Q(v_b): the
+    spectra of the pipeline's response v_b to each draw alone, weighted by its variance. Each
+    v_b is one transform of a unit a_lm (or one noise pixel), so this costs about
+    2 * n * nalm + 3 * npix transforms: it checks the simulations and gives the mode coupling of
+    a mask at nside <= 16 or so.
+
+    Parameters
+    ----------
+    plan : SimulationPlan
+    backend : {"auto", "cuda", "cpu", "reference"}
+    max_transforms : int
+        Refuse (ValueError) plans that need more transforms than this.
+    chunk : int
+        Unit vectors transformed together.
+
+    Returns
+    -------
+    numpy.ndarray, float64, shape (nspec, lmax+1)
+        Expected pseudo-C_l in muK^2, in the order of :func:`spectrum_names`.
+
+    Raises
+    ------
+    ValueError
+        When the plan needs more than ``max_transforms`` transforms.
+    """
+    name = backends.resolve(backend, "sht")
+    n, layout = plan.nfields, AlmLayout(plan.lmax)
+    lidx, m = layout.lm()
+    # every draw: (factor table, field j, a_lm index p, unit 1 or i, variance)
+    draws = [(g, j, p, u, 1.0 if m[p] == 0 else 0.5)
+             for g in (plan.signal, plan.noise_alm) if g is not None
+             for j in range(n) for p in range(layout.size)
+             for u in ((1.0,) if m[p] == 0 else (1.0, 1j))
+             if np.any(g[lidx[p], :, j])]
+    sigma = None
+    if plan.noise_sigma is not None:
+        sigma = np.broadcast_to(np.asarray(plan.noise_sigma, dtype=np.float64),
+                                (n, plan.npix) if plan.pol else (plan.npix,)).reshape(-1)
+    pixels = [] if sigma is None else np.flatnonzero(sigma)
+    count = len(draws) + len(pixels)
+    if count > max_transforms:
+        raise ValueError(f"expected_spectra would need {count} transforms (nside={plan.nside}, "
+                         f"lmax={plan.lmax}), more than max_transforms={max_transforms}: it is "
+                         "a brute-force check for small sizes")
+    total = np.zeros((plan.nspec, plan.lmax + 1))
+    shape = (n, layout.size) if plan.pol else (layout.size,)
+    for start in range(0, len(draws), chunk):
+        part = draws[start:start + chunk]
+        alm = np.zeros((len(part), n, layout.size), dtype=np.complex128)
+        for b, (g, j, p, u, _) in enumerate(part):
+            alm[b, :, p] = g[lidx[p], :, j] * u
+        maps = alm2map(alm.reshape((-1,) + shape), plan.nside, plan.lmax, pol=plan.pol,
+                       backend=name)
+        var = np.array([d[-1] for d in part])
+        total += np.einsum("b,bsl->sl", var, _analysed_spectra(plan, maps, name))
+    for start in range(0, len(pixels), chunk):
+        part = pixels[start:start + chunk]
+        maps = np.zeros((len(part), sigma.size))
+        maps[np.arange(len(part)), part] = sigma[part]
+        maps = maps.reshape((-1,) + ((n, plan.npix) if plan.pol else (plan.npix,)))
+        total += _analysed_spectra(plan, maps, name).sum(axis=0)
+    return total

@@ -1,0 +1,284 @@
+"""sphgpu.sims: reproducible streams, the mean against the exact expectation, stop and resume,
+bad input. Small sizes (nside 4-8) on the CPU backend."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import sphgpu
+from sphgpu.sims import MonteCarlo, expected_spectra, simulate_spectra
+
+NSIDE, LMAX = 8, 16
+NPIX = 12 * NSIDE**2
+
+
+def spectrum(lmax=3 * NSIDE):
+    cl = 1e3 / (np.arange(lmax + 1) + 2.0) ** 2
+    cl[:2] = 0.0
+    return cl
+
+
+def pol_spectra(lmax=3 * NSIDE):
+    tt = spectrum(lmax)
+    ee, bb = 0.3 * tt, 0.05 * tt
+    te = 0.5 * np.sqrt(tt * ee)
+    return np.stack([tt, ee, bb, te])           # TT, EE, BB, TE (new=True)
+
+
+def apodized_mask(nside=NSIDE):
+    """A cap cut with a cosine edge: weights from 0 to 1."""
+    theta = sphgpu.RingGeometry.healpix(nside).pixel_angles()[0]
+    x = np.clip((np.degrees(theta) - 40.0) / 30.0, 0.0, 1.0)
+    return 0.5 - 0.5 * np.cos(np.pi * x)
+
+
+def make(**kw):
+    args = dict(lmax=LMAX, fwhm=0.15, mask=apodized_mask(), noise_sigma=0.5, seed=7,
+                backend="cpu")
+    args.update(kw)
+    return MonteCarlo(spectrum(), NSIDE, **args)
+
+
+# -- reproducibility ---------------------------------------------------------------------------
+def test_each_simulation_depends_only_on_seed_and_its_number_whatever_the_batches():
+    whole = make(batch_size=7).run(7, progress=False).spectra
+    ones = make(batch_size=1).run(7, progress=False).spectra
+    pieces = make().run(3, progress=False, batch_size=2).run(4, progress=False).spectra
+    assert whole.shape == (7, 1, LMAX + 1)
+    np.testing.assert_array_equal(ones, whole)
+    np.testing.assert_array_equal(pieces, whole)
+    assert not np.array_equal(whole[0], whole[1])            # streams differ between sims
+    other = make(seed=8).run(2, progress=False).spectra
+    assert not np.array_equal(other, whole[:2])
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_cluster_workers_give_the_same_simulations(client, batch_size):
+    here = make().run(5, progress=False).spectra
+    there = make().run(5, progress=False, client=client, batch_size=batch_size)
+    np.testing.assert_array_equal(there.spectra, here)
+    np.testing.assert_array_equal(there.indices, np.arange(5))
+
+
+def test_cuda_path_equals_cpu_in_the_simulator():
+    """backend='cuda' runs the device branch (NumPy arrays under Numba's simulator, the same
+    generator): its spectra equal the CPU backend's to transform rounding."""
+    # one batch at nside 1: the simulator runs a Python thread per CUDA thread
+    kw = dict(lmax=2, fwhm=0.3, mask=apodized_mask(1), noise_sigma=0.1, seed=1, batch_size=2)
+    gpu = MonteCarlo(spectrum(4), 1, backend="cuda", **kw).run(2, progress=False)
+    cpu = MonteCarlo(spectrum(4), 1, backend="cpu", **kw).run(2, progress=False)
+    np.testing.assert_allclose(gpu.spectra, cpu.spectra, rtol=1e-10, atol=1e-14)
+
+
+# -- the mean against the exact expectation ----------------------------------------------------
+def z_scores(mc, expected):
+    err = mc.std / np.sqrt(mc.nsims)
+    keep = expected > 1e-8 * expected.max()
+    return (mc.mean - expected)[keep] / err[keep]
+
+
+def test_mean_agrees_with_input_times_beam_and_mask_within_its_errors():
+    mc = make().run(400, progress=False)
+    expected = mc.expected()
+    z = z_scores(mc, expected)
+    # 15 multipoles of nearly Gaussian means: all within 4 sigma, chi^2 per dof near 1
+    assert np.all(np.abs(z) < 4.0), z
+    assert 0.3 < np.mean(z**2) < 2.0
+    # the mask's transfer matters: the beamed input without it is far outside the errors
+    beamed = spectrum()[:LMAX + 1] * mc.beam[0] ** 2
+    assert np.max(np.abs((mc.mean[0] - beamed) / (mc.std[0] / np.sqrt(mc.nsims)))[2:]) > 10
+
+
+def test_polarized_mean_agrees_with_its_expectation():
+    nside, lmax = 4, 8
+    mc = MonteCarlo(pol_spectra(12), nside, lmax, pol=True, fwhm=0.2, noise_sigma=0.3,
+                    mask=apodized_mask(nside), seed=2, backend="cpu").run(300, progress=False)
+    assert mc.spectra.shape == (300, 6, lmax + 1) and mc.names[3] == "TE"
+    expected = mc.expected()
+    z = z_scores(mc, expected)
+    assert np.all(np.abs(z) < 4.5), z
+    assert 0.3 < np.mean(z**2) < 2.0
+
+
+def test_expectation_on_the_full_sky_is_the_input_times_beam_squared():
+    """Independent of the brute force: no mask, healpy's 3 iterations, lmax <= 2 nside."""
+    mc = MonteCarlo(spectrum(), NSIDE, LMAX, fwhm=0.15, iter=3, backend="cpu")
+    want = spectrum()[:LMAX + 1] * sphgpu.gauss_beam(0.15, LMAX) ** 2
+    np.testing.assert_allclose(mc.expected()[0, 2:], want[2:], rtol=1e-4)
+
+
+def test_expected_white_noise_is_sigma_squared_times_pixel_area():
+    sigma = 2.0
+    mc = MonteCarlo(np.zeros(LMAX + 1), NSIDE, LMAX, noise_sigma=sigma, iter=3, backend="cpu")
+    np.testing.assert_allclose(mc.expected()[0], sigma**2 * 4 * np.pi / NPIX, rtol=2e-2)
+    # a constant mask w scales every pseudo-C_l by w^2
+    half = MonteCarlo(np.zeros(LMAX + 1), NSIDE, LMAX, noise_sigma=sigma, iter=3,
+                      mask=np.full(NPIX, 0.5), backend="cpu")
+    np.testing.assert_allclose(half.expected(), 0.25 * mc.expected(), rtol=1e-12)
+
+
+def test_noise_spectra_add_to_the_signal():
+    noise = np.full(3 * NSIDE, 0.02)
+    both = make(noise_cls=noise, noise_sigma=None, mask=None).expected()
+    signal = make(noise_sigma=None, mask=None).expected()
+    only = MonteCarlo(np.zeros(3 * NSIDE), NSIDE, LMAX, noise_cls=noise,
+                      backend="cpu").expected()
+    np.testing.assert_allclose(both, signal + only, rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(only[0, 2:], 0.02, rtol=2e-2)
+
+
+def test_expectation_refuses_large_sizes():
+    with pytest.raises(ValueError, match="max_transforms"):
+        make().expected(max_transforms=100)
+
+
+# -- statistics --------------------------------------------------------------------------------
+def test_covariance_and_binning():
+    mc = make().run(12, progress=False)
+    cov = mc.covariance()
+    assert cov.shape == (LMAX + 1, LMAX + 1)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), mc.std[0], rtol=1e-12)
+    binned = mc.covariance(bins=5)                        # edges 0, 5, 10, 15, 17
+    assert binned.shape == (4, 4)
+    edges = np.array([2, 6, 17])
+    mean_bin = mc.spectra[:, 0, 2:6].mean(axis=1)
+    np.testing.assert_allclose(mc.covariance(bins=edges)[0, 0], mean_bin.var(ddof=1))
+
+
+def test_simulate_spectra_is_a_run_montecarlo():
+    mc = simulate_spectra(spectrum(), NSIDE, 3, LMAX, progress=False, seed=7, fwhm=0.15,
+                          mask=apodized_mask(), noise_sigma=0.5, backend="cpu")
+    np.testing.assert_array_equal(mc.spectra, make().run(3, progress=False).spectra)
+    assert mc.rate > 0 and mc.seconds > 0 and "nsims=3" in repr(mc)
+
+
+# -- stop and resume ---------------------------------------------------------------------------
+def test_stop_keeps_results_and_run_continues():
+    mc = make(batch_size=2)
+    seen = []
+
+    def progress(done, total):
+        seen.append((done, total))
+        if done == 4:
+            mc.stop()
+
+    mc.run(10, progress=progress)
+    assert mc.stopped and mc.nsims == 4 and seen == [(2, 10), (4, 10)]
+    mc.run(6, progress=False)
+    assert not mc.stopped and mc.nsims == 10
+    np.testing.assert_array_equal(mc.spectra, make().run(10, progress=False).spectra)
+
+
+def test_ctrl_c_keeps_the_finished_batches():
+    mc = make(batch_size=3)
+
+    def interrupt(done, total):
+        if done >= 6:
+            raise KeyboardInterrupt
+
+    mc.run(12, progress=interrupt)
+    assert mc.stopped and mc.nsims == 6
+    np.testing.assert_array_equal(mc.indices, np.arange(6))
+
+
+def test_stop_from_another_thread_and_on_a_cluster(client):
+    mc = make(batch_size=1)
+    started = threading.Event()
+
+    def progress(done, total):
+        started.set()
+
+    t = threading.Thread(target=mc.run, args=(400,), kwargs=dict(progress=progress,
+                                                                  client=client))
+    t.start()
+    assert started.wait(60)
+    mc.stop()
+    t.join(60)
+    assert not t.is_alive() and mc.stopped and 1 <= mc.nsims < 400
+    done = mc.indices
+    mc.run(3, progress=False)                 # fills the lowest numbers not yet done
+    assert mc.nsims == len(done) + 3
+    np.testing.assert_array_equal(mc.spectra, make().run(0, progress=False).run(
+        mc.indices.max() + 1, progress=False).spectra[mc.indices])
+
+
+def test_text_progress_line(capsys):
+    make().run(2, progress=True)
+    assert "2 of 2 simulations" in capsys.readouterr().err
+
+
+# -- bad input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("kw, error, words", [
+    (dict(nside=0), ValueError, "nside"),
+    (dict(lmax=40), ValueError, "lmax"),
+    (dict(cls=np.ones((2, 20))), ValueError, "cls"),
+    (dict(cls=np.ones(20), pol=True), ValueError, "cls"),
+    (dict(cls=np.r_[np.ones(10), np.nan]), ValueError, "cls"),
+    (dict(pol="yes"), TypeError, "pol"),
+    (dict(mask=np.ones(10)), ValueError, "mask"),
+    (dict(mask=-np.ones(NPIX)), ValueError, "mask"),
+    (dict(mask=np.zeros(NPIX)), ValueError, "mask"),
+    (dict(mask=np.full(NPIX, np.nan)), ValueError, "mask"),
+    (dict(mask=1.0), ValueError, "mask"),
+    (dict(noise_sigma=-1.0), ValueError, "noise_sigma"),
+    (dict(noise_sigma="big"), TypeError, "noise_sigma"),
+    (dict(noise_sigma=np.ones((3, NPIX))), ValueError, "noise_sigma"),
+    (dict(fwhm=-0.1), ValueError, "fwhm"),
+    (dict(beam_window=np.ones(20)), ValueError, "beam_window"),
+    (dict(fwhm=0.0, beam_window=[1.0, np.inf]), ValueError, "beam_window"),
+    (dict(noise_cls=np.ones((2, 5))), ValueError, "noise_cls"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(iter=-1), ValueError, "iter"),
+    (dict(batch_size=0), ValueError, "batch_size"),
+    (dict(backend="gpu"), ValueError, "backend"),
+])
+def test_bad_input_names_the_argument(kw, error, words):
+    args = dict(cls=spectrum(), nside=NSIDE, lmax=LMAX, fwhm=0.1, backend="cpu")
+    args.update(kw)
+    with pytest.raises(error, match=words):
+        MonteCarlo(args.pop("cls"), args.pop("nside"), **args)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda mc: mc.run(-1), ValueError, "nsims"),
+    (lambda mc: mc.run(2.5), TypeError, "nsims"),
+    (lambda mc: mc.run(1, batch_size=0), ValueError, "batch_size"),
+    (lambda mc: mc.mean, ValueError, "run"),
+    (lambda mc: mc.covariance(), ValueError, "at least 2"),
+])
+def test_bad_calls_name_the_argument(call, error, words):
+    with pytest.raises(error, match=words):
+        call(make())
+
+
+def test_bad_bins_name_the_argument():
+    mc = make().run(2, progress=False)
+    for bins in ([5, 3], [0, 100], 0):
+        with pytest.raises(ValueError, match="bins"):
+            mc.covariance(bins=bins)
+
+
+def test_expected_spectra_function_is_the_method():
+    mc = make(noise_sigma=None, mask=None)
+    np.testing.assert_array_equal(expected_spectra(mc.plan, "cpu"), mc.expected())
+
+
+def test_latitude_cut_mask():
+    from sphgpu.sims import latitude_cut_mask
+
+    nside = 16
+    sharp = latitude_cut_mask(nside, 30)
+    # the observed fraction of a band cut is 1 - sin(cut), to the pixelisation
+    assert set(np.unique(sharp)) == {0.0, 1.0}
+    assert abs(sharp.mean() - 0.5) < 0.02
+    soft = latitude_cut_mask(nside, 30, apodization_deg=20)
+    assert np.all((soft >= 0) & (soft <= 1)) and np.any((soft > 0) & (soft < 1))
+    assert np.all(soft <= sharp) and np.array_equal(soft == 1, latitude_cut_mask(nside, 50) == 1)
+    np.testing.assert_array_equal(latitude_cut_mask(nside, 0), 1.0)
+    for kw, words in [(dict(cut_deg=91), "cut_deg"), (dict(cut_deg=10, apodization_deg=-1),
+                                                       "apodization_deg")]:
+        with pytest.raises(ValueError, match=words):
+            latitude_cut_mask(nside, **kw)
+    with pytest.raises(TypeError, match="cut_deg"):
+        latitude_cut_mask(nside, "30")

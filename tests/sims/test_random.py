@@ -1,0 +1,59 @@
+"""sphgpu.sims.random: Philox4x32-10 against Random123's known answers, the compiled CPU loop
+and the CUDA kernel (simulator) against the NumPy twin, and the numbers' statistics."""
+
+import numpy as np
+import pytest
+
+from sphgpu.sims.random import (Stream, normals, normals_reference, philox4x32, stream_key)
+
+U = np.uint64
+
+# Random123's published known-answer vectors (counter, key, output) for Philox4x32-10
+KNOWN = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+
+
+@pytest.mark.parametrize("counter, key, want", KNOWN)
+def test_philox_known_answers(counter, key, want):
+    got = philox4x32(*(U(c) for c in counter), *(U(k) for k in key))
+    assert tuple(int(x) for x in got) == want
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 31, 33, 1000])
+def test_compiled_cpu_loop_equals_the_numpy_twin(n):
+    key = stream_key(7, 3)
+    np.testing.assert_array_equal(normals(n, 5, key), normals_reference(n, 5, key))
+
+
+@pytest.mark.parametrize("n", [1, 33])
+def test_cuda_kernel_equals_the_numpy_twin(n):
+    key = stream_key(7, 3)
+    got = normals((n,), 2, key, device=True)
+    np.testing.assert_allclose(np.asarray(got), normals_reference(n, 2, key), rtol=1e-14,
+                               atol=1e-15)
+
+
+def test_values_are_standard_normal_and_draws_independent():
+    key = stream_key(1, 0)
+    a, b = normals(200_000, 0, key), normals(200_000, 1, key)
+    for x in (a, b):
+        assert abs(x.mean()) < 0.01 and abs(x.var() - 1) < 0.01
+        assert abs(np.mean(x**4) - 3) < 0.05                    # Gaussian kurtosis
+    assert abs(np.corrcoef(a, b)[0, 1]) < 0.01
+    assert abs(np.corrcoef(a[:-1], a[1:])[0, 1]) < 0.01        # the pair's two values too
+    # a prefix of a longer draw is the shorter draw: values depend on their index only
+    np.testing.assert_array_equal(normals(101, 0, key), a[:101])
+
+
+def test_streams_differ_by_seed_and_index_and_advance_by_draw():
+    keys = {stream_key(s, i) for s in range(3) for i in range(100)}
+    assert len(keys) == 300
+    s = Stream(4, 9)
+    first, second = s.standard_normal((2, 5)), s.standard_normal(7)
+    assert first.shape == (2, 5) and s.block == 2
+    np.testing.assert_array_equal(first.ravel(), normals(10, 0, stream_key(4, 9)))
+    np.testing.assert_array_equal(second, normals(7, 1, stream_key(4, 9)))

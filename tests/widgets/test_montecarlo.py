@@ -1,0 +1,164 @@
+"""Monte Carlo panel: what it shows is what sphgpu.sims computes (spectra, throughput, mask
+numbers), runs continue and stop, messages, and the panel headless."""
+
+import math
+import threading
+
+import numpy as np
+import pytest
+
+from sphgpu.data import planck2018_cl
+from sphgpu.sims import MonteCarlo, latitude_cut_mask
+from sphgpu.widgets.montecarlo import (APODIZATION_DEG, RATIO_LMIN, MonteCarloModel,
+                                       montecarlo_panel)
+
+from .conftest import INTERACTION_BUDGET_S, png, timed
+
+SMALL = dict(nsims=6, nside=8, fwhm_arcmin=120.0, cut_deg=20.0, noise_muK=30.0, seed=3,
+             backend="cpu")
+
+
+def direct(nsims, nside=8, fwhm_arcmin=120.0, cut_deg=20.0, noise_muK=30.0, seed=3):
+    """The same simulations through sphgpu.sims directly."""
+    mask = latitude_cut_mask(nside, cut_deg, apodization_deg=APODIZATION_DEG)
+    return MonteCarlo(planck2018_cl(2 * nside), nside, 2 * nside, fwhm_arcmin=fwhm_arcmin,
+                      mask=mask, noise_sigma=noise_muK, seed=seed,
+                      backend="cpu").run(nsims, progress=False), mask
+
+
+def test_shown_spectra_and_numbers_are_sphgpu_sims_results():
+    m = MonteCarloModel(**SMALL)
+    r = m.run()
+    assert m.message == "" and r.nsims == 6 and r.ran == 6
+    mc, mask = direct(6)
+    np.testing.assert_array_equal(r.spectra, mc.spectra[:, 0])
+    assert r.w2 == pytest.approx(np.mean(mask**2)) and r.fsky == pytest.approx(mask.mean())
+    rows = dict(r.numbers())
+    assert rows["simulations"] == "6 of 6"
+    assert rows["throughput"].startswith(f"{6 / r.seconds:.3g} simulations/s")
+    assert rows["mask: f_sky / w2"] == f"{mask.mean():.3f} / {np.mean(mask**2):.3f}"
+    # lmax 16 < RATIO_LMIN: no ratio to the model is shown rather than an empty one
+    assert not any(k.startswith("⟨C_hat") for k in rows)
+    s = mc.spectra[:, 0, 2:]
+    want = np.median(s.std(axis=0, ddof=1) / s.mean(axis=0)) / math.sqrt(6)
+    assert r.error_of_mean() == pytest.approx(want)
+    assert rows["error of the mean (median over ℓ)"] == f"{100 * want:.2g} %"
+
+
+def test_ratio_to_the_model_is_computed_from_the_spectra():
+    m = MonteCarloModel(**dict(SMALL, nside=16, nsims=4))
+    r = m.run()
+    ell = np.arange(RATIO_LMIN, 33)
+    per_sim = [np.sum((2 * ell + 1) * s[ell] / r.model[ell]) / np.sum(2 * ell + 1)
+               for s in r.spectra]
+    ratio, sigma = r.ratio()
+    assert ratio == pytest.approx(np.mean(per_sim))
+    assert sigma == pytest.approx(np.std(per_sim, ddof=1) / 2)
+    assert dict(r.numbers())[f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}"] == \
+        f"{ratio:.4f} ± {sigma:.4f}"
+
+
+def test_more_simulations_continue_the_run_and_fewer_recompute_nothing():
+    m = MonteCarloModel(**SMALL)
+    first = m.run().spectra
+    m.set(nsims=9)
+    assert not m.live
+    r = m.run()
+    assert r.ran == 3 and r.nsims == 9
+    np.testing.assert_array_equal(r.spectra[:6], first)
+    np.testing.assert_array_equal(r.spectra, direct(9)[0].spectra[:, 0])
+    m.set(nsims=4)
+    assert m.live
+    r = m.run()
+    assert r.ran == 0 and r.rate == 0 and r.nsims == 4
+    assert "none run" in dict(r.numbers())["throughput"]
+    m.set(fwhm_arcmin=60.0)                 # another sky: not done yet
+    assert not m.live
+
+
+def test_progress_and_batches_are_reported():
+    m = MonteCarloModel(**dict(SMALL, nsims=4))
+    m._montecarlo().batch_size = 1
+    seen, shown = [], []
+    m.run(progress=lambda f, t="": seen.append((f, t)),
+          on_batch=lambda r: shown.append(r.nsims))
+    assert shown == [1, 2, 3, 4] and seen[-1] == (1.0, "4 of 4 simulations")
+    assert [h[0] for h in m.result.history] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("settings, words", [
+    (dict(nsims=1), "nsims must be"),
+    (dict(nside=1024), "nside 1024 is not allowed"),
+    (dict(nside=1), "nside must be"),
+    (dict(fwhm_arcmin=-1.0), "fwhm_arcmin must be"),
+    (dict(cut_deg=70.0), "cut_deg must be"),
+    (dict(noise_muK=-1.0), "noise_muK must be"),
+    (dict(seed=-1), "seed must be"),
+    (dict(backend="gpu"), "backend must be one of"),
+])
+def test_invalid_settings_give_a_message(settings, words):
+    m = MonteCarloModel(**SMALL)
+    assert not m.set(**settings) and words in m.message
+    assert m.run() is None and m.figure() is None
+
+
+def test_cuda_without_a_gpu_is_a_message(no_gpu):
+    m = MonteCarloModel(**dict(SMALL, backend="cuda"))
+    assert "the cuda backend cannot run here" in m.message
+
+
+# -- the panel, headless ------------------------------------------------------------------------
+def test_panel_runs_in_the_background_and_shows_the_results():
+    p = montecarlo_panel(**SMALL)
+    assert "press Run" in p.message.value and png(p.figure) is None
+    p.run_button.click()
+    assert p.wait(60)
+    assert png(p.figure) is not None and "6 of 6" in p.numbers.value
+    assert p.progress.value == 1.0 and not p.run_button.disabled and p.stop_button.disabled
+    img = png(p.figure)
+    p.nsims.value = 4                        # done already: shown at once, nothing run
+    assert "none run" in p.numbers.value and png(p.figure) != img
+    p.fwhm.value = 60.0                      # another sky: stale until Run
+    assert "press Run" in p.message.value and png(p.figure) is None
+    p.nside.value = 32
+    p.backend.value = "reference"            # the NumPy reference: nside <= 16
+    assert "nside 32 is not allowed on the reference backend" in p.message.value
+
+
+def test_stop_ends_the_run_and_run_continues():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    started = threading.Event()
+    real = p._batch
+
+    def batch(result):
+        real(result)
+        started.set()
+
+    p._batch = batch
+    p.run_button.click()
+    assert started.wait(60)
+    p.stop_button.click()
+    assert p.wait(60)
+    n = p.model.result.nsims
+    assert 1 <= n < 100_000 and p.model.result.stopped
+    assert f"{n} of 100000 (stopped: Run continues)" in p.numbers.value
+    p.nsims.value = n + 2
+    p.run_button.click()
+    assert p.wait(60) and p.model.result.nsims == n + 2 and p.model.result.ran == 2
+
+
+def test_panel_interactions_answer_within_a_second():
+    p = montecarlo_panel(**SMALL)
+    p.run_button.click()
+    assert p.wait(60)
+    for control, value in [(p.nsims, 5), (p.fwhm, 30.0), (p.cut, 10.0), (p.nside, 16),
+                           (p.nsims, 50)]:
+        seconds = timed(lambda: setattr(control, "value", value))
+        assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_auto_backend_is_the_panels_default():
+    from sphgpu.widgets._base import default_backend
+
+    assert MonteCarloModel(**dict(SMALL, backend="auto")).backend == default_backend()

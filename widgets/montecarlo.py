@@ -1,0 +1,489 @@
+"""Monte Carlo panel: masked, beamed, noisy skies and their pseudo-spectra, converging live.
+
+``MonteCarloModel`` keeps a :class:`sphgpu.sims.MonteCarlo` per setting of nside, beam, mask
+cut, noise, seed and backend, and runs it up to the number of simulations asked for (a larger
+number continues the same run: finished simulations are never redrawn). ``MonteCarloPanel``
+runs it in a background thread and redraws, after each batch, the mean pseudo-spectrum with
+its error bars, the error of the mean against the number of simulations, and the throughput;
+Stop ends the run with what it has. See :mod:`sphgpu.widgets._base` for the pattern.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+import ipywidgets as w
+import numpy as np
+
+from sphgpu import backends
+from sphgpu.data import planck2018_cl
+from sphgpu.sims import MonteCarlo, latitude_cut_mask
+
+from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, is_int, is_real,
+                    new_figure, numbers_html, show_figure, toggle_buttons)
+
+__all__ = ["MonteCarloModel", "MonteCarloResult", "MonteCarloPanel", "montecarlo_panel"]
+
+NSIDES = (8, 16, 32, 64, 128, 256, 512)
+#: largest nside per backend (a CPU simulation at nside 512 takes about a second)
+MAX_NSIDE = {"cpu": 512, "reference": 16, "cuda": 2048}
+MAX_SIMS = 100_000
+#: width of the mask's cosine edge, degrees
+APODIZATION_DEG = 5.0
+#: the ratio to the model is averaged over l >= this (the mask couples the lowest l strongly)
+RATIO_LMIN = 30
+
+
+@dataclass(frozen=True)
+class MonteCarloResult:
+    """What the panel shows of a Monte Carlo, for its first ``target`` simulations.
+
+    Parameters
+    ----------
+    nside : int
+        HEALPix resolution.
+    lmax : int
+        Band limit (2 nside).
+    backend : str
+        Backend of the transforms.
+    spectra : numpy.ndarray, float64, shape (nsims, lmax+1)
+        Pseudo-C_l (TT) of the simulations done, muK^2.
+    model : numpy.ndarray, float64, shape (lmax+1,)
+        The simple expectation w2 (b_l^2 C_l + N_l), muK^2.
+    input_cl : numpy.ndarray, float64, shape (lmax+1,)
+        The input C_l, muK^2.
+    w2 : float
+        Mean squared mask weight.
+    fsky : float
+        Mean mask weight.
+    target : int
+        Simulations asked for.
+    ran : int
+        Simulations computed by this run (0: all were done before).
+    seconds : float
+        Wall time of this run up to its last batch, the time spent drawing left out.
+    history : tuple of (int, float)
+        (simulations done, seconds) after each batch of this run.
+    stopped : bool
+        The run ended early (Stop).
+    """
+
+    nside: int
+    lmax: int
+    backend: str
+    spectra: np.ndarray
+    model: np.ndarray
+    input_cl: np.ndarray
+    w2: float
+    fsky: float
+    target: int
+    ran: int
+    seconds: float
+    history: tuple
+    stopped: bool
+
+    @property
+    def nsims(self) -> int:
+        """Simulations shown."""
+        return int(self.spectra.shape[0])
+
+    @property
+    def rate(self) -> float:
+        """Simulations per second of this run (0 when it computed none)."""
+        return self.ran / self.seconds if self.ran and self.seconds > 0 else 0.0
+
+    def error_of_mean(self, nsims=None) -> float:
+        """The relative precision of the mean: median over l >= 2 of sigma_l / (sqrt(N) <C_l>).
+
+        Parameters
+        ----------
+        nsims : int, optional
+            Use the first N = ``nsims`` simulations (default: all).
+
+        Returns
+        -------
+        float
+            NaN with fewer than 2 simulations.
+        """
+        s = self.spectra[:self.nsims if nsims is None else nsims, 2:]
+        if s.shape[0] < 2:
+            return math.nan
+        mean = s.mean(axis=0)
+        ok = mean > 0
+        return float(np.median(s.std(axis=0, ddof=1)[ok] / mean[ok]) / math.sqrt(s.shape[0]))
+
+    def ratio(self) -> tuple[float, float]:
+        """The mean pseudo-spectrum over the simple model, averaged over l >= RATIO_LMIN.
+
+        Returns
+        -------
+        tuple of float
+            (r, sigma): the 2l+1 weighted mean of C_hat_l / model_l and its error from the
+            scatter of the simulations; (nan, nan) with fewer than 2 or lmax < RATIO_LMIN.
+        """
+        if self.nsims < 2 or self.lmax < RATIO_LMIN:
+            return (math.nan, math.nan)
+        ell = np.arange(RATIO_LMIN, self.lmax + 1)
+        per_sim = (self.spectra[:, ell] / self.model[ell]) @ (2 * ell + 1) / (2 * ell + 1).sum()
+        return float(per_sim.mean()), float(per_sim.std(ddof=1) / math.sqrt(self.nsims))
+
+    def numbers(self) -> list[tuple[str, str]]:
+        """The rows of the panel's numbers table.
+
+        Returns
+        -------
+        list of (str, str)
+            (label, value) rows.
+        """
+        r, sigma = self.ratio()
+        done = f"{self.nsims} of {self.target}" + (" (stopped: Run continues)"
+                                                  if self.stopped else "")
+        rate = (f"{self.rate:.3g} simulations/s ({self.ran} in {self.seconds:.2g} s)"
+                if self.ran else "none run: these simulations were already done")
+        rows = [("simulations", done), ("throughput", rate),
+                ("nside / lmax", f"{self.nside} / {self.lmax}"), ("backend", self.backend),
+                ("mask: f_sky / w2", f"{self.fsky:.3f} / {self.w2:.3f}")]
+        err = self.error_of_mean()
+        if not math.isnan(err):
+            rows.append(("error of the mean (median over ℓ)", f"{100 * err:.2g} %"))
+        if not math.isnan(r):
+            rows.append((f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}",
+                         f"{r:.4f} ± {sigma:.4f}"))
+        return rows
+
+
+class MonteCarloModel(PanelModel):
+    """State and computation of the Monte Carlo panel.
+
+    Parameters
+    ----------
+    nsims : int
+        Simulations wanted, 2 to 100000 (more continue the same run).
+    nside : int
+        HEALPix resolution; lmax = 2 nside.
+    fwhm_arcmin : float
+        Gaussian beam FWHM in arcminutes, 0 to 600.
+    cut_deg : float
+        Half-width of the hidden band around the equator, 0 to 60 degrees (5 degree cosine
+        edge).
+    noise_muK : float
+        White noise per pixel in muK, >= 0.
+    seed : int
+        Seed of the Monte Carlo, >= 0.
+    backend : {"cpu", "cuda", "reference", "auto"}, optional
+        Default (or "auto"): ``SPHGPU_BACKEND`` if set, else "cuda" where a GPU is usable,
+        else "cpu".
+    max_nside : dict, optional
+        Largest nside per backend (default :data:`MAX_NSIDE`).
+    """
+
+    PARAMS = ("nsims", "nside", "fwhm_arcmin", "cut_deg", "noise_muK", "seed", "backend")
+
+    def __init__(self, nsims=100, nside=32, fwhm_arcmin=60.0, cut_deg=20.0, noise_muK=20.0,
+                 seed=0, backend=None, *, max_nside=None):
+        super().__init__()
+        self.nsims, self.nside, self.fwhm_arcmin = nsims, nside, fwhm_arcmin
+        self.cut_deg, self.noise_muK, self.seed = cut_deg, noise_muK, seed
+        self.backend = default_backend() if backend in (None, "auto") else backend
+        self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
+        self.result: MonteCarloResult | None = None
+        self._runs = LRU(4)         # settings -> MonteCarlo (keeps its simulations)
+        self._running: MonteCarlo | None = None
+        self.set()
+
+    def validate(self) -> str:
+        """Check the settings.
+
+        Returns
+        -------
+        str
+            "" when they are valid, else one sentence saying what is wrong and what is allowed.
+        """
+        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
+            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if not is_int(self.nsims) or not 2 <= self.nsims <= MAX_SIMS:
+            return f"nsims must be a whole number from 2 to {MAX_SIMS}, not {self.nsims!r}"
+        if not is_int(self.nside) or self.nside < 2:
+            return f"nside must be a whole number >= 2, not {self.nside!r}"
+        limit = self.max_nside[self.backend]
+        if self.nside > limit:
+            return (f"nside {self.nside} is not allowed on the {self.backend} backend here "
+                    f"(at most {limit}); choose a smaller nside or another backend")
+        if not is_real(self.fwhm_arcmin) or not 0 <= self.fwhm_arcmin <= 600:
+            return f"fwhm_arcmin must be from 0 to 600 arcminutes, not {self.fwhm_arcmin!r}"
+        if not is_real(self.cut_deg) or not 0 <= self.cut_deg <= 60:
+            return f"cut_deg must be from 0 to 60 degrees, not {self.cut_deg!r}"
+        if not is_real(self.noise_muK) or self.noise_muK < 0:
+            return f"noise_muK must be a number >= 0, not {self.noise_muK!r}"
+        if not is_int(self.seed) or self.seed < 0:
+            return f"seed must be a whole number >= 0, not {self.seed!r}"
+        try:
+            backends.resolve(self.backend, "sht")
+        except backends.BackendUnavailableError as exc:
+            return f"the {self.backend} backend cannot run here: {exc}"
+        return ""
+
+    # -- the Monte Carlo of the current settings ----------------------------------------------
+    def _key(self):
+        return (self.nside, float(self.fwhm_arcmin), float(self.cut_deg),
+                float(self.noise_muK), self.seed, self.backend)
+
+    def _mask(self):
+        return latitude_cut_mask(self.nside, float(self.cut_deg),
+                                 apodization_deg=APODIZATION_DEG if self.cut_deg else 0.0)
+
+    def _montecarlo(self) -> MonteCarlo:
+        return self._runs.get(self._key(), lambda: MonteCarlo(
+            planck2018_cl(2 * self.nside), self.nside, 2 * self.nside,
+            fwhm_arcmin=float(self.fwhm_arcmin), mask=self._mask(),
+            noise_sigma=float(self.noise_muK), seed=self.seed, backend=self.backend))
+
+    @property
+    def live(self) -> bool:
+        """True when the simulations wanted are already done (showing them costs nothing)."""
+        return (not self.message and self._key() in self._runs
+                and self._montecarlo().nsims >= self.nsims)
+
+    def run(self, progress=None, on_batch=None) -> MonteCarloResult | None:
+        """Run the simulations still missing up to ``nsims``.
+
+        Parameters
+        ----------
+        progress : callable(fraction, text), optional
+            Called after each batch.
+        on_batch : callable(MonteCarloResult), optional
+            Called after each batch with the results so far (the panel redraws with it).
+
+        Returns
+        -------
+        MonteCarloResult or None
+            None (and ``message`` set) if the settings are invalid or sphgpu raises.
+        """
+        progress = progress or (lambda f, t="": None)
+        self.result = None
+        if not self.set():
+            return None
+        with self.capture("Monte Carlo"):
+            mc = self._montecarlo()
+        if self.message:
+            return None
+        start, target = mc.nsims, self.nsims
+        history, t0 = [], time.perf_counter()
+        shown = [0.0]           # seconds spent in the callbacks, left out of the throughput
+
+        def batch(done, total):
+            t = time.perf_counter()
+            history.append((done, t - t0 - shown[0]))
+            progress(done / target, f"{done} of {target} simulations")
+            if on_batch is not None:
+                on_batch(self._result(mc, target, start, history, stopped=False))
+            shown[0] += time.perf_counter() - t
+
+        self._running = mc
+        try:
+            with self.capture("Monte Carlo"):
+                mc.run(max(0, target - mc.nsims), progress=batch)
+        finally:
+            self._running = None
+        if self.message:
+            return None
+        progress(min(mc.nsims, target) / target, f"{min(mc.nsims, target)} of {target} "
+                 "simulations")
+        self.result = self._result(mc, target, start, history, stopped=mc.stopped)
+        return self.result
+
+    def stop(self) -> None:
+        """End the run in progress (in another thread) after its current batch."""
+        mc = self._running
+        if mc is not None:
+            mc.stop()
+
+    def _result(self, mc, target, start, history, stopped):
+        lmax = 2 * self.nside
+        mask = mc.plan.mask
+        w2 = float(np.mean(mask**2))
+        cl = planck2018_cl(lmax)
+        noise = float(self.noise_muK) ** 2 * 4 * math.pi / mc.plan.npix
+        return MonteCarloResult(
+            nside=self.nside, lmax=lmax, backend=self.backend,
+            spectra=mc.spectra[:target, 0], model=w2 * (mc.beam[0] ** 2 * cl + noise),
+            input_cl=cl, w2=w2, fsky=float(np.mean(mask)), target=target,
+            ran=max(0, min(mc.nsims, target) - start),
+            seconds=history[-1][1] if history else 0.0, history=tuple(history),
+            stopped=stopped)
+
+    def figure(self, result=None):
+        """Mean D_l with its error band against the model, and the error of the mean against
+        the number of simulations.
+
+        Parameters
+        ----------
+        result : MonteCarloResult, optional
+            What to draw (default: the last result).
+
+        Returns
+        -------
+        matplotlib.figure.Figure or None
+            None without a result.
+        """
+        r = result or self.result
+        if r is None or r.nsims == 0:
+            return None
+        fig = new_figure(10.5, 3.6)
+        ax, cx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+        ell = np.arange(2, r.lmax + 1)
+        dl = ell * (ell + 1) / (2 * np.pi)
+        mean = r.spectra[:, 2:].mean(axis=0)
+        ax.plot(ell, dl * r.input_cl[2:], color="0.6", lw=1, label=r"input $C_\ell$")
+        ax.plot(ell, dl * r.model[2:], "k--", lw=1,
+                label=r"$w_2\,(b_\ell^2 C_\ell + N_\ell)$")
+        if r.nsims >= 2:
+            err = r.spectra[:, 2:].std(axis=0, ddof=1) / math.sqrt(r.nsims)
+            ax.fill_between(ell, dl * (mean - err), dl * (mean + err), color="#b2182b",
+                            alpha=0.3, lw=0)
+        ax.plot(ell, dl * mean, color="#b2182b", lw=1, label=f"mean of {r.nsims}")
+        ax.set_xlabel(r"$\ell$")
+        ax.set_ylabel(r"$D_\ell$ [$\mu$K$^2$]")
+        ax.legend(fontsize=8)
+        ns = np.unique(np.geomspace(2, max(r.nsims, 2), 24).astype(int))
+        ns = ns[ns <= r.nsims]
+        if ns.size:
+            errs = [r.error_of_mean(n) for n in ns]
+            cx.loglog(ns, errs, "o-", ms=3, color="#2166ac", label="measured")
+            cx.loglog(ns, errs[0] * np.sqrt(ns[0] / ns), "k:", lw=1, label=r"$\propto 1/\sqrt{N}$")
+            cx.legend(fontsize=8)
+        cx.set_xlabel("simulations N")
+        cx.set_ylabel("error of the mean (median over ℓ)")
+        cx.set_title(f"{r.rate:.3g} simulations/s" if r.ran else "already done", fontsize=9)
+        return fig
+
+
+class MonteCarloPanel(Panel):
+    """The Monte Carlo panel's view: controls, Run and Stop, a live figure and the numbers."""
+
+    #: seconds between redraws during a run (each redraw renders a PNG)
+    REDRAW_S = 0.5
+
+    def __init__(self, model: MonteCarloModel):
+        super().__init__()
+        self.model = model
+        m = model
+        style = {"description_width": "8.5em"}
+        nside = m.nside if is_int(m.nside) and m.nside >= 2 else NSIDES[1]
+        self.nsims = w.BoundedIntText(value=m.nsims if is_int(m.nsims) else 100, min=2,
+                                      max=MAX_SIMS, description="simulations", style=style)
+        self.nside = w.Dropdown(options=sorted(set(NSIDES) | {nside}), value=nside,
+                                description="nside", style=style)
+        self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0, max=600.0, step=5.0,
+                                  description="beam FWHM [′]", continuous_update=False,
+                                  style=style)
+        self.cut = w.FloatSlider(value=float(m.cut_deg), min=0.0, max=60.0, step=1.0,
+                                 description="mask cut |b| < [°]", continuous_update=False,
+                                 style=style)
+        self.backend = toggle_buttons(backend_options(m.backend), m.backend, "backend",
+                                      style["description_width"])
+        self.stop_button = w.Button(description="Stop", icon="stop", disabled=True,
+                                    tooltip="end the run after its current batch; Run continues")
+        self.figure = w.Output()
+        self._thread: threading.Thread | None = None
+        self._drawn_at = 0.0
+        self.observe_values([self.nsims, self.nside, self.fwhm, self.cut, self.backend],
+                            self._changed)
+        self.run_button.on_click(self.guarded(lambda _b: self.start()))
+        self.stop_button.on_click(self.guarded(lambda _b: self.model.stop()))
+        controls = w.HBox([w.VBox([self.nsims, self.nside, self.backend]),
+                           w.VBox([self.fwhm, self.cut])])
+        self.children = [w.HTML("<b>Monte Carlo</b>: CMB skies through a beam, white noise and "
+                                "a latitude cut; their pseudo-spectra converge"),
+                         controls, w.HBox([self.run_row(), self.stop_button]), self.message,
+                         self.figure, self.numbers]
+        self.add_class("sphgpu-montecarlo-panel")
+        self.guarded(self._refresh)()
+
+    def _changed(self):
+        self.model.set(nsims=self.nsims.value, nside=self.nside.value,
+                       fwhm_arcmin=self.fwhm.value, cut_deg=self.cut.value,
+                       backend=self.backend.value)
+        self._refresh()
+
+    def stale_note(self):
+        """The note shown while the results are not computed for these settings.
+
+        Returns
+        -------
+        str
+        """
+        m = self.model
+        return f"{m.nsims} simulations at nside {m.nside} on {m.backend}: press Run"
+
+    def _show(self, result):
+        self.show_message("")
+        show_figure(self.figure, self.model.figure(result))
+        self.numbers.value = numbers_html(result.numbers())
+
+    def _batch(self, result):
+        now = time.perf_counter()
+        if now - self._drawn_at >= self.REDRAW_S:
+            self._drawn_at = now
+            self._show(result)
+
+    def run(self):
+        """Run in this thread (Run uses :meth:`start`): used when the simulations are done."""
+        r = self.model.run(progress=self.report, on_batch=self._batch)
+        if r is None:
+            self._stale()
+            self.show_message(self.model.message)
+        else:
+            self._show(r)
+
+    def start(self):
+        """Start the run in a background thread, so that Stop and the live redraws work."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self._drawn_at = 0.0
+
+        def work():
+            try:
+                self.run()
+            finally:
+                self.run_button.disabled, self.stop_button.disabled = False, True
+
+        self._thread = threading.Thread(target=self.guarded(work), daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout=None) -> bool:
+        """Wait for a started run to end.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait at most (default: until it ends).
+
+        Returns
+        -------
+        bool
+            True when no run is going on.
+        """
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
+
+def montecarlo_panel(**kw) -> MonteCarloPanel:
+    """The Monte Carlo panel.
+
+    Parameters
+    ----------
+    **kw
+        :class:`MonteCarloModel`'s keywords (nsims, nside, fwhm_arcmin, cut_deg, noise_muK,
+        seed, backend, max_nside).
+
+    Returns
+    -------
+    MonteCarloPanel
+    """
+    return MonteCarloPanel(MonteCarloModel(**kw))
