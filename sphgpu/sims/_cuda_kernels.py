@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from numba import cuda
 
-from .random import normal_pair
+from .._cuda_launch import refresh_kernel_cache
+from . import philox
+from .philox import normal_pair
+
+# cached on disk (cache=True); it inlines philox's functions
+refresh_kernel_cache(__file__, philox.__file__)
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def fill_normals(out, block, k0, k1):
     """Standard normal values of draw ``block`` under key (k0, k1) into ``out``.
 

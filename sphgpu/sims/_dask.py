@@ -8,6 +8,7 @@ and no worker holds more than its share of batches.
 
 from __future__ import annotations
 
+from .. import backends
 from ..distributed import cluster as _cluster
 from .pipeline import simulate_batch
 
@@ -16,12 +17,13 @@ IN_FLIGHT = 2
 
 
 def _placement(client, backend):
-    """(backend name for the tasks, the resources they ask for)."""
-    if backend == "auto":
-        backend = "cuda" if _cluster.gpu_workers(client) else "cpu"
-    if backend == "cuda":
+    """(backend name for the tasks, the resources they ask for); "auto" means the GPU
+    workers when the cluster has any."""
+    name = backends.resolve_remote(backend, lambda: bool(_cluster.gpu_workers(client)))
+    gpu = backends.info(name).gpu
+    if gpu:
         _cluster.require_gpu_worker(client)
-    return backend, _cluster.task_resources(client, "gpu" if backend == "cuda" else "cpu")
+    return name, _cluster.task_resources(client, "gpu" if gpu else "cpu")
 
 
 def _batch_size(mc, batch_size, nworkers, ntodo):

@@ -8,30 +8,20 @@ generator state is made or kept. (CuPy's own generators were not used: they redu
 32 bits, so two of a few ten thousand simulations would share a stream, and each one sets up
 the states of millions of threads.)
 
-:func:`philox4x32` and :func:`normal_pair` are ``register_jitable``: plain Python from Python,
-inlined into the CPU loop (``@numba.njit``) and the CUDA kernel alike, so both run one
-arithmetic. :func:`normals_reference` is a vectorised NumPy twin for the tests.
+:func:`philox4x32` and :func:`normal_pair` (:mod:`sphgpu.sims.philox`) are
+``register_jitable``: plain Python from Python, inlined into the CPU loop (``@numba.njit``) and
+the CUDA kernel alike, so both run one arithmetic. :func:`normals_reference` is a vectorised NumPy twin for the tests.
 """
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
-from numba.extending import register_jitable
 
 from .._device import array_module
+from .philox import _M0, _M1, _MASK, _SHIFT, _ULP, _W0, _W1, normal_pair, philox4x32
 
 __all__ = ["stream_key", "philox4x32", "normal_pair", "normals", "normals_reference", "Stream"]
-
-_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-_W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-_MASK = np.uint64(0xFFFFFFFF)
-_SHIFT = np.uint64(32)
-#: 2**-53: the spacing of doubles in [0.5, 1)
-_ULP = 1.0 / 9007199254740992.0
-
 
 def stream_key(seed: int, index: int) -> tuple[int, int]:
     """The Philox key (two 32-bit words) of simulation ``index`` of a Monte Carlo.
@@ -50,60 +40,6 @@ def stream_key(seed: int, index: int) -> tuple[int, int]:
     """
     k = np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(2, np.uint32)
     return int(k[0]), int(k[1])
-
-
-@register_jitable
-def philox4x32(c0, c1, c2, c3, k0, k1):
-    """Philox4x32-10 of the counter (c0, c1, c2, c3) under the key (k0, k1).
-
-    Parameters
-    ----------
-    c0, c1, c2, c3 : numpy.uint64
-        Counter words, each < 2**32.
-    k0, k1 : numpy.uint64
-        Key words, each < 2**32.
-
-    Returns
-    -------
-    tuple of numpy.uint64
-        Four random 32-bit words.
-    """
-    for _ in range(10):
-        p0 = _M0 * c0               # exact: both factors < 2**32
-        p1 = _M1 * c2
-        c0, c1, c2, c3 = ((p1 >> _SHIFT) ^ c1 ^ k0, p1 & _MASK,
-                          (p0 >> _SHIFT) ^ c3 ^ k1, p0 & _MASK)
-        k0 = (k0 + _W0) & _MASK
-        k1 = (k1 + _W1) & _MASK
-    return c0, c1, c2, c3
-
-
-@register_jitable
-def normal_pair(q, block, k0, k1):
-    """Values 2q and 2q+1 of draw ``block`` under key (k0, k1): two independent standard
-    normals (Box-Muller on two 53-bit uniforms).
-
-    Parameters
-    ----------
-    q : int
-        Pair number, < 2**64.
-    block : int
-        Draw number within the key's stream, < 2**32.
-    k0, k1 : int
-        The key, as :func:`stream_key` returns it.
-
-    Returns
-    -------
-    tuple of float
-        Two standard normal values.
-    """
-    q = np.uint64(q)
-    a, b, c, d = philox4x32(q & _MASK, q >> _SHIFT, np.uint64(block), np.uint64(0),
-                            np.uint64(k0), np.uint64(k1))
-    u1 = 1.0 - (float(a >> np.uint64(5)) * 67108864.0 + float(b >> np.uint64(6))) * _ULP
-    u2 = (float(c >> np.uint64(5)) * 67108864.0 + float(d >> np.uint64(6))) * _ULP
-    r = math.sqrt(-2.0 * math.log(u1))           # u1 in (0, 1]: no log(0)
-    return r * math.cos(2.0 * math.pi * u2), r * math.sin(2.0 * math.pi * u2)
 
 
 # One thread: on a shared or small machine (Binder's two cores) Numba's parallel loops cost
