@@ -453,7 +453,10 @@ def _free_device_memory() -> int | None:
     try:
         import cupy
 
-        return int(cupy.cuda.runtime.memGetInfo()[0])
+        # what CuPy's pool holds but does not use is free for the batch too (after a run at
+        # another nside the pool kept gigabytes, and batches at nside 2048 shrank to 5)
+        return int(cupy.cuda.runtime.memGetInfo()[0]
+                   + cupy.get_default_memory_pool().free_bytes())
     except Exception:      # no usable CuPy: the caller falls back to a fixed budget
         return None
 
