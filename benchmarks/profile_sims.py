@@ -31,8 +31,7 @@ def main():
                     noise_sigma=10.0, backend="cuda")
     plan = mc.plan
     sync = cupy.cuda.Device().synchronize
-    print("batch size from free memory:", mc._batch_size() if hasattr(mc, "_batch_size")
-          else "?", flush=True)
+    print("batch size from free memory:", mc._auto_batch("cuda"), flush=True)
     for k in args.batch:
         idx = list(range(k))
         P.simulate_batch(plan, idx, "cuda")            # warm
