@@ -6,6 +6,7 @@ C_l (not l(l+1)C_l/2pi), indexed by l from 0.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -154,18 +155,18 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     pairs = _pairs_by_diagonal(b1.shape[1])
     if nspec is not None:
         pairs = pairs[:check_int("nspec", nspec, minimum=1, maximum=len(pairs))]
-    l, m = layout.lm()
-    keep = l <= lmax_out
-    # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part.
-    twice = xp.asarray(np.where(m > 0, 2.0, 1.0)[keep])
-    lk = xp.asarray(l[keep])
-    if not keep.all():             # the usual case (lmax_out >= lmax) copies no a_lm
-        b1, b2 = b1[..., xp.asarray(keep)], b2[..., xp.asarray(keep)]
+    lk, keep = _l_index(xp, layout.lmax, layout.mmax, lmax_out)
+    if keep is not None:           # the usual case (lmax_out >= lmax) copies no a_lm
+        b1, b2 = b1[..., keep], b2[..., keep]
+    # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part;
+    # the m = 0 entries, counted once, are the first n0 (m-major order, l = 0, 1, ...)
+    n0 = min(layout.lmax, lmax_out) + 1
     cl = xp.zeros((b1.shape[0], len(pairs), lmax_out + 1))
     for q in range(b1.shape[0]):
         for s, (i, j) in enumerate(pairs):
-            prod = (b1[q, i] * xp.conj(b2[q, j])).real * twice
-            cl[q, s] = xp.bincount(lk, weights=prod, minlength=lmax_out + 1)
+            prod = (b1[q, i] * xp.conj(b2[q, j])).real
+            cl[q, s] = 2.0 * xp.bincount(lk, weights=prod, minlength=lmax_out + 1)
+            cl[q, s, :n0] -= prod[:n0]
     cl /= xp.asarray(2.0 * np.arange(lmax_out + 1) + 1.0)
     if single:
         cl = cl[0, 0]
@@ -174,6 +175,17 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     else:
         cl = cl.reshape(a1.shape[:-2] + cl.shape[1:])
     return like_input(cl, alms1)
+
+
+@functools.lru_cache(maxsize=4)
+def _l_index(xp, lmax, mmax, lmax_out):
+    """(l of each coefficient kept, as int32 of ``xp``; the indices kept, or None for all) for
+    alm2cl. Kept per process: building and uploading them took 0.2 s a call at lmax 4096."""
+    l, _ = AlmLayout(lmax, mmax).lm()
+    keep = l <= lmax_out
+    if keep.all():
+        return xp.asarray(l.astype(np.int32)), None
+    return xp.asarray(l[keep].astype(np.int32)), xp.asarray(np.flatnonzero(keep))
 
 
 def _field_spectra(cls, new, pol):
