@@ -2,7 +2,7 @@
 nside 2048 / lmax 4096 as the number of maps sharing one recurrence (one launch) varies
 (private stages, device-resident, synchronised; launch shapes from the autotuner).
 
-Run on the GPU machine:  python benchmarks/profile_batch.py [--per 2 3 4] [--maps 12]
+Run on the GPU machine:  python benchmarks/profile_batch.py [--per 2 3 4] [--maps 16]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--per", type=int, nargs="+", default=[2, 3, 4])
-    p.add_argument("--maps", type=int, default=12)
+    p.add_argument("--maps", type=int, default=16)
     p.add_argument("--nside", type=int, default=2048)
     args = p.parse_args()
     import cupy
