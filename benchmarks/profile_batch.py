@@ -37,7 +37,7 @@ def main():
     for per in args.per:
         _cuda.MAPS_PER_LAUNCH = per
         K.LEG2ALM_MAX_MAPS = per
-        n = args.maps - args.maps % per          # whole launches only (3 rows go 3 at a time)
+        n = args.maps - args.maps % per          # whole launches only
         a = alm[:n]
         t1 = time_call(lambda: _cuda._alm2leg(a, pl, cupy), repeat=3, sync=sync).median
         lg = cupy.ascontiguousarray(leg[:n])

@@ -46,11 +46,12 @@ def main():
     t("spin coefficients E,B (array passes)",
       lambda: spin.spin_coefficients(alm[:, 1:], 2, layout, cupy))
     leg3 = _cuda._alm2leg(c3, pl, cupy)
+    default_per = _cuda.MAPS_PER_LAUNCH
     for n in (1, 2, 3):
         for per in sorted({2, n}):
             _cuda.MAPS_PER_LAUNCH = per
             t(f"alm2leg {n} rows, {per} per launch", lambda: _cuda._alm2leg(c3[:n], pl, cupy))
-    _cuda.MAPS_PER_LAUNCH = 2
+    _cuda.MAPS_PER_LAUNCH = default_per
     for n in (1, 2, 3):
         t(f"leg2map {n} rows", lambda: _cuda._leg2map(cupy.ascontiguousarray(leg3[:n]), pl, cupy))
     s3 = spin.row_scale(cupy, g, 2, 3)
