@@ -44,11 +44,11 @@ SHARED_LIMIT = 48 * 1024
 MAX_GROUP_PAIRS = 2**31
 
 
-def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted):
+def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
     """The largest block size <= threads (a power of two >= 32) whose shared memory fits."""
     th = threads
     while th >= 32:
-        if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted) <= SHARED_LIMIT:
+        if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted, mean) <= SHARED_LIMIT:
             return th
         th //= 2
     raise ValueError(f"{nbins} bins{' with weights' if weighted else ''} need more shared "
@@ -110,7 +110,8 @@ DEVICE = DevicePreparer()
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS, profile=None):
+                mean_theta=False, threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS,
+                profile=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
     ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
@@ -129,7 +130,8 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     nb = bins.nbins
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
-    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted)
+    mean = bool(mean_theta)
+    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean)
     h = band_height(bins.theta_max_rad)
     for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
         if c is not None:
@@ -146,23 +148,21 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     s1, s2 = plan.s1, plan.s2
     ngroups = plan.group_start.size - 1
     if plan.items.shape[0] == 0:
-        zero = np.zeros(nb, np.int64)
-        nreg = max(n_regions, 1)
-        return RawCounts(counts=zero, weights=np.zeros(nb) if weighted else None,
-                         region_counts=np.zeros((nreg, nb), np.int64) if n_regions else None,
-                         region_weights=np.zeros((nreg, nb)) if (n_regions and weighted)
-                         else None)
+        return RawCounts.zeros(nb, n_regions, weighted, mean)
     w1 = unit_weights(s1) if weighted else None
     w2 = unit_weights(s2) if weighted else None
     nreg = max(n_regions, 1)
     cnt = cuda.to_device(np.zeros(nb, np.int64))
     wsum = cuda.to_device(np.zeros(nb if weighted else 1))
-    rc = cuda.to_device(np.zeros(nreg * nb if n_regions else 1, np.int64))
-    rw = cuda.to_device(np.zeros(nreg * nb if (n_regions and weighted) else 1))
+    rsize = nreg * nreg * nb
+    rc = cuda.to_device(np.zeros(rsize if n_regions else 1, np.int64))
+    rw = cuda.to_device(np.zeros(rsize if (n_regions and weighted) else 1))
+    tsum = cuda.to_device(np.zeros(nb if mean else 1))
+    lsum = cuda.to_device(np.zeros(nb if mean else 1))
     nref = cuda.to_device(np.zeros(1, np.int64))
     one = cuda.to_device(np.zeros(1))
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
-                           n_regions > 0, plan.auto)
+                           n_regions > 0, plan.auto, mean)
     items = cuda.to_device(plan.items.astype(np.int32))
     gstart = cuda.to_device(plan.group_start.astype(np.int32))
     tables = cuda.to_device(T), cuda.to_device(gap), cuda.to_device(E)
@@ -170,13 +170,15 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     _launch(kernel, ngroups, th)(items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
                                  exact.float32_cutoff(T, gap), np.float64(E[nb]),
                                  w1 if weighted else one, w2 if weighted else one,
-                                 cnt, wsum, rc, rw, nref)
+                                 cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")
     out = RawCounts(
         counts=cnt.copy_to_host(), weights=wsum.copy_to_host() if weighted else None,
-        region_counts=rc.copy_to_host().reshape(nreg, nb) if n_regions else None,
-        region_weights=rw.copy_to_host().reshape(nreg, nb) if (n_regions and weighted)
+        patch_counts=rc.copy_to_host().reshape(nreg, nreg, nb) if n_regions else None,
+        patch_weights=rw.copy_to_host().reshape(nreg, nreg, nb) if (n_regions and weighted)
         else None,
+        theta_sum=tsum.copy_to_host() if mean else None,
+        log_theta_sum=lsum.copy_to_host() if mean else None,
         refined=int(nref.copy_to_host()[0]), pairs_compared=plan.pairs_compared)
     clock.lap("download")
     if profile is not None:

@@ -83,45 +83,41 @@ def _regions(cat1, cat2, n_regions):
     return int(n_regions)
 
 
-def _sums(cat, nreg, weighted):
-    """Per catalog: n, sum w, sum w^2 and their per-region splits (None without regions)."""
+def _sums(cat, nreg):
+    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each."""
+    r = max(nreg, 1)
+    lab = cat.labels if nreg else None
+    n = (np.array([float(cat.size)]) if lab is None
+         else np.bincount(lab, minlength=r).astype(np.float64))
     w = cat.weights
-    n = cat.size
     if w is None:                 # unit weights: no arrays to sum (this runs in every count)
-        out = {"n": n, "s": float(n), "q": float(n)}
-    else:
-        out = {"n": n, "s": float(w.sum()), "q": float(np.dot(w, w))}
-    if nreg:
-        out["nk"] = np.bincount(cat.labels, minlength=nreg).astype(np.float64)
-        out["sk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w,
-                                                             minlength=nreg)
-        out["qk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w * w,
-                                                             minlength=nreg)
-    return out
+        return n, n, n
+    if lab is None:
+        return n, np.array([w.sum()]), np.array([np.dot(w, w)])
+    return n, np.bincount(lab, weights=w, minlength=r), np.bincount(lab, weights=w * w,
+                                                                      minlength=r)
 
 
-def _totals(a, b, nreg, weighted):
-    """(total, weighted_total, region_total, region_weighted_total); b None: auto."""
-    if b is None:
-        n, s, q = a["n"], a["s"], a["q"]
-        total = n * (n - 1) / 2.0
-        wt = (s * s - q) / 2.0 if weighted else None
-        if not nreg:
-            return total, wt, None, None
-        nk, sk, qk = a["nk"], a["sk"], a["qk"]
-        rt = total - (n - nk) * (n - nk - 1) / 2.0
-        rwt = wt - ((s - sk) ** 2 - (q - qk)) / 2.0 if weighted else None
-        return total, wt, rt, rwt
-    total = float(a["n"]) * b["n"]
-    wt = a["s"] * b["s"] if weighted else None
-    if not nreg:
-        return total, wt, None, None
-    rt = total - (a["n"] - a["nk"]) * (b["n"] - b["nk"])
-    rwt = wt - (a["s"] - a["sk"]) * (b["s"] - b["sk"]) if weighted else None
-    return total, wt, rt, rwt
+def _totals(cat1, cat2, nreg, weighted):
+    """Possible pairs of each pair of regions (R, R) and, auto, what TreeCorr's normalisation
+    adds on the diagonal (R,): unweighted and (when ``weighted``) weighted."""
+    n1, s1, q1 = _sums(cat1, nreg)
+    if cat2 is None:
+        def auto(s, q):                       # pairs i < j: off the diagonal a < b
+            t = np.triu(np.outer(s, s), 1)
+            t[np.diag_indices_from(t)] = (s * s - q) / 2.0
+            return t, q / 2.0
+        t, st = auto(n1, n1)
+        wt, wst = auto(s1, q1) if weighted else (None, None)
+        return t, st, wt, wst
+    n2, s2, _ = _sums(cat2, nreg)
+    zero = np.zeros(max(nreg, 1))
+    return (np.outer(n1, n2), zero, np.outer(s1, s2) if weighted else None,
+            zero if weighted else None)
 
 
-def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto"):
+def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
+           mean_theta=False):
     bins = _check_bins(bins)
     nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
@@ -132,19 +128,31 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto"):
         raise ValueError(f"precision must be one of {impl.PRECISIONS} on this backend, got "
                          f"{precision!r}")
     raw = impl.count_pairs(cat1, cat2, bins, n_regions=nreg, weighted=weighted,
-                           precision=precision)
-    a = _sums(cat1, nreg, weighted)
-    b = None if cat2 is None else _sums(cat2, nreg, weighted)
-    total, wt, rt, rwt = _totals(a, b, nreg, weighted)
-    return PairCounts(bins, raw.counts, n1=cat1.size, n2=cat1.size if cat2 is None else cat2.size,
-                      auto=cat2 is None, total=total, weights=raw.weights, weighted_total=wt,
-                      region_counts=raw.region_counts, region_weights=raw.region_weights,
-                      region_total=rt, region_weighted_total=rwt,
-                      pairs_compared=raw.pairs_compared, refined=raw.refined)
+                           precision=precision, mean_theta=bool(mean_theta))
+    return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+
+
+def counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
+    """The PairCounts of a backend's RawCounts of ``cat1`` x ``cat2`` (None: auto), with the
+    totals of those catalogs: written once here for every backend and the distributed
+    counts."""
+    t, st, wt, wst = _totals(cat1, cat2, n_regions, weighted)
+    reg = n_regions > 0
+    return PairCounts(
+        bins, raw.counts, n1=cat1.size, n2=cat1.size if cat2 is None else cat2.size,
+        auto=cat2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
+        weighted_total=None if wt is None else wt.sum(),
+        weighted_self_total=None if wst is None else wst.sum(),
+        patch_counts=raw.patch_counts, patch_weights=raw.patch_weights,
+        patch_total=t if reg else None, patch_weighted_total=wt if reg else None,
+        patch_self_total=st if reg else None, patch_weighted_self_total=wst if reg else None,
+        theta_sum=raw.theta_sum, log_theta_sum=raw.log_theta_sum,
+        pairs_compared=raw.pairs_compared, refined=raw.refined)
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
-                labels1=None, labels2=None, n_regions=None, precision=None, backend="auto"):
+                labels1=None, labels2=None, n_regions=None, precision=None, mean_theta=False,
+                backend="auto"):
     """Exact pair counts in angular bins: DD, DR or RR.
 
     Parameters
@@ -174,6 +182,10 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         Arithmetic of the fast path (backend default: float32 on "cuda", float64 on "cpu").
         Both give identical counts: float32 decides the bins of pairs far from every edge
         and recomputes the others in float64 (:mod:`sphgpu.tpacf.exact`).
+    mean_theta : bool
+        Also sum each bin's separations (float64, from the float64 squared chord) for
+        :attr:`PairCounts.mean_theta` and :attr:`PairCounts.mean_log_theta`. Off by default:
+        the counting loop then computes no angle at all.
     backend : {"auto", "cuda", "cpu", "reference"}
 
     Returns
@@ -181,9 +193,15 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     PairCounts
         ``counts[k]``: pairs with chord2_edges[k] <= d2 < chord2_edges[k+1] (see
         :mod:`sphgpu.tpacf.bins` for d2), equal as integers on every backend.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad catalogs, bins, labels, precision or backend names (naming the argument).
     """
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
-    return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend)
+    return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend,
+                  mean_theta=mean_theta)
 
 
 @dataclass
