@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bins import AngularBins
+from .bins import UNITS, AngularBins
 
 __all__ = ["PairCounts", "NORMALIZATIONS", "check_normalization"]
 
@@ -189,14 +189,14 @@ class PairCounts:
         ``meanr``. NaN in empty bins; None when the count did not ask for separations
         (``mean_theta=True`` of :func:`~sphgpu.tpacf.pair_counts`)."""
         m = self._per_pair(self.theta_sum)
-        return None if m is None else m / self.bins.unit_rad
+        return None if m is None else m / UNITS[self.bins.unit]
 
     @property
     def mean_log_theta(self):
         """Pair-weighted mean of ln(theta / unit) per bin, (nbins,) float64: TreeCorr's
         ``meanlogr``. NaN in empty bins; None without separations."""
         m = self._per_pair(self.log_theta_sum)
-        return None if m is None else m - np.log(self.bins.unit_rad)
+        return None if m is None else m - np.log(UNITS[self.bins.unit])
 
     # --- per-patch views ----------------------------------------------------------------------
     def _need_regions(self):
