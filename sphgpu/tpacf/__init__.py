@@ -19,7 +19,7 @@ reads FITS or ASCII files and plots itself.
 :mod:`sphgpu.tpacf.mocks` draws uniform and clustered mock catalogs.
 """
 
-from . import mocks
+from . import budget, mocks
 from .api import angular_correlation, angular_correlations, pair_counts
 from .bins import AngularBins
 from .catalog import Catalog

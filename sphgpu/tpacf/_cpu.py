@@ -25,7 +25,7 @@ import queue
 import numba
 import numpy as np
 
-from . import exact
+from . import budget, exact
 from .grid import build_plan, unit_weights
 from .reference import RawCounts
 from .sky import pool
@@ -159,7 +159,8 @@ def _threads():
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                mean_theta=False, i_tile=I_TILE, j_max=J_MAX, groups=None):
+                mean_theta=False, max_device_bytes=None, i_tile=I_TILE, j_max=J_MAX,
+                groups=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the CPU."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS} on the cpu backend, got "
@@ -168,6 +169,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         groups = GROUPS_PER_THREAD * numba.get_num_threads()
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                       groups=groups)
+    budget.check(plan, bins.nbins, n_regions, weighted, mean_theta, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     nb, G = bins.nbins, plan.group_start.size - 1
     E = exact.padded_edges(bins.chord2_edges)

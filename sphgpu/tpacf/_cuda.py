@@ -23,7 +23,7 @@ from numba import cuda
 
 from .._cuda_launch import quiet
 from .._device import SIMULATOR, array_module
-from . import exact
+from . import budget, exact
 from . import _cuda_kernels as K
 from .grid import Preparer, band_height, build_plan, sorted_catalog, unit_weights
 from .reference import RawCounts
@@ -110,8 +110,8 @@ DEVICE = DevicePreparer()
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                mean_theta=False, threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS,
-                profile=None):
+                mean_theta=False, max_device_bytes=None, threads=THREADS, i_tile=I_TILE,
+                j_max=J_MAX, groups=GROUPS, profile=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
     ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
@@ -145,6 +145,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     if work > MAX_GROUP_PAIRS * (plan.group_start.size - 1):
         plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                           groups=math.ceil(2 * work / MAX_GROUP_PAIRS), prep=DEVICE)
+    budget.check(plan, nb, n_regions, weighted, mean, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     ngroups = plan.group_start.size - 1
     if plan.items.shape[0] == 0:

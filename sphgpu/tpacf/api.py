@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _tuning, backends
+from . import budget
 from .bins import AngularBins
 from .catalog import Catalog, as_catalog
 from .counts import PairCounts, check_normalization
@@ -117,7 +118,7 @@ def _totals(cat1, cat2, nreg, weighted):
 
 
 def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
-           mean_theta=False, max_device_bytes=None):
+           mean_theta=False, max_device_bytes=None, progress=None):
     bins = _check_bins(bins)
     nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
@@ -127,9 +128,50 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
     if precision not in impl.PRECISIONS:
         raise ValueError(f"precision must be one of {impl.PRECISIONS} on this backend, got "
                          f"{precision!r}")
-    raw = impl.count_pairs(cat1, cat2, bins, n_regions=nreg, weighted=weighted,
-                           precision=precision, mean_theta=bool(mean_theta))
+    if max_device_bytes is None:
+        max_device_bytes = budget.DEFAULT_BUDGET
+    if isinstance(max_device_bytes, bool) or not isinstance(max_device_bytes, (int, np.integer)) \
+            or max_device_bytes <= 0:
+        raise TypeError(f"max_device_bytes must be a positive integer, got {max_device_bytes!r}")
+    points = budget.POINT_BYTES * (cat1.size + (0 if cat2 is None else cat2.size))
+    if points > max_device_bytes:
+        raise ValueError(f"max_device_bytes={max_device_bytes}: the prepared catalogs alone need "
+                         f"{points} bytes; raise it or count over a cluster "
+                         "(sphgpu.distributed.pair_counts)")
+    kw = dict(n_regions=nreg, weighted=weighted, precision=precision,
+              mean_theta=bool(mean_theta), max_device_bytes=int(max_device_bytes))
+    raw = _within_budget(impl, cat1, cat2, bins, kw, progress)
     return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+
+
+def _within_budget(impl, cat1, cat2, bins, kw, progress):
+    """The backend's count; over the budget, the counts of the halves of ``cat1`` (auto: of
+    both halves and between them), recursively, with what the failed try prepared dropped."""
+    made = [(c, set(c._cache)) for c in (cat1, cat2) if c is not None]
+    try:
+        return impl.count_pairs(cat1, cat2, bins, **kw)
+    except budget.BudgetExceeded as exc:
+        for c, before in made:                    # free the device copies made for this try
+            for key in set(c._cache) - before:
+                del c._cache[key]
+        if cat1.size >= 2:
+            a, b = _halves(cat1)
+            parts = [(a, None), (b, None), (a, b)] if cat2 is None else [(a, cat2), (b, cat2)]
+        elif cat2 is not None and cat2.size >= 2:
+            parts = [(cat1, h) for h in _halves(cat2)]
+        else:
+            raise ValueError(f"max_device_bytes={kw['max_device_bytes']} is too small even "
+                             f"for a count of single points ({exc.needed} bytes)") from None
+        if progress:
+            progress(f"pair counts over the memory budget ({exc.needed} > {exc.budget} "
+                     f"bytes): counting in {len(parts)} parts")
+        raws = [_within_budget(impl, x, y, bins, kw, progress) for x, y in parts]
+        return sum(raws[1:], raws[0])
+
+
+def _halves(cat):
+    h = cat.size // 2
+    return cat.part(0, h), cat.part(h, cat.size)
 
 
 def counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
@@ -152,7 +194,7 @@ def counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
                 labels1=None, labels2=None, n_regions=None, precision=None, mean_theta=False,
-                backend="auto"):
+                backend="auto", max_device_bytes=None, progress=False):
     """Exact pair counts in angular bins: DD, DR or RR.
 
     Parameters
@@ -187,6 +229,16 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         :attr:`PairCounts.mean_theta` and :attr:`PairCounts.mean_log_theta`. Off by default:
         the counting loop then computes no angle at all.
     backend : {"auto", "cuda", "cpu", "reference"}
+    max_device_bytes : int, optional
+        Memory budget of the count (default :data:`sphgpu.tpacf.budget.DEFAULT_BUDGET`, 8 GiB)
+        on the device that counts (the GPU for "cuda", the host for "cpu"; "reference" has no
+        plan and ignores it): the prepared catalogs (76 bytes a point) and the plan's work
+        items and histograms stay within it. A count whose plan is larger is made in parts
+        (:mod:`sphgpu.tpacf.budget`), with the same result; catalogs whose prepared points
+        alone exceed it raise ValueError (count those over a cluster). What earlier counts
+        left prepared on other Catalogs is not included.
+    progress : bool or callable(str)
+        Say when a count is split to fit the budget (True: a line on stdout).
 
     Returns
     -------
@@ -201,7 +253,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     """
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend,
-                  mean_theta=mean_theta)
+                  mean_theta=mean_theta, max_device_bytes=max_device_bytes,
+                  progress=_tuning.print_progress if progress is True else (progress or None))
 
 
 def _random_list(randoms, name="randoms"):
@@ -279,7 +332,7 @@ class _Counter:
             if self.progress:
                 self.progress(f"counting {label} ({len(self.memo) + 1}/{self.total})")
             self.memo[key] = (c1, c2, _count(c1, c2, self.bins, mean_theta=mean_theta,
-                                             **self.kw))
+                                             progress=self.progress, **self.kw))
         return self.memo[key][2]
 
 

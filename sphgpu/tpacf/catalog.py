@@ -185,6 +185,31 @@ class Catalog:
         """The same points with jackknife labels (a new Catalog sharing the arrays)."""
         return Catalog(self._ra, self._dec, weights=self.weights, labels=labels, copy=False)
 
+    def part(self, start, stop):
+        """Points ``start:stop`` as a new Catalog sharing this one's arrays (no copy; device
+        coordinates stay on the device). Nothing prepared is shared: the part prepares itself.
+
+        Parameters
+        ----------
+        start, stop : int
+            Slice bounds, 0 <= start < stop <= size.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ValueError
+            For an empty or out-of-range slice.
+        """
+        if not 0 <= start < stop <= self.size:
+            raise ValueError(f"part needs 0 <= start < stop <= {self.size}, got {start}:{stop}")
+        s = slice(int(start), int(stop))
+        return Catalog(self._ra[s], self._dec[s],
+                       weights=None if self.weights is None else self.weights[s],
+                       labels=None if self.labels is None else self.labels[s], copy=False)
+
     def subset(self, mask):
         """The points where ``mask`` (boolean, shape (n,)) is true, as a new Catalog."""
         mask = np.asarray(mask, dtype=bool)
@@ -296,12 +321,13 @@ def _column(name, names):
 
 
 def as_catalog(obj, name="catalog"):
-    """A Catalog from a Catalog, an (ra, dec) pair of arrays, or a file path."""
+    """A Catalog from a Catalog, an (ra, dec) pair of arrays (tuple or list), or a file path:
+    the one coercion of every catalog argument of sphgpu.tpacf and sphgpu.distributed."""
     if isinstance(obj, Catalog):
         return obj
     if isinstance(obj, (str, os.PathLike)):
         return Catalog.read(obj)
-    if isinstance(obj, tuple) and len(obj) == 2:
+    if isinstance(obj, (tuple, list)) and len(obj) == 2:
         return Catalog(obj[0], obj[1], names=(f"{name} ra", f"{name} dec", "weights", "labels"))
     raise TypeError(f"{name} must be a Catalog, an (ra, dec) tuple of arrays or a file path, "
                     f"got {type(obj).__name__}")

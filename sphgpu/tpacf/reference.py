@@ -45,6 +45,12 @@ class RawCounts:
     refined: int = 0
     pairs_compared: int = 0
 
+    def __add__(self, other):
+        """Counts of two disjoint sets of pairs, added (fields that are None stay None)."""
+        return RawCounts(**{f: (None if getattr(self, f) is None
+                                else getattr(self, f) + getattr(other, f))
+                            for f in self.__dataclass_fields__})
+
     @classmethod
     def zeros(cls, nbins, n_regions, weighted, mean_theta):
         """Empty counts of the given shape (a count with nothing to compare)."""
