@@ -489,10 +489,13 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
         (entry i for ``catalogs[i]``).
     bins : AngularBins
     estimator : {"landy-szalay", "natural"}
-    jackknife, var_method, seed, num_bootstrap, normalization, mean_theta, precision, backend,
-    max_device_bytes, progress
-        As in :func:`angular_correlation`; the regions are shared by every catalog, so the
+    jackknife : None, int, JackknifeRegions or "labels"
+        As in :func:`angular_correlation`: the regions are shared by every catalog, so the
         results combine in :func:`joint_covariance`.
+    var_method, seed, num_bootstrap, normalization, mean_theta, precision, backend
+        As in :func:`angular_correlation`.
+    max_device_bytes, progress
+        As in :func:`angular_correlation`.
 
     Returns
     -------
