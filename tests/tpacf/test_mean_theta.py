@@ -17,6 +17,7 @@ def _brute(ra1, dec1, ra2, dec2, w1, w2, auto):
     """Weighted mean theta (arcmin) and ln theta per bin, from all pairs in a loop-free form."""
     d2 = pair_d2(unit_vectors(ra1, dec1), unit_vectors(ra2, dec2))
     theta = np.rad2deg(2 * np.arcsin(np.sqrt(d2) / 2)) * 60
+    theta[theta == 0] = np.nan            # a point with itself: outside the bins anyway
     w = np.outer(w1, w2)
     k = np.searchsorted(BINS.chord2_edges, d2, side="right") - 1
     ok = (k >= 0) & (k < BINS.nbins)
