@@ -141,7 +141,7 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
     kw = dict(n_regions=nreg, weighted=weighted, precision=precision,
               mean_theta=bool(mean_theta), max_device_bytes=int(max_device_bytes))
     raw = _within_budget(impl, cat1, cat2, bins, kw, progress)
-    return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+    return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
 
 
 def _within_budget(impl, cat1, cat2, bins, kw, progress):
@@ -174,7 +174,7 @@ def _halves(cat):
     return cat.part(0, h), cat.part(h, cat.size)
 
 
-def counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
+def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
     """The PairCounts of a backend's RawCounts of ``cat1`` x ``cat2`` (None: auto), with the
     totals of those catalogs: written once here for every backend and the distributed
     counts."""

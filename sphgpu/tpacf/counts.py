@@ -194,7 +194,8 @@ class PairCounts:
     @property
     def mean_log_theta(self):
         """Pair-weighted mean of ln(theta / unit) per bin, (nbins,) float64: TreeCorr's
-        ``meanlogr``. NaN in empty bins; None without separations."""
+        ``meanlogr``. NaN in empty bins (-inf in a bin from 0 holding pairs of coincident
+        points); None without separations."""
         m = self._per_pair(self.log_theta_sum)
         return None if m is None else m - np.log(UNITS[self.bins.unit])
 

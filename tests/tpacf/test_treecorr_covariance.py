@@ -35,7 +35,7 @@ def cats():
 
 def _tc_cat(c):
     return treecorr.Catalog(ra=c.ra, dec=c.dec, ra_units="deg", dec_units="deg",
-                            patch=c.labels)
+                            patch=c.labels, w=c.weights)
 
 
 def _nn(var_method="shot", seed=None):
@@ -92,6 +92,22 @@ def test_w_mean_theta_and_deterministic_covariances_equal_treecorr(cats, cross):
     # for cross counts (n1 n2 in both)
     diff = np.max(np.abs(_ours(cats, "d1", b, normalization="pairs").w - ref.xi))
     assert diff < 1e-13 if cross else 1e-4 < diff < 0.1
+
+
+def test_weighted_auto_correlation_equals_treecorr(cats):
+    # TreeCorr keeps weights in float32: weights exact in float32 compare to rounding
+    w = 0.5 + (np.arange(cats["d1"].size) % 97) / 64.0
+    c = dict(cats, dw=Catalog(cats["d1"].ra, cats["d1"].dec, weights=w,
+                              labels=cats["d1"].labels))
+    ours, ref = _ours(c, "dw"), _treecorr(c, "dw")
+    np.testing.assert_allclose(ours.dd.weights, ref.weight, rtol=1e-12)
+    np.testing.assert_allclose(ours.w, ref.xi, rtol=RTOL)
+    np.testing.assert_allclose(ours.mean_theta, ref.meanr, rtol=RTOL)
+    for method in ("jackknife", "sample", "shot"):
+        want = ref.estimate_cov(method)
+        want = np.diag(want) if method == "shot" else want
+        np.testing.assert_allclose(ours.estimate_cov(method), want, rtol=RTOL,
+                                   atol=RTOL * np.abs(want).max())
 
 
 def test_bootstraps_equal_treecorr_for_the_same_draws(cats):
