@@ -1,11 +1,14 @@
-"""pair_counts and angular_correlation: argument checks, backend dispatch, normalisations.
+"""pair_counts, angular_correlation(s): argument checks, backend dispatch, totals, budgets.
 
-Each backend module (``reference``, ``_cpu``, ``_cuda``) provides ``PRECISIONS``,
-``DEFAULT_PRECISION`` and
+Each backend module (``reference``, ``_cpu``, ``_cuda``), found through the registry
+(:func:`sphgpu.backends.load`), provides ``PRECISIONS``, ``DEFAULT_PRECISION`` and
 
-    count_pairs(cat1, cat2_or_None, bins, *, n_regions, weighted, precision) -> RawCounts
+    count_pairs(cat1, cat2_or_None, bins, *, n_regions, weighted, precision, mean_theta,
+                max_device_bytes) -> RawCounts
 
-(:class:`sphgpu.tpacf.reference.RawCounts`). Everything else is here once.
+(:class:`sphgpu.tpacf.reference.RawCounts`; raising :class:`sphgpu.tpacf.budget.BudgetExceeded`
+when its plan is over the budget). Everything else is here once: the numbers of possible pairs
+per pair of regions, the split of a count over its budget, the counts of a correlation.
 """
 
 from __future__ import annotations
