@@ -107,8 +107,9 @@ def _design(res, select):
     name, dd, dr, rr, rd, norm = _terms(res)
     v = combine(name, dd, dr, rr, rd=rd, select=select, normalization=norm)
     d_tot = _parts(dd, select, norm)[1]
-    r = _normed(_list(rr, "rr"), select, norm, name == "multi-random")
-    return v, np.nansum(r * d_tot[:, None], axis=1)
+    r = _normed(_list(rr, "rr"), select, norm, name == "multi-random") * d_tot[:, None]
+    # as TreeCorr: a bin without random pairs weighs 1
+    return v, np.where((r == 0) | ~np.isfinite(r), 1.0, r).sum(axis=1)
 
 
 def _shot(res):
