@@ -31,8 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from .estimators import _list, _normed, _parts, combine
+from .jackknife import jackknife_covariance
 
-__all__ = ["VAR_METHODS", "joint_covariance", "bootstrap_draws"]
+__all__ = ["VAR_METHODS", "NUM_BOOTSTRAP", "covariance", "bootstrap_draws", "check_var_method"]
 
 VAR_METHODS = ("jackknife", "sample", "bootstrap", "marked_bootstrap", "shot")
 #: Draws of a bootstrap (TreeCorr's default num_bootstrap).
@@ -41,7 +42,7 @@ _BATCH = 64                         # bootstrap selections evaluated at once (R*
 
 
 def check_var_method(var_method):
-    """The method name, checked against :data:`VAR_METHODS`."""
+    """The method name, checked against :data:`VAR_METHODS` (ValueError otherwise)."""
     if var_method not in VAR_METHODS:
         raise ValueError(f"var_method must be one of {VAR_METHODS}, got {var_method!r}")
     return var_method
@@ -156,12 +157,25 @@ def _check_same_regions(results):
 
 def covariance(results, var_method, *, seed=None, num_bootstrap=NUM_BOOTSTRAP):
     """The covariance of the concatenated w of ``results`` (the core of
-    :func:`joint_covariance`); also returns the w of each selection (None for "shot").
+    :func:`sphgpu.tpacf.joint_covariance`), and the w of each selection.
+
+    Parameters
+    ----------
+    results : list of CorrelationResult
+    var_method : str
+        One of :data:`VAR_METHODS`.
+    seed : int, numpy Generator or None
+    num_bootstrap : int
 
     Returns
     -------
     cov : ndarray, shape (n, n), n the total number of bins
-    rows : ndarray, shape (m, n), or None
+    rows : ndarray, shape (m, n), or None for "shot"
+
+    Raises
+    ------
+    ValueError
+        As :func:`sphgpu.tpacf.joint_covariance`.
     """
     check_var_method(var_method)
     if var_method == "shot":
@@ -173,8 +187,7 @@ def covariance(results, var_method, *, seed=None, num_bootstrap=NUM_BOOTSTRAP):
         if n < 2:
             raise ValueError(f"a jackknife needs at least 2 regions holding points, got {n}")
         v = np.hstack([_design(res, "jackknife")[0][present] for res in results])
-        d = v - v.mean(axis=0)
-        return (1.0 - 1.0 / n) * (d.T @ d), v
+        return jackknife_covariance(v)[1], v
     if var_method == "sample":
         if n < 2:
             raise ValueError(f"sample variance needs at least 2 regions holding points, got {n}")
@@ -195,41 +208,3 @@ def covariance(results, var_method, *, seed=None, num_bootstrap=NUM_BOOTSTRAP):
     v = np.vstack(blocks)
     d = v - v.mean(axis=0)
     return (d.T @ d) / (v.shape[0] - 1), v
-
-
-def joint_covariance(results, var_method="jackknife", *, seed=None,
-                     num_bootstrap=NUM_BOOTSTRAP):
-    """The joint covariance of several correlation functions (TreeCorr's
-    ``estimate_multi_cov``).
-
-    Parameters
-    ----------
-    results : list of CorrelationResult
-        Counted with the same jackknife regions (e.g. from :func:`angular_correlations`, or
-        :func:`angular_correlation` calls given one JackknifeRegions).
-    var_method : {"jackknife", "sample", "bootstrap", "marked_bootstrap", "shot"}
-        See the module docstring.
-    seed : int or None
-        Seed of the bootstrap draws (the same seed repeats the covariance exactly).
-    num_bootstrap : int
-        Number of bootstrap draws.
-
-    Returns
-    -------
-    ndarray, shape (sum of nbins, sum of nbins), float64
-        Blocks in the order of ``results``.
-
-    Raises
-    ------
-    TypeError
-        If ``results`` is not a non-empty list of CorrelationResult.
-    ValueError
-        For an unknown var_method, results without regions or with different regions, or a
-        bootstrap with fewer than 2 regions.
-    """
-    from .api import CorrelationResult           # (api imports this module at its top)
-
-    if not isinstance(results, (list, tuple)) or not results or \
-            not all(isinstance(r, CorrelationResult) for r in results):
-        raise TypeError("results must be a non-empty list of CorrelationResult")
-    return covariance(list(results), var_method, seed=seed, num_bootstrap=num_bootstrap)[0]
