@@ -158,10 +158,11 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     rsize = nreg * nreg * nb
     rc = cuda.to_device(np.zeros(rsize if n_regions else 1, np.int64))
     rw = cuda.to_device(np.zeros(rsize if (n_regions and weighted) else 1))
-    tsum = cuda.to_device(np.zeros(nb if mean else 1))
-    lsum = cuda.to_device(np.zeros(nb if mean else 1))
     nref = cuda.to_device(np.zeros(1, np.int64))
     one = cuda.to_device(np.zeros(1))
+    # without mean separations the kernel never touches these: no upload for them
+    tsum, lsum = ((cuda.to_device(np.zeros(nb)), cuda.to_device(np.zeros(nb))) if mean
+                  else (one, one))
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
                            n_regions > 0, plan.auto, mean)
     items = cuda.to_device(plan.items.astype(np.int32))
