@@ -546,7 +546,7 @@ def _scale_distributed(g, ra, dec, bins, rr):
 # ------------------------------------------------------- cross-correlation and covariances
 def cross_cov(args):
     """Two clustered data sets on the survey footprint with their own randoms: the
-    cross-correlation whole call (D1D2, D1R2, R1D2, R1R2 with 50 jackknife regions) on the GPU,
+    cross-correlation whole call (D1D2, D1R2, R1D2, R1R2 with --cross-regions regions) on the GPU,
     the CPU backend and TreeCorr exact (same patches); then each covariance from those counts,
     against TreeCorr's estimate_cov (values compared, normalization="treecorr")."""
     import treecorr
@@ -559,11 +559,11 @@ def cross_cov(args):
     nd, nr = (round(v * f) for v in SIZES["full"])
     ra1, dec1, rra1, rdec1 = workload("survey", nd, nr, seed=1)
     ra2, dec2, rra2, rdec2 = workload("survey", round(0.7 * nd), nr, seed=5)
-    reg = JackknifeRegions.kmeans(rra1, rdec1, 50, seed=0)
+    reg = JackknifeRegions.kmeans(rra1, rdec1, args.cross_regions, seed=0)
     cats = [Catalog(a, b, labels=reg.labels(a, b)) for a, b in
             ((ra1, dec1), (rra1, rdec1), (ra2, dec2), (rra2, rdec2))]
     out = {"machine": machine_info(), "n_data": [nd, round(0.7 * nd)], "n_random": nr,
-           "regions": 50, "rows": {}}
+           "regions": args.cross_regions, "rows": {}}
 
     def ours(backend):
         return angular_correlation(cats[0], cats[1], data2=cats[2], randoms2=cats[3], bins=bins,
@@ -643,6 +643,8 @@ def main():
                    help="only the cross-correlation and covariance rows")
     p.add_argument("--cross-fraction", type=float, default=0.25,
                    help="survey sizes scaled by this for the cross/covariance rows")
+    p.add_argument("--cross-regions", type=int, default=50,
+                   help="k-means regions (patches) of the cross/covariance rows")
     args = p.parse_args()
     if args.scale:
         scale(args)
