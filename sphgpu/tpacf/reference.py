@@ -6,11 +6,7 @@ from the catalogs' float64 unit vectors, bin = (number of chord**2 edges <= d2) 
 0 <= bin < nbins. With R regions, the pairs with the first point labelled a and the second b
 count in ``patch_counts[a, b]``. Separations (``mean_theta``): theta = 2 asin(sqrt(d2) / 2)
 radians, summed per bin with the pair's weight (and ln theta). O(n1 n2) time: small catalogs
-only.
-
-Every backend module (``reference``, ``_cpu``, ``_cuda``) provides ``PRECISIONS``,
-``DEFAULT_PRECISION`` and ``count_pairs(cat1, cat2, bins, *, n_regions, weighted, precision,
-mean_theta) -> RawCounts``.
+only. (The interface every backend module provides is stated in :mod:`sphgpu.tpacf.api`.)
 """
 
 from __future__ import annotations
