@@ -178,6 +178,11 @@ def covariance(results, var_method, *, seed=None, num_bootstrap=NUM_BOOTSTRAP):
         As :func:`sphgpu.tpacf.joint_covariance`.
     """
     check_var_method(var_method)
+    with np.errstate(invalid="ignore"):        # bins without random pairs stay NaN, quietly
+        return _covariance(results, var_method, seed, num_bootstrap)
+
+
+def _covariance(results, var_method, seed, num_bootstrap):
     if var_method == "shot":
         return np.diag(np.concatenate([_shot(r) for r in results])), None
     r = _check_same_regions(results)
