@@ -2,6 +2,10 @@
 
 Run on the GPU machine:   python benchmarks/tpacf.py --out benchmarks/results
 Correctness only, small sizes, seconds:   python benchmarks/tpacf.py --quick --out /tmp/tpacf
+Scale row (RR of 10^7 full-sky randoms; 1 and 4 GPUs; TreeCorr exact and approximate):
+    python benchmarks/tpacf.py --scale --out benchmarks/results
+  quick (one GPU, no TreeCorr, < 3 minutes): ... --scale --scale-gpus 1 --no-treecorr
+Cross-correlation and covariance rows:   python benchmarks/tpacf.py --cross-cov --out ...
 
 Workloads (20 log bins from 0.01 to 10 degrees):
   * "survey": one contiguous footprint of 7,500 square degrees, Dec -5 to 70 and 127.5 degrees
@@ -386,6 +390,239 @@ def table(result):
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ scale: RR of 10^7 points
+def _device_pool():
+    """CuPy's default pool, emptied: its total afterwards is the call's high-water mark of
+    CuPy allocations (the pool keeps what it grew to)."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    return pool
+
+
+def _treecorr_scaled(bins, ra, dec, threads, bin_slop, start=200_000, limit_s=600.0):
+    """TreeCorr RR seconds on all host threads for the whole catalog: run whole when a timed
+    subsample predicts (by pairs, n**2) under ``limit_s``, else that prediction, labelled."""
+    import treecorr
+
+    def once(m):
+        c = treecorr.Catalog(ra=ra[:m], dec=dec[:m], ra_units="deg", dec_units="deg")
+        nn = treecorr.NNCorrelation(min_sep=bins.edges[0], max_sep=bins.edges[-1],
+                                    nbins=bins.nbins, sep_units=bins.unit, metric="Arc",
+                                    **({} if bin_slop is None else {"bin_slop": bin_slop}))
+        t0 = time.perf_counter()
+        nn.process(c, num_threads=threads)
+        return time.perf_counter() - t0, np.rint(nn.npairs).astype(np.int64)
+
+    n = ra.size
+    m = min(n, start)
+    t, counts = once(m)
+    while m < n and t * (n / m) ** 2 > limit_s and t < 20 and 2 * m <= n:
+        m *= 2                                     # a longer subsample: a steadier rate
+        t, counts = once(m)
+    predicted = t * (n / m) ** 2
+    if m < n and predicted <= limit_s:
+        m = n
+        t, counts = once(n)
+        predicted = t
+    return {"seconds": predicted, "measured_points": m, "measured_s": t,
+            "scaled_by_pairs": m < n, "counts_of_measured": counts.tolist()}
+
+
+def scale(args):
+    """RR of ``--scale-n`` uniform full-sky randoms, 20 log bins 0.01-10 deg, whole call from
+    NumPy: one GPU (and its device memory against the budget), ``--scale-gpus`` GPUs over
+    sphgpu.distributed, TreeCorr exact and default on all host threads; equality with a
+    chunked CPU count, cross counts and mean separations on a subsample."""
+    import cupy
+    from numba import cuda
+
+    from sphgpu.tpacf import AngularBins, budget, pair_counts
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    bins = AngularBins.log(0.01, 10, 20, unit="deg")
+    full_sky = (0.0, 360.0, -90.0, 90.0)
+    n = args.scale_n
+    ra, dec = uniform_randoms(n, full_sky, seed=21)
+    threads = os.cpu_count()
+    out = {"machine": machine_info(), "n": n, "host_threads": threads,
+           "bins": "20 log bins 0.01-10 deg", "budget_bytes": budget.DEFAULT_BUDGET}
+    print(json.dumps(out["machine"]), flush=True)
+    _warm(bins)
+    sync = cuda.synchronize
+    # one GPU, whole call from NumPy; device memory: CuPy's pool high-water mark plus the
+    # Numba arrays of the plan (items, histograms), which budget.plan_bytes counts
+    pool = _device_pool()
+    t0 = time.perf_counter()
+    rr = pair_counts(ra, dec, bins=bins, backend="cuda")
+    sync()
+    first = time.perf_counter() - t0
+    out["one_gpu"] = {"first_call_s": first, "cupy_pool_peak_bytes": int(pool.total_bytes()),
+                      "pairs_in_bins": int(rr.counts.sum()),
+                      "pairs_compared": rr.pairs_compared}
+    out["one_gpu"]["whole_call"] = time_call(lambda: pair_counts(ra, dec, bins=bins,
+                                                                 backend="cuda"),
+                                             repeat=3, warmup=0, sync=sync).as_dict()
+    print(f"RR {n:,} on one GPU: {out['one_gpu']['whole_call']['median_s']:.3f} s (first "
+          f"{first:.3f} s), CuPy pool peak {pool.total_bytes() / 2**30:.2f} GiB, budget "
+          f"{budget.DEFAULT_BUDGET / 2**30:.0f} GiB", flush=True)
+    # the same count under a budget of 1 GiB: made in parts, the same counts
+    pool = _device_pool()
+    small = 2**30 if n * budget.POINT_BYTES < 2**29 else 2 * n * budget.POINT_BYTES
+    t0 = time.perf_counter()
+    parts = pair_counts(ra, dec, bins=bins, backend="cuda", max_device_bytes=small)
+    sync()
+    out["one_gpu_small_budget"] = {"budget_bytes": small, "seconds": time.perf_counter() - t0,
+                                   "cupy_pool_peak_bytes": int(pool.total_bytes()),
+                                   "cupy_pool_within_budget": pool.total_bytes() <= small,
+                                   "equal": bool(np.array_equal(parts.counts, rr.counts))}
+    out["one_gpu"]["cupy_pool_within_budget"] = (out["one_gpu"]["cupy_pool_peak_bytes"]
+                                                 <= budget.DEFAULT_BUDGET)
+    print(f"  under a {small / 2**30:.2f} GiB budget: {out['one_gpu_small_budget']}",
+          flush=True)
+    assert out["one_gpu_small_budget"]["equal"], "budgeted count differs"
+    for g in args.scale_gpus:
+        if g > 1:
+            out[f"{g}_gpus"] = _scale_distributed(g, ra, dec, bins, rr)
+    # correctness on a subsample: GPU against a chunked CPU count (a budget that splits it),
+    # auto and cross, with mean separations
+    m = args.scale_check
+    rb, db = uniform_randoms(m, full_sky, seed=22)
+    chk = {}
+    for label, a in (("auto", (ra[:m], dec[:m])), ("cross", (ra[:m], dec[:m], rb, db))):
+        g = pair_counts(*a, bins=bins, backend="cuda", mean_theta=True)
+        c = pair_counts(*a, bins=bins, backend="cpu", mean_theta=True,
+                        max_device_bytes=budget.POINT_BYTES * 2 * m + 2**20)
+        rel = np.nanmax(np.abs(g.mean_theta - c.mean_theta) / c.mean_theta)
+        chk[label] = {"counts_equal": bool(np.array_equal(g.counts, c.counts)),
+                      "mean_theta_max_rel_diff": float(rel), "pairs": int(g.counts.sum())}
+        assert chk[label]["counts_equal"] and rel < 1e-10, (label, chk[label])
+    out["subsample_check"] = {"points": m, **chk}
+    print(f"  subsample of {m:,}: {chk}", flush=True)
+    if not args.no_treecorr:
+        for label, slop in (("treecorr_exact", 0), ("treecorr_default_bin_slop", None)):
+            out[label] = _treecorr_scaled(bins, ra, dec, threads, slop)
+            print(f"  {label}: {out[label]['seconds']:.1f} s"
+                  + (f" (scaled by pairs from {out[label]['measured_points']:,} points, "
+                     f"{out[label]['measured_s']:.1f} s)" if out[label]["scaled_by_pairs"]
+                     else ""), flush=True)
+            out[f"speedup_vs_{label}"] = (out[label]["seconds"]
+                                          / out["one_gpu"]["whole_call"]["median_s"])
+    cupy.get_default_memory_pool().free_all_blocks()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "tpacf_scale.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    return out
+
+
+def _scale_distributed(g, ra, dec, bins, rr):
+    """RR over g GPU workers (sphgpu.distributed.pair_counts), whole call from NumPy, each
+    worker holding two chunks: seconds and equality with the one-GPU counts."""
+    import sphgpu.distributed as sd
+
+    ids = sd.visible_gpus()
+    if len(ids) < g:
+        print(f"  {g} GPUs: skipped, this machine shows {len(ids)}", flush=True)
+        return {"skipped": f"{len(ids)} GPUs visible"}
+    client = sd.local_cluster(gpus=ids[:g], cpu_workers=0, dashboard_address=":0")
+    try:
+        sd.pair_counts(ra[:1000], dec[:1000], bins=bins, client=client)     # warm the workers
+        times = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            got = sd.pair_counts(ra, dec, bins=bins, client=client, nchunks=2 * g)
+            times.append(time.perf_counter() - t0)
+        res = {"seconds": min(times), "all_s": times, "nchunks": 2 * g,
+               "equal": bool(np.array_equal(got.counts, rr.counts))}
+    finally:
+        client.close()
+        client.cluster.close()
+    print(f"  {g} GPUs: {res}", flush=True)
+    assert res["equal"], "distributed counts differ"
+    return res
+
+
+# ------------------------------------------------------- cross-correlation and covariances
+def cross_cov(args):
+    """Two clustered data sets on the survey footprint with their own randoms: the
+    cross-correlation whole call (D1D2, D1R2, R1D2, R1R2 with --cross-regions regions) on the GPU,
+    the CPU backend and TreeCorr exact (same patches); then each covariance from those counts,
+    against TreeCorr's estimate_cov (values compared, normalization="treecorr")."""
+    import treecorr
+    from numba import cuda
+
+    from sphgpu.tpacf import AngularBins, Catalog, JackknifeRegions, angular_correlation
+
+    bins = AngularBins.log(0.01, 10, 20, unit="deg")
+    f = args.cross_fraction
+    nd, nr = (round(v * f) for v in SIZES["full"])
+    ra1, dec1, rra1, rdec1 = workload("survey", nd, nr, seed=1)
+    ra2, dec2, rra2, rdec2 = workload("survey", round(0.7 * nd), nr, seed=5)
+    reg = JackknifeRegions.kmeans(rra1, rdec1, args.cross_regions, seed=0)
+    cats = [Catalog(a, b, labels=reg.labels(a, b)) for a, b in
+            ((ra1, dec1), (rra1, rdec1), (ra2, dec2), (rra2, rdec2))]
+    out = {"machine": machine_info(), "n_data": [nd, round(0.7 * nd)], "n_random": nr,
+           "regions": args.cross_regions, "rows": {}}
+
+    def ours(backend):
+        return angular_correlation(cats[0], cats[1], data2=cats[2], randoms2=cats[3], bins=bins,
+                                   jackknife="labels", normalization="treecorr",
+                                   backend=backend)
+    _warm(bins)
+    ours("cuda")
+    t = time_call(lambda: ours("cuda"), repeat=3, warmup=0, sync=cuda.synchronize)
+    out["rows"]["cross_cuda_whole_call"] = t.as_dict()
+    t0 = time.perf_counter()
+    res = ours("cpu")
+    out["rows"]["cross_cpu_whole_call"] = {"median_s": time.perf_counter() - t0}
+    gpu = ours("cuda")
+    assert np.array_equal(gpu.dd.counts, res.dd.counts)
+    if not args.no_treecorr:
+        def tc(c):
+            return treecorr.Catalog(ra=c.ra, dec=c.dec, ra_units="deg", dec_units="deg",
+                                    patch=c.labels)
+
+        def nn():
+            return treecorr.NNCorrelation(min_sep=0.01, max_sep=10, nbins=20, sep_units="deg",
+                                          bin_slop=0, metric="Arc",
+                                          cross_patch_weight="simple")
+        t0 = time.perf_counter()
+        tcs = [tc(c) for c in cats]
+        dd, dr, rd, rr = nn(), nn(), nn(), nn()
+        dd.process(tcs[0], tcs[2])
+        dr.process(tcs[0], tcs[3])
+        rd.process(tcs[1], tcs[2])
+        rr.process(tcs[1], tcs[3])
+        dd.calculateXi(rr=rr, dr=dr, rd=rd)
+        out["rows"]["cross_treecorr_exact_whole_call"] = {"median_s": time.perf_counter() - t0}
+        out["w_max_rel_diff_vs_treecorr"] = float(np.nanmax(np.abs(gpu.w - dd.xi)
+                                                            / np.abs(dd.xi)))
+        out["counts_equal_treecorr"] = bool(np.array_equal(
+            gpu.dd.counts, np.rint(dd.npairs).astype(np.int64)))
+    for method in ("jackknife", "sample", "bootstrap", "marked_bootstrap", "shot"):
+        t0 = time.perf_counter()
+        c = gpu.estimate_cov(method, seed=1)
+        row = {"sphgpu_s": time.perf_counter() - t0}
+        if not args.no_treecorr:
+            dd._rng = np.random.default_rng(1)
+            t0 = time.perf_counter()
+            want = dd.estimate_cov(method)
+            row["treecorr_s"] = time.perf_counter() - t0
+            want = np.diag(want) if method == "shot" else want
+            # bins without random pairs: NaN here, an arbitrary number in TreeCorr
+            ok = np.isfinite(c)
+            row["max_rel_diff_vs_treecorr"] = float(np.max(np.abs(c - want)[ok])
+                                                    / np.max(np.abs(want)[ok]))
+            row["bins_without_randoms"] = int((~ok).sum())
+        out["rows"][f"cov_{method}"] = row
+    print(json.dumps(out["rows"], indent=1), flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "tpacf_cross_cov.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="benchmarks/results")
@@ -399,7 +636,25 @@ def main():
     p.add_argument("--no-treecorr", action="store_true", help="skip TreeCorr")
     p.add_argument("--sweep", action="store_true", help="also sweep launch parameters")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
+    p.add_argument("--scale", action="store_true",
+                   help="only the scale row: RR of --scale-n full-sky randoms")
+    p.add_argument("--scale-n", type=int, default=10_000_000)
+    p.add_argument("--scale-gpus", type=int, nargs="+", default=[1, 4])
+    p.add_argument("--scale-check", type=int, default=200_000,
+                   help="subsample checked against a chunked CPU count")
+    p.add_argument("--cross-cov", action="store_true",
+                   help="only the cross-correlation and covariance rows")
+    p.add_argument("--cross-fraction", type=float, default=0.25,
+                   help="survey sizes scaled by this for the cross/covariance rows")
+    p.add_argument("--cross-regions", type=int, default=50,
+                   help="k-means regions (patches) of the cross/covariance rows")
     args = p.parse_args()
+    if args.scale:
+        scale(args)
+        return 0
+    if args.cross_cov:
+        cross_cov(args)
+        return 0
     if args.replot:
         with open(args.replot) as f:
             result = json.load(f)

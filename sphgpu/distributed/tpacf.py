@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import weakref
 
-from ..tpacf import Catalog, PairCounts
 from ..tpacf import pair_counts as _serial_pair_counts
 from ..tpacf.api import _catalogs
+from ..tpacf.catalog import as_catalog
 from . import cluster as _cluster
 from .partition import chunk_pairs
 from .sht import _eligible, _placement
@@ -28,22 +28,21 @@ from .sht import _eligible, _placement
 __all__ = ["pair_counts", "pair_counts_many"]
 
 
-def _count_task(c1, s1, c2, s2, same, bins, n_regions, backend):
-    """Pair counts of c1[s1] against c2[s2] (``same``: c1[s1] with itself, each pair once).
+def _count_task(c1, s1, c2, s2, same, bins, n_regions, options, backend):
+    """Pair counts of c1[s1] against c2[s2] (``same``: c1[s1] with itself, each pair once);
+    ``options``: further keywords of :func:`sphgpu.tpacf.pair_counts`.
 
     Whole catalogs are counted as they are: a Catalog kept in a worker's memory caches its
     sorted (and device) copies on first use, so later counts against it skip that work.
     """
     def part(c, s):
-        c = _as_catalog(c, "catalog")
+        c = as_catalog(c, "catalog")
         if s == slice(None):
             return c
-        # views of the Catalog's private arrays, only read during the count: not copied
-        return Catalog(c.ra[s], c.dec[s], weights=None if c.weights is None else c.weights[s],
-                       labels=None if c.labels is None else c.labels[s], copy=False)
+        return c.part(*s.indices(c.size)[:2])      # a view of the Catalog's arrays
 
     return _serial_pair_counts(part(c1, s1), None if same else part(c2, s2), bins=bins,
-                               n_regions=n_regions, backend=backend)
+                               n_regions=n_regions, backend=backend, **options)
 
 
 def _n_regions(n_regions, *cats):
@@ -55,13 +54,7 @@ def _n_regions(n_regions, *cats):
 
 def _whole(parts, n1, n2, auto):
     """The sum of the parts, labelled as the count of the whole catalogs."""
-    s = sum(parts[1:], parts[0])
-    return PairCounts(s.bins, s.counts, n1=n1, n2=n2, auto=auto, total=s.total,
-                      weights=s.weights, weighted_total=s.weighted_total,
-                      region_counts=s.region_counts, region_weights=s.region_weights,
-                      region_total=s.region_total,
-                      region_weighted_total=s.region_weighted_total,
-                      pairs_compared=s.pairs_compared, refined=s.refined)
+    return sum(parts[1:], parts[0]).replace(n1=n1, n2=n2, auto=auto)
 
 
 def _count_group(catalog, bins, n_regions, backend, *others):
@@ -69,7 +62,7 @@ def _count_group(catalog, bins, n_regions, backend, *others):
     on the worker that holds them: a list of PairCounts."""
     everything = slice(None)
     return [_count_task(r if catalog is None else catalog, everything, r, everything,
-                        catalog is None, bins, n_regions, backend) for r in others]
+                        catalog is None, bins, n_regions, {}, backend) for r in others]
 
 
 #: {client: {id(Catalog): (weak reference to it, broadcast, future)}}: the catalogs of the
@@ -122,31 +115,40 @@ def _scatter(client, backend, data):
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
-                labels1=None, labels2=None, n_regions=None, nchunks=None, client=None,
-                backend="auto", progress=False):
+                labels1=None, labels2=None, n_regions=None, mean_theta=False,
+                max_device_bytes=None, nchunks=None, client=None, backend="auto",
+                progress=False):
     """:func:`sphgpu.tpacf.pair_counts` over a Dask cluster, equal to it as integers.
 
     Catalog 1 (and catalog 2) are cut into ``nchunks`` contiguous chunks (default: the number
     of workers that can run the tasks); an auto count runs the ``nchunks (nchunks + 1) / 2``
-    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs.
+    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs. Each task holds two chunks,
+    so catalogs of 10^8 points count on GPUs of a few GB each with ``nchunks`` of 8 or more
+    (each task's count also keeps within ``max_device_bytes``).
 
     Parameters
     ----------
-    ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions
+    ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions, mean_theta,
+    max_device_bytes
         As in :func:`sphgpu.tpacf.pair_counts`.
     nchunks : int, optional
-        Chunks per catalog; by default the number of workers that can run the tasks.
+        Chunks per catalog (default: the number of eligible workers).
     client : distributed.Client, optional
         Default: the current Dask client.
-    backend : {"auto", "cuda", "cpu", "reference"}, optional
-        ``"auto"``: the GPU workers when there are any, else CPU workers.
-    progress : bool, optional
-        Show Dask's progress bar.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        "auto": the GPU workers when there are any.
+    progress : bool
+        Dask's progress bar.
 
     Returns
     -------
     PairCounts
         With ``n1``, ``n2`` and ``auto`` of the whole catalogs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`sphgpu.tpacf.pair_counts`.
     """
     client = _cluster.get_client(client)
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
@@ -158,7 +160,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     n2 = n1 if cat2 is None else cat2.size
     sent = _scatter(client, backend, [c for c in (cat1, cat2) if c is not None])
     c1, c2 = sent[0], sent[-1]
-    tasks = [(c1, p.first, c2, p.second, p.same, bins, nreg)
+    options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
+    tasks = [(c1, p.first, c2, p.second, p.same, bins, nreg, options)
              for p in chunk_pairs(n1, None if cat2 is None else n2, nchunks)]
     return _whole(_submit(client, tasks, backend, progress), n1, n2, cat2 is None)
 
@@ -189,10 +192,10 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     if not isinstance(others, (list, tuple)) or not others:
         raise ValueError("others must be a non-empty list of catalogs")
     remote = [_is_future(o) for o in others]
-    cats = [None if r else _as_catalog(o, f"others[{i}]")
+    cats = [None if r else as_catalog(o, f"others[{i}]")
             for i, (o, r) in enumerate(zip(others, remote))]
     data_remote = _is_future(catalog)
-    data = None if catalog is None or data_remote else _as_catalog(catalog, "catalog")
+    data = None if catalog is None or data_remote else as_catalog(catalog, "catalog")
     nreg = _n_regions(n_regions, data, *cats)         # labels of remote catalogs are not seen
     with _cluster.one_view(client):                   # one question to the scheduler
         name, resources = _placement(client, backend)
@@ -234,13 +237,3 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
 
 def _is_future(x):
     return type(x).__name__ == "Future" and hasattr(x, "key")
-
-
-def _as_catalog(obj, name):
-    if isinstance(obj, Catalog):
-        return obj
-    if isinstance(obj, (list, tuple)) and len(obj) == 2:
-        return Catalog(obj[0], obj[1], names=(f"{name}[0] (ra)", f"{name}[1] (dec)",
-                                              "weights", "labels"))
-    raise TypeError(f"{name} must be a Catalog or an (ra, dec) pair of arrays in degrees, got "
-                    f"{type(obj).__name__}")

@@ -8,18 +8,23 @@ CI checks the GPU algorithm's decisions at real sizes on the CPU:
 * ``precision="float32"``: the float32 squared chord classified against the thresholds of
   :mod:`sphgpu.tpacf.exact`; pairs near an edge are recomputed in float64. Counts are identical.
 
-Each group of items (about equal work, contiguous) has its own histograms, summed at the end;
-slices of groups run on a pool of ``numba.get_num_threads()`` threads (the counting function
-releases the GIL; it compiles much faster than a ``prange`` loop). A jackknife region k
-receives the histogram of every item whose chunk or range is labelled k (once when both are).
+Slices of the groups of items (about equal work, contiguous) run on a pool of
+``numba.get_num_threads()`` threads (the counting function releases the GIL; it compiles much
+faster than a ``prange`` loop); each running slice adds into one of as many sets of histograms
+as there are threads, summed at the end. With jackknife labels an item's histogram goes to the
+patch pair (label of its chunk, label of its range). ``mean_theta`` adds, for every counted
+pair, theta = 2 asin(sqrt(d2) / 2) from the float64 squared chord (recomputed in float32 mode),
+and ln theta, to float64 sums per bin: off, each counted pair pays one well-predicted branch.
 """
 
 from __future__ import annotations
 
+import queue
+
 import numba
 import numpy as np
 
-from . import exact
+from . import budget, exact
 from .grid import build_plan, unit_weights
 from .reference import RawCounts
 from .sky import pool
@@ -58,76 +63,94 @@ def _count_lt(T, P, v):
     return pos
 
 
+@numba.njit(cache=True, inline="always")
+def _d2(x1, i, x2, j):
+    """The defining float64 squared chord of pair (i, j)."""
+    ex = x1[0, i] - x2[0, j]
+    ey = x1[1, i] - x2[1, j]
+    ez = x1[2, i] - x2[2, j]
+    return (ex * ex + ey * ey) + ez * ez
+
+
+@numba.njit(cache=True, inline="always")
+def _add_theta(ts, ls, k, d2, w):
+    """Add the pair's separation (radians) and its log, weighted, to bin k."""
+    th = 2.0 * np.arcsin(0.5 * np.sqrt(d2))
+    ts[k] += w * th
+    ls[k] += w * np.log(th)
+
+
 @numba.njit(nogil=True, cache=True)
 def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, auto, use32,
-                  w1, w2, weighted, nreg, cnt, wsum, rc, rw, refined):
-    """Count the items of groups [g0, g1) into row g of the output arrays (no GIL: the host
-    runs several of these at once on threads)."""
-    nb = cnt.shape[1]
+                  w1, w2, weighted, nreg, mean, cnt, wsum, rc, rw, ts, ls):
+    """Add the counts of the items of groups [g0, g1) to the histograms (no GIL: the host runs
+    several of these at once on threads, each with its own histograms). Returns the number of
+    pairs recomputed in float64."""
+    nb = cnt.shape[0]
     P64 = E.shape[0]
     P32 = T.shape[0]
     emax = E[nb]
     hc = np.zeros(nb, np.int64)
     hw = np.zeros(nb)
-    for g in range(g0, g1):
-        nref = 0
-        for it in range(group_start[g], group_start[g + 1]):
-            i0, i1, j0, j1 = items[it, 0], items[it, 1], items[it, 2], items[it, 3]
-            hc[:] = 0
-            hw[:] = 0.0
-            for i in range(i0, i1):
-                js = max(j0, i + 1) if auto else j0
-                if use32:
-                    fx, fy, fz = f1[0, i], f1[1, i], f1[2, i]
-                    for j in range(js, j1):
-                        dx = fx - f2[0, j]
-                        dy = fy - f2[1, j]
-                        dz = fz - f2[2, j]
-                        s = (dx * dx + dy * dy) + dz * dz
-                        if s > smax:
-                            continue
-                        c = _count_lt(T, P32, s)
-                        if c & 1:                  # near an edge: the float64 decision
-                            nref += 1
-                            ex = x1[0, i] - x2[0, j]
-                            ey = x1[1, i] - x2[1, j]
-                            ez = x1[2, i] - x2[2, j]
-                            k = _count_le(E, P64, (ex * ex + ey * ey) + ez * ez) - 1
-                            if k < 0 or k >= nb:
-                                continue
-                        else:
-                            k = gap[c >> 1]
-                            if k < 0:
-                                continue
-                        hc[k] += 1
-                        if weighted:
-                            hw[k] += w1[i] * w2[j]
-                else:
-                    xx, xy, xz = x1[0, i], x1[1, i], x1[2, i]
-                    for j in range(js, j1):
-                        ex = xx - x2[0, j]
-                        ey = xy - x2[1, j]
-                        ez = xz - x2[2, j]
-                        d = (ex * ex + ey * ey) + ez * ez
-                        if d >= emax:
-                            continue
+    nref = 0
+    for it in range(group_start[g0], group_start[g1]):
+        i0, i1, j0, j1 = items[it, 0], items[it, 1], items[it, 2], items[it, 3]
+        hc[:] = 0
+        hw[:] = 0.0
+        for i in range(i0, i1):
+            js = max(j0, i + 1) if auto else j0
+            if use32:
+                fx, fy, fz = f1[0, i], f1[1, i], f1[2, i]
+                for j in range(js, j1):
+                    dx = fx - f2[0, j]
+                    dy = fy - f2[1, j]
+                    dz = fz - f2[2, j]
+                    s = (dx * dx + dy * dy) + dz * dz
+                    if s > smax:
+                        continue
+                    c = _count_lt(T, P32, s)
+                    d = -1.0                       # the float64 d2, when computed
+                    if c & 1:                      # near an edge: the float64 decision
+                        nref += 1
+                        d = _d2(x1, i, x2, j)
                         k = _count_le(E, P64, d) - 1
+                        if k < 0 or k >= nb:
+                            continue
+                    else:
+                        k = gap[c >> 1]
                         if k < 0:
                             continue
-                        hc[k] += 1
-                        if weighted:
-                            hw[k] += w1[i] * w2[j]
-            li, lj = items[it, 4], items[it, 5]
-            for k in range(nb):
-                cnt[g, k] += hc[k]
-                wsum[g, k] += hw[k]
-                if nreg > 0:
-                    rc[g, li, k] += hc[k]
-                    rw[g, li, k] += hw[k]
-                    if lj != li:
-                        rc[g, lj, k] += hc[k]
-                        rw[g, lj, k] += hw[k]
-        refined[g] = nref
+                    hc[k] += 1
+                    if weighted:
+                        hw[k] += w1[i] * w2[j]
+                    if mean:
+                        _add_theta(ts, ls, k, d if d >= 0.0 else _d2(x1, i, x2, j),
+                                   w1[i] * w2[j] if weighted else 1.0)
+            else:
+                xx, xy, xz = x1[0, i], x1[1, i], x1[2, i]
+                for j in range(js, j1):
+                    ex = xx - x2[0, j]
+                    ey = xy - x2[1, j]
+                    ez = xz - x2[2, j]
+                    d = (ex * ex + ey * ey) + ez * ez
+                    if d >= emax:
+                        continue
+                    k = _count_le(E, P64, d) - 1
+                    if k < 0:
+                        continue
+                    hc[k] += 1
+                    if weighted:
+                        hw[k] += w1[i] * w2[j]
+                    if mean:
+                        _add_theta(ts, ls, k, d, w1[i] * w2[j] if weighted else 1.0)
+        base = (items[it, 4] * nreg + items[it, 5]) * nb
+        for k in range(nb):
+            cnt[k] += hc[k]
+            wsum[k] += hw[k]
+            if nreg > 0:
+                rc[base + k] += hc[k]
+                rw[base + k] += hw[k]
+    return nref
 
 
 def _threads():
@@ -135,7 +158,8 @@ def _threads():
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                i_tile=I_TILE, j_max=J_MAX, groups=None):
+                mean_theta=False, max_device_bytes=None, i_tile=I_TILE, j_max=J_MAX,
+                groups=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the CPU."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS} on the cpu backend, got "
@@ -144,6 +168,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         groups = GROUPS_PER_THREAD * numba.get_num_threads()
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                       groups=groups)
+    budget.check(plan, bins.nbins, n_regions, weighted, mean_theta, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     nb, G = bins.nbins, plan.group_start.size - 1
     E = exact.padded_edges(bins.chord2_edges)
@@ -152,25 +177,36 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     w1 = unit_weights(s1) if weighted else one
     w2 = unit_weights(s2) if weighted else one
     nreg = n_regions
-    cnt = np.zeros((G, nb), np.int64)
-    wsum = np.zeros((G, nb))
-    rc = np.zeros((G, nreg, nb), np.int64) if nreg else np.zeros((1, 1, 1), np.int64)
-    rw = np.zeros((G, nreg, nb)) if nreg else np.zeros((1, 1, 1))
-    refined = np.zeros(G, np.int64)
+    nthreads = min(_threads(), G)
+    size = nreg * nreg * nb if nreg else 1
+    free = queue.SimpleQueue()                    # one set of histograms per running slice
+    sets = [(np.zeros(nb, np.int64), np.zeros(nb), np.zeros(size, np.int64), np.zeros(size),
+             np.zeros(nb), np.zeros(nb)) for _ in range(max(1, nthreads))]
+    for h in sets:
+        free.put(h)
     args = (plan.items, plan.group_start, s1.xyz, s2.xyz, s1.xyz32, s2.xyz32, E, T, gap,
             exact.float32_cutoff(T, gap), plan.auto, precision == "float32", w1, w2, weighted,
-            nreg, cnt, wsum, rc, rw, refined)
-    nthreads = min(_threads(), G)
+            nreg, bool(mean_theta))
+
+    def run(ab):
+        h = free.get()
+        try:
+            return _count_groups(ab[0], ab[1], *args, *h)
+        finally:
+            free.put(h)
+
     if nthreads <= 1:
-        _count_groups(0, G, *args)
+        refined = run((0, G))
     else:
         # groups are of about equal work; threads take slices of them as they become free
         step = max(1, G // (nthreads * 4))
-        slices = [(a, min(G, a + step)) for a in range(0, G, step)]
-        list(pool(nthreads).map(lambda ab: _count_groups(ab[0], ab[1], *args), slices))
-    c, w = cnt.sum(axis=0), wsum.sum(axis=0)
-    rc, rw = rc.sum(axis=0), rw.sum(axis=0)
+        refined = sum(pool(nthreads).map(run, [(a, min(G, a + step))
+                                               for a in range(0, G, step)]))
+    c, w, rc, rw, ts, ls = (sum(h[m] for h in sets) for m in range(6))
+    shape = (nreg, nreg, nb)
     return RawCounts(counts=c, weights=w if weighted else None,
-                     region_counts=rc if n_regions else None,
-                     region_weights=rw if (n_regions and weighted) else None,
-                     refined=int(refined.sum()), pairs_compared=plan.pairs_compared)
+                     patch_counts=rc.reshape(shape) if n_regions else None,
+                     patch_weights=rw.reshape(shape) if (n_regions and weighted) else None,
+                     theta_sum=ts if mean_theta else None,
+                     log_theta_sum=ls if mean_theta else None,
+                     refined=int(refined), pairs_compared=plan.pairs_compared)

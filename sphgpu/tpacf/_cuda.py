@@ -23,7 +23,7 @@ from numba import cuda
 
 from .._cuda_launch import quiet
 from .._device import SIMULATOR, array_module, to_host
-from . import exact
+from . import budget, exact
 from . import _cuda_kernels as K
 from .grid import Preparer, band_height, build_plan, sorted_catalog, unit_weights
 from .reference import RawCounts
@@ -44,11 +44,11 @@ SHARED_LIMIT = 48 * 1024
 MAX_GROUP_PAIRS = 2**31
 
 
-def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted):
+def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
     """The largest block size <= threads (a power of two >= 32) whose shared memory fits."""
     th = threads
     while th >= 32:
-        if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted) <= SHARED_LIMIT:
+        if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted, mean) <= SHARED_LIMIT:
             return th
         th //= 2
     raise ValueError(f"{nbins} bins{' with weights' if weighted else ''} need more shared "
@@ -110,7 +110,8 @@ DEVICE = DevicePreparer()
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
-                threads=THREADS, i_tile=I_TILE, j_max=J_MAX, groups=GROUPS, profile=None):
+                mean_theta=False, max_device_bytes=None, threads=THREADS, i_tile=I_TILE,
+                j_max=J_MAX, groups=GROUPS, profile=None):
     """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
     ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
@@ -129,7 +130,8 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     nb = bins.nbins
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
-    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted)
+    mean = bool(mean_theta)
+    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean)
     h = band_height(bins.theta_max_rad)
     for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
         if c is not None:
@@ -143,15 +145,11 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     if work > MAX_GROUP_PAIRS * (plan.group_start.size - 1):
         plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
                           groups=math.ceil(2 * work / MAX_GROUP_PAIRS), prep=DEVICE)
+    budget.check(plan, nb, n_regions, weighted, mean, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     ngroups = plan.group_start.size - 1
     if plan.items.shape[0] == 0:
-        zero = np.zeros(nb, np.int64)
-        nreg = max(n_regions, 1)
-        return RawCounts(counts=zero, weights=np.zeros(nb) if weighted else None,
-                         region_counts=np.zeros((nreg, nb), np.int64) if n_regions else None,
-                         region_weights=np.zeros((nreg, nb)) if (n_regions and weighted)
-                         else None)
+        return RawCounts.zeros(nb, n_regions, weighted, mean)
     w1 = unit_weights(s1) if weighted else None
     w2 = unit_weights(s2) if weighted else None
     nreg = max(n_regions, 1)
@@ -160,12 +158,15 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     xp = array_module()
     cnt = xp.zeros(nb, np.int64)
     wsum = xp.zeros(nb if weighted else 1)
-    rc = xp.zeros(nreg * nb if n_regions else 1, np.int64)
-    rw = xp.zeros(nreg * nb if (n_regions and weighted) else 1)
+    rsize = nreg * nreg * nb
+    rc = xp.zeros(rsize if n_regions else 1, np.int64)
+    rw = xp.zeros(rsize if (n_regions and weighted) else 1)
     nref = xp.zeros(1, np.int64)
     one = xp.zeros(1)
+    # without mean separations the kernel never touches these: no allocation for them
+    tsum, lsum = (xp.zeros(nb), xp.zeros(nb)) if mean else (one, one)
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
-                           n_regions > 0, plan.auto)
+                           n_regions > 0, plan.auto, mean)
     items = xp.asarray(plan.items.astype(np.int32))
     gstart = xp.asarray(plan.group_start.astype(np.int32))
     tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E)
@@ -173,12 +174,15 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     _launch(kernel, ngroups, th)(items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
                                  exact.float32_cutoff(T, gap), np.float64(E[nb]),
                                  w1 if weighted else one, w2 if weighted else one,
-                                 cnt, wsum, rc, rw, nref)
+                                 cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")
     out = RawCounts(
         counts=to_host(cnt), weights=to_host(wsum) if weighted else None,
-        region_counts=to_host(rc).reshape(nreg, nb) if n_regions else None,
-        region_weights=to_host(rw).reshape(nreg, nb) if (n_regions and weighted) else None,
+        patch_counts=to_host(rc).reshape(nreg, nreg, nb) if n_regions else None,
+        patch_weights=to_host(rw).reshape(nreg, nreg, nb) if (n_regions and weighted)
+        else None,
+        theta_sum=to_host(tsum) if mean else None,
+        log_theta_sum=to_host(lsum) if mean else None,
         refined=int(to_host(nref)[0]), pairs_compared=plan.pairs_compared)
     clock.lap("download")
     if profile is not None:

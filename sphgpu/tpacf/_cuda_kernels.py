@@ -20,10 +20,14 @@ Histograms: each thread owns a column of a per-block shared table ``hist[bin * t
 (uint32; conflict-free: thread t always hits bank t mod 32), so no atomics in the inner loop.
 The columns are summed by a tree reduction and added to the global int64 histograms with one
 atomic per bin: at the end of the group, or with jackknife labels whenever the next item has
-other labels (the items of a chunk are ordered by label_j). A jackknife region k receives every
-flushed histogram whose label_i or label_j is k (once when both are) -- the slides' "inverse
-jackknife". The host keeps each group's work below 2**31 pairs so the uint32 columns cannot
-overflow.
+other labels (the items of a chunk are ordered by label_j). With labels each flushed histogram
+also goes to its patch pair (label_i, label_j). The host keeps each group's work below 2**31
+pairs so the uint32 columns cannot overflow.
+
+Mean separations (``mean``, a compile-time flag, off unless the caller asks): every counted
+pair adds theta = 2 asin(sqrt(d2) / 2) and ln theta, from the float64 squared chord (computed
+for the pair if the float32 path did not), to two more float64 columns per thread, reduced and
+flushed like the others. Off, the kernel is the one without them.
 
 Barriers are never inside a branch or a loop that differs between threads of a block: the item
 loop, the staging and the reduction loop have the same trip counts for every thread. Only
@@ -34,6 +38,7 @@ libdevice's rounding intrinsics are replaced by plain Python arithmetic, which r
 from __future__ import annotations
 
 import functools
+import math
 
 from numba import cuda, float32, float64, int32, int64, uint32, uint64
 
@@ -98,17 +103,17 @@ def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
             ws[k] = w[i]
 
 
-def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted):
+def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
     """Static shared memory of one block (must stay <= 48 KiB)."""
     stage = 3 * i_tile * (4 if use32 else 8) + (8 * i_tile if weighted else 0)
-    hist = nbins * threads * (4 + (8 if weighted else 0))
+    hist = nbins * threads * (4 + (8 if weighted else 0) + (16 if mean else 0))
     tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64
     return stage + hist + tables
 
 
 @functools.lru_cache(maxsize=None)
 def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32: bool,
-                weighted: bool, jack: bool, auto: bool):
+                weighted: bool, jack: bool, auto: bool, mean: bool = False):
     """The counting kernel for one configuration (compile-time constants).
 
     Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments:
@@ -116,8 +121,10 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
     x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
     gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; smax float32 and emax float64
     scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
-    int64; wsum (nbins,) float64; rc (nreg * nbins,) int64 and rw (nreg * nbins,) float64,
-    region-major (jack only); nref (1,) int64 (pairs recomputed in float64). Outputs are added to.
+    int64; wsum (nbins,) float64; rc (nreg * nreg * nbins,) int64 and rw (nreg * nreg * nbins,)
+    float64, patch pair (label_i, label_j) major (jack only); nref (1,) int64 (pairs
+    recomputed in float64); nreg int32; tsum, lsum (nbins,) float64 sums of w theta and
+    w ln(theta), radians (mean only). Outputs are added to.
     """
     NB = nbins
     TH = threads
@@ -127,6 +134,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
     NW = i_tile if weighted else 1
     HN = NB * TH                              # shared shapes must be compile-time constants
     HW = NB * TH if weighted else 1
+    HM = NB * TH if mean else 1
 
     # Index arithmetic in the inner loop is unsigned 32-bit: signed indices make Numba emit a
     # negative-index wrap-around test at every array access.
@@ -158,7 +166,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
         return _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
 
     @cuda.jit(device=True, inline=True)
-    def flush(hist, whist, t, li, lj, cnt, wsum, rc, rw):
+    def flush(hist, whist, thist, lhist, t, base, cnt, wsum, rc, rw, tsum, lsum):
         cuda.syncthreads()
         s = TH >> 1
         while s > 0:                          # tree reduction of the columns into column 0
@@ -168,6 +176,9 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                 hist[k * TH + c] += hist[k * TH + c + s]
                 if weighted:
                     whist[k * TH + c] += whist[k * TH + c + s]
+                if mean:
+                    thist[k * TH + c] += thist[k * TH + c + s]
+                    lhist[k * TH + c] += lhist[k * TH + c + s]
             cuda.syncthreads()
             s >>= 1
         for k in range(t, NB, TH):
@@ -175,26 +186,28 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
             if v != 0:
                 cuda.atomic.add(cnt, k, v)
                 if jack:
-                    cuda.atomic.add(rc, li * NB + k, v)
-                    if lj != li:
-                        cuda.atomic.add(rc, lj * NB + k, v)
+                    cuda.atomic.add(rc, base + k, v)
+                if mean:
+                    cuda.atomic.add(tsum, k, thist[k * TH])
+                    cuda.atomic.add(lsum, k, lhist[k * TH])
             if weighted:
                 wv = whist[k * TH]
                 if wv != 0.0:
                     cuda.atomic.add(wsum, k, wv)
                     if jack:
-                        cuda.atomic.add(rw, li * NB + k, wv)
-                        if lj != li:
-                            cuda.atomic.add(rw, lj * NB + k, wv)
+                        cuda.atomic.add(rw, base + k, wv)
         cuda.syncthreads()
         for k in range(NB):
             hist[k * TH + t] = 0
             if weighted:
                 whist[k * TH + t] = 0.0
+            if mean:
+                thist[k * TH + t] = 0.0
+                lhist[k * TH + t] = 0.0
 
     @cuda.jit(cache=True)
     def kernel(items, group_start, f1, f2, x1, x2, T, gap, E, smax, emax, w1, w2, cnt, wsum,
-               rc, rw, nref):
+               rc, rw, nref, nreg, tsum, lsum):
         t = cuda.threadIdx.x
         g = cuda.blockIdx.x
         sT = cuda.shared.array(p32, float32)
@@ -206,6 +219,8 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
         sw = cuda.shared.array(NW, float64)
         hist = cuda.shared.array(HN, uint32)
         whist = cuda.shared.array(HW, float64)
+        thist = cuda.shared.array(HM, float64)
+        lhist = cuda.shared.array(HM, float64)
         for m in range(t, p32, TH):
             sT[m] = T[m]
         for m in range(t, PG, TH):
@@ -216,6 +231,9 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
             hist[k * TH + t] = 0
             if weighted:
                 whist[k * TH + t] = 0.0
+            if mean:
+                thist[k * TH + t] = 0.0
+                lhist[k * TH + t] = 0.0
         my_ref = int64(0)
         loaded = int32(-1)
         it1 = group_start[g + 1]
@@ -259,11 +277,13 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                         dz = sz[k] - zj
                         s = (dx * dx + dy * dy) + dz * dz
                         b = uint32(NB)                # "no bin"
+                        d = -1.0                      # the float64 d2, when computed
                         if s <= smax:
                             c = count_lt(sT, s)
                             if c & uint32(1):
                                 my_ref += 1
-                                e = count_le(sE, d2_exact(x1, i0 + int32(k), x2, j))
+                                d = d2_exact(x1, i0 + int32(k), x2, j)
+                                e = count_le(sE, d)
                                 if e >= uint32(1) and e <= uint32(NB):
                                     b = e - uint32(1)
                             else:
@@ -284,6 +304,16 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                         hist[b * uint32(TH) + tcol] += uint32(1)
                         if weighted:
                             whist[b * uint32(TH) + tcol] += sw[k] * wj
+                        if mean:
+                            if d < 0.0:
+                                d = d2_exact(x1, i0 + int32(k), x2, j)
+                            th = 2.0 * math.asin(0.5 * math.sqrt(d))
+                            lt = math.log(th) if th > 0.0 else -math.inf
+                            if weighted:
+                                th *= sw[k] * wj
+                                lt *= sw[k] * wj
+                            thist[b * uint32(TH) + tcol] += th
+                            lhist[b * uint32(TH) + tcol] += lt
                     k += uint32(1)
             if jack:
                 li = items[it, 4]
@@ -292,9 +322,10 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                 if not last:
                     last = items[it + 1, 4] != li or items[it + 1, 5] != lj
                 if last:                      # same decision in every thread
-                    flush(hist, whist, t, li, lj, cnt, wsum, rc, rw)
+                    flush(hist, whist, thist, lhist, t, (li * nreg + lj) * NB, cnt, wsum, rc,
+                          rw, tsum, lsum)
         if not jack:
-            flush(hist, whist, t, 0, 0, cnt, wsum, rc, rw)
+            flush(hist, whist, thist, lhist, t, 0, cnt, wsum, rc, rw, tsum, lsum)
         if my_ref != 0:
             cuda.atomic.add(nref, 0, my_ref)
 

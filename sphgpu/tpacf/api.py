@@ -1,27 +1,31 @@
-"""pair_counts and angular_correlation: argument checks, backend dispatch, normalisations.
+"""pair_counts, angular_correlation(s): argument checks, backend dispatch, totals, budgets.
 
-Each backend module (``reference``, ``_cpu``, ``_cuda``) provides ``PRECISIONS``,
-``DEFAULT_PRECISION`` and
+Each backend module (``reference``, ``_cpu``, ``_cuda``), found through the registry
+(:func:`sphgpu.backends.load`), provides ``PRECISIONS``, ``DEFAULT_PRECISION`` and
 
-    count_pairs(cat1, cat2_or_None, bins, *, n_regions, weighted, precision) -> RawCounts
+    count_pairs(cat1, cat2_or_None, bins, *, n_regions, weighted, precision, mean_theta,
+                max_device_bytes) -> RawCounts
 
-(:class:`sphgpu.tpacf.reference.RawCounts`). Everything else is here once.
+(:class:`sphgpu.tpacf.reference.RawCounts`; raising :class:`sphgpu.tpacf.budget.BudgetExceeded`
+when its plan is over the budget). Everything else is here once: the numbers of possible pairs
+per pair of regions, the split of a count over its budget, the counts of a correlation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from .. import backends
+from .. import _tuning, backends
+from . import budget
 from .bins import AngularBins
 from .catalog import Catalog, as_catalog
-from .counts import PairCounts
+from .counts import PairCounts, check_normalization
+from . import covariance as cov_
 from . import estimators as est
-from .jackknife import JackknifeRegions, jackknife_covariance
+from .jackknife import JackknifeRegions
+from .result import CorrelationResult
 
-__all__ = ["pair_counts", "angular_correlation", "CorrelationResult"]
+__all__ = ["pair_counts", "angular_correlation", "angular_correlations"]
 
 
 def _check_bins(bins):
@@ -83,45 +87,41 @@ def _regions(cat1, cat2, n_regions):
     return int(n_regions)
 
 
-def _sums(cat, nreg, weighted):
-    """Per catalog: n, sum w, sum w^2 and their per-region splits (None without regions)."""
+def _sums(cat, nreg):
+    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each."""
+    r = max(nreg, 1)
+    lab = cat.labels if nreg else None
+    n = (np.array([float(cat.size)]) if lab is None
+         else np.bincount(lab, minlength=r).astype(np.float64))
     w = cat.weights
-    n = cat.size
     if w is None:                 # unit weights: no arrays to sum (this runs in every count)
-        out = {"n": n, "s": float(n), "q": float(n)}
-    else:
-        out = {"n": n, "s": float(w.sum()), "q": float(np.dot(w, w))}
-    if nreg:
-        out["nk"] = np.bincount(cat.labels, minlength=nreg).astype(np.float64)
-        out["sk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w,
-                                                             minlength=nreg)
-        out["qk"] = out["nk"] if w is None else np.bincount(cat.labels, weights=w * w,
-                                                             minlength=nreg)
-    return out
+        return n, n, n
+    if lab is None:
+        return n, np.array([w.sum()]), np.array([np.dot(w, w)])
+    return n, np.bincount(lab, weights=w, minlength=r), np.bincount(lab, weights=w * w,
+                                                                      minlength=r)
 
 
-def _totals(a, b, nreg, weighted):
-    """(total, weighted_total, region_total, region_weighted_total); b None: auto."""
-    if b is None:
-        n, s, q = a["n"], a["s"], a["q"]
-        total = n * (n - 1) / 2.0
-        wt = (s * s - q) / 2.0 if weighted else None
-        if not nreg:
-            return total, wt, None, None
-        nk, sk, qk = a["nk"], a["sk"], a["qk"]
-        rt = total - (n - nk) * (n - nk - 1) / 2.0
-        rwt = wt - ((s - sk) ** 2 - (q - qk)) / 2.0 if weighted else None
-        return total, wt, rt, rwt
-    total = float(a["n"]) * b["n"]
-    wt = a["s"] * b["s"] if weighted else None
-    if not nreg:
-        return total, wt, None, None
-    rt = total - (a["n"] - a["nk"]) * (b["n"] - b["nk"])
-    rwt = wt - (a["s"] - a["sk"]) * (b["s"] - b["sk"]) if weighted else None
-    return total, wt, rt, rwt
+def _totals(cat1, cat2, nreg, weighted):
+    """Possible pairs of each pair of regions (R, R) and, auto, what TreeCorr's normalisation
+    adds on the diagonal (R,): unweighted and (when ``weighted``) weighted."""
+    n1, s1, q1 = _sums(cat1, nreg)
+    if cat2 is None:
+        def auto(s, q):                       # pairs i < j: off the diagonal a < b
+            t = np.triu(np.outer(s, s), 1)
+            t[np.diag_indices_from(t)] = (s * s - q) / 2.0
+            return t, q / 2.0
+        t, st = auto(n1, n1)
+        wt, wst = auto(s1, q1) if weighted else (None, None)
+        return t, st, wt, wst
+    n2, s2, _ = _sums(cat2, nreg)
+    zero = np.zeros(max(nreg, 1))
+    return (np.outer(n1, n2), zero, np.outer(s1, s2) if weighted else None,
+            zero if weighted else None)
 
 
-def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto"):
+def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
+           mean_theta=False, max_device_bytes=None, progress=None):
     bins = _check_bins(bins)
     nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
@@ -131,20 +131,73 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto"):
     if precision not in impl.PRECISIONS:
         raise ValueError(f"precision must be one of {impl.PRECISIONS} on this backend, got "
                          f"{precision!r}")
-    raw = impl.count_pairs(cat1, cat2, bins, n_regions=nreg, weighted=weighted,
-                           precision=precision)
-    a = _sums(cat1, nreg, weighted)
-    b = None if cat2 is None else _sums(cat2, nreg, weighted)
-    total, wt, rt, rwt = _totals(a, b, nreg, weighted)
-    return PairCounts(bins, raw.counts, n1=cat1.size, n2=cat1.size if cat2 is None else cat2.size,
-                      auto=cat2 is None, total=total, weights=raw.weights, weighted_total=wt,
-                      region_counts=raw.region_counts, region_weights=raw.region_weights,
-                      region_total=rt, region_weighted_total=rwt,
-                      pairs_compared=raw.pairs_compared, refined=raw.refined)
+    if max_device_bytes is None:
+        max_device_bytes = budget.DEFAULT_BUDGET
+    if isinstance(max_device_bytes, bool) or not isinstance(max_device_bytes, (int, np.integer)) \
+            or max_device_bytes <= 0:
+        raise TypeError(f"max_device_bytes must be a positive integer, got {max_device_bytes!r}")
+    points = budget.POINT_BYTES * (cat1.size + (0 if cat2 is None else cat2.size))
+    if points > max_device_bytes:
+        raise ValueError(f"max_device_bytes={max_device_bytes}: the prepared catalogs alone need "
+                         f"{points} bytes; raise it or count over a cluster "
+                         "(sphgpu.distributed.pair_counts)")
+    kw = dict(n_regions=nreg, weighted=weighted, precision=precision,
+              mean_theta=bool(mean_theta), max_device_bytes=int(max_device_bytes))
+    raw = _within_budget(impl, cat1, cat2, bins, kw, progress)
+    return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+
+
+def _within_budget(impl, cat1, cat2, bins, kw, progress):
+    """The backend's count; over the budget, the counts of the halves of ``cat1`` (auto: of
+    both halves and between them), recursively, with what the failed try prepared dropped."""
+    made = [(c, set(c._cache)) for c in (cat1, cat2) if c is not None]
+    try:
+        return impl.count_pairs(cat1, cat2, bins, **kw)
+    except budget.BudgetExceeded as exc:
+        for c, before in made:                    # free the device copies made for this try
+            for key in set(c._cache) - before:
+                del c._cache[key]
+        if cat1.size >= 2:
+            a, b = _halves(cat1)
+            parts = [(a, None), (b, None), (a, b)] if cat2 is None else [(a, cat2), (b, cat2)]
+        elif cat2 is not None and cat2.size >= 2:
+            parts = [(cat1, h) for h in _halves(cat2)]
+        else:
+            raise ValueError(f"max_device_bytes={kw['max_device_bytes']} is too small even "
+                             f"for a count of single points ({exc.needed} bytes)") from None
+        if progress:
+            progress(f"pair counts over the memory budget ({exc.needed} > {exc.budget} "
+                     f"bytes): counting in {len(parts)} parts")
+        raws = [_within_budget(impl, x, y, bins, kw, progress) for x, y in parts]
+        return sum(raws[1:], raws[0])
+
+
+def _halves(cat):
+    h = cat.size // 2
+    return cat.part(0, h), cat.part(h, cat.size)
+
+
+def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
+    """The PairCounts of a backend's RawCounts of ``cat1`` x ``cat2`` (None: auto), with the
+    totals of those catalogs: written once here for every backend and the distributed
+    counts."""
+    t, st, wt, wst = _totals(cat1, cat2, n_regions, weighted)
+    reg = n_regions > 0
+    return PairCounts(
+        bins, raw.counts, n1=cat1.size, n2=cat1.size if cat2 is None else cat2.size,
+        auto=cat2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
+        weighted_total=None if wt is None else wt.sum(),
+        weighted_self_total=None if wst is None else wst.sum(),
+        patch_counts=raw.patch_counts, patch_weights=raw.patch_weights,
+        patch_total=t if reg else None, patch_weighted_total=wt if reg else None,
+        patch_self_total=st if reg else None, patch_weighted_self_total=wst if reg else None,
+        theta_sum=raw.theta_sum, log_theta_sum=raw.log_theta_sum,
+        pairs_compared=raw.pairs_compared, refined=raw.refined)
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
-                labels1=None, labels2=None, n_regions=None, precision=None, backend="auto"):
+                labels1=None, labels2=None, n_regions=None, precision=None, mean_theta=False,
+                backend="auto", max_device_bytes=None, progress=False):
     """Exact pair counts in angular bins: DD, DR or RR.
 
     Parameters
@@ -174,125 +227,326 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         Arithmetic of the fast path (backend default: float32 on "cuda", float64 on "cpu").
         Both give identical counts: float32 decides the bins of pairs far from every edge
         and recomputes the others in float64 (:mod:`sphgpu.tpacf.exact`).
+    mean_theta : bool
+        Also sum each bin's separations (float64, from the float64 squared chord) for
+        :attr:`PairCounts.mean_theta` and :attr:`PairCounts.mean_log_theta`. Off by default:
+        the counting loop then computes no angle at all.
     backend : {"auto", "cuda", "cpu", "reference"}
+    max_device_bytes : int, optional
+        Memory budget of the count (default :data:`sphgpu.tpacf.budget.DEFAULT_BUDGET`, 8 GiB)
+        on the device that counts (the GPU for "cuda", the host for "cpu"; "reference" has no
+        plan and ignores it): the prepared catalogs (76 bytes a point) and the plan's work
+        items and histograms stay within it. A count whose plan is larger is made in parts
+        (:mod:`sphgpu.tpacf.budget`), with the same result; catalogs whose prepared points
+        alone exceed it raise ValueError (count those over a cluster). What earlier counts
+        left prepared on other Catalogs is not included.
+    progress : bool or callable(str)
+        Say when a count is split to fit the budget (True: a line on stdout).
 
     Returns
     -------
     PairCounts
         ``counts[k]``: pairs with chord2_edges[k] <= d2 < chord2_edges[k+1] (see
         :mod:`sphgpu.tpacf.bins` for d2), equal as integers on every backend.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad catalogs, bins, labels, precision or backend names (naming the argument).
     """
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
-    return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend)
+    return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend,
+                  mean_theta=mean_theta, max_device_bytes=max_device_bytes,
+                  progress=_tuning.print_progress if progress is True else (progress or None))
 
 
-@dataclass
-class CorrelationResult:
-    """w(theta) with its counts and, with jackknife regions, errors and covariance.
-
-    Attributes
-    ----------
-    bins : AngularBins
-    theta : ndarray (nbins,), bin centres in ``bins.unit``
-    w : ndarray (nbins,)
-    estimator : str
-    dd : PairCounts; dr, rr : list of PairCounts, one per random catalog (dr empty for the
-        natural estimator)
-    w_jackknife : ndarray (n_regions, nbins) or None, w with each region left out
-    covariance : ndarray (nbins, nbins) or None, (K - 1) / K sum_k (w_k - mean)(w_k - mean)^T
-        over the K regions that hold points
-    sigma : ndarray (nbins,) or None, sqrt of the covariance diagonal
-    regions : JackknifeRegions or None, when the regions were made here
-    """
-
-    bins: AngularBins
-    theta: np.ndarray
-    w: np.ndarray
-    estimator: str
-    dd: PairCounts
-    dr: list
-    rr: list
-    w_jackknife: np.ndarray | None = None
-    covariance: np.ndarray | None = None
-    sigma: np.ndarray | None = None
-    regions: JackknifeRegions | None = field(default=None, repr=False)
-
-
-def _random_list(randoms):
+def _random_list(randoms, name="randoms"):
     if isinstance(randoms, list):
         if not randoms:
-            raise ValueError("randoms is an empty list: give at least one random catalog")
-        return [as_catalog(r, f"randoms[{i}]") for i, r in enumerate(randoms)]
-    return [as_catalog(randoms, "randoms")]
+            raise ValueError(f"{name} is an empty list: give at least one random catalog")
+        return [as_catalog(r, f"{name}[{i}]") for i, r in enumerate(randoms)]
+    return [as_catalog(randoms, name)]
 
 
-def angular_correlation(data, randoms, *, bins, estimator="landy-szalay", jackknife=None,
-                        precision=None, backend="auto"):
-    """The angular two-point correlation function w(theta) of a catalog.
+def _label(named, jackknife, first_randoms):
+    """Label every catalog of ``named`` ({argument name: Catalog}) by ``jackknife``.
+
+    Returns the labelled catalogs (same keys), the number of regions (0: none) and the
+    JackknifeRegions made here (or None)."""
+    if jackknife is None:
+        return dict(named), 0, None               # labels in the catalogs are ignored
+    if isinstance(jackknife, str):
+        if jackknife != "labels":
+            raise ValueError(f"jackknife must be None, an int, a JackknifeRegions or 'labels', "
+                             f"got {jackknife!r}")
+        missing = [k for k, c in named.items() if c.labels is None]
+        if missing:
+            raise ValueError(f"jackknife='labels' needs labels in every catalog; {missing[0]} "
+                             "has none")
+        counts = {k: c.n_regions for k, c in named.items()}
+        first = next(iter(counts))
+        for k, r in counts.items():
+            if r != counts[first]:
+                raise ValueError(f"jackknife='labels': the patches differ between catalogs: "
+                                 f"{first} has {counts[first]} regions but {k} has {r} (give "
+                                 "every catalog labels of one numbering, with every region "
+                                 "holding points of each, as TreeCorr's patches)")
+        return dict(named), counts[first], None
+    if isinstance(jackknife, (int, np.integer)) and not isinstance(jackknife, bool):
+        if not 2 <= jackknife <= first_randoms.size:
+            raise ValueError(f"jackknife={jackknife}: k-means regions need 2 to the number of "
+                             f"points of the first random catalog ({first_randoms.size})")
+        regions = JackknifeRegions.kmeans(first_randoms.ra, first_randoms.dec, int(jackknife))
+    elif isinstance(jackknife, JackknifeRegions):
+        regions = jackknife
+    else:
+        raise TypeError("jackknife must be None, an int, a JackknifeRegions or 'labels', got "
+                        f"{type(jackknife).__name__}")
+    out = {k: c.with_labels(regions.labels(c.ra, c.dec)) for k, c in named.items()}
+    return out, regions.n_regions, regions
+
+
+def _check_options(var_method, nreg, seed, normalization):
+    check_normalization(normalization)
+    if var_method is None:
+        return "jackknife" if nreg else None
+    cov_.check_var_method(var_method)
+    if var_method != "shot" and not nreg:
+        raise ValueError(f"var_method={var_method!r} needs jackknife regions: pass jackknife= "
+                         "(an int, a JackknifeRegions or 'labels')")
+    if seed is not None and not isinstance(seed, (int, np.integer, np.random.Generator)):
+        raise TypeError(f"seed must be an int, a numpy Generator or None, got "
+                        f"{type(seed).__name__}")
+    return var_method
+
+
+class _Counter:
+    """Counts of one call, each pair of catalogs counted once (by object: a catalog shared by
+    several correlations is prepared and counted once)."""
+
+    def __init__(self, bins, nreg, precision, backend, max_device_bytes, progress, total):
+        self.kw = dict(n_regions=nreg, precision=precision, backend=backend,
+                       max_device_bytes=max_device_bytes)
+        self.bins, self.memo, self.progress, self.total = bins, {}, progress, total
+
+    def __call__(self, label, c1, c2=None, *, mean_theta=False):
+        key = (id(c1), None if c2 is None else id(c2), bool(mean_theta))
+        if key not in self.memo:
+            if self.progress:
+                self.progress(f"counting {label} ({len(self.memo) + 1}/{self.total})")
+            self.memo[key] = (c1, c2, _count(c1, c2, self.bins, mean_theta=mean_theta,
+                                             progress=self.progress, **self.kw))
+        return self.memo[key][2]
+
+
+def _present(cats, nreg):
+    present = np.zeros(nreg, bool)
+    for c in cats:
+        present |= np.bincount(c.labels, minlength=nreg) > 0
+    return present
+
+
+def _correlate(count, name, d1, r1, d2, r2, shared, *, normalization, mean_theta):
+    """One correlation from the counter: auto (``d2`` None) or cross. ``shared``: r2 is r1."""
+    if d2 is None:
+        dd = count("DD", d1, mean_theta=mean_theta)
+        rr = [count("RR", r) for r in r1]
+        dr = [] if name == "natural" else [count("DR", d1, r) for r in r1]
+        return dd, dr, rr, []
+    if name == "multi-random":
+        raise ValueError("estimator='multi-random' is for auto-correlations; use "
+                         "'landy-szalay' or 'natural' with data2")
+    if not shared and len(r1) != len(r2):
+        raise ValueError(f"randoms and randoms2 must hold as many catalogs, got {len(r1)} and "
+                         f"{len(r2)}")
+    dd = count("D1D2", d1, d2, mean_theta=mean_theta)
+    rr = [count("RR", a) if shared else count("R1R2", a, b) for a, b in zip(r1, r2)]
+    if sum(int(c.counts.sum()) for c in rr) == 0:
+        raise ValueError("data2/randoms2: no pair of the two random catalogs lies within the "
+                         "bins: the footprints of the two data sets do not overlap at these "
+                         "separations, so their cross-correlation is undefined")
+    if name == "natural":
+        return dd, [], rr, []
+    return dd, [count("D1R2", d1, r) for r in r2], rr, [count("R1D2", r, d2) for r in r1]
+
+
+def _result(bins, name, terms, regions, present, normalization, var_method, seed,
+            num_bootstrap):
+    dd, dr, rr, rd = terms
+    w = est.combine(name, dd, dr, rr, rd=rd or None, normalization=normalization)
+    res = CorrelationResult(bins=bins, theta=bins.centers, w=w, estimator=name, dd=dd, dr=dr,
+                            rr=rr, rd=rd, normalization=normalization, regions=regions,
+                            present=present, num_bootstrap=int(num_bootstrap))
+    if var_method is not None:
+        res._set_covariance(var_method, seed, num_bootstrap)
+    return res
+
+
+def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
+                        estimator="landy-szalay", jackknife=None, var_method=None, seed=None,
+                        num_bootstrap=cov_.NUM_BOOTSTRAP, normalization="pairs",
+                        mean_theta=True, precision=None, backend="auto",
+                        max_device_bytes=None, progress=False):
+    """The angular two-point correlation function w(theta): auto, or cross with ``data2``.
 
     Parameters
     ----------
     data : Catalog, (ra, dec) tuple of arrays in degrees, or a file path (CSV, FITS, NPZ)
-    randoms : the same, or a list of them: several random catalogs (the slides' loop over
-        random files). DR and RR are counted for each.
+    randoms : the same, or a list of them
+        Random catalogs of the data's footprint (the slides' loop over random files); DR and
+        RR are counted for each.
     bins : AngularBins
+    data2 : the same as ``data``, optional
+        A second data set: the cross-correlation of ``data`` and ``data2``.
+    randoms2 : the same as ``randoms``, optional
+        Randoms of ``data2`` (as many catalogs as ``randoms``); default: ``randoms`` serve
+        both data sets (one footprint).
     estimator : {"landy-szalay", "natural", "multi-random"}
-        "natural": DD/RR - 1; "landy-szalay": (DD - 2 DR + RR) / RR with DR and RR pooled over
-        the random catalogs; "multi-random": the slides' form, which averages each catalog's
-        normalised DR and RR (see :mod:`sphgpu.tpacf.estimators`).
+        "natural": DD/RR - 1; "landy-szalay": (DD - 2 DR + RR) / RR, for a cross-correlation
+        (D1D2 - D1R2 - R1D2 + R1R2) / R1R2, with DR and RR pooled over the random catalogs;
+        "multi-random" (auto only): the slides' form, which averages each catalog's normalised
+        DR and RR (see :mod:`sphgpu.tpacf.estimators`).
     jackknife : None, int, JackknifeRegions or "labels"
-        An int K makes K k-means regions on the sphere from the first random catalog;
-        a :class:`JackknifeRegions` (k-means or HEALPix) labels every catalog; "labels" uses
-        the labels already in the Catalogs. Leave-one-out w and its covariance come from one
-        pass of per-region counts (every pair counted once).
+        Regions (patches) shared by every catalog: an int K makes K k-means regions on the
+        sphere from the first random catalog; a :class:`JackknifeRegions` labels every
+        catalog; "labels" uses the labels already in the Catalogs (the same number of regions
+        in each). Every covariance comes from one pass of per-patch-pair counts.
+    var_method : {None, "jackknife", "sample", "bootstrap", "marked_bootstrap", "shot"}
+        How to estimate the covariance (TreeCorr's definitions, see
+        :mod:`sphgpu.tpacf.covariance`); None: "jackknife" with regions, else no covariance.
+    seed : int, numpy Generator or None
+        Seed of the bootstrap draws: the same seed gives the same covariance.
+    num_bootstrap : int
+        Number of bootstrap draws.
+    normalization : {"pairs", "treecorr"}
+        "pairs" (default) divides each count by its number of distinct pairs, n (n - 1) / 2
+        for an auto count: the expected count of unclustered points, so w of a random catalog
+        is 0 on average; "treecorr" divides auto counts by n**2 / 2 as TreeCorr does, which
+        shifts w by about -1/n but reproduces TreeCorr's w and covariances to rounding.
+    mean_theta : bool
+        Sum the DD separations in the kernels for :attr:`CorrelationResult.mean_theta`
+        (TreeCorr's ``meanr``); DR and RR are counted without.
     precision, backend : as in :func:`pair_counts`
+    max_device_bytes : int, optional
+        Memory budget of each count, as in :func:`pair_counts`.
+    progress : bool or callable(str)
+        Report each count as it starts (True: a line on stdout).
 
     Returns
     -------
     CorrelationResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad catalogs or options (naming the argument): patches that differ between
+        catalogs, a covariance method that needs regions without them, a bootstrap with fewer
+        than 2 regions, cross-correlation catalogs whose footprints do not overlap.
     """
     bins = _check_bins(bins)
     name = est.check_estimator(estimator)
-    dcat = as_catalog(data, "data")
-    rcats = _random_list(randoms)
-    regions = None
-    if jackknife is None:
-        nreg = 0                                  # labels in the catalogs are ignored
-    elif isinstance(jackknife, str):
-        if jackknife != "labels":
-            raise ValueError(f"jackknife must be None, an int, a JackknifeRegions or 'labels', "
-                             f"got {jackknife!r}")
-        if dcat.labels is None or any(r.labels is None for r in rcats):
-            raise ValueError("jackknife='labels' needs labels in the data and every random "
-                             "catalog")
-        nreg = max(c.n_regions for c in [dcat] + rcats)
-    else:
-        if isinstance(jackknife, (int, np.integer)) and not isinstance(jackknife, bool):
-            if not 2 <= jackknife <= rcats[0].size:
-                raise ValueError(f"jackknife={jackknife}: k-means regions need 2 to the number "
-                                 f"of points of the first random catalog ({rcats[0].size})")
-            regions = JackknifeRegions.kmeans(rcats[0].ra, rcats[0].dec, int(jackknife))
-        elif isinstance(jackknife, JackknifeRegions):
-            regions = jackknife
-        else:
-            raise TypeError("jackknife must be None, an int, a JackknifeRegions or 'labels', "
-                            f"got {type(jackknife).__name__}")
-        dcat = dcat.with_labels(regions.labels(dcat.ra, dcat.dec))
-        rcats = [r.with_labels(regions.labels(r.ra, r.dec)) for r in rcats]
-        nreg = regions.n_regions
+    named = {"data": as_catalog(data, "data")}
+    r1 = _random_list(randoms)
+    named.update({f"randoms[{i}]" if len(r1) > 1 else "randoms": r for i, r in enumerate(r1)})
+    shared = randoms2 is None
+    if data2 is not None:
+        named["data2"] = as_catalog(data2, "data2")
+        if not shared:
+            r2 = _random_list(randoms2, "randoms2")
+            named.update({f"randoms2[{i}]": r for i, r in enumerate(r2)})
+    elif not shared:
+        raise ValueError("randoms2 was given without data2 (randoms2 are the second data set's)")
+    cats, nreg, regions = _label(named, jackknife, r1[0])
+    var_method = _check_options(var_method, nreg, seed, normalization)
+    keys = list(cats)
+    d1 = cats["data"]
+    c_r1 = [cats[k] for k in keys if k.startswith("randoms") and not k.startswith("randoms2")]
+    d2 = cats.get("data2")
+    c_r2 = c_r1 if shared else [cats[k] for k in keys if k.startswith("randoms2")]
+    say = _tuning.print_progress if progress is True else (progress or None)
+    nterms = (1 + len(c_r1) * (1 if name == "natural" else 2) if d2 is None
+              else 1 + len(c_r1) * (1 if name == "natural" else 3))
+    count = _Counter(bins, nreg, precision, backend, max_device_bytes, say, nterms)
+    terms = _correlate(count, name, d1, c_r1, d2, c_r2, shared, normalization=normalization,
+                       mean_theta=mean_theta)
+    present = _present(cats.values(), nreg) if nreg else None
+    return _result(bins, name, terms, regions, present, normalization, var_method, seed,
+                   num_bootstrap)
 
-    kw = dict(n_regions=nreg, precision=precision, backend=backend)
-    dd = _count(dcat, None, bins, **kw)
-    rr = [_count(r, None, bins, **kw) for r in rcats]
-    dr = [] if name == "natural" else [_count(dcat, r, bins, **kw) for r in rcats]
-    w = est.estimate(name, dd, dr, rr)
-    res = CorrelationResult(bins=bins, theta=bins.centers, w=w, estimator=name, dd=dd, dr=dr,
-                            rr=rr, regions=regions)
-    if nreg:
-        res.w_jackknife = est.estimate(name, dd, dr, rr, leave_one_out=True)
-        present = np.zeros(nreg, bool)
-        for c in [dcat] + rcats:
-            present |= np.bincount(c.labels, minlength=nreg) > 0
-        _, res.covariance = jackknife_covariance(res.w_jackknife[present])
-        res.sigma = np.sqrt(np.diag(res.covariance))
-    return res
+
+def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", jackknife=None,
+                         var_method=None, seed=None, num_bootstrap=cov_.NUM_BOOTSTRAP,
+                         normalization="pairs", mean_theta=True, precision=None,
+                         backend="auto", max_device_bytes=None, progress=False):
+    """Every auto- and cross-correlation of k catalogs (tomographic bins) in one call.
+
+    Each catalog is labelled and prepared once and each pair of catalogs counted once: DD of
+    every pair i <= j, D_i R, R R (shared randoms) or D_i R_j, R_i R_j (randoms per catalog).
+
+    Parameters
+    ----------
+    catalogs : list of Catalog, (ra, dec) tuples or file paths
+        The k data sets.
+    randoms : one catalog, or a list of k catalogs
+        Randoms shared by every data set (one footprint), or one random catalog per data set
+        (entry i for ``catalogs[i]``).
+    bins : AngularBins
+    estimator : {"landy-szalay", "natural"}
+    jackknife : None, int, JackknifeRegions or "labels"
+        As in :func:`angular_correlation`: the regions are shared by every catalog, so the
+        results combine in :func:`joint_covariance`.
+    var_method, seed, num_bootstrap, normalization, mean_theta, precision, backend
+        As in :func:`angular_correlation`.
+    max_device_bytes, progress
+        As in :func:`angular_correlation`.
+
+    Returns
+    -------
+    dict
+        ``{(i, j): CorrelationResult}`` for 0 <= i <= j < k (auto on the diagonal).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`angular_correlation`, and when ``randoms`` is a list of another length
+        than ``catalogs``.
+    """
+    bins = _check_bins(bins)
+    name = est.check_estimator(estimator)
+    if name == "multi-random":
+        raise ValueError("estimator='multi-random' is for one auto-correlation; use "
+                         "'landy-szalay' or 'natural'")
+    if not isinstance(catalogs, (list, tuple)) or not catalogs:
+        raise TypeError("catalogs must be a non-empty list of catalogs")
+    k = len(catalogs)
+    named = {f"catalogs[{i}]": as_catalog(c, f"catalogs[{i}]") for i, c in enumerate(catalogs)}
+    per = isinstance(randoms, list)
+    if per:
+        if len(randoms) != k:
+            raise ValueError(f"randoms must be one catalog or a list of one per catalog ({k}), "
+                             f"got a list of {len(randoms)}")
+        named.update({f"randoms[{i}]": as_catalog(r, f"randoms[{i}]")
+                      for i, r in enumerate(randoms)})
+    else:
+        named["randoms"] = as_catalog(randoms, "randoms")
+    first = named["randoms[0]" if per else "randoms"]
+    cats, nreg, regions = _label(named, jackknife, first)
+    var_method = _check_options(var_method, nreg, seed, normalization)
+    d = [cats[f"catalogs[{i}]"] for i in range(k)]
+    r = [cats[f"randoms[{i}]"] for i in range(k)] if per else [cats["randoms"]] * k
+    say = _tuning.print_progress if progress is True else (progress or None)
+    count = _Counter(bins, nreg, precision, backend, max_device_bytes, say,
+                     k * (k + 1) // 2 * (1 if name == "natural" else 4))
+    present = _present(cats.values(), nreg) if nreg else None
+    out = {}
+    for i in range(k):
+        for j in range(i, k):
+            if i == j:
+                terms = _correlate(count, name, d[i], [r[i]], None, None, True,
+                                   normalization=normalization, mean_theta=mean_theta)
+            else:
+                terms = _correlate(count, name, d[i], [r[i]], d[j], [r[j]], not per,
+                                   normalization=normalization, mean_theta=mean_theta)
+            out[(i, j)] = _result(bins, name, terms, regions, present, normalization,
+                                  var_method, seed, num_bootstrap)
+    return out

@@ -58,6 +58,21 @@ class AngularBins:
     Build with :meth:`log`, :meth:`linear` or :meth:`from_edges`; angles are given in ``unit``
     ("deg", "arcmin", "arcsec" or "rad") and kept in radians inside.
 
+    Parameters
+    ----------
+    edges : array_like, shape (nbins + 1,)
+        Strictly increasing edges in ``unit``, from >= 0 to <= 180 degrees.
+    unit : {"deg", "arcmin", "arcsec", "rad"}
+    spacing : {"edges", "log", "linear"}
+        How the edges were made (log bins have geometric centres).
+
+    Raises
+    ------
+    TypeError
+        For edges that are not real numbers.
+    ValueError
+        For edges that are not finite, not increasing, negative or beyond 180 degrees.
+
     Attributes
     ----------
     edges : ndarray, shape (nbins + 1,), float64
@@ -105,12 +120,48 @@ class AngularBins:
     # --- constructors -------------------------------------------------------------------------
     @classmethod
     def from_edges(cls, edges, unit="deg"):
-        """Bins from explicit, strictly increasing edges (``unit``), 0 <= edges <= 180 deg."""
+        """Bins from explicit, strictly increasing edges, 0 <= edges <= 180 deg.
+
+        Parameters
+        ----------
+        edges : array_like, shape (nbins + 1,)
+            In ``unit``.
+        unit : {"deg", "arcmin", "arcsec", "rad"}
+
+        Returns
+        -------
+        AngularBins
+
+        Raises
+        ------
+        TypeError, ValueError
+            For bad edges (see the class).
+        """
         return cls(edges, unit, spacing="edges")
 
     @classmethod
     def log(cls, theta_min, theta_max, nbins, unit="deg"):
-        """``nbins`` logarithmically spaced bins from theta_min > 0 to theta_max."""
+        """``nbins`` logarithmically spaced bins from theta_min > 0 to theta_max.
+
+        Parameters
+        ----------
+        theta_min, theta_max : float
+            Range in ``unit``.
+        nbins : int
+            Number of bins (>= 1).
+        unit : {"deg", "arcmin", "arcsec", "rad"}
+
+        Returns
+        -------
+        AngularBins
+
+        Raises
+        ------
+        TypeError
+            If ``nbins`` is not an integer.
+        ValueError
+            For an empty or out-of-range interval (theta_min must be > 0).
+        """
         lo, hi, n = cls._range(theta_min, theta_max, nbins, unit)
         if lo <= 0:
             raise ValueError(f"theta_min must be > 0 for log bins, got {lo}")
@@ -120,7 +171,27 @@ class AngularBins:
 
     @classmethod
     def linear(cls, theta_min, theta_max, nbins, unit="deg"):
-        """``nbins`` equal bins from theta_min >= 0 to theta_max."""
+        """``nbins`` equal bins from theta_min >= 0 to theta_max.
+
+        Parameters
+        ----------
+        theta_min, theta_max : float
+            Range in ``unit``.
+        nbins : int
+            Number of bins (>= 1).
+        unit : {"deg", "arcmin", "arcsec", "rad"}
+
+        Returns
+        -------
+        AngularBins
+
+        Raises
+        ------
+        TypeError
+            If ``nbins`` is not an integer.
+        ValueError
+            For an empty or out-of-range interval.
+        """
         lo, hi, n = cls._range(theta_min, theta_max, nbins, unit)
         e = np.linspace(lo, hi, n + 1)
         return cls(e, unit, spacing="linear")
@@ -162,11 +233,29 @@ class AngularBins:
         return 0.5 * (lo + hi)
 
     def to(self, unit):
-        """Edges in another unit (an array; the bins themselves stay as they are)."""
+        """Edges in another unit (the bins themselves stay as they are).
+
+        Parameters
+        ----------
+        unit : {"deg", "arcmin", "arcsec", "rad"}
+
+        Returns
+        -------
+        ndarray, shape (nbins + 1,), float64
+        """
         return self.edges_rad / UNITS[_check_unit(unit)]
 
     def same_as(self, other) -> bool:
-        """True when both decide every pair identically (equal chord**2 edges)."""
+        """Whether both decide every pair identically (equal chord**2 edges).
+
+        Parameters
+        ----------
+        other : object
+
+        Returns
+        -------
+        bool
+        """
         return (isinstance(other, AngularBins)
                 and np.array_equal(self.chord2_edges, other.chord2_edges))
 

@@ -82,6 +82,15 @@ class Catalog:
         True (default): the Catalog keeps private read-only copies of host arrays. False borrows
         them: they must not change while the Catalog is in use.
 
+    Raises
+    ------
+    TypeError
+        For arrays of the wrong kind (naming the argument).
+    ValueError
+        For empty, non-finite or out-of-range coordinates, or lengths that differ.
+
+    Notes
+    -----
     A Catalog caches what the backends prepare from it (cell keys, the points sorted into
     cells, their unit vectors; on the device for the "cuda" backend), so passing the same
     Catalog again -- a random catalog reused across counts -- skips that work. The cache lives
@@ -144,8 +153,18 @@ class Catalog:
         return not isinstance(self._ra, np.ndarray)
 
     def coordinates(self, xp=np):
-        """(ra, dec) in degrees as arrays of the module ``xp`` (NumPy or CuPy): the held arrays,
-        or copies to the other side."""
+        """(ra, dec) in degrees as arrays of the module ``xp``.
+
+        Parameters
+        ----------
+        xp : module
+            NumPy or CuPy.
+
+        Returns
+        -------
+        tuple of two arrays, shape (n,), float64
+            The held arrays, or copies to the other side.
+        """
         if xp is np:
             if self._host is None:
                 self._host = tuple(to_host(a) for a in (self._ra, self._dec))
@@ -182,11 +201,64 @@ class Catalog:
         return 0 if self.labels is None else int(self.labels.max()) + 1
 
     def with_labels(self, labels):
-        """The same points with jackknife labels (a new Catalog sharing the arrays)."""
+        """The same points with jackknife labels (a new Catalog sharing the arrays).
+
+        Parameters
+        ----------
+        labels : array_like, shape (n,), int
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        TypeError, ValueError
+            For labels that are not n non-negative integers.
+        """
         return Catalog(self._ra, self._dec, weights=self.weights, labels=labels, copy=False)
 
+    def part(self, start, stop):
+        """Points ``start:stop`` as a new Catalog sharing this one's arrays (no copy; device
+        coordinates stay on the device). Nothing prepared is shared: the part prepares itself.
+
+        Parameters
+        ----------
+        start, stop : int
+            Slice bounds, 0 <= start < stop <= size.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ValueError
+            For an empty or out-of-range slice.
+        """
+        if not 0 <= start < stop <= self.size:
+            raise ValueError(f"part needs 0 <= start < stop <= {self.size}, got {start}:{stop}")
+        s = slice(int(start), int(stop))
+        return Catalog(self._ra[s], self._dec[s],
+                       weights=None if self.weights is None else self.weights[s],
+                       labels=None if self.labels is None else self.labels[s], copy=False)
+
     def subset(self, mask):
-        """The points where ``mask`` (boolean, shape (n,)) is true, as a new Catalog."""
+        """The points where ``mask`` is true, as a new Catalog.
+
+        Parameters
+        ----------
+        mask : array_like, shape (n,), bool
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ValueError
+            If no point is selected.
+        """
         mask = np.asarray(mask, dtype=bool)
         return Catalog(self.ra[mask], self.dec[mask],
                        weights=None if self.weights is None else self.weights[mask],
@@ -210,9 +282,26 @@ class Catalog:
         """Read a CSV (or other delimited) text file of numbers.
 
         Lines starting with ``#`` are skipped. If the first remaining line is not numeric it
-        names the columns, and ``ra``, ``dec``, ``weights``, ``labels`` are column names;
-        0-based column numbers work with or without a header. Names match exactly, else
-        ignoring case. RA/Dec in degrees.
+        names the columns; 0-based column numbers work with or without a header. Names match
+        exactly, else ignoring case.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        ra, dec : str or int
+            Columns of RA and Dec in degrees.
+        weights, labels : str or int, optional
+            Columns of weights and of integer jackknife labels.
+        delimiter : str
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ValueError
+            For an empty file, a missing column or labels that are not integers.
         """
         path = os.fspath(path)
         with open(path, encoding="utf-8") as f:
@@ -248,7 +337,29 @@ class Catalog:
 
     @classmethod
     def from_fits(cls, path, *, ra="RA", dec="DEC", weights=None, labels=None, hdu=1):
-        """Read a FITS binary table (needs astropy). Names match exactly, else ignoring case."""
+        """Read a FITS binary table (needs astropy). Names match exactly, else ignoring case.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        ra, dec : str
+            Columns of RA and Dec in degrees.
+        weights, labels : str, optional
+            Columns of weights and of integer jackknife labels.
+        hdu : int
+            The table's HDU.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ImportError
+            Without astropy.
+        ValueError
+            For a missing column.
+        """
         try:
             from astropy.io import fits
         except ImportError as exc:  # optional dependency
@@ -269,8 +380,24 @@ class Catalog:
 
     @classmethod
     def read(cls, path, **columns):
-        """Read a catalog from ``.fits``/``.fit``/``.fits.gz``, ``.csv``/``.txt`` or ``.npz``
-        (arrays named by ``ra=``, ``dec=``... defaults "ra"/"dec", "RA"/"DEC" for FITS)."""
+        """Read a catalog from ``.fits``/``.fit``/``.fits.gz``, ``.csv``/``.txt`` or ``.npz``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        **columns
+            Column or array names: ``ra=``, ``dec=``, ``weights=``, ``labels=`` (defaults
+            "ra"/"dec", "RA"/"DEC" for FITS), and :meth:`from_csv`'s ``delimiter``.
+
+        Returns
+        -------
+        Catalog
+
+        Raises
+        ------
+        ValueError
+            For an unknown suffix or a missing column.
+        """
         p = os.fspath(path).lower()
         if p.endswith((".fits", ".fit", ".fits.gz", ".fts")):
             return cls.from_fits(path, **columns)
@@ -296,12 +423,13 @@ def _column(name, names):
 
 
 def as_catalog(obj, name="catalog"):
-    """A Catalog from a Catalog, an (ra, dec) pair of arrays, or a file path."""
+    """A Catalog from a Catalog, an (ra, dec) pair of arrays (tuple or list), or a file path:
+    the one coercion of every catalog argument of sphgpu.tpacf and sphgpu.distributed."""
     if isinstance(obj, Catalog):
         return obj
     if isinstance(obj, (str, os.PathLike)):
         return Catalog.read(obj)
-    if isinstance(obj, tuple) and len(obj) == 2:
+    if isinstance(obj, (tuple, list)) and len(obj) == 2:
         return Catalog(obj[0], obj[1], names=(f"{name} ra", f"{name} dec", "weights", "labels"))
     raise TypeError(f"{name} must be a Catalog, an (ra, dec) tuple of arrays or a file path, "
                     f"got {type(obj).__name__}")

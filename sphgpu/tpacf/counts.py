@@ -3,118 +3,369 @@
 Counts of disjoint sets of pairs add: the counts of a survey split into patches, or of a count
 split over GPUs, are the sum of the parts (``a + b``, ``sum([...])``). So does every other
 field, including the normalisation ``total`` (the number of pairs that could have been counted:
-n1 * n2 for a cross count, n (n - 1) / 2 for an auto count) and the per-region arrays of the
-jackknife. Adding counts made with different bins or region numbers raises ValueError.
+n1 * n2 for a cross count, n (n - 1) / 2 for an auto count), the sums of separations behind
+:attr:`PairCounts.mean_theta`, and the per-patch arrays. Adding counts made with different bins
+or region numbers raises ValueError.
 
-Jackknife (the slides' "inverse jackknife"): ``region_counts[k]`` counts the pairs with at
-least one point in region k, every pair entering once per region it touches. The counts with
-region k left out are then ``counts - region_counts[k]`` -- exactly what recounting without
-region k gives -- and ``region_total[k]`` is the matching normalisation.
+Patches (jackknife regions): with labels, ``patch_counts[a, b]`` counts the pairs with the first
+point in region a and the second in region b (an auto count keeps each unordered pair once, in
+the upper triangle a <= b), and ``patch_total[a, b]`` is its number of possible pairs. Every
+covariance estimate (:mod:`sphgpu.tpacf.covariance`: jackknife, sample, bootstraps) is a
+weighted sum of these matrices, so one counting pass serves them all. The slides' "inverse
+jackknife" is one of them: ``region_counts[k]`` counts the pairs with at least one point in
+region k, so ``counts - region_counts[k]`` is exactly what recounting without region k gives.
+
+Normalisations: ``"pairs"`` (default) divides by the number of distinct pairs, n (n - 1) / 2
+for an auto count, which is the expected count of unclustered points per unit of bin
+probability; ``"treecorr"`` divides auto counts by n**2 / 2 as TreeCorr does (with weights:
+(sum w)**2 / 2 instead of ((sum w)**2 - sum w**2) / 2), which biases w by about -1/n but
+matches TreeCorr's numbers exactly. Cross counts are divided by n1 n2 in both.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .bins import AngularBins
+from .bins import UNITS, AngularBins
 
-__all__ = ["PairCounts"]
+__all__ = ["PairCounts", "NORMALIZATIONS", "check_normalization"]
 
-_ARRAYS = ("counts", "weights", "region_counts", "region_weights", "region_total",
-           "region_weighted_total")
+NORMALIZATIONS = ("pairs", "treecorr")
+
+# fields that add when counts add (None stays None)
+_ADDITIVE = ("counts", "weights", "total", "weighted_total", "self_total",
+             "weighted_self_total", "patch_counts", "patch_weights", "patch_total",
+             "patch_weighted_total", "patch_self_total", "patch_weighted_self_total",
+             "theta_sum", "log_theta_sum", "pairs_compared", "refined")
+
+
+def check_normalization(normalization):
+    """The normalisation name, checked: one of :data:`NORMALIZATIONS`.
+
+    Parameters
+    ----------
+    normalization : str
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For any other value.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
+                         f"{normalization!r}")
+    return normalization
+
+
+def _fold(m):
+    """An auto count's patch matrix with each unordered pair {a, b} in the upper triangle."""
+    if m is None:
+        return None
+    if m.ndim == 2:
+        return np.triu(m) + np.tril(m, -1).T
+    t = np.moveaxis(m, 2, 0)                      # (nbins, R, R): fold each bin's matrix
+    return np.moveaxis(np.triu(t) + np.swapaxes(np.tril(t, -1), 1, 2), 0, 2)
 
 
 class PairCounts:
-    """Pair counts per angular bin, with optional weights and per-region (jackknife) counts.
+    """Pair counts per angular bin, with optional weights, separations and per-patch counts.
 
-    Attributes
+    Parameters
     ----------
     bins : AngularBins
-    counts : ndarray (nbins,), int64
-        Number of pairs in each bin. Auto-correlations count each unique pair once (i < j,
-        no self-pairs); Corrfunc's ``DDtheta_mocks`` with ``autocorr=1`` counts both orders
-        (twice these numbers), TreeCorr's ``npairs`` counts each once as here.
-    weights : ndarray (nbins,), float64, or None
-        Sum of w_i * w_j over the pairs of each bin (when weights were given).
+    counts : array_like, shape (nbins,), int
     n1, n2 : int
-        Sizes of the catalogs (n2 == n1 for an auto count); summed when counts are added.
+        Sizes of the catalogs (n2 == n1 for an auto count).
     auto : bool
-        True for an auto count (summing auto and cross parts gives ``auto=False``).
+        True for an auto count.
     total : float
         Number of pairs that could be counted (n1 n2, or n1 (n1 - 1) / 2 for auto counts).
-    weighted_total : float or None
-        The same with weights: sum w1 * sum w2, or ((sum w)**2 - sum w**2) / 2.
-    region_counts : ndarray (n_regions, nbins), int64, or None
-        Pairs with at least one point in region k (see the module docstring).
-    region_weights : ndarray (n_regions, nbins), float64, or None
-    region_total, region_weighted_total : ndarray (n_regions,), float64, or None
-        The normalisations of the pairs touching region k.
+    weights : array_like, shape (nbins,), optional
+        Sum of w_i * w_j over the pairs of each bin.
+    weighted_total : float, optional
+        ``total`` with weights: sum w1 * sum w2, or ((sum w)**2 - sum w**2) / 2.
+    self_total, weighted_self_total : float, optional
+        What TreeCorr's normalisation adds to the totals: n / 2 and sum w**2 / 2 for an auto
+        count, 0 for a cross count.
+    patch_counts : array_like, shape (R, R, nbins), int, optional
+        Pairs with the first point in region a and the second in region b (auto: folded into
+        a <= b).
+    patch_weights : array_like, shape (R, R, nbins), optional
+    patch_total, patch_weighted_total : array_like, shape (R, R), optional
+        Possible pairs (weighted) of each pair of regions (auto: folded into a <= b).
+    patch_self_total, patch_weighted_self_total : array_like, shape (R,), optional
+        Per region, the TreeCorr additions of the diagonal (n_a / 2 and sum w**2 / 2).
+    theta_sum, log_theta_sum : array_like, shape (nbins,), optional
+        Sums over the pairs of each bin of w_i w_j theta and w_i w_j ln(theta), theta in
+        radians (unit weights without weights).
     pairs_compared, refined : int
         Diagnostics: pairs the backend compared after pruning, and of those how many the
         float32 path recomputed in float64.
+
+    Raises
+    ------
+    TypeError
+        If ``bins`` is not an AngularBins.
+    ValueError
+        If an array has the wrong shape.
+
+    Notes
+    -----
+    Auto counts count each unique pair (i < j, no self-pairs) once, as TreeCorr's ``npairs``;
+    Corrfunc's ``DDtheta_mocks`` with ``autocorr=1`` counts both orders (twice these numbers).
     """
 
     def __init__(self, bins, counts, *, n1, n2, auto, total, weights=None, weighted_total=None,
-                 region_counts=None, region_weights=None, region_total=None,
-                 region_weighted_total=None, pairs_compared=0, refined=0):
+                 self_total=0.0, weighted_self_total=None, patch_counts=None,
+                 patch_weights=None, patch_total=None, patch_weighted_total=None,
+                 patch_self_total=None, patch_weighted_self_total=None, theta_sum=None,
+                 log_theta_sum=None, pairs_compared=0, refined=0):
         if not isinstance(bins, AngularBins):
             raise TypeError(f"bins must be an AngularBins, got {type(bins).__name__}")
+
+        def arr(a, dtype=np.float64):
+            return None if a is None else np.asarray(a, dtype=dtype)
+
         self.bins = bins
         self.counts = np.asarray(counts, dtype=np.int64)
-        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        self.weights = arr(weights)
         self.n1, self.n2, self.auto = int(n1), int(n2), bool(auto)
         self.total = float(total)
         self.weighted_total = None if weighted_total is None else float(weighted_total)
-        self.region_counts = (None if region_counts is None
-                              else np.asarray(region_counts, dtype=np.int64))
-        self.region_weights = (None if region_weights is None
-                               else np.asarray(region_weights, dtype=np.float64))
-        self.region_total = (None if region_total is None
-                             else np.asarray(region_total, dtype=np.float64))
-        self.region_weighted_total = (None if region_weighted_total is None
-                                      else np.asarray(region_weighted_total, dtype=np.float64))
+        self.self_total = float(self_total)
+        self.weighted_self_total = (None if weighted_self_total is None
+                                    else float(weighted_self_total))
+        fold = _fold if self.auto else (lambda m: m)
+        self.patch_counts = fold(arr(patch_counts, np.int64))
+        self.patch_weights = fold(arr(patch_weights))
+        self.patch_total = fold(arr(patch_total))
+        self.patch_weighted_total = fold(arr(patch_weighted_total))
+        self.patch_self_total = arr(patch_self_total)
+        self.patch_weighted_self_total = arr(patch_weighted_self_total)
+        self.theta_sum = arr(theta_sum)
+        self.log_theta_sum = arr(log_theta_sum)
         self.pairs_compared = int(pairs_compared)
         self.refined = int(refined)
-        if self.counts.shape != (bins.nbins,):
-            raise ValueError(f"counts must have shape ({bins.nbins},), got {self.counts.shape}")
+        nb = bins.nbins
+        if self.counts.shape != (nb,):
+            raise ValueError(f"counts must have shape ({nb},), got {self.counts.shape}")
+        if self.patch_counts is not None:
+            r = self.patch_counts.shape[0]
+            if self.patch_counts.shape != (r, r, nb):
+                raise ValueError(f"patch_counts must have shape (R, R, {nb}), got "
+                                 f"{self.patch_counts.shape}")
 
     # --- shape of the data --------------------------------------------------------------------
     @property
     def nbins(self) -> int:
+        """Number of bins."""
         return self.bins.nbins
 
     @property
     def is_weighted(self) -> bool:
+        """Whether the counts carry weights."""
         return self.weights is not None
 
     @property
     def n_regions(self) -> int:
         """Number of jackknife regions (0 without labels)."""
-        return 0 if self.region_counts is None else self.region_counts.shape[0]
+        return 0 if self.patch_counts is None else self.patch_counts.shape[0]
+
+    # --- mean separations ---------------------------------------------------------------------
+    def _per_pair(self, s):
+        if s is None:
+            return None
+        den = self.weights if self.is_weighted else self.counts
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den != 0, s / np.where(den != 0, den, 1), np.nan)
+
+    @property
+    def mean_theta(self):
+        """Pair-weighted mean separation per bin, (nbins,) float64 in ``bins.unit``: TreeCorr's
+        ``meanr``. NaN in empty bins; None when the count did not ask for separations
+        (``mean_theta=True`` of :func:`~sphgpu.tpacf.pair_counts`)."""
+        m = self._per_pair(self.theta_sum)
+        return None if m is None else m / UNITS[self.bins.unit]
+
+    @property
+    def mean_log_theta(self):
+        """Pair-weighted mean of ln(theta / unit) per bin, (nbins,) float64: TreeCorr's
+        ``meanlogr``. NaN in empty bins (-inf in a bin from 0 holding pairs of coincident
+        points); None without separations."""
+        m = self._per_pair(self.log_theta_sum)
+        return None if m is None else m - np.log(UNITS[self.bins.unit])
+
+    # --- per-patch views ----------------------------------------------------------------------
+    def _need_regions(self):
+        if self.patch_counts is None:
+            raise ValueError("these counts have no jackknife regions (give labels1/labels2)")
+
+    @staticmethod
+    def _touching(m):
+        """Sums over the pairs with at least one point in region k, (R, ...)."""
+        return m.sum(axis=1) + m.sum(axis=0) - np.diagonal(m, axis1=0, axis2=1).T \
+            if m.ndim == 3 else m.sum(axis=1) + m.sum(axis=0) - np.diagonal(m)
+
+    @property
+    def region_counts(self):
+        """Pairs with at least one point in region k, (R, nbins) int64, or None."""
+        return None if self.patch_counts is None else self._touching(self.patch_counts)
+
+    @property
+    def region_weights(self):
+        """Weighted :attr:`region_counts`, (R, nbins) float64, or None."""
+        return None if self.patch_weights is None else self._touching(self.patch_weights)
+
+    @property
+    def region_total(self):
+        """Possible pairs touching region k, (R,) float64, or None."""
+        return None if self.patch_total is None else self._touching(self.patch_total)
+
+    @property
+    def region_weighted_total(self):
+        """Weighted :attr:`region_total`, (R,) float64, or None."""
+        return (None if self.patch_weighted_total is None
+                else self._touching(self.patch_weighted_total))
+
+    def patch_sums(self, rows, *, weighted=None, normalization="pairs"):
+        """Counts and totals of weighted selections of patch pairs.
+
+        Parameters
+        ----------
+        rows : array_like, shape (m, R, R)
+            Weight of each pair of regions (a, b) in each of m selections.
+        weighted : bool, optional
+            Use the weighted sums (default: when the counts carry weights).
+        normalization : {"pairs", "treecorr"}
+
+        Returns
+        -------
+        num : ndarray, shape (m, nbins), float64
+            sum_ab rows[:, a, b] * patch_counts[a, b] (or patch_weights).
+        tot : ndarray, shape (m,), float64
+            The same sums of the possible pairs.
+
+        Raises
+        ------
+        ValueError
+            Without regions, or when ``rows`` does not match them.
+        """
+        self._need_regions()
+        r = self.n_regions
+        rows = np.asarray(rows, dtype=np.float64)
+        if rows.ndim != 3 or rows.shape[1:] != (r, r):
+            raise ValueError(f"rows must have shape (m, {r}, {r}), got {rows.shape}")
+        w = self._use_weights(weighted)
+        m = self.patch_weights if w else self.patch_counts
+        t = self.patch_weighted_total if w else self.patch_total
+        flat = rows.reshape(rows.shape[0], r * r)
+        num = flat @ m.reshape(r * r, -1).astype(np.float64)
+        tot = flat @ t.reshape(r * r)
+        if check_normalization(normalization) == "treecorr":
+            s = self.patch_weighted_self_total if w else self.patch_self_total
+            tot = tot + np.diagonal(rows, axis1=1, axis2=2) @ s
+        return num, tot
 
     # --- normalised counts --------------------------------------------------------------------
-    def normalized(self, *, weighted=None):
-        """Counts over the number of possible pairs, (nbins,) float64 (weights when weighted)."""
+    def normalized(self, *, weighted=None, normalization="pairs"):
+        """Counts over the number of possible pairs.
+
+        Parameters
+        ----------
+        weighted : bool, optional
+            Use the weighted sums (default: when the counts carry weights).
+        normalization : {"pairs", "treecorr"}
+            See the module docstring.
+
+        Returns
+        -------
+        ndarray, shape (nbins,), float64
+
+        Raises
+        ------
+        ValueError
+            ``weighted=True`` on counts without weights, or an unknown normalization.
+        """
+        extra = check_normalization(normalization) == "treecorr"
         if self._use_weights(weighted):
-            return self.weights / self.weighted_total
-        return self.counts / self.total
+            return self.weights / (self.weighted_total
+                                   + (self.weighted_self_total or 0.0) * extra)
+        return self.counts / (self.total + self.self_total * extra)
 
     def leave_one_out(self):
-        """Counts without each region: (n_regions, nbins) int64, row k = counts - region k."""
+        """Counts without each region.
+
+        Returns
+        -------
+        ndarray, shape (R, nbins), int64
+            Row k: the counts of the pairs with no point in region k.
+
+        Raises
+        ------
+        ValueError
+            Without regions.
+        """
         self._need_regions()
         return self.counts[None, :] - self.region_counts
 
-    def leave_one_out_normalized(self, *, weighted=None):
-        """Leave-one-out counts over their numbers of possible pairs, (n_regions, nbins)."""
+    def leave_one_out_normalized(self, *, weighted=None, normalization="pairs"):
+        """Leave-one-out counts over their numbers of possible pairs.
+
+        Parameters
+        ----------
+        weighted : bool, optional
+            Use the weighted sums (default: when the counts carry weights).
+        normalization : {"pairs", "treecorr"}
+
+        Returns
+        -------
+        ndarray, shape (R, nbins), float64
+
+        Raises
+        ------
+        ValueError
+            Without regions.
+        """
+        num, tot = self.leave_one_out_sums(weighted=weighted, normalization=normalization)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return num / tot[:, None]
+
+    def leave_one_out_sums(self, *, weighted=None, normalization="pairs"):
+        """Counts and numbers of possible pairs without each region (jackknife), O(R).
+
+        Parameters
+        ----------
+        weighted : bool, optional
+            Use the weighted sums (default: when the counts carry weights).
+        normalization : {"pairs", "treecorr"}
+
+        Returns
+        -------
+        num : ndarray, shape (R, nbins), float64
+        tot : ndarray, shape (R,), float64
+
+        Raises
+        ------
+        ValueError
+            Without regions.
+        """
         self._need_regions()
+        extra = check_normalization(normalization) == "treecorr"
         if self._use_weights(weighted):
             num = self.weights[None, :] - self.region_weights
-            den = self.weighted_total - self.region_weighted_total
+            tot = self.weighted_total - self.region_weighted_total
+            if extra:
+                tot = tot + self.weighted_self_total - self.patch_weighted_self_total
         else:
-            num = self.counts[None, :] - self.region_counts
-            den = self.total - self.region_total
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return num / den[:, None]
+            num = (self.counts[None, :] - self.region_counts).astype(np.float64)
+            tot = self.total - self.region_total
+            if extra:
+                tot = tot + self.self_total - self.patch_self_total
+        return num, tot
 
     def _use_weights(self, weighted):
         if weighted is None:
@@ -123,11 +374,24 @@ class PairCounts:
             raise ValueError("these counts carry no weights (give weights1/weights2)")
         return bool(weighted)
 
-    def _need_regions(self):
-        if self.region_counts is None:
-            raise ValueError("these counts have no jackknife regions (give labels1/labels2)")
-
     # --- accumulation -------------------------------------------------------------------------
+    def replace(self, **changes):
+        """A copy with some constructor arguments changed.
+
+        Parameters
+        ----------
+        **changes
+            Constructor arguments (e.g. ``n1=, n2=, auto=``).
+
+        Returns
+        -------
+        PairCounts
+        """
+        kw = {name: getattr(self, name) for name in _ADDITIVE}
+        kw.update(n1=self.n1, n2=self.n2, auto=self.auto)
+        kw.update(changes)
+        return PairCounts(self.bins, **kw)
+
     def __add__(self, other):
         if isinstance(other, int) and other == 0:        # sum([...]) starts from 0
             return self
@@ -142,21 +406,16 @@ class PairCounts:
             raise ValueError(f"cannot add PairCounts with {self.n_regions} and "
                              f"{other.n_regions} jackknife regions (pass n_regions= so that "
                              "every count uses the same numbering)")
-
-        def add(a, b):
-            return None if a is None else a + b
-
-        return PairCounts(
-            self.bins, self.counts + other.counts, n1=self.n1 + other.n1,
-            n2=self.n2 + other.n2, auto=False,     # a sum mixes auto and cross parts in general
-            total=self.total + other.total, weights=add(self.weights, other.weights),
-            weighted_total=add(self.weighted_total, other.weighted_total),
-            region_counts=add(self.region_counts, other.region_counts),
-            region_weights=add(self.region_weights, other.region_weights),
-            region_total=add(self.region_total, other.region_total),
-            region_weighted_total=add(self.region_weighted_total, other.region_weighted_total),
-            pairs_compared=self.pairs_compared + other.pairs_compared,
-            refined=self.refined + other.refined)
+        if (self.theta_sum is None) != (other.theta_sum is None):
+            raise ValueError("cannot add PairCounts with and without mean separations "
+                             "(count both with mean_theta=True)")
+        kw = {}
+        for name in _ADDITIVE:
+            a, b = getattr(self, name), getattr(other, name)
+            kw[name] = None if a is None or b is None else a + b
+        # a sum mixes auto and cross parts in general; folded auto matrices stay folded
+        return PairCounts(self.bins, n1=self.n1 + other.n1, n2=self.n2 + other.n2, auto=False,
+                          **kw)
 
     __radd__ = __add__
 

@@ -19,8 +19,25 @@ _CHUNK = 1 << 16
 
 
 def jackknife_covariance(w_loo):
-    """Mean and covariance of K leave-one-out estimates, (K, nbins) -> ((nbins,), (nbins, nbins)):
-    C = (K - 1) / K * sum_k (w_k - mean)(w_k - mean)^T."""
+    """Mean and covariance of K leave-one-out estimates.
+
+    C = (K - 1) / K * sum_k (w_k - mean)(w_k - mean)^T.
+
+    Parameters
+    ----------
+    w_loo : array_like, shape (K, nbins)
+        w with each of K regions left out (K >= 2).
+
+    Returns
+    -------
+    mean : ndarray, shape (nbins,)
+    covariance : ndarray, shape (nbins, nbins)
+
+    Raises
+    ------
+    ValueError
+        For another shape or K < 2.
+    """
     w = np.asarray(w_loo, dtype=np.float64)
     if w.ndim != 2 or w.shape[0] < 2:
         raise ValueError(f"w_loo must be (K >= 2, nbins), got shape {w.shape}")
@@ -42,7 +59,17 @@ class JackknifeRegions:
     """A partition of the sphere into regions, fitted on a catalog; labels any catalog.
 
     Make one with :meth:`kmeans` or :meth:`healpix`; ``labels(ra, dec)`` gives int64 region
-    numbers in [0, n_regions). ``centers`` (n_regions, 3) are unit vectors.
+    numbers in [0, n_regions).
+
+    Parameters
+    ----------
+    centers : array_like, shape (n_regions, 3)
+        Unit vectors of the regions' centres.
+    kind : {"kmeans", "healpix"}
+    nside : int, optional
+        HEALPix resolution (kind "healpix").
+    cells : ndarray, optional
+        Sorted occupied HEALPix cells; region k is cell ``cells[k]`` (kind "healpix").
     """
 
     def __init__(self, centers, *, kind, nside=None, cells=None):
@@ -63,8 +90,32 @@ class JackknifeRegions:
     def kmeans(cls, ra, dec, n_regions, *, seed=0, iterations=25, sample=200_000):
         """Spherical k-means: ``n_regions`` compact regions of about equal numbers of points.
 
-        Fitted on at most ``sample`` points of (ra, dec) (degrees); Lloyd iterations with
-        centres renormalised to the sphere; deterministic for a given ``seed``.
+        Lloyd iterations with centres renormalised to the sphere; deterministic for a given
+        ``seed``.
+
+        Parameters
+        ----------
+        ra, dec : array_like, shape (n,), degrees
+            The points to fit on (usually a random catalog).
+        n_regions : int
+            Number of regions, 2 <= n_regions <= n.
+        seed : int
+            Seed of the initial centres and the subsample.
+        iterations : int
+            Most Lloyd iterations.
+        sample : int
+            Fit on at most this many of the points (a random subsample).
+
+        Returns
+        -------
+        JackknifeRegions
+
+        Raises
+        ------
+        TypeError
+            If ``n_regions`` is not an integer.
+        ValueError
+            For bad coordinates or n_regions out of range.
         """
         if isinstance(n_regions, bool) or not isinstance(n_regions, (int, np.integer)):
             raise TypeError(f"n_regions must be an integer, got {n_regions!r}")
@@ -101,6 +152,21 @@ class JackknifeRegions:
 
         Points of other catalogs in cells that held none of these go to the region with the
         nearest centre (the mean direction of the region's fitting points).
+
+        Parameters
+        ----------
+        nside : int
+            HEALPix resolution.
+        ra, dec : array_like, shape (n,), degrees
+
+        Returns
+        -------
+        JackknifeRegions
+
+        Raises
+        ------
+        ValueError
+            For bad coordinates.
         """
         xyz = _points(ra, dec)
         cells = healpix_cells(*_theta_phi(ra, dec), nside)
@@ -112,7 +178,21 @@ class JackknifeRegions:
         return cls(centers, kind="healpix", nside=int(nside), cells=occupied)
 
     def labels(self, ra, dec):
-        """Region of each point, (n,) int64."""
+        """Region of each point.
+
+        Parameters
+        ----------
+        ra, dec : array_like, shape (n,), degrees
+
+        Returns
+        -------
+        ndarray, shape (n,), int64
+
+        Raises
+        ------
+        ValueError
+            For bad coordinates.
+        """
         xyz = _points(ra, dec)
         if self.kind == "kmeans":
             return _nearest(xyz, self.centers)

@@ -15,7 +15,8 @@ BINS = AngularBins.log(0.05, 20, 8, unit="deg")
 def _same(a, b):
     np.testing.assert_array_equal(a.counts, b.counts)
     assert (a.n1, a.n2, a.auto) == (b.n1, b.n2, b.auto) and a.total == b.total
-    for name in ("weights", "region_counts", "region_total"):
+    for name in ("weights", "region_counts", "region_total", "patch_counts", "patch_total",
+                 "mean_theta"):
         x, y = getattr(a, name), getattr(b, name)
         assert (x is None) == (y is None)
         if x is not None:
@@ -29,7 +30,7 @@ def test_auto_and_cross_counts_equal_the_serial_counts(client, nchunks):
     labels = (np.arange(ra.size) % 5).astype(np.int64)
     rlabels = (np.arange(rra.size) % 5).astype(np.int64)
     w = np.linspace(0.5, 1.5, ra.size)
-    for kw in ({}, {"labels1": labels}, {"weights1": w}):
+    for kw in ({}, {"labels1": labels}, {"weights1": w, "mean_theta": True}):
         want = pair_counts(ra, dec, bins=BINS, backend="cpu", **kw)
         got = sd.pair_counts(ra, dec, bins=BINS, nchunks=nchunks, client=client, **kw)
         _same(got, want)

@@ -19,10 +19,14 @@ def _same(got, ref):
     np.testing.assert_array_equal(got.counts, ref.counts)
     if ref.weights is not None:
         np.testing.assert_allclose(got.weights, ref.weights, rtol=1e-12)
-    if ref.region_counts is not None:
+    if ref.patch_counts is not None:
+        np.testing.assert_array_equal(got.patch_counts, ref.patch_counts)
         np.testing.assert_array_equal(got.region_counts, ref.region_counts)
-        if ref.region_weights is not None:
-            np.testing.assert_allclose(got.region_weights, ref.region_weights, rtol=1e-12)
+        if ref.patch_weights is not None:
+            np.testing.assert_allclose(got.patch_weights, ref.patch_weights, rtol=1e-12)
+    if ref.theta_sum is not None:
+        np.testing.assert_allclose(got.mean_theta, ref.mean_theta, rtol=1e-13)
+        np.testing.assert_allclose(got.mean_log_theta, ref.mean_log_theta, rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])
@@ -46,6 +50,21 @@ def test_weights_labels_and_awkward_points_in_the_simulator(rng):
     ref = pair_counts(ra, dec, bins=bins, weights1=w, labels1=lab, backend="reference")
     got = pair_counts(ra, dec, bins=bins, weights1=w, labels1=lab, backend="cuda")
     _same(got, ref)
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_mean_separations_and_patch_pairs_in_the_simulator(precision, rng):
+    """The kernel compiled with mean separations (weighted, labelled, cross) against the
+    reference; without them it returns none."""
+    ra, dec = clustered(rng, 40, box=(10.0, 18.0, -4.0, 4.0))
+    ra2, dec2 = sky(rng, 30, dec=(-4, 4), ra=(10, 18))
+    kw = dict(bins=BINS, weights1=rng.uniform(0.5, 2, 40), labels1=rng.integers(0, 3, 40),
+              labels2=rng.integers(0, 3, 30), mean_theta=True)
+    ref = pair_counts(ra, dec, ra2, dec2, backend="reference", **kw)
+    got = pair_counts(ra, dec, ra2, dec2, backend="cuda", precision=precision, **kw)
+    _same(got, ref)
+    assert np.isfinite(ref.mean_theta).sum() >= 3
+    assert pair_counts(ra, dec, bins=BINS, backend="cuda").mean_theta is None
 
 
 def test_edge_pairs_in_the_simulator(rng):
