@@ -128,8 +128,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
 
     Parameters
     ----------
-    ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions, mean_theta,
-    max_device_bytes
+    ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions, mean_theta, max_device_bytes
         As in :func:`sphgpu.tpacf.pair_counts`.
     nchunks : int, optional
         Chunks per catalog (default: the number of eligible workers).

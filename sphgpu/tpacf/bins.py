@@ -214,14 +214,17 @@ class AngularBins:
     # --- derived quantities -------------------------------------------------------------------
     @property
     def nbins(self) -> int:
+        """Number of bins."""
         return self.edges.size - 1
 
     @property
     def theta_min_rad(self) -> float:
+        """Lower edge of the first bin, radians."""
         return float(self.edges_rad[0])
 
     @property
     def theta_max_rad(self) -> float:
+        """Upper edge of the last bin, radians."""
         return float(self.edges_rad[-1])
 
     @property

@@ -150,6 +150,7 @@ class Catalog:
 
     @property
     def on_device(self) -> bool:
+        """Whether the coordinates are device (CuPy or Numba) arrays."""
         return not isinstance(self._ra, np.ndarray)
 
     def coordinates(self, xp=np):
@@ -175,14 +176,17 @@ class Catalog:
 
     @property
     def ra(self):
+        """Right ascensions (n,) float64, degrees in [0, 360)."""
         return self.coordinates()[0]
 
     @property
     def dec(self):
+        """Declinations (n,) float64, degrees in [-90, 90]."""
         return self.coordinates()[1]
 
     @property
     def size(self) -> int:
+        """Number of points."""
         return self._ra.shape[0]
 
     def __len__(self):
@@ -190,6 +194,7 @@ class Catalog:
 
     @property
     def xyz(self):
+        """Unit vectors (3, n) float64, computed once."""
         if self._xyz is None:
             self._xyz = unit_vectors(self.ra, self.dec)
             self._xyz.setflags(write=False)

@@ -80,6 +80,7 @@ class JackknifeRegions:
 
     @property
     def n_regions(self) -> int:
+        """Number of regions."""
         return self.centers.shape[0]
 
     def __repr__(self):

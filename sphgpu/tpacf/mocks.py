@@ -27,7 +27,27 @@ def _box(box):
 
 
 def uniform_randoms(n, box=QUARTER_SKY, *, seed=0):
-    """``n`` points uniform on the sphere inside ``box``: (ra, dec) in degrees."""
+    """``n`` points uniform on the sphere inside ``box``.
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    box : tuple of float
+        (ra_min, ra_max, dec_min, dec_max), degrees.
+    seed : int
+        Seed of NumPy's generator.
+
+    Returns
+    -------
+    ra, dec : numpy.ndarray
+        (n,) float64 each, degrees.
+
+    Raises
+    ------
+    ValueError
+        If ``box`` is not a valid RA/Dec box.
+    """
     ra0, ra1, dec0, dec1 = _box(box)
     rng = np.random.default_rng(seed)
     ra = rng.uniform(ra0, ra1, n)
@@ -37,10 +57,35 @@ def uniform_randoms(n, box=QUARTER_SKY, *, seed=0):
 
 def clustered_catalog(n, box=QUARTER_SKY, *, seed=0, clustered_fraction=0.6,
                       members=40, sigma_deg=(0.05, 1.0)):
-    """``n`` clustered points inside ``box``: (ra, dec) in degrees.
+    """``n`` clustered points inside ``box``.
 
     ``clustered_fraction`` of the points sit in clusters of about ``members`` points with
     Gaussian angular widths log-uniform in ``sigma_deg``; the rest are uniform.
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    box : tuple of float
+        (ra_min, ra_max, dec_min, dec_max), degrees.
+    seed : int
+        Seed of NumPy's generator.
+    clustered_fraction : float
+        Fraction of the points in clusters.
+    members : int
+        Mean number of points a cluster.
+    sigma_deg : tuple of float
+        Range of the clusters' Gaussian widths, degrees (log-uniform).
+
+    Returns
+    -------
+    ra, dec : numpy.ndarray
+        (n,) float64 each, degrees.
+
+    Raises
+    ------
+    ValueError
+        If ``box`` is not a valid RA/Dec box.
     """
     ra0, ra1, dec0, dec1 = _box(box)
     rng = np.random.default_rng(seed)
