@@ -88,11 +88,14 @@ def bench_gpu(s, args):
     t0 = time.perf_counter()
     mc.run(1, progress=False)
     first = time.perf_counter() - t0
-    warm_rate, _ = rate_of(lambda k: mc.run(k, progress=False), args.warm)
-    n = sims_for(args.gpu_seconds, warm_rate)
+    # whole batches only, in the warm-up and the timing: a batch of another size launches
+    # kernels for another number of maps, compiled (or loaded) on first use
+    b = args.batch_size or mc._auto_batch("cuda")
+    whole = lambda n: max(b, int(round(n / b)) * b)
+    warm_rate, _ = rate_of(lambda k: mc.run(k, progress=False), whole(args.warm))
+    n = whole(sims_for(args.gpu_seconds, warm_rate))
     rate, dt = rate_of(lambda k: mc.run(k, progress=False), n)
-    return dict(rate=rate, seconds=dt, nsims=n, first_s=first,
-                batch_size=args.batch_size or mc._auto_batch("cuda"))
+    return dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b)
 
 
 def bench_cluster(s, args, k):
