@@ -146,8 +146,10 @@ def test_float64_decisions_are_not_contracted_into_fma(use32):
            arr(types.float32, 1, "C"), arr(types.int32, 1, "C"), arr(types.float64, 1, "C"),
            types.float32, types.float64, arr(types.float64, 1, "C"), arr(types.float64, 1, "C"),
            arr(types.int64, 1, "C"), arr(types.float64, 1, "C"), arr(types.int64, 1, "C"),
-           arr(types.float64, 1, "C"), arr(types.int64, 1, "C"))
-    kernel = K.pair_kernel(256, 256, 20, 64, 32, use32, False, True, False)
+           arr(types.float64, 1, "C"), arr(types.int64, 1, "C"), types.int32,
+           arr(types.float64, 1, "C"), arr(types.float64, 1, "C"))
+    # cnt ... nref, nreg, tsum, lsum as count_pairs passes them; mean separations off
+    kernel = K.pair_kernel(256, 256, 20, 64, 32, use32, False, True, False, False)
     ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cuda.get_current_device().compute_capability)
     assert "mul.rn.f64" in ptx and "fma.rn.f64" not in ptx
     assert ".local" not in ptx                       # no spills of the histograms or tables
