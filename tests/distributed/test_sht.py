@@ -121,7 +121,7 @@ def test_polarized_batches_and_rings_equal_serial(client, rng):
 def test_polarized_m_pattern_equals_serial(client, rng, nchunks):
     """The paper's m-distribution for T, E, B: spin passes per m chunk, all-to-all, rings."""
     layout = AlmLayout(20, 15)
-    alms = _pol_alm(rng, layout, 2)
+    alms = random_pol_alm(rng, layout, 2)
     want = sphgpu.alm2map(alms, 8, 20, 15, backend="cpu")
     got = sd.alm2map(alms, 8, 20, 15, client=client, pattern="m", nchunks=nchunks)
     assert got.shape == (2, 3, 768) and rel_err(got, want) <= TOL["distributed"]
