@@ -1,7 +1,7 @@
 """What sphgpu's tests share, public so that code built on sphgpu can test itself the same way.
 
 Seeded random inputs (a_lm, maps, catalogs), the relative error and the one table of tolerances
-the transform tests compare with, and where CUDA kernels run: Numba's CUDA simulator (CI, at
+the tests compare with, and where CUDA kernels run: Numba's CUDA simulator (CI, at
 tiny sizes) or a real GPU.
 
 Importing this module touches no GPU.
@@ -20,7 +20,7 @@ __all__ = ["SEED", "TOL", "default_rng", "rel_err", "assert_rel_close", "random_
 #: The seed of :func:`default_rng`: inputs are random, and the same in every run.
 SEED = 20261121
 
-#: Tolerances of the transform tests, in one place. Relative L2 errors (:func:`rel_err`) unless
+#: Tolerances of the tests, in one place. Relative L2 errors (:func:`rel_err`) unless
 #: the name ends in ``_rtol`` or ``_atol``: then ``numpy.testing.assert_allclose``'s arguments
 #: (an ``_atol`` on values of order one unless the test scales it). A value looser than the
 #: double-precision rounding of the sums involved says why.
@@ -96,10 +96,142 @@ TOL = {
     "start_value_rtol": 1e-13,
     "start_value_log2_rtol": 1e-9,
     # -- convolve
-    # real-space sum against the brute-force pair sum
+    # real-space sum against the brute-force pair sum of the exact Legendre series (the issue's
+    # 1e-10), and the whole-sphere real-space route against the harmonic one
     "realspace": 1e-10,
-    # RadialKernel.tabulate: Hermite table against the exact profile
+    # RadialKernel.tabulate: Hermite table against the exact profile (times its peak)
     "kernel_table": 1e-12,
+    # the ring algorithm (and the reference backend) against the brute-force pair sum with the
+    # same tabulated kernel: the same products, summed in another order
+    "realspace_vs_brute_force": 1e-13,
+    # the CUDA real-space kernel against the CPU ring loop, whole sphere or a latitude band:
+    # the same products, summed in another order per thread and fold
+    "realspace_cuda_vs_cpu": 1e-13,
+    # one convolution through paths that differ only in batching, l_cut slicing, or a split
+    # given as a method or as a kernel: a few sums of values of order one ordered differently
+    "convolve_same_path": 1e-14,
+    # whole convolutions (harmonic and split) on a real GPU against the CPU: the transforms'
+    # sums over rings and m (as vs_ducc0) plus the real-space sums
+    "convolve_gpu_vs_cpu": 1e-12,
+    # RadialKernel b_l against gauss_beam, and sqrt(C_l) times it: the same closed form, at
+    # most one multiplication per element
+    "kernel_bl_rtol": 1e-15,
+    # the profile against the Legendre sum written out (scipy's eval_legendre), 40 random b_l
+    # of order one: rounding of 40 terms
+    "profile_vs_legendre_sum_atol": 1e-13,
+    # the profile against healpy.bl2beam up to lmax 1000: healpy's own Legendre sum rounds
+    # differently; the same number times the peak as atol where the profile is near zero
+    "profile_vs_healpy_rtol": 1e-10,
+    # the u-recurrence near the pole at lmax 4096 against an 80-bit long-double sum: 4096
+    # terms of double rounding, no digits lost to cos(theta)
+    "profile_vs_long_double_rtol": 2e-12,
+    # b_l fitted back from 3001 samples of the profile (from_profile): the quadrature error of
+    # the sampled profile, not rounding
+    "kernel_from_profile_atol": 1e-7,
+    # CompactKernel's piecewise cubic against scipy's BSpline, coefficients of order one
+    "bspline_vs_scipy_atol": 1e-13,
+    # the last basis function at 1e-12 of a knot inside the support: it vanishes as the cube
+    # of the distance, so anything above rounding means it does not end at zero
+    "bspline_end_atol": 1e-9,
+    # a point source against the exact profile: the Hermite table's error (kernel_table, times
+    # the peak) is relative to the profile only where the profile stays large; the atol is
+    # times the output's peak, for the tail toward theta_cut
+    "point_source_profile_rtol": 1e-9,
+    "point_source_profile_atol": 1e-12,
+    # the split's approximate b_l against its harmonic plus real-space parts: one addition per
+    # l (the atol times the largest kernel b_l)
+    "split_parts_sum_rtol": 1e-14,
+    # the spline's exact Legendre transform against the b_l it was fitted to, times their
+    # largest: the least-squares fit's residual at the fitted l
+    "spline_bl_vs_fit_atol": 1e-11,
+    # -- tpacf
+    # log-spaced bin edges: log of the edges (exp of a linspace in log) differs from
+    # log(1000)/20 by rounding of exp and log
+    "log_bin_spacing_rtol": 1e-12,
+    # the same bins given in degrees, arcmin or radians: one multiplication by a constant
+    "bin_units_rtol": 1e-14,
+    # the chord (2 sin(t/2))^2 against t^2 at 1 arcsec: they differ by t^2/12 ~ 2e-18, while
+    # 2 (1 - cos t) would lose most digits there
+    "chord_small_angle_rtol": 1e-10,
+    # a unit vector's component at dec 90 (cos(pi/2) ~ 6e-17 in double), and the norm of every
+    # unit vector: last-bit rounding of sin and cos
+    "unit_vector_atol": 1e-16,
+    "unit_norm_rtol": 1e-15,
+    # unit vectors against an 80-bit long-double evaluation: a little over one ulp of values
+    # of order one
+    "unit_vector_vs_long_double_atol": 3e-16,
+    # the band height divides pi into a whole number of bands: pi / h is an integer up to the
+    # rounding of the division
+    "band_height_divides_pi_atol": 1e-9,
+    # weighted pair sums (and mean theta) accumulated in another order: split by a memory
+    # budget, on another backend, over Dask workers, or by a brute-force loop; the atol for
+    # bins whose weight is near zero
+    "pair_sums_rtol": 1e-12,
+    "pair_sums_atol": 1e-12,
+    # mean separation per bin (a ratio of sums) from the CUDA kernel, or from parts added,
+    # against one CPU pass; the mean log separation of order one, absolute
+    "mean_theta_rtol": 1e-13,
+    "mean_log_theta_atol": 1e-13,
+    # mean theta and mean log theta against the brute-force sums over every pair (arcsin of
+    # the chord, summed per bin in another order)
+    "mean_theta_vs_brute_force_rtol": 1e-12,
+    "mean_log_theta_vs_brute_force_atol": 1e-12,
+    # normalized counts of parts added against the whole: the same integers divided by the same
+    # total
+    "normalized_counts_rtol": 1e-15,
+    # leave-one-out normalized counts against recounting without the region: totals
+    # subtracted instead of recounted
+    "leave_one_out_normalized_rtol": 1e-12,
+    # leave-one-out weights are differences of float sums: a bin whose pairs all touch the
+    # region keeps a rounding residue (~1e-20) instead of 0, hence the atol
+    "leave_one_out_weights_rtol": 1e-10,
+    "leave_one_out_weights_atol": 1e-15,
+    # an estimator or covariance against the same formula written out in the test: a few
+    # operations per bin on values of order one
+    "estimator_formula_rtol": 1e-12,
+    # w from the estimator against the formula on the same normalized counts
+    "w_from_counts_rtol": 1e-13,
+    # w from the same pair counts with and without the jackknife bookkeeping
+    "w_same_counts_rtol": 1e-14,
+    # leave-one-out w against recomputing the correlation without the region: counts
+    # subtracted instead of recounted, through the estimator's ratios
+    "jackknife_vs_recomputed_rtol": 1e-11,
+    "jackknife_vs_recomputed_atol": 1e-13,
+    # jackknife w and covariance with the same regions given as labels instead of found:
+    # the same counts, sums in another order; the covariance sums products of differences
+    "jackknife_same_regions_rtol": 1e-13,
+    "jackknife_covariance_same_regions_rtol": 1e-12,
+    # against TreeCorr 5 (bin_slop=0, metric "Arc"): its sums run in another order, through its
+    # own angle conversions; the covariance's atol times its largest element
+    "w_vs_treecorr_rtol": 1e-10,
+    "mean_theta_vs_treecorr_rtol": 1e-10,
+    "mean_log_theta_vs_treecorr_atol": 1e-10,
+    "covariance_vs_treecorr_rtol": 1e-10,
+    # cross w normalised by pairs as TreeCorr does: the same n1 n2 in both, values of order one
+    "w_pairs_norm_vs_treecorr_atol": 1e-13,
+    # weighted pair sums against TreeCorr's, with weights exact in its float32
+    "weights_vs_treecorr_rtol": 1e-12,
+    # -- sims
+    # the same seeded skies through batches of another size, or on Dask workers: batched
+    # transforms sum in another order, and pseudo-C_l of masked skies carry it
+    "sims_same_skies_rtol": 1e-10,
+    # the same skies on a real GPU against the CPU: the same random numbers, the spectra differ
+    # by transform rounding (vs_ducc0-sized, through the mask and the iterations)
+    "sims_gpu_vs_cpu_rtol": 1e-9,
+    # the CUDA path in the simulator at nside 1 against the CPU; the atol for spectra near zero
+    "sims_simulator_vs_cpu_rtol": 1e-10,
+    "sims_simulator_vs_cpu_atol": 1e-14,
+    # expected pseudo-C_l are linear in the input spectra (and scale with a constant mask
+    # squared): the same transforms of scaled or summed inputs; the atol for C_l near zero
+    "expected_cl_linearity_rtol": 1e-12,
+    "expected_cl_linearity_atol": 1e-16,
+    # the square root of the covariance's diagonal against the standard deviation: the same
+    # sums of squares
+    "std_vs_covariance_rtol": 1e-12,
+    # the CUDA Philox normals against the numpy twin: the same integers, the Box-Muller step's
+    # log, sqrt, cos and sin rounding differently on the device
+    "normals_cuda_vs_twin_rtol": 1e-14,
+    "normals_cuda_vs_twin_atol": 1e-15,
 }
 
 

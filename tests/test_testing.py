@@ -1,6 +1,8 @@
 """sphgpu.testing's helpers, and how the conftest picks the simulator or the GPU."""
 
 import math
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -24,6 +26,17 @@ def test_rel_err_and_assert_rel_close_name_the_quantity():
 
 def test_every_tolerance_is_a_small_positive_number():
     assert all(isinstance(v, float) and 0 < v < 1e-6 for v in testing.TOL.values())
+
+
+def test_every_tolerance_is_used_and_every_name_used_is_in_the_table():
+    # a test names an entry as TOL["name"] or as the string given to assert_rel_close
+    here = pathlib.Path(__file__).parent
+    text = "\n".join(f.read_text() for f in sorted(here.rglob("*.py"))
+                      if f.name != "test_testing.py")
+    unused = [k for k in testing.TOL if f'"{k}"' not in text]
+    assert not unused, f"TOL entries no test uses: {unused}"
+    missing = sorted(set(re.findall(r'TOL\["(\w+)"\]', text)) - set(testing.TOL))
+    assert not missing, f"TOL names a test uses but the table lacks: {missing}"
 
 
 def test_random_inputs_are_seeded_and_shaped(rng):

@@ -28,13 +28,13 @@ def test_harmonic_method_is_healpy_smoothing_with_iter_0(rng):
     assert rel_err(got, ours) <= TOL["vs_ducc0"]
     # a batch, and a lower band limit through l_cut
     both = convolve(np.stack([m, 2 * m]), k, method="harmonic", backend="cpu")
-    assert rel_err(both[1], 2 * got) <= 1e-14
+    assert rel_err(both[1], 2 * got) <= TOL["convolve_same_path"]
     # three maps are three maps, not a T, Q, U triple (the SHT's pol=True default)
     three = convolve(np.stack([m, 2 * m, -m]), k, method="harmonic", backend="cpu")
-    assert rel_err(three, np.stack([got, 2 * got, -got])) <= 1e-14
+    assert rel_err(three, np.stack([got, 2 * got, -got])) <= TOL["convolve_same_path"]
     low = convolve(m, k, method="harmonic", l_cut=10, backend="cpu")
     assert rel_err(low, harmonic_convolve(m, k.bl[:11], RingGeometry.healpix(nside),
-                                          backend="cpu")) <= 1e-14
+                                          backend="cpu")) <= TOL["convolve_same_path"]
 
 
 @pytest.mark.parametrize("nside, fwhm", [(16, 10.0), (32, 10.0),
@@ -64,7 +64,7 @@ def test_split_method_and_kernel_split_agree(rng):
     m = rng.standard_normal(12 * nside * nside)
     a = convolve(m, k, method="split", l_cut=12, theta_cut=2400 * ARCMIN, backend="cpu")
     b = convolve(m, split_kernel(k, 12, 2400 * ARCMIN), backend="cpu")
-    assert rel_err(a, b) <= 1e-14
+    assert rel_err(a, b) <= TOL["convolve_same_path"]
     full = convolve(m, k, method="harmonic", backend="cpu")
     assert rel_err(a, full) <= 1e-3
 
@@ -84,7 +84,7 @@ def test_reference_backend_is_the_brute_force_twin(rng):
     m = rng.standard_normal(12 * nside * nside)
     a = convolve(m, k, method="realspace", theta_cut=0.9, backend="reference")
     b = convolve(m, k, method="realspace", theta_cut=0.9, backend="cpu")
-    assert rel_err(a, b) <= 1e-13
+    assert rel_err(a, b) <= TOL["realspace_vs_brute_force"]
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -23,9 +23,10 @@ def _direct_profile(bl, theta):
 
 def test_gaussian_and_cmb_kernels():
     g = RadialKernel.gaussian(30.0, 200)
-    np.testing.assert_allclose(g.bl, sphgpu.gauss_beam(fwhm_arcmin=30.0, lmax=200), rtol=1e-15)
+    np.testing.assert_allclose(g.bl, sphgpu.gauss_beam(fwhm_arcmin=30.0, lmax=200),
+                               rtol=TOL["kernel_bl_rtol"])
     c = RadialKernel.cmb(30.0, 200)
-    np.testing.assert_allclose(c.bl, np.sqrt(planck2018_cl(200)) * g.bl, rtol=1e-15)
+    np.testing.assert_allclose(c.bl, np.sqrt(planck2018_cl(200)) * g.bl, rtol=TOL["kernel_bl_rtol"])
     own = RadialKernel.cmb(30.0, 10, cl=np.arange(20.0))
     np.testing.assert_allclose(own.bl, np.sqrt(np.arange(11.0)) * g.bl[:11])
     assert c.lmax == 200 and "30'" in c.name
@@ -35,7 +36,8 @@ def test_profile_is_the_legendre_sum(rng):
     bl = rng.standard_normal(40)
     theta = np.concatenate([[0.0, 1e-3], rng.uniform(0, math.pi, 6), [math.pi]])
     k = RadialKernel.from_bl(bl)
-    np.testing.assert_allclose(k.profile(theta), _direct_profile(bl, theta), atol=1e-13)
+    np.testing.assert_allclose(k.profile(theta), _direct_profile(bl, theta),
+                               atol=TOL["profile_vs_legendre_sum_atol"])
 
 
 def test_profile_matches_healpy_bl2beam():
@@ -43,7 +45,8 @@ def test_profile_matches_healpy_bl2beam():
     k = RadialKernel.gaussian(20.0, 1000)
     theta = np.linspace(0, 2 * math.pi / 180, 50)
     np.testing.assert_allclose(k.profile(theta), hp.bl2beam(k.bl, theta),
-                               rtol=1e-10, atol=1e-10 * k.profile(np.zeros(1))[0])
+                               rtol=TOL["profile_vs_healpy_rtol"],
+                               atol=TOL["profile_vs_healpy_rtol"] * k.profile(np.zeros(1))[0])
 
 
 def test_series_near_the_pole_keeps_full_precision():
@@ -61,7 +64,7 @@ def test_series_near_the_pole_keeps_full_precision():
             p0, p1 = p1, ((2 * l + 1) * z * p1 - l * p0) / (l + 1)
             acc += (2 * l + 3) * ld(k.bl[l + 1]) * p1
         ref.append(float(acc / (4 * ld(math.pi))))
-    np.testing.assert_allclose(k.profile(theta), ref, rtol=2e-12)
+    np.testing.assert_allclose(k.profile(theta), ref, rtol=TOL["profile_vs_long_double_rtol"])
 
 
 def test_series_derivative():
@@ -78,7 +81,7 @@ def test_from_profile_recovers_a_band_limited_kernel():
     k = RadialKernel.gaussian(300.0, 64)
     theta = np.linspace(0, math.pi, 3001)
     back = RadialKernel.from_profile(theta, k.profile(theta), 64)
-    np.testing.assert_allclose(back.bl, k.bl, atol=1e-7)
+    np.testing.assert_allclose(back.bl, k.bl, atol=TOL["kernel_from_profile_atol"])
 
 
 @pytest.mark.parametrize("fwhm, lmax, theta_cut", [(60.0, 128, 0.1), (10.0, 1024, 0.02),
@@ -113,7 +116,8 @@ def test_bspline_conversion_matches_scipy(rng):
     t = bspline_knots(h, n + 3)
     ref = BSpline(t, np.concatenate([x, np.zeros(3)]), 3)
     c = rng.uniform(0, n * h, 300)
-    np.testing.assert_allclose(ck.evaluate_chord(c), ref(0.5 * c * c), atol=1e-13)
+    np.testing.assert_allclose(ck.evaluate_chord(c), ref(0.5 * c * c),
+                               atol=TOL["bspline_vs_scipy_atol"])
     # the last basis function ends at the support with zero value
-    assert abs(ck.evaluate_chord(np.array([n * h * (1 - 1e-12)]))[0]) < 1e-9
+    assert abs(ck.evaluate_chord(np.array([n * h * (1 - 1e-12)]))[0]) < TOL["bspline_end_atol"]
     assert ck.evaluate_chord(np.array([n * h * 1.01]))[0] == 0.0

@@ -6,6 +6,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import sphgpu.distributed as sd  # noqa: E402
+from sphgpu.testing import TOL  # noqa: E402
 from sphgpu.tpacf import AngularBins, pair_counts  # noqa: E402
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms  # noqa: E402
 
@@ -20,7 +21,7 @@ def _same(a, b):
         x, y = getattr(a, name), getattr(b, name)
         assert (x is None) == (y is None)
         if x is not None:
-            np.testing.assert_allclose(x, y, rtol=1e-12)
+            np.testing.assert_allclose(x, y, rtol=TOL["pair_sums_rtol"])
 
 
 @pytest.mark.parametrize("nchunks", [1, 3])

@@ -9,6 +9,7 @@ import pytest
 
 import sphgpu
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
+from sphgpu.testing import TOL
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(os.environ.get("SPHGPU_TEST_REAL_GPU") != "1",
@@ -32,14 +33,15 @@ def test_alm2cl_of_device_arrays_equals_numpy(rng):
     b = rng.standard_normal((4, 3, n)) + 1j * rng.standard_normal((4, 3, n))
     got = sphgpu.alm2cl(cupy.asarray(a), cupy.asarray(b), lmax_out=30)
     assert isinstance(got, cupy.ndarray)
-    np.testing.assert_allclose(cupy.asnumpy(got), sphgpu.alm2cl(a, b, lmax_out=30), rtol=1e-12,
-                               atol=1e-15)
+    np.testing.assert_allclose(cupy.asnumpy(got), sphgpu.alm2cl(a, b, lmax_out=30),
+                               rtol=TOL["alm2cl_cross_rtol"],
+                               atol=TOL["alm2cl_cross_atol"])
 
 
 def test_gpu_simulations_are_the_same_whatever_the_batch_size():
     whole = make(batch_size=6).run(6, progress=False).spectra
     ones = make(batch_size=1).run(6, progress=False).spectra
-    np.testing.assert_allclose(ones, whole, rtol=1e-10)
+    np.testing.assert_allclose(ones, whole, rtol=TOL["sims_same_skies_rtol"])
     assert not np.array_equal(whole[0], whole[1])
 
 
@@ -47,7 +49,7 @@ def test_gpu_draws_the_same_skies_as_the_cpu():
     """The random numbers are the same on both: the spectra differ by transform rounding."""
     gpu = make().run(3, progress=False).spectra
     cpu = make(backend="cpu").run(3, progress=False).spectra
-    np.testing.assert_allclose(gpu, cpu, rtol=1e-9)
+    np.testing.assert_allclose(gpu, cpu, rtol=TOL["sims_gpu_vs_cpu_rtol"])
 
 
 def test_gpu_mean_agrees_with_the_exact_expectation():
@@ -80,4 +82,5 @@ def test_gpu_workers_give_the_same_simulations():
     finally:
         client.shutdown()
         client.close()
-    np.testing.assert_allclose(there.spectra, make().run(8, progress=False).spectra, rtol=1e-10)
+    np.testing.assert_allclose(there.spectra, make().run(8, progress=False).spectra,
+                               rtol=TOL["sims_same_skies_rtol"])

@@ -8,6 +8,7 @@ import pytest
 
 import sphgpu
 from sphgpu.sims import MonteCarlo, expected_spectra, simulate_spectra
+from sphgpu.testing import TOL
 
 NSIDE, LMAX = 8, 16
 NPIX = 12 * NSIDE**2
@@ -68,7 +69,8 @@ def test_cuda_path_equals_cpu_in_the_simulator():
     kw = dict(lmax=2, fwhm=0.3, mask=apodized_mask(1), noise_sigma=0.1, seed=1, batch_size=2)
     gpu = MonteCarlo(spectrum(4), 1, backend="cuda", **kw).run(2, progress=False)
     cpu = MonteCarlo(spectrum(4), 1, backend="cpu", **kw).run(2, progress=False)
-    np.testing.assert_allclose(gpu.spectra, cpu.spectra, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(gpu.spectra, cpu.spectra, rtol=TOL["sims_simulator_vs_cpu_rtol"],
+                               atol=TOL["sims_simulator_vs_cpu_atol"])
 
 
 # -- the mean against the exact expectation ----------------------------------------------------
@@ -115,7 +117,8 @@ def test_expected_white_noise_is_sigma_squared_times_pixel_area():
     # a constant mask w scales every pseudo-C_l by w^2
     half = MonteCarlo(np.zeros(LMAX + 1), NSIDE, LMAX, noise_sigma=sigma, iter=3,
                       mask=np.full(NPIX, 0.5), backend="cpu")
-    np.testing.assert_allclose(half.expected(), 0.25 * mc.expected(), rtol=1e-12)
+    np.testing.assert_allclose(half.expected(), 0.25 * mc.expected(),
+                               rtol=TOL["expected_cl_linearity_rtol"])
 
 
 def test_noise_spectra_add_to_the_signal():
@@ -124,7 +127,8 @@ def test_noise_spectra_add_to_the_signal():
     signal = make(noise_sigma=None, mask=None).expected()
     only = MonteCarlo(np.zeros(3 * NSIDE), NSIDE, LMAX, noise_cls=noise,
                       backend="cpu").expected()
-    np.testing.assert_allclose(both, signal + only, rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(both, signal + only, rtol=TOL["expected_cl_linearity_rtol"],
+                               atol=TOL["expected_cl_linearity_atol"])
     np.testing.assert_allclose(only[0, 2:], 0.02, rtol=2e-2)
 
 
@@ -138,7 +142,7 @@ def test_covariance_and_binning():
     mc = make().run(12, progress=False)
     cov = mc.covariance()
     assert cov.shape == (LMAX + 1, LMAX + 1)
-    np.testing.assert_allclose(np.sqrt(np.diag(cov)), mc.std[0], rtol=1e-12)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), mc.std[0], rtol=TOL["std_vs_covariance_rtol"])
     binned = mc.covariance(bins=5)                        # edges 0, 5, 10, 15, 17
     assert binned.shape == (4, 4)
     edges = np.array([2, 6, 17])

@@ -6,6 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins
 from sphgpu.tpacf.bins import chord2
 
@@ -16,11 +17,12 @@ def test_log_bins_in_each_unit_are_the_same_bins():
     rad = AngularBins.log(math.radians(0.01), math.radians(10), 20, unit="rad")
     assert deg.nbins == 20 and deg.edges.size == 21
     assert deg.edges[0] == 0.01 and deg.edges[-1] == 10
-    np.testing.assert_allclose(np.diff(np.log(deg.edges)), math.log(1000) / 20, rtol=1e-12)
-    np.testing.assert_allclose(arcmin.edges_rad, deg.edges_rad, rtol=1e-14)
-    np.testing.assert_allclose(rad.edges_rad, deg.edges_rad, rtol=1e-14)
+    np.testing.assert_allclose(np.diff(np.log(deg.edges)), math.log(1000) / 20,
+                               rtol=TOL["log_bin_spacing_rtol"])
+    np.testing.assert_allclose(arcmin.edges_rad, deg.edges_rad, rtol=TOL["bin_units_rtol"])
+    np.testing.assert_allclose(rad.edges_rad, deg.edges_rad, rtol=TOL["bin_units_rtol"])
     np.testing.assert_allclose(deg.centers, np.sqrt(deg.edges[1:] * deg.edges[:-1]))
-    np.testing.assert_allclose(deg.to("arcmin"), 60 * deg.edges, rtol=1e-14)
+    np.testing.assert_allclose(deg.to("arcmin"), 60 * deg.edges, rtol=TOL["bin_units_rtol"])
 
 
 def test_linear_and_explicit_edges():
@@ -38,7 +40,7 @@ def test_chord2_edges_are_the_squared_chords():
     assert np.all(np.diff(b.chord2_edges) > 0)
     # the chord keeps relative precision where 1 - cos does not
     t = np.deg2rad(1 / 3600)
-    assert abs(chord2(t) / t**2 - 1) < 1e-10
+    assert abs(chord2(t) / t**2 - 1) < TOL["chord_small_angle_rtol"]
 
 
 def test_up_to_180_degrees_counts_antipodes():

@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, angular_correlation, pair_counts
 from sphgpu.tpacf.catalog import unit_vectors
 
@@ -18,9 +19,9 @@ def test_unit_vectors_and_ra_wrap():
     np.testing.assert_array_equal(u[:, 0], [1.0, 0.0, 0.0])
     np.testing.assert_array_equal(u[:, 1], u[:, 0])            # 360 is 0, bit for bit
     np.testing.assert_array_equal(u[:, 2], u[:, 0])            # tiny negatives wrap to 0
-    np.testing.assert_allclose(u[:, 3], [0, 1, 0], atol=1e-16)
+    np.testing.assert_allclose(u[:, 3], [0, 1, 0], atol=TOL["unit_vector_atol"])
     assert u[2, 4] == 1.0
-    np.testing.assert_allclose(np.sum(u * u, axis=0), 1.0, rtol=1e-15)
+    np.testing.assert_allclose(np.sum(u * u, axis=0), 1.0, rtol=TOL["unit_norm_rtol"])
 
 
 def test_csv_npz_and_arrays_give_the_same_catalog(tmp_path, rng):

@@ -7,6 +7,7 @@ to 180 degrees, auto and cross counts, weights and jackknife labels, both arithm
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, pair_counts
 from sphgpu.tpacf import grid
 
@@ -38,11 +39,13 @@ def _check(c, ref):
     np.testing.assert_array_equal(c.counts, ref.counts)
     assert c.counts.dtype == np.int64
     if ref.weights is not None:
-        np.testing.assert_allclose(c.weights, ref.weights, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(c.weights, ref.weights, rtol=TOL["pair_sums_rtol"],
+                                   atol=TOL["pair_sums_atol"])
     if ref.region_counts is not None:
         np.testing.assert_array_equal(c.region_counts, ref.region_counts)
     if ref.region_weights is not None:
-        np.testing.assert_allclose(c.region_weights, ref.region_weights, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(c.region_weights, ref.region_weights, rtol=TOL["pair_sums_rtol"],
+                                   atol=TOL["pair_sums_atol"])
 
 
 @pytest.mark.parametrize("kind", ["random", "clustered", "awkward", "polar", "tiny"])
@@ -140,6 +143,6 @@ def test_every_item_is_within_reach(theta_max, rng):
 def test_sorted_catalog_is_cached_and_bands_tile_the_sky(rng):
     cat = Catalog(*sky(rng, 200))
     h = grid.band_height(np.deg2rad(10))
-    assert abs(np.pi / h - round(np.pi / h)) < 1e-9
+    assert abs(np.pi / h - round(np.pi / h)) < TOL["band_height_divides_pi_atol"]
     assert grid.sorted_catalog(cat, h, 0) is grid.sorted_catalog(cat, h, 0)
     assert grid.band_height(np.deg2rad(grid.ALL_PAIRS_FROM_DEG)) == np.pi

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sphgpu.backends import cuda_available
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, pair_counts
 
 from .cases import awkward, clustered, edge_pairs, sky
@@ -18,15 +19,17 @@ BINS = AngularBins.log(0.05, 10, 6)
 def _same(got, ref):
     np.testing.assert_array_equal(got.counts, ref.counts)
     if ref.weights is not None:
-        np.testing.assert_allclose(got.weights, ref.weights, rtol=1e-12)
+        np.testing.assert_allclose(got.weights, ref.weights, rtol=TOL["pair_sums_rtol"])
     if ref.patch_counts is not None:
         np.testing.assert_array_equal(got.patch_counts, ref.patch_counts)
         np.testing.assert_array_equal(got.region_counts, ref.region_counts)
         if ref.patch_weights is not None:
-            np.testing.assert_allclose(got.patch_weights, ref.patch_weights, rtol=1e-12)
+            np.testing.assert_allclose(got.patch_weights, ref.patch_weights,
+                                       rtol=TOL["pair_sums_rtol"])
     if ref.theta_sum is not None:
-        np.testing.assert_allclose(got.mean_theta, ref.mean_theta, rtol=1e-13)
-        np.testing.assert_allclose(got.mean_log_theta, ref.mean_log_theta, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(got.mean_theta, ref.mean_theta, rtol=TOL["mean_theta_rtol"])
+        np.testing.assert_allclose(got.mean_log_theta, ref.mean_log_theta, rtol=0,
+                                   atol=TOL["mean_log_theta_atol"])
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, JackknifeRegions, angular_correlation
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
@@ -54,7 +55,9 @@ def test_leave_one_out_w_equals_recomputing_without_the_region(estimator):
             sub_r.append(Catalog(r_ra[keep], r_dec[keep]))
         again = angular_correlation(Catalog(d_ra[keep_d], d_dec[keep_d]), sub_r, bins=BINS,
                                     estimator=estimator, backend="cpu")
-        np.testing.assert_allclose(res.w_jackknife[k], again.w, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(res.w_jackknife[k], again.w,
+                                   rtol=TOL["jackknife_vs_recomputed_rtol"],
+                                   atol=TOL["jackknife_vs_recomputed_atol"])
 
 
 def test_jackknife_by_int_and_by_labels():
@@ -65,10 +68,12 @@ def test_jackknife_by_int_and_by_labels():
     lab_d, lab_r = res.regions.labels(d.ra, d.dec), res.regions.labels(r.ra, r.dec)
     again = angular_correlation(d.with_labels(lab_d), r.with_labels(lab_r), bins=BINS,
                                 jackknife="labels", backend="cpu")
-    np.testing.assert_allclose(again.w_jackknife, res.w_jackknife, rtol=1e-13)
-    np.testing.assert_allclose(again.covariance, res.covariance, rtol=1e-12)
+    np.testing.assert_allclose(again.w_jackknife, res.w_jackknife,
+                               rtol=TOL["jackknife_same_regions_rtol"])
+    np.testing.assert_allclose(again.covariance, res.covariance,
+                               rtol=TOL["jackknife_covariance_same_regions_rtol"])
     # without jackknife, labels in the catalogs are ignored
     plain = angular_correlation(d.with_labels(lab_d), r.with_labels(lab_r), bins=BINS,
                                 backend="cpu")
     assert plain.w_jackknife is None and plain.dd.region_counts is None
-    np.testing.assert_allclose(plain.w, res.w, rtol=1e-14)
+    np.testing.assert_allclose(plain.w, res.w, rtol=TOL["w_same_counts_rtol"])

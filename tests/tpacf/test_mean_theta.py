@@ -4,6 +4,7 @@ host backend and in both arithmetic modes; patch-pair counts against the brute f
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, pair_counts
 from sphgpu.tpacf.catalog import unit_vectors
 from sphgpu.tpacf.reference import pair_d2
@@ -42,8 +43,9 @@ def test_mean_theta_equals_brute_force(backend, precision, cross, rng):
     got = pair_counts(*args, bins=BINS, mean_theta=True, backend=backend, precision=precision,
                       **kw)
     m, lm = _brute(ra, dec, ra2, dec2, w1, w2 if cross else w1, not cross)
-    np.testing.assert_allclose(got.mean_theta, m, rtol=1e-12)
-    np.testing.assert_allclose(got.mean_log_theta, lm, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.mean_theta, m, rtol=TOL["mean_theta_vs_brute_force_rtol"])
+    np.testing.assert_allclose(got.mean_log_theta, lm, rtol=0,
+                               atol=TOL["mean_log_theta_vs_brute_force_atol"])
     assert np.all((got.mean_theta > BINS.edges[:-1]) & (got.mean_theta < BINS.edges[1:]))
     plain = pair_counts(*args, bins=BINS, backend=backend, precision=precision, **kw)
     assert plain.mean_theta is None
@@ -57,7 +59,8 @@ def test_separations_add_and_empty_bins_are_nan(rng):
     ab = pair_counts(ra[:120], dec[:120], ra[120:], dec[120:], bins=BINS, mean_theta=True,
                      backend="cpu")
     whole = pair_counts(ra, dec, bins=BINS, mean_theta=True, backend="cpu")
-    np.testing.assert_allclose((a + b + ab).mean_theta, whole.mean_theta, rtol=1e-13)
+    np.testing.assert_allclose((a + b + ab).mean_theta, whole.mean_theta,
+                               rtol=TOL["mean_theta_rtol"])
     assert np.isnan(whole.mean_theta[-1]) and whole.counts[-1] == 0    # 1-degree box: empty
     with pytest.raises(ValueError, match="mean separations"):
         a + pair_counts(ra[:120], dec[:120], bins=BINS, backend="cpu")

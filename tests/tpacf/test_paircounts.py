@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, PairCounts, pair_counts
 
 from .cases import clustered, sky
@@ -24,7 +25,8 @@ def test_counts_of_parts_add_up_to_the_whole(rng):
     np.testing.assert_array_equal(total.counts, whole.counts)
     assert total.total == whole.total == 800 * 799 / 2
     np.testing.assert_array_equal(sum(parts).counts, whole.counts)       # builtin sum works
-    np.testing.assert_allclose(total.normalized(), whole.normalized(), rtol=1e-15)
+    np.testing.assert_allclose(total.normalized(), whole.normalized(),
+                               rtol=TOL["normalized_counts_rtol"])
 
 
 def test_pickle_round_trip_keeps_everything(rng):
@@ -85,11 +87,13 @@ def test_leave_one_out_equals_recounting_without_the_region(cross, rng):
             sub2 = Catalog(ra2[keep2], dec2[keep2], weights=w2[keep2])
         again = pair_counts(sub, sub2, bins=BINS, backend="cpu")
         np.testing.assert_array_equal(loo[k], again.counts)
-        np.testing.assert_allclose(loo_n[k], again.counts / again.total, rtol=1e-12)
+        np.testing.assert_allclose(loo_n[k], again.counts / again.total,
+                                   rtol=TOL["leave_one_out_normalized_rtol"])
         # weighted sums of the remaining pairs are differences of float sums: a bin whose pairs
         # all touch region k keeps a rounding residue (~1e-20) instead of 0
-        np.testing.assert_allclose(loo_w[k], again.weights / again.weighted_total, rtol=1e-10,
-                                   atol=1e-15)
+        np.testing.assert_allclose(loo_w[k], again.weights / again.weighted_total,
+                                   rtol=TOL["leave_one_out_weights_rtol"],
+                                   atol=TOL["leave_one_out_weights_atol"])
     # region k counts every pair touching k once: summed over regions, cross-region pairs twice
     assert np.all(full.region_counts.sum(axis=0) >= full.counts)
 

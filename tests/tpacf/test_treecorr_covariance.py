@@ -9,6 +9,7 @@ over many seeds, in expectation."""
 import numpy as np
 import pytest
 
+from sphgpu.testing import TOL
 from sphgpu.tpacf import (AngularBins, Catalog, JackknifeRegions, angular_correlation,
                           angular_correlations, joint_covariance)
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
@@ -18,7 +19,6 @@ treecorr = pytest.importorskip("treecorr")
 BOX = (0.0, 30.0, -15.0, 15.0)
 BINS = AngularBins.log(0.5, 8.0, 5)
 NPATCH = 4
-RTOL = 1e-10
 
 
 @pytest.fixture(scope="module")
@@ -79,19 +79,22 @@ def test_w_mean_theta_and_deterministic_covariances_equal_treecorr(cats, cross):
     assert ours.cross == cross
     ref = _treecorr(cats, "d1", b)
     np.testing.assert_array_equal(ours.dd.counts, np.rint(ref.npairs).astype(np.int64))
-    np.testing.assert_allclose(ours.w, ref.xi, rtol=RTOL, atol=0)
-    np.testing.assert_allclose(ours.mean_theta, ref.meanr, rtol=RTOL, atol=0)
-    np.testing.assert_allclose(ours.mean_log_theta, ref.meanlogr, rtol=0, atol=RTOL)
+    np.testing.assert_allclose(ours.w, ref.xi, rtol=TOL["w_vs_treecorr_rtol"], atol=0)
+    np.testing.assert_allclose(ours.mean_theta, ref.meanr, rtol=TOL["mean_theta_vs_treecorr_rtol"],
+                               atol=0)
+    np.testing.assert_allclose(ours.mean_log_theta, ref.meanlogr, rtol=0,
+                               atol=TOL["mean_log_theta_vs_treecorr_atol"])
     for method in ("jackknife", "sample", "shot"):
         want = ref.estimate_cov(method)
         if method == "shot":
             want = np.diag(want)
         got = ours.estimate_cov(method)
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=TOL["covariance_vs_treecorr_rtol"],
+                                   atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(want).max())
     # the default normalisation differs from TreeCorr's for auto counts (by about 1/n), not
     # for cross counts (n1 n2 in both)
     diff = np.max(np.abs(_ours(cats, "d1", b, normalization="pairs").w - ref.xi))
-    assert diff < 1e-13 if cross else 1e-4 < diff < 0.1
+    assert diff < TOL["w_pairs_norm_vs_treecorr_atol"] if cross else 1e-4 < diff < 0.1
 
 
 def test_weighted_auto_correlation_equals_treecorr(cats):
@@ -100,14 +103,15 @@ def test_weighted_auto_correlation_equals_treecorr(cats):
     c = dict(cats, dw=Catalog(cats["d1"].ra, cats["d1"].dec, weights=w,
                               labels=cats["d1"].labels))
     ours, ref = _ours(c, "dw"), _treecorr(c, "dw")
-    np.testing.assert_allclose(ours.dd.weights, ref.weight, rtol=1e-12)
-    np.testing.assert_allclose(ours.w, ref.xi, rtol=RTOL)
-    np.testing.assert_allclose(ours.mean_theta, ref.meanr, rtol=RTOL)
+    np.testing.assert_allclose(ours.dd.weights, ref.weight, rtol=TOL["weights_vs_treecorr_rtol"])
+    np.testing.assert_allclose(ours.w, ref.xi, rtol=TOL["w_vs_treecorr_rtol"])
+    np.testing.assert_allclose(ours.mean_theta, ref.meanr, rtol=TOL["mean_theta_vs_treecorr_rtol"])
     for method in ("jackknife", "sample", "shot"):
         want = ref.estimate_cov(method)
         want = np.diag(want) if method == "shot" else want
-        np.testing.assert_allclose(ours.estimate_cov(method), want, rtol=RTOL,
-                                   atol=RTOL * np.abs(want).max())
+        np.testing.assert_allclose(ours.estimate_cov(method), want,
+                                   rtol=TOL["covariance_vs_treecorr_rtol"],
+                                   atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(want).max())
 
 
 def test_bootstraps_equal_treecorr_for_the_same_draws(cats):
@@ -115,7 +119,8 @@ def test_bootstraps_equal_treecorr_for_the_same_draws(cats):
     for method in ("bootstrap", "marked_bootstrap"):
         ref = _treecorr(cats, "d1", "d2", var_method=method, seed=5)
         got = ours.estimate_cov(method, seed=5, num_bootstrap=200)
-        np.testing.assert_allclose(got, ref.cov, rtol=RTOL, atol=RTOL * np.abs(ref.cov).max())
+        np.testing.assert_allclose(got, ref.cov, rtol=TOL["covariance_vs_treecorr_rtol"],
+                                   atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(ref.cov).max())
         again = ours.estimate_cov(method, seed=5, num_bootstrap=200)
         np.testing.assert_array_equal(again, got)              # a seed repeats exactly
         other = ours.estimate_cov(method, seed=6, num_bootstrap=200)
@@ -146,8 +151,9 @@ def test_joint_covariance_equals_treecorr_estimate_multi_cov(cats):
     assert sorted(res) == [(0, 0), (0, 1), (1, 1)]
     refs = [_treecorr(cats, "d1"), _treecorr(cats, "d1", "d2")]
     ours = [res[(0, 0)], res[(0, 1)]]
-    np.testing.assert_allclose(ours[1].w, refs[1].xi, rtol=RTOL)
+    np.testing.assert_allclose(ours[1].w, refs[1].xi, rtol=TOL["w_vs_treecorr_rtol"])
     for method in ("jackknife", "sample"):
         want = treecorr.estimate_multi_cov(refs, method, cross_patch_weight="simple")
         got = joint_covariance(ours, method)
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=RTOL * np.abs(want).max())
+        np.testing.assert_allclose(got, want, rtol=TOL["covariance_vs_treecorr_rtol"],
+                                   atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(want).max())
