@@ -339,14 +339,20 @@ def _correlation_panel(page, panel):
 
 def _montecarlo_panel(page, panel):
     shown = Shown(page, panel)
+    run = panel.locator("button", has_text=_exact("Run")).first
+
+    def finished(n):
+        # the last batch's live redraw already says "n of n"; the run ends (Run enabled again)
+        # with its final redraw, which must come before the next setting is changed
+        _wait_for(lambda: _row(shown.numbers(), "simulations") == f"{n} of {n}"
+                  and run.is_enabled(), NOTEBOOK_RUN_S, f"the run of {n} simulations to end")
+
     shown.move(_button(panel, "Run"))
-    _wait_for(lambda: _row(shown.numbers(), "simulations") == "40 of 40", NOTEBOOK_RUN_S,
-              "the 40 simulations")
+    finished(40)
     shown.move(_text(panel, "simulations", 60), ("message",))   # 20 more to run: stale
     assert "press Run" in shown.message()
     shown.move(_button(panel, "Run"))
-    _wait_for(lambda: _row(shown.numbers(), "simulations") == "60 of 60", NOTEBOOK_RUN_S,
-              "the 20 more simulations")
+    finished(60)
     assert "(20 in" in _row(shown.numbers(), "throughput")        # only the 20 new ones
     shown.move(_text(panel, "simulations", 30))                   # done: shown at once
     assert _row(shown.numbers(), "simulations") == "30 of 30"
