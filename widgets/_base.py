@@ -77,6 +77,17 @@ def toggle_buttons(options, value, description, description_width="8.5em", **kw)
                                   "button_width": width}, **kw)
 
 
+def backend_problem(backend: str, capability: str) -> str:
+    """Why ``backend`` cannot run ``capability`` here ("" when it can): a panel's message."""
+    from sphgpu import backends
+
+    try:
+        backends.resolve(backend, capability)
+    except backends.BackendUnavailableError as exc:
+        return f"the {backend} backend cannot run here: {exc}"
+    return ""
+
+
 def fmt_seconds(s: float) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
 

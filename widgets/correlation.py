@@ -26,8 +26,8 @@ from sphgpu import backends
 from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correlation
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
-from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    is_int, is_real, new_figure, show_figure, toggle_buttons)
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fmt_seconds, is_int, is_real, new_figure, show_figure, toggle_buttons)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -255,11 +255,7 @@ class CorrelationModel(PanelModel):
             return (f"{total:,} points (data + {self.n_randoms} × {n_random:,} randoms) are too "
                     f"many for the {self.backend} backend here (at most {limit:,}); use fewer "
                     f"points or randoms, or another backend")
-        try:
-            backends.resolve(self.backend, "tpacf")
-        except backends.BackendUnavailableError as exc:
-            return f"the {self.backend} backend cannot run here: {exc}"
-        return ""
+        return backend_problem(self.backend, "tpacf")
 
     @property
     def n_data(self) -> int:

@@ -23,8 +23,9 @@ from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKe
                              SplitFitter, default_theta_grid, measure_plan, optimize_split,
                              plan_for_cuts)
 
-from ._base import (DPI, LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    is_int, is_real, new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (DPI, LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fmt_seconds, is_int, is_real, new_figure, numbers_html, show_figure,
+                    toggle_buttons)
 from .plots import mollview
 
 __all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
@@ -169,11 +170,7 @@ class KernelSplitModel(PanelModel):
             return f"cost_model must be one of {', '.join(COST_MODELS)}, not {self.cost_model!r}"
         if not is_int(self.seed) or self.seed < 0:
             return f"seed must be a whole number >= 0, not {self.seed!r}"
-        try:
-            backends.resolve(self.backend, "sht")
-        except backends.BackendUnavailableError as exc:
-            return f"the {self.backend} backend cannot run here: {exc}"
-        return ""
+        return backend_problem(self.backend, "sht")
 
     def validate(self) -> str:
         msg = self._basic_checks()

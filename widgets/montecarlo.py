@@ -22,8 +22,8 @@ from sphgpu import backends
 from sphgpu.data import planck2018_cl
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
 
-from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, is_int, is_real,
-                    new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    is_int, is_real, new_figure, numbers_html, show_figure, toggle_buttons)
 
 __all__ = ["MonteCarloModel", "MonteCarloResult", "MonteCarloPanel", "montecarlo_panel"]
 
@@ -220,11 +220,7 @@ class MonteCarloModel(PanelModel):
             return f"noise_muK must be a number >= 0, not {self.noise_muK!r}"
         if not is_int(self.seed) or self.seed < 0:
             return f"seed must be a whole number >= 0, not {self.seed!r}"
-        try:
-            backends.resolve(self.backend, "sht")
-        except backends.BackendUnavailableError as exc:
-            return f"the {self.backend} backend cannot run here: {exc}"
-        return ""
+        return backend_problem(self.backend, "sht")
 
     # -- the Monte Carlo of the current settings ----------------------------------------------
     def _key(self):

@@ -22,8 +22,8 @@ from sphgpu import backends
 from sphgpu.bench import time_call
 from sphgpu.sort import pic
 
-from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    is_int, new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fmt_seconds, is_int, new_figure, numbers_html, show_figure, toggle_buttons)
 from .plots import FONT
 
 __all__ = ["SortModel", "SortResult", "PicResult", "SortPanel", "sort_panel"]
@@ -177,11 +177,7 @@ class SortModel(PanelModel):
             return (f"PIC: a {self.pic_grid} × {self.pic_grid} grid has {self.pic_grid**2:,} "
                     f"cells, which need {need} key bits; pic_key_bits = {self.pic_key_bits} is "
                     f"too few")
-        try:
-            backends.resolve(self.backend, "sort")
-        except backends.BackendUnavailableError as exc:
-            return f"the {self.backend} backend cannot run here: {exc}"
-        return ""
+        return backend_problem(self.backend, "sort")
 
     @property
     def note(self) -> str:

@@ -32,8 +32,8 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.bench import time_call
 
-from ._base import (Panel, PanelModel, backend_options, default_backend, fmt_seconds,
-                    new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons)
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
            "default_results_dir", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
@@ -617,10 +617,8 @@ class SpeedupModel(PanelModel):
                             f"{_size_text(top, spec)}")
             return False
         if spec.capability is not None:
-            try:
-                backends.resolve(self.backend, spec.capability)
-            except backends.BackendUnavailableError as exc:
-                self.message = f"the {self.backend} backend cannot run here: {exc}"
+            self.message = backend_problem(self.backend, spec.capability)
+            if self.message:
                 return False
         table = self.fresh.setdefault((self.benchmark, self.group, self.backend), {})
         for i, size in enumerate(sizes):

@@ -23,8 +23,9 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
-from ._base import (LRU, Panel, PanelModel, backend_options, default_backend, fmt_seconds, is_int,
-                    is_real, new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fmt_seconds, is_int, is_real, new_figure, numbers_html, show_figure,
+                    toggle_buttons)
 from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -231,11 +232,7 @@ class TransformModel(PanelModel):
             return f"field must be one of {', '.join(FIELDS)}, not {self.field!r}"
         if self.spectrum not in SHOWN_SPECTRA:
             return f"spectrum must be one of {', '.join(SHOWN_SPECTRA)}, not {self.spectrum!r}"
-        try:
-            backends.resolve(self.backend, "sht")
-        except backends.BackendUnavailableError as exc:
-            return f"the {self.backend} backend cannot run here: {exc}"
-        return ""
+        return backend_problem(self.backend, "sht")
 
     @property
     def live(self) -> bool:
