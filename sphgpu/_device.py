@@ -11,7 +11,7 @@ import numpy as np
 
 from ._validate import is_device_array
 
-__all__ = ["SIMULATOR", "array_module", "to_host", "like_input"]
+__all__ = ["SIMULATOR", "array_module", "to_host", "like_input", "free_device_bytes"]
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
@@ -23,6 +23,16 @@ def array_module():
     import cupy
 
     return cupy
+
+
+def free_device_bytes() -> int:
+    """Bytes a computation can still allocate on the current GPU: the driver's free memory plus
+    what CuPy's pool holds but does not use (after work at another size the pool keeps
+    gigabytes, which the next allocation reuses)."""
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    return int(free + cupy.get_default_memory_pool().free_bytes())
 
 
 #: device arrays at least this large come back through page-locked host memory

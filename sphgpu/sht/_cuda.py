@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _tuning
 from .._cuda_launch import quiet
-from .._device import SIMULATOR, to_host
+from .._device import SIMULATOR, free_device_bytes, to_host
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
 from . import legendre
@@ -156,10 +156,7 @@ def _batches(pl, nmaps, rows=1):
     need = pl.bytes_per_map() * rows
     if SIMULATOR:
         return [(0, nmaps)]
-    import cupy
-
-    free, _ = cupy.cuda.runtime.memGetInfo()
-    free += cupy.get_default_memory_pool().free_bytes()
+    free = free_device_bytes()
     per = int(0.8 * free) // need
     if per < 1:
         raise MemoryError(f"this transform needs about {need / 2**30:.2f} GiB of GPU memory per map "

@@ -446,17 +446,12 @@ class MonteCarlo:
 
 def _free_device_memory() -> int | None:
     """Free bytes on the current GPU (None under the simulator or without CuPy)."""
-    from .._device import SIMULATOR
+    from .._device import SIMULATOR, free_device_bytes
 
     if SIMULATOR:
         return None
     try:
-        import cupy
-
-        # what CuPy's pool holds but does not use is free for the batch too (after a run at
-        # another nside the pool kept gigabytes, and batches at nside 2048 shrank to 5)
-        return int(cupy.cuda.runtime.memGetInfo()[0]
-                   + cupy.get_default_memory_pool().free_bytes())
+        return free_device_bytes()
     except Exception:      # no usable CuPy: the caller falls back to a fixed budget
         return None
 
