@@ -26,11 +26,12 @@ import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
 
+from .. import backends
 from ..backends import BackendUnavailableError
 
 __all__ = ["GPU", "CPU", "NoGPUWorkerError", "visible_gpus", "local_cluster", "get_client",
            "workers", "gpu_workers", "cpu_slots", "require_gpu_worker", "task_resources",
-           "dashboard_link", "cluster_info", "show_progress"]
+           "placement", "dashboard_link", "cluster_info", "show_progress"]
 
 GPU = "GPU"    #: resource name a GPU worker declares (one per worker)
 CPU = "CPU"    #: resource name of CPU slots on the CPU workers made by local_cluster
@@ -389,6 +390,32 @@ def task_resources(client, kind: str):
         return {GPU: 1}
     declared = any(w.get("resources", {}).get(CPU, 0) for w in workers(client).values())
     return {CPU: 1} if declared else None
+
+
+def placement(client, backend: str):
+    """Where tasks run: the concrete backend and the resources each task asks for.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A connected Dask client.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        "auto": the GPU workers when the cluster has any, else the CPU workers.
+
+    Returns
+    -------
+    name : str
+        "cuda", "cpu" or "reference".
+    resources : dict or None
+        What :func:`task_resources` gives for the backend's kind of worker.
+
+    Raises
+    ------
+    NoGPUWorkerError
+        If the backend runs on GPUs and the cluster has no GPU worker.
+    """
+    name = backends.resolve_remote(backend, lambda: bool(gpu_workers(client)))
+    return name, task_resources(client, "gpu" if backends.info(name).gpu else "cpu")
 
 
 # ----------------------------------------------------------------------------- notebooks

@@ -46,7 +46,7 @@ from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
 from . import cluster as _cluster
 from .partition import latitude_bands
-from .sht import (_eligible, _geom, _geom_ref, _host_array, _is_future_list, _placement,
+from .sht import (_eligible, _geom, _geom_ref, _host_array, _is_future_list,
                   _run_items, _scatter, _stack)
 
 __all__ = ["convolve", "convolve_many", "Job"]
@@ -135,7 +135,7 @@ def _band_task(halo_maps, ref, compact, own, halo, backend):
 
 # ----------------------------------------------------------------------------- placement
 def _backend_and_resources(client, backend):
-    name, resources = _placement(client, backend)
+    name, resources = _cluster.placement(client, backend)
     return name, resources, _eligible(client, resources)
 
 

@@ -74,13 +74,6 @@ def _key(stage: str) -> str:
     return f"sphgpu-{stage}-{uuid.uuid4().hex}"
 
 
-def _placement(client, backend):
-    """The backend the tasks run ("auto": the GPU workers when the cluster has any) and the
-    resources they ask for."""
-    name = backends.resolve_remote(backend, lambda: bool(_cluster.gpu_workers(client)))
-    return name, _cluster.task_resources(client, "gpu" if backends.info(name).gpu else "cpu")
-
-
 def _eligible(client, resources):
     """Workers that can run a task asking for ``resources`` (where its inputs should go)."""
     ws = _cluster.workers(client)
@@ -413,7 +406,7 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
     stay device arrays).
     """
     client = _cluster.get_client(client)
-    name, resources = _placement(client, backend)
+    name, resources = _cluster.placement(client, backend)
     data, single, futures_in = _batch_inputs("alms", alms, as_complex_array)
     g = resolve_geometry(nside, geometry)
     if not futures_in:
@@ -447,7 +440,7 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     (``gather=False``).
     """
     client = _cluster.get_client(client)
-    name, resources = _placement(client, backend)
+    name, resources = _cluster.placement(client, backend)
     iter = check_int("iter", iter, minimum=0)
     data, single, futures_in = _batch_inputs("maps", maps, _masked_maps)
     if futures_in:
@@ -520,7 +513,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     rounding.
     """
     client = _cluster.get_client(client)
-    name, resources = _placement(client, backend)
+    name, resources = _cluster.placement(client, backend)
     pattern = _check_pattern(pattern)
     arr = _host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
     polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
@@ -586,7 +579,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
     rounding.
     """
     client = _cluster.get_client(client)
-    name, resources = _placement(client, backend)
+    name, resources = _cluster.placement(client, backend)
     pattern = _check_pattern(pattern)
     iter = check_int("iter", iter, minimum=0)
     arr = _host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])

@@ -23,7 +23,7 @@ from ..tpacf.api import _catalogs
 from ..tpacf.catalog import as_catalog
 from . import cluster as _cluster
 from .partition import chunk_pairs
-from .sht import _eligible, _placement
+from .sht import _eligible
 
 __all__ = ["pair_counts", "pair_counts_many"]
 
@@ -99,7 +99,7 @@ def _send_catalogs(client, items):
 def _submit(client, tasks, backend, progress):
     """Run the tasks; a task failing for good raises here (no partial sum)."""
     with _cluster.one_view(client):
-        name, resources = _placement(client, backend)
+        name, resources = _cluster.placement(client, backend)
     futures = [client.submit(_count_task, *t, name, resources=resources, pure=False)
                for t in tasks]
     if progress:
@@ -109,7 +109,7 @@ def _submit(client, tasks, backend, progress):
 
 def _scatter(client, backend, data):
     with _cluster.one_view(client):
-        _, resources = _placement(client, backend)
+        _, resources = _cluster.placement(client, backend)
         where = _eligible(client, resources)
     return _send_catalogs(client, [(c, where, True) for c in data])
 
@@ -153,7 +153,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     nreg = _n_regions(n_regions, cat1, cat2)
     if nchunks is None:
-        _, resources = _placement(client, backend)
+        _, resources = _cluster.placement(client, backend)
         nchunks = max(1, len(_eligible(client, resources)))
     n1 = cat1.size
     n2 = n1 if cat2 is None else cat2.size
@@ -197,7 +197,7 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     data = None if catalog is None or data_remote else as_catalog(catalog, "catalog")
     nreg = _n_regions(n_regions, data, *cats)         # labels of remote catalogs are not seen
     with _cluster.one_view(client):                   # one question to the scheduler
-        name, resources = _placement(client, backend)
+        name, resources = _cluster.placement(client, backend)
         where = _eligible(client, resources)
     # the data go to every worker; each random catalog to one worker, where it is counted
     local = [(i, (c, [where[i % len(where)]], False)) for i, (c, r) in

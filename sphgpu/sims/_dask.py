@@ -8,22 +8,11 @@ and no worker holds more than its share of batches.
 
 from __future__ import annotations
 
-from .. import backends
 from ..distributed import cluster as _cluster
 from .pipeline import simulate_batch
 
 #: tasks in flight per worker: one running, one queued so that the worker never waits
 IN_FLIGHT = 2
-
-
-def _placement(client, backend):
-    """(backend name for the tasks, the resources they ask for); "auto" means the GPU
-    workers when the cluster has any."""
-    name = backends.resolve_remote(backend, lambda: bool(_cluster.gpu_workers(client)))
-    gpu = backends.info(name).gpu
-    if gpu:
-        _cluster.require_gpu_worker(client)
-    return name, _cluster.task_resources(client, "gpu" if gpu else "cpu")
 
 
 def _batch_size(mc, batch_size, nworkers, ntodo):
@@ -39,7 +28,7 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     from distributed import as_completed
 
     client = _cluster.get_client(client)
-    backend, resources = _placement(client, mc.backend)
+    backend, resources = _cluster.placement(client, mc.backend)
     workers = sorted(_cluster.workers(client))
     size = _batch_size(mc, batch_size, len(workers), len(todo))
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
