@@ -141,13 +141,9 @@ def main():
     u32 = types.Array(types.uint32, 1, "C")
     i64 = types.Array(types.int64, 1, "C")
     ptx = compile_ptx(K.histogram_kernel(4, 8, 256, types.uint32).py_func,
-                      types.void(u32, types.int64, i64, u32), cc=(9, 0))[0]
-    print("histogram uint32 4 x 8 bits:", ptxas(ptx))
-    ptx = compile_ptx(K.scan_kernel(4, 8, 256).py_func,
-                      types.void(i64, types.int64, types.Array(types.int64, 2, "C"),
-                                 types.Array(types.int32, 1, "C")), cc=(9, 0))[0]
-    print("scan 4 x 8 bits:", ptxas(ptx))
-
+                      types.void(u32, types.int64, i64, u32, types.Array(types.int64, 2, "C"),
+                                 types.Array(types.int32, 1, "C"), u32), cc=(9, 0))[0]
+    print("histogram and scan, uint32 4 x 8 bits:", ptxas(ptx))
 
 if __name__ == "__main__":
     main()

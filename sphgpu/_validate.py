@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 
 import numpy as np
 
@@ -35,7 +36,14 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 def is_device_array(a) -> bool:
     """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__
-    (which NumPy arrays never have)."""
+    (which NumPy arrays never have). NumPy and CuPy arrays are told by their type first:
+    CuPy builds the interface's dict at every access, microseconds a call, which a sort of
+    a PIC step's size feels."""
+    if isinstance(a, np.ndarray):
+        return False
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        return True
     return hasattr(a, "__cuda_array_interface__")
 
 

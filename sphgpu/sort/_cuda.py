@@ -1,8 +1,8 @@
 """The "cuda" backend of the radix sort: host side of :mod:`sphgpu.sort._cuda_kernels`.
 
-A sort is 2 + passes kernel launches on CuPy's current stream, and the host never waits for the
-GPU: one histogram kernel counts the digits of all passes (and clears the look-back words), one
-single-block kernel scans each pass's row into the start of every digit and flags the passes in
+A sort is 1 + passes kernel launches on CuPy's current stream, and the host never waits for the
+GPU: one histogram kernel counts the digits of all passes (and clears the look-back words), its
+last block to finish scans each pass's row into the start of every digit and flags the passes in
 which one digit holds every key, and one onesweep kernel per pass moves the keys, and the uint32
 permutation, between the result and one scratch buffer (a flagged pass only copies). The first
 pass makes the permutation up (the input order) instead of reading it, the last writes it as
@@ -54,7 +54,6 @@ MAX_REGISTERS_WIDE = 80
 #: tile's indices past n (up to a tile, at most 48 KB of shared memory / 4 B) must not wrap
 MAX_KEYS = 2**32 - 2**16
 HIST_THREADS = 32 if SIMULATOR else 256
-SCAN_THREADS = 32 if SIMULATOR else 256
 FILL_THREADS = 32 if SIMULATOR else 256
 FILL_MAX_BLOCKS = 2048
 HIST_ITEMS = 16              # keys a histogram thread reads at least, before the grid caps
@@ -121,12 +120,16 @@ def _measure(size_class, key_bits, itemsize, want_perm):
     fewest = math.ceil(key_bits / MAX_RADIX_BITS)
     widths = sorted({math.ceil(key_bits / p) for p in (fewest, fewest + 1)
                      if p <= key_bits})
+    # enough calls that the GPU's time, not the host's few launches, decides: at PIC sizes
+    # (2^23 keys, 0.2 ms a sort) 3 calls once chose 23 items over 16, which then measured
+    # 186 against 163 us a sort on the GPU
+    repeat = max(3, 3 * (1 << 26) // n)
     times = {}
     for bits in widths:
         for it in sorted({launch_shape(bits, itemsize, want_perm)[1],
                           launch_shape(bits, itemsize, want_perm, items=15)[1]}):
             times[(bits, it)] = _tuning.seconds(
-                lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), 3)
+                lambda: sort_pairs(keys, key_bits, bits, want_perm, items=it), repeat)
     return min(times, key=times.get)
 
 
@@ -160,7 +163,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     (benchmarks/sort_check.py records CUDA events there).
 
     Everything is queued on CuPy's current stream (where, by the CUDA array interface's rules,
-    the keys were made) and the host never waits for the GPU: a sort is 2 + passes launches.
+    the keys were made) and the host never waits for the GPU: a sort is 1 + passes launches.
     """
     trace = trace or _no_trace
     if radix_bits > MAX_RADIX_BITS:
@@ -168,7 +171,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
                          f"{MAX_RADIX_BITS}")
     xp = _xp()
     host = isinstance(ukeys, np.ndarray) and xp is not np
-    keys = xp.ascontiguousarray(xp.asarray(ukeys))
+    keys = ukeys
+    if not (isinstance(keys, xp.ndarray) and keys.flags.c_contiguous):
+        keys = xp.ascontiguousarray(xp.asarray(ukeys))
     n = keys.shape[0]
     if n > MAX_KEYS:
         raise ValueError(f"the cuda backend sorts at most {MAX_KEYS} keys (2**32 - 2**16)")
@@ -178,8 +183,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     if n <= 1 or key_bits == 0:
         return _unmoved(keys, want_perm, host, xp)
     passes = math.ceil(key_bits / radix_bits)
-    kt = numba.from_dtype(keys.dtype)
-    wide = K.wide_type(kt)
+    kt, wide = _key_types(keys.dtype)
     threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
     ntiles = math.ceil(n / (threads * items))
     stream, stream_key = _stream(xp)
@@ -187,11 +191,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     try:
         blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
         _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform), blocks,
-                HIST_THREADS, stream, keys, key_bits, scratch.hist, scratch.status_flat)
-        trace("histogram")
-        _launch(K.scan_kernel(passes, radix_bits, SCAN_THREADS), 1, SCAN_THREADS, stream,
-                scratch.hist, n, scratch.digit_start, scratch.constant)
-        trace("digit scan")
+                HIST_THREADS, stream, keys, key_bits, scratch.hist, scratch.status_flat,
+                scratch.digit_start, scratch.constant, scratch.ticket)
+        trace("histogram and digit scan")
         if keys.dtype.itemsize == 1 and key_bits == 8 and passes == 1 and not want_perm:
             # every key of a digit has the same bits: write the runs, rank nothing
             words = xp.empty(math.ceil(n / 4), dtype=np.uint32)
@@ -234,6 +236,15 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
+
+
+@functools.lru_cache(maxsize=None)
+def _key_types(dtype):
+    """(Numba type of the keys, NumPy type of a shift as the pass kernel takes it); made once
+    per dtype, since Numba builds its types through a cached constructor that costs
+    microseconds a call."""
+    kt = numba.from_dtype(dtype)
+    return kt, np.dtype(str(K.wide_type(kt))).type
 
 
 def _unmoved(keys, want_perm, host, xp):
@@ -290,11 +301,11 @@ def clear_scratch():
 class _Scratch:
     """The work arrays of sorts of one shape on one stream, made once and reused.
 
-    ``hist`` (passes * R,) int64 is zero between sorts (made zeroed; the scan kernel clears
-    it after reading it); ``status`` (passes, ntiles * R + 1) holds the look-back words and tile
-    counter of each pass, cleared by the histogram kernel (``status_flat`` is the same memory);
-    ``digit_start`` (passes, R) int64 and ``constant`` (passes,) int32 come from the scan
-    kernel. ``keys`` and ``perm`` (two uint32 arrays, for three passes or more) hold the keys
+    ``hist`` (passes * R,) int64 and ``ticket`` (1,) uint32 are zero between sorts (made
+    zeroed; the histogram kernel's last block clears them after its scan); ``status`` (passes,
+    ntiles * R + 1) holds the look-back words and tile counter of each pass, cleared by the
+    histogram kernel (``status_flat`` is the same memory); ``digit_start`` (passes, R) int64
+    and ``constant`` (passes,) int32 come from its scan. ``keys`` and ``perm`` (two uint32 arrays, for three passes or more) hold the keys
     and the permutation between passes. ``unused`` stands in for the permutation the first
     pass does not read (and that none reads without one): not the keys themselves, since the
     simulator copies each argument and writes every copy back. Sorts on one stream run one
@@ -307,6 +318,7 @@ class _Scratch:
         status = xp.empty((passes, ntiles * R + 1), dtype=status_dtype)
         arrays = {
             "hist": xp.zeros(passes * R, dtype=np.int64),
+            "ticket": xp.zeros(1, dtype=np.uint32),
             "status": status,
             "status_flat": status.reshape(-1),
             "digit_start": xp.empty((passes, R), dtype=np.int64),

@@ -1,8 +1,8 @@
 """@cuda.jit kernels of the onesweep LSD radix sort: one histogram kernel, then one kernel a pass.
 
 :func:`histogram_kernel` reads the keys once and counts the digits of *every* pass into a
-``(passes, 2**r)`` array; :func:`scan_kernel` (one block) scans each row into the global start
-of each digit and flags the passes whose digit is the same for all keys (they only copy).
+``(passes, 2**r)`` array, and its last block to finish scans each row into the global start of
+each digit and flags the passes whose digit is the same for all keys (they only copy).
 :func:`onesweep_kernel` then does a whole pass in one launch, reading each key once: a block
 takes the next tile (``threads * items`` keys) from a global counter, ranks its keys stably by
 digit, publishes its per-digit counts, learns how many keys of each digit the earlier tiles hold
@@ -45,7 +45,7 @@ from numba import cuda, int32, int64, uint32, uint64
 from .._device import SIMULATOR
 from .keys import FLOAT, SIGNED, UNSIGNED
 
-__all__ = ["histogram_kernel", "scan_kernel", "onesweep_kernel", "fill_kernel", "radix_key",
+__all__ = ["histogram_kernel", "onesweep_kernel", "fill_kernel", "radix_key",
            "max_items", "status_shift", "UNSIGNED", "SIGNED", "FLOAT",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
@@ -146,21 +146,33 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
 
 @functools.lru_cache(maxsize=None)
 def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED):
-    """Digit counts of all passes at once, and the look-back words of all passes cleared.
+    """Digit counts of all passes at once, scanned into each digit's start by the block that
+    finishes last, and the look-back words of all passes cleared: one launch before the passes.
 
     Launch: any grid (grid-stride loops), block ``threads``. Arguments: keys (n,) of
     ``key_type`` (uint8/16/32/64: the raw bits of the keys, read through
-    ``radix_key(key_type, transform)``), key_bits (int), hist (passes * 2**radix_bits,) int64,
-    zeroed, to which each block adds its counts: ``hist[p * R + d]`` = number of keys whose
-    radix key's digit of pass p (bits ``p*r .. min(p*r + r, key_bits) - 1``) is d; status
-    (words,) uint32 or uint64, the flattened look-back words and tile counters of
-    :func:`onesweep_kernel`, set to 0 here so that a sort needs no memset launch of its own.
+    ``radix_key(key_type, transform)``); key_bits (int); hist (passes * 2**radix_bits,) int64,
+    zero, to which each block adds its counts (``hist[p * R + d]`` = number of keys whose radix
+    key's digit of pass p, bits ``p*r .. min(p*r + r, key_bits) - 1``, is d) and which the last
+    block leaves zero again for the next sort; status (words,) uint32 or uint64, the flattened
+    look-back words and tile counters of :func:`onesweep_kernel`, set to 0 here so that a sort
+    needs no memset launch of its own; digit_start (passes, 2**radix_bits) int64, written with
+    the exclusive scan of each row of the counts (where each digit's keys start in the pass's
+    output); constant (passes,) int32, written: 1 where one digit holds all n keys (the pass
+    would move nothing, so :func:`onesweep_kernel` only copies), else 0; ticket (1,) uint32,
+    zero, counting finished blocks (left zero).
+
+    The scan is done by the last block to finish (each block fences its counts before it takes
+    a ticket, so the last ticket sees every count), not by a kernel of its own: at PIC sizes a
+    sort takes about as long on the GPU as the host takes to issue a launch, and the launch
+    saved is host time the caller waits for.
     """
     R = 1 << radix_bits
     SIZE = passes * R
     UNROLL = 4
     wide = wide_type(key_type)
     to_radix = radix_key(key_type, transform)
+    scan_rows = _row_scan(passes, radix_bits, threads)
 
     @cuda.jit(device=True, inline=True)
     def count_digits(key, counts, key_bits):
@@ -171,12 +183,15 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
             bits = min(radix_bits, key_bits - shift)
             mask = (1 << bits) - 1
             d = uint32((u >> wide(shift)) & wide(mask))
-            cuda.atomic.add(counts, uint32(uint32(p * R) + d), 1)
+            cuda.atomic.add(counts, uint32(uint32(p * R) + d), uint32(1))
 
     @cuda.jit(cache=True)
-    def kernel(keys, key_bits, hist, status):
-        counts = cuda.shared.array(SIZE, int32)
+    def kernel(keys, key_bits, hist, status, digit_start, constant, ticket):
+        # uint32: a count, and a digit's start, is at most n < 2**32 (MAX_KEYS); the last
+        # block scans in this array and one more of its size, 8 B a digit in all
+        counts = cuda.shared.array(SIZE, uint32)
         held = cuda.local.array(UNROLL, key_type)
+        last = cuda.shared.array(1, int32)
         t = cuda.threadIdx.x
         for j in range(t, SIZE, threads):
             counts[j] = 0
@@ -207,53 +222,71 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
             c = counts[j]
             if c != 0:
                 cuda.atomic.add(hist, j, int64(c))
+        # the block's counts before its ticket, as a grid barrier orders them: every thread's
+        # at the block barrier, then one fence and the ticket by thread 0
+        cuda.syncthreads()
+        if t == 0:
+            cuda.threadfence()
+            last[0] = int32(cuda.atomic.add(ticket, 0, uint32(1)) == cuda.gridDim.x - 1)
+            cuda.threadfence()
+        cuda.syncthreads()
+        if last[0] == 0:
+            return
+        other = cuda.shared.array(SIZE, uint32)
+        flag = cuda.shared.array(passes, int32)
+        scan_rows(hist, n, digit_start, constant, counts, other, flag, t)
+        if t == 0:
+            ticket[0] = 0
 
     return kernel
 
 
-@functools.lru_cache(maxsize=None)
-def scan_kernel(passes: int, radix_bits: int, threads: int):
-    """Where each digit's keys start in each pass, from the histogram; one block does it all.
-
-    Launch: grid 1, block ``threads``. Arguments: hist (passes * 2**radix_bits,) int64 from
-    :func:`histogram_kernel`, left zeroed for the next sort; n (int64), the number of keys;
-    digit_start (passes, 2**radix_bits) int64, written with the exclusive scan of each row;
-    constant (passes,) int32, written: 1 where one digit holds all n keys (the pass would move
-    nothing, so :func:`onesweep_kernel` only copies), else 0.
-    """
+def _row_scan(passes: int, radix_bits: int, threads: int):
+    """A device function ``scan_rows(hist, n, digit_start, constant, a, b, flag, t)`` run by
+    one block of ``threads`` threads (t: the thread's index; a and b (passes * R,) uint32 and
+    flag (passes,) int32 in shared memory, their contents not needed): digit_start[p] = the
+    exclusive scan of hist[p * R : (p + 1) * R], constant[p] = 1 where one digit holds all n
+    keys, hist left zero. The caller has made every block's counts visible (a fence after
+    its last ticket); no block of this launch has read hist, so no stale copy is cached."""
     R = 1 << radix_bits
     SIZE = passes * R
 
-    @cuda.jit(cache=True)
-    def kernel(hist, n, digit_start, constant):
-        buf = cuda.shared.array((2, SIZE), int64)       # Hillis-Steele, double-buffered
-        flag = cuda.shared.array(passes, int32)
-        t = cuda.threadIdx.x
+    @cuda.jit(device=True, inline=True)
+    def scan_rows(hist, n, digit_start, constant, a, b, flag, t):
         for p in range(t, passes, threads):
             flag[p] = 0
-        for j in range(t, SIZE, threads):
-            buf[0, j] = hist[j]
         cuda.syncthreads()
+        # shifted by one within each row: the inclusive scan of the shifted row is the
+        # exclusive scan of the row
+        cuda.syncthreads()          # a (the block's counts) is read by no one any more
         for j in range(t, SIZE, threads):
-            if buf[0, j] == n:
+            v = hist[j]
+            hist[j] = 0
+            if v == n:
                 flag[j // R] = 1                 # same value from any thread: no race
-        for s in range(radix_bits):              # inclusive scan within each row of R
-            src = s % 2
+            if (j + 1) % R != 0:
+                a[j + 1] = uint32(v)
+            if j % R == 0:
+                a[j] = 0
+        cuda.syncthreads()
+        # Hillis-Steele inclusive scan within each row of R, between a and b
+        for s in range(radix_bits):
             step = 1 << s
             for j in range(t, SIZE, threads):
-                v = buf[src, j]
+                v = a[j] if s % 2 == 0 else b[j]
                 if j % R >= step:
-                    v += buf[src, j - step]
-                buf[1 - src, j] = v
+                    v += a[j - step] if s % 2 == 0 else b[j - step]
+                if s % 2 == 0:
+                    b[j] = v
+                else:
+                    a[j] = v
             cuda.syncthreads()
-        fin = radix_bits % 2
         for j in range(t, SIZE, threads):
-            digit_start[j // R, j % R] = buf[fin, j] - hist[j]
-            hist[j] = 0
+            digit_start[j // R, j % R] = int64(b[j] if radix_bits % 2 == 1 else a[j])
         for p in range(t, passes, threads):
             constant[p] = flag[p]
 
-    return kernel
+    return scan_rows
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,7 +297,7 @@ def fill_kernel(threads: int, transform: int):
     equal bytes. This replaces the one pass's ranking with a pass of stores.
 
     Launch: any grid (grid-stride loops), block ``threads``. Arguments: digit_start (passes,
-    256) int64 from :func:`scan_kernel` (row 0 is used); out_words (ceil(n / 4),) uint32, the
+    256) int64 from :func:`histogram_kernel` (row 0 is used); out_words (ceil(n / 4),) uint32, the
     output as words (little-endian: byte j of word w is sorted key 4 w + j; the bytes past n
     are written too, with digit 255); n (int), the number of keys.
     """
@@ -497,7 +530,7 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     - shift, of :func:`wide_type` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
     - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
-      digit d start in the output (exclusive scan of the histogram's row p, :func:`scan_kernel`);
+      digit d start in the output (exclusive scan of the histogram's row p, :func:`histogram_kernel`);
     - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
       zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
       last word counts the tiles handed out;

@@ -40,11 +40,11 @@ _C_SCALARS = {np.dtype(t): c for t, c in (
 
 
 def _kind(a):
-    """What the compiled kernel depends on: (dtype, ndim) of an array, the type of a scalar.
-    (Not by ``__cuda_array_interface__``: CuPy builds that dict at every access.)"""
-    if isinstance(a, np.generic):
-        return a.dtype
-    if isinstance(a, int):
+    """What the compiled kernel depends on: (dtype, ndim) of an array or NumPy scalar (ndim
+    0), ``int`` for a Python int. (Not by ``__cuda_array_interface__``: CuPy builds that dict
+    at every access.) Called for every argument of every launch, so the common cases come
+    first and take no isinstance."""
+    if type(a) is int:
         return int
     try:
         return a.dtype, a.ndim
@@ -88,7 +88,7 @@ def launch(kernel, grid, block, stream, *args):
     if SIMULATOR:
         _dispatch(kernel, grid, block, stream, args)
         return
-    key = (kernel, tuple(_kind(a) for a in args))
+    key = (kernel, tuple(map(_kind, args)))
     handle = _compiled.get(key, False) if FAST else None
     if handle is False:
         handle = _compiled[key] = _compile(kernel, args)

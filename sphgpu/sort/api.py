@@ -38,7 +38,7 @@ def _cupy(a):
     """A CuPy view of a device array (CuPy or Numba); the gpu extra installs CuPy."""
     import cupy
 
-    return cupy.asarray(a)
+    return a if isinstance(a, cupy.ndarray) else cupy.asarray(a)
 
 
 def _cupy_module():
