@@ -347,8 +347,13 @@ class MonteCarlo:
         per_sim = self.plan.bytes_per_simulation()
         impl = backends.load("sht", name)
         if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+            # a quarter of what is free: on an H100 at nside 2048 a batch of 5 took 35.7 ms a
+            # simulation and one of 16 33.7 ms, so larger batches gain little, while a batch
+            # of 15 (half of the free memory) took 62 ms a simulation in a process that had
+            # run nside 512 and 1024 before (34 ms in a fresh one), and one of 24 ran out of
+            # memory
             free = _free_device_memory()
-            budget = 0.5 * free if free else 2**30
+            budget = 0.25 * free if free else 2**30
         else:
             # ducc0 transforms one map at a time anyway: batches only save Python overhead
             budget = 0.1 * (_physical_memory() or 2**31)
