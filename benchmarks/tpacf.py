@@ -411,7 +411,7 @@ TREECORR_CHILD = textwrap.dedent("""
     import json, sys, time
     import numpy as np
     import treecorr
-    path, m, opts, threads = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+    path, m, opts, threads = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
     z = np.load(path)
     ra, dec = z["ra"][:m], z["dec"][:m]
     print(json.dumps({"ready": time.monotonic()}), flush=True)
@@ -420,7 +420,7 @@ TREECORR_CHILD = textwrap.dedent("""
     print(json.dumps({"build_s": time.perf_counter() - t0}), flush=True)
     nn = treecorr.NNCorrelation(**opts)
     t0 = time.perf_counter()
-    nn.process(cat, num_threads=threads)
+    nn.process(cat, num_threads=int(threads))
     print(json.dumps({"process_s": time.perf_counter() - t0, "npairs": nn.npairs.tolist()}),
           flush=True)
 """)
@@ -714,6 +714,9 @@ def _scale_treecorr(out, ra, dec, bins, rr, limit_s, exact_limit_s, backend="cud
 
     n, threads = ra.size, out["host_threads"]
     ours = out["one_gpu"]["whole_call"]["median_s"]
+    out["treecorr_note"] = ("TreeCorr seconds = Catalog build (build_s) + process() (process_s, "
+                            "which builds its tree), in a child process on all host threads; "
+                            "against sphgpu's one-GPU whole call from NumPy")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "randoms.npz")
         np.savez(path, ra=ra, dec=dec)
