@@ -599,12 +599,13 @@ def _scale_cluster(n, bins, check_m):
     cpu = pair_counts(ra[:m], dec[:m], bins=bins, backend="cpu")
     out["subsample_check"] = {"points": m, "counts_equal_cpu": bool(np.array_equal(
         sub.counts, cpu.counts))}
-    mean, sd = uniform_rr_expected(n, bins)
+    mean, spread = uniform_rr_expected(n, bins)
     out["pairs_in_bins"] = int(got.counts.sum())
     out["counts"] = got.counts.tolist()
     # a sanity check of the whole count, which has no exact twin at this size: chance moves
     # each bin by about one standard deviation, a lost or doubled chunk pair by hundreds
-    out["max_abs_sd_from_uniform_expectation"] = float(np.max(np.abs(got.counts - mean) / sd))
+    out["max_abs_sd_from_uniform_expectation"] = float(np.max(np.abs(got.counts - mean)
+                                                             / spread))
     print(f"  subsample of {m:,} equal to the CPU backend: "
           f"{out['subsample_check']['counts_equal_cpu']}; counts within "
           f"{out['max_abs_sd_from_uniform_expectation']:.1f} standard deviations of the uniform "
