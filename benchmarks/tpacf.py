@@ -2,8 +2,13 @@
 
 Run on the GPU machine:   python benchmarks/tpacf.py --out benchmarks/results
 Correctness only, small sizes, seconds:   python benchmarks/tpacf.py --quick --out /tmp/tpacf
-Scale row (RR of 10^7 full-sky randoms; 1 and 4 GPUs; TreeCorr exact and approximate):
-    python benchmarks/tpacf.py --scale --out benchmarks/results
+Scale row (RR of 10^7 full-sky randoms; 1 and 4 GPUs; TreeCorr exact and approximate; 10^8
+points over a cluster of every visible GPU):
+    python benchmarks/tpacf.py --scale --scale-cluster-n 100000000 --out benchmarks/results
+  TreeCorr's default bin_slop runs on the whole catalog, killed after --treecorr-limit seconds
+  (then a lower bound); TreeCorr exact runs on subsamples for --treecorr-exact-limit seconds
+  and is scaled to the whole catalog; the printed table labels every number full run, scaled
+  or lower bound.
   quick (one GPU, no TreeCorr, < 3 minutes): ... --scale --scale-gpus 1 --no-treecorr
 Cross-correlation and covariance rows:   python benchmarks/tpacf.py --cross-cov --out ...
 
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -401,40 +407,219 @@ def _device_pool():
     return pool
 
 
-def _treecorr_scaled(bins, ra, dec, threads, bin_slop, start=200_000, limit_s=600.0):
-    """TreeCorr RR seconds on all host threads for the whole catalog: run whole when a timed
-    subsample predicts (by pairs, n**2) under ``limit_s``, else that prediction, labelled."""
+TREECORR_CHILD = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
     import treecorr
+    path, m, opts, threads = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+    z = np.load(path)
+    ra, dec = z["ra"][:m], z["dec"][:m]
+    print(json.dumps({"ready": time.monotonic()}), flush=True)
+    t0 = time.perf_counter()
+    cat = treecorr.Catalog(ra=ra, dec=dec, ra_units="deg", dec_units="deg")
+    print(json.dumps({"build_s": time.perf_counter() - t0}), flush=True)
+    nn = treecorr.NNCorrelation(**opts)
+    t0 = time.perf_counter()
+    nn.process(cat, num_threads=int(threads))
+    print(json.dumps({"process_s": time.perf_counter() - t0, "npairs": nn.npairs.tolist()}),
+          flush=True)
+""")
 
-    def once(m):
-        c = treecorr.Catalog(ra=ra[:m], dec=dec[:m], ra_units="deg", dec_units="deg")
-        nn = treecorr.NNCorrelation(min_sep=bins.edges[0], max_sep=bins.edges[-1],
-                                    nbins=bins.nbins, sep_units=bins.unit, metric="Arc",
-                                    **({} if bin_slop is None else {"bin_slop": bin_slop}))
+
+def treecorr_run(path, m, bins, bin_slop, threads, limit_s):
+    """TreeCorr's auto count (RR) of the first ``m`` points of the catalog saved at ``path``
+    (npz with ra, dec), in a child process killed after ``limit_s`` seconds of wall clock
+    (its start, imports and loading included), so that a run that would take hours costs only
+    the limit. ``bin_slop`` None: TreeCorr's default (approximate); 0: exact.
+
+    Returns {"finished": True, "build_s" (the Catalog), "process_s" (process(), which also
+    builds the tree), "seconds" (their sum), "npairs"}, or, when killed, {"finished": False,
+    "seconds": None, "lower_bound_s": the seconds build + process had run, "build_s" if the
+    Catalog was made}; a child that fails gives {"finished": False, "error": ...}.
+    """
+    opts = {"min_sep": float(bins.edges[0]), "max_sep": float(bins.edges[-1]),
+            "nbins": bins.nbins, "sep_units": bins.unit, "metric": "Arc"}
+    if bin_slop is not None:
+        opts["bin_slop"] = bin_slop
+    proc = subprocess.Popen([sys.executable, "-c", TREECORR_CHILD, path, str(m),
+                             json.dumps(opts), str(threads)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=limit_s)
+        killed = None
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        killed = time.monotonic()
+        out, err = proc.communicate()
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            got.update(json.loads(line))
+    res = {"points": m, "limit_s": limit_s, "bin_slop": bin_slop}
+    if "build_s" in got:
+        res["build_s"] = got["build_s"]
+    if killed is not None and "ready" in got:
+        res.update(finished=False, seconds=None, lower_bound_s=killed - got["ready"])
+    elif killed is None and proc.returncode == 0 and "npairs" in got:
+        res.update(finished=True, process_s=got["process_s"],
+                   seconds=got["build_s"] + got["process_s"],
+                   npairs=np.rint(got["npairs"]).astype(np.int64).tolist())
+    else:     # died, or killed before it had loaded the catalog: nothing to bound
+        res.update(finished=False, seconds=None,
+                   error=(f"killed after {limit_s} s before loading the catalog"
+                          if killed is not None else err[-2000:]))
+    return res
+
+
+def treecorr_exact_scaled(path, n, bins, threads, limit_s, start=50_000):
+    """TreeCorr exact (bin_slop=0) RR of ``n`` points, predicted from the largest subsample
+    (the first m points, m doubling from ``start``) that runs within ``limit_s`` seconds of wall
+    clock for all runs together: Catalog build scaled by points (n/m), process() by pairs
+    (n(n-1) / m(m-1)), labelled as such. With two or more runs, also the exponent of
+    process() against m between the last two, and the prediction with that exponent: below 2,
+    the tree merges more pairs of cells as the catalog gets denser and the pair scaling
+    overstates TreeCorr's time. A whole catalog that finishes is reported as measured."""
+    deadline = time.monotonic() + limit_s
+    runs, m = [], min(n, start)
+    while True:
+        t0 = time.monotonic()
+        r = treecorr_run(path, m, bins, 0, threads, max(deadline - t0, 0.0))
+        runs.append(r)
+        wall = time.monotonic() - t0
+        print(f"  TreeCorr exact on {m:,} points: "
+              + (f"{r['seconds']:.2f} s" if r["finished"] else "not finished"), flush=True)
+        # doubling the points quadruples the pairs: try only what can finish in time
+        if not r["finished"] or m == n or 4 * wall > deadline - time.monotonic():
+            break
+        m = min(n, 2 * m)
+    done = [r for r in runs if r["finished"]]
+    out = {"runs": runs, "limit_s": limit_s}
+    if not done:
+        return dict(out, seconds=None, scaled=False,
+                    note=f"no subsample from {runs[0]['points']:,} points finished within "
+                         f"{limit_s} s")
+    last = done[-1]
+    m = last["points"]
+    out.update(scaled=m < n, measured_points=m, measured_s=last["seconds"],
+               npairs_of_measured=last["npairs"])
+    for r in runs:                      # the runs' log: the measured counts are kept above
+        r.pop("npairs", None)
+    if m == n:
+        return dict(out, seconds=last["seconds"], build_s=last["build_s"])
+    pairs = n * (n - 1) / (m * (m - 1))
+    out.update(seconds=last["build_s"] * n / m + last["process_s"] * pairs,
+               how=(f"scaled from {m:,} points: Catalog build by points (x{n / m:.3g}), "
+                    f"process() by pairs (x{pairs:.3g})"))
+    if len(done) >= 2:
+        a, b = done[-2], done[-1]
+        k = np.log(b["process_s"] / a["process_s"]) / np.log(b["points"] / a["points"])
+        out["process_exponent"] = float(k)
+        out["seconds_by_exponent"] = (last["build_s"] * n / m
+                                      + last["process_s"] * (n / m) ** k)
+    return out
+
+
+def uniform_rr_expected(n, bins):
+    """Mean and standard deviation of the auto count in each bin of ``n`` points uniform on
+    the whole sphere: the squared chord 2 - 2 cos(theta) of two such points is uniform on
+    [0, 4], so a pair falls in a bin with probability p = (its width in squared chord) / 4;
+    two pairs sharing a point fall in it independently (whatever the shared point, the sky
+    around it is the same), so the count's variance is that of independent pairs."""
+    p = np.diff(bins.chord2_edges) / 4
+    pairs = n * (n - 1) / 2
+    return pairs * p, np.sqrt(pairs * p * (1 - p))
+
+
+def cluster_nchunks(n, workers, budget_bytes, point_bytes):
+    """Chunks per catalog of a distributed auto count of ``n`` points: a task holds two
+    chunks, whose prepared points must take at most half of ``budget_bytes`` (the RR of 10^7
+    points on an H100 peaked at 158 bytes a point in CuPy's pool, twice the budget's 76),
+    with at least four tasks (chunk pairs) a worker so that the uneven tasks (a chunk with
+    itself counts half the pairs of two chunks) even out."""
+    if n < 1 or workers < 1:
+        raise ValueError(f"n and workers must be >= 1, got {n} and {workers}")
+    k = max(1, math.ceil(2 * n * point_bytes / (budget_bytes / 2)))
+    while k * (k + 1) // 2 < 4 * workers:
+        k += 1
+    return k
+
+
+def _pool_reset():
+    """On a worker: CuPy's pool emptied (its total afterwards is the high-water mark)."""
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _pool_total():
+    import cupy
+
+    return int(cupy.get_default_memory_pool().total_bytes())
+
+
+def _scale_cluster(n, bins, check_m):
+    """RR of ``n`` uniform full-sky randoms over a sphgpu.distributed cluster of every visible
+    GPU (one worker each), whole call from NumPy, timed once: seconds, chunks, each worker's
+    CuPy pool peak; counts of the first ``check_m`` points over the same cluster against the
+    CPU backend (equal as integers); the whole count against the uniform expectation."""
+    import sphgpu.distributed as sd
+    from sphgpu.tpacf import budget, pair_counts
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    ids = sd.visible_gpus()
+    if not ids:
+        print("  cluster row: skipped, no GPU visible", flush=True)
+        return {"skipped": "no GPU visible"}
+    print(f"cluster row: {n:,} uniform full-sky randoms ...", flush=True)
+    t0 = time.perf_counter()
+    # linear in n: 2 * 10^7 points took 1.6 s and 0.73 GB at the peak on a 2-core machine
+    ra, dec = uniform_randoms(n, (0.0, 360.0, -90.0, 90.0), seed=31)
+    made = time.perf_counter() - t0
+    k = cluster_nchunks(n, len(ids), budget.DEFAULT_BUDGET, budget.POINT_BYTES)
+    out = {"n": n, "gpu_workers": len(ids), "nchunks": k, "tasks": k * (k + 1) // 2,
+           "generate_s": made, "budget_bytes": budget.DEFAULT_BUDGET}
+    print(f"  made in {made:.1f} s; cluster of {len(ids)} GPU worker(s), {k} chunks "
+          f"({out['tasks']} tasks)", flush=True)
+    t0 = time.perf_counter()
+    client = sd.local_cluster(gpus=ids, cpu_workers=0, dashboard_address=":0")
+    out["cluster_start_s"] = time.perf_counter() - t0
+    try:
+        sd.pair_counts(ra[:1000], dec[:1000], bins=bins, client=client, nchunks=2)  # compile
+        client.run(_pool_reset)
         t0 = time.perf_counter()
-        nn.process(c, num_threads=threads)
-        return time.perf_counter() - t0, np.rint(nn.npairs).astype(np.int64)
-
-    n = ra.size
-    m = min(n, start)
-    t, counts = once(m)
-    while m < n and t * (n / m) ** 2 > limit_s and t < 20 and 2 * m <= n:
-        m *= 2                                     # a longer subsample: a steadier rate
-        t, counts = once(m)
-    predicted = t * (n / m) ** 2
-    if m < n and predicted <= limit_s:
-        m = n
-        t, counts = once(n)
-        predicted = t
-    return {"seconds": predicted, "measured_points": m, "measured_s": t,
-            "scaled_by_pairs": m < n, "counts_of_measured": counts.tolist()}
+        got = sd.pair_counts(ra, dec, bins=bins, client=client, nchunks=k, progress=True)
+        out["seconds"] = time.perf_counter() - t0
+        out["cupy_pool_peak_bytes"] = client.run(_pool_total)
+        print(f"\n  {n:,} points over {len(ids)} GPU(s): {out['seconds']:.1f} s", flush=True)
+        m = min(check_m, n)
+        sub = sd.pair_counts(ra[:m], dec[:m], bins=bins, client=client, nchunks=k)
+    finally:
+        client.close()
+        client.cluster.close()
+    cpu = pair_counts(ra[:m], dec[:m], bins=bins, backend="cpu")
+    out["subsample_check"] = {"points": m, "counts_equal_cpu": bool(np.array_equal(
+        sub.counts, cpu.counts))}
+    mean, spread = uniform_rr_expected(n, bins)
+    out["pairs_in_bins"] = int(got.counts.sum())
+    out["counts"] = got.counts.tolist()
+    # a sanity check of the whole count, which has no exact twin at this size: chance moves
+    # each bin by about one standard deviation, a lost or doubled chunk pair by hundreds
+    out["max_abs_sd_from_uniform_expectation"] = float(np.max(np.abs(got.counts - mean)
+                                                             / spread))
+    print(f"  subsample of {m:,} equal to the CPU backend: "
+          f"{out['subsample_check']['counts_equal_cpu']}; counts within "
+          f"{out['max_abs_sd_from_uniform_expectation']:.1f} standard deviations of the uniform "
+          "expectation", flush=True)
+    return out
 
 
 def scale(args):
     """RR of ``--scale-n`` uniform full-sky randoms, 20 log bins 0.01-10 deg, whole call from
     NumPy: one GPU (and its device memory against the budget), ``--scale-gpus`` GPUs over
-    sphgpu.distributed, TreeCorr exact and default on all host threads; equality with a
-    chunked CPU count, cross counts and mean separations on a subsample."""
+    sphgpu.distributed; equality with a chunked CPU count, cross counts and mean separations
+    on a subsample; TreeCorr with its default bin_slop on the whole catalog (or a lower bound)
+    and exact (scaled from a subsample), all host threads; ``--scale-cluster-n`` points over a
+    cluster of every visible GPU. Writes tpacf_scale.json after each part."""
     import cupy
     from numba import cuda
 
@@ -448,6 +633,11 @@ def scale(args):
     threads = os.cpu_count()
     out = {"machine": machine_info(), "n": n, "host_threads": threads,
            "bins": "20 log bins 0.01-10 deg", "budget_bytes": budget.DEFAULT_BUDGET}
+    os.makedirs(args.out, exist_ok=True)
+
+    def save():
+        with open(os.path.join(args.out, "tpacf_scale.json"), "w") as f:
+            json.dump(out, f, indent=1)
     print(json.dumps(out["machine"]), flush=True)
     _warm(bins)
     sync = cuda.synchronize
@@ -500,20 +690,121 @@ def scale(args):
         assert chk[label]["counts_equal"] and rel < 1e-10, (label, chk[label])
     out["subsample_check"] = {"points": m, **chk}
     print(f"  subsample of {m:,}: {chk}", flush=True)
+    save()
     if not args.no_treecorr:
-        for label, slop in (("treecorr_exact", 0), ("treecorr_default_bin_slop", None)):
-            out[label] = _treecorr_scaled(bins, ra, dec, threads, slop)
-            print(f"  {label}: {out[label]['seconds']:.1f} s"
-                  + (f" (scaled by pairs from {out[label]['measured_points']:,} points, "
-                     f"{out[label]['measured_s']:.1f} s)" if out[label]["scaled_by_pairs"]
-                     else ""), flush=True)
-            out[f"speedup_vs_{label}"] = (out[label]["seconds"]
-                                          / out["one_gpu"]["whole_call"]["median_s"])
+        _scale_treecorr(out, ra, dec, bins, rr, args.treecorr_limit, args.treecorr_exact_limit)
+        save()
     cupy.get_default_memory_pool().free_all_blocks()
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "tpacf_scale.json"), "w") as f:
-        json.dump(out, f, indent=1)
+    if args.scale_cluster_n:
+        out["cluster"] = _scale_cluster(args.scale_cluster_n, bins, args.scale_check)
+        save()
+        assert out["cluster"].get("subsample_check", {}).get("counts_equal_cpu", True), \
+            "distributed subsample counts differ from the CPU backend's"
+    print(scale_table(out))
     return out
+
+
+def _scale_treecorr(out, ra, dec, bins, rr, limit_s, exact_limit_s, backend="cuda"):
+    """TreeCorr's RR of the whole catalog with its default bin_slop (killed after ``limit_s``:
+    then a lower bound) and exact (scaled from a subsample within ``exact_limit_s``), on all
+    host threads, into ``out``: each against sphgpu's one-GPU whole call (out["one_gpu"]) and
+    its exact counts ``rr``; the exact subsample's counts against ``backend``'s."""
+    import tempfile
+
+    from sphgpu.tpacf import pair_counts
+
+    n, threads = ra.size, out["host_threads"]
+    ours = out["one_gpu"]["whole_call"]["median_s"]
+    out["treecorr_note"] = ("TreeCorr seconds = Catalog build (build_s) + process() (process_s, "
+                            "which builds its tree), in a child process on all host threads; "
+                            "against sphgpu's one-GPU whole call from NumPy")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "randoms.npz")
+        np.savez(path, ra=ra, dec=dec)
+        print(f"TreeCorr default bin_slop on all {n:,} points, {threads} threads, limit "
+              f"{limit_s:g} s ...", flush=True)
+        t = treecorr_run(path, n, bins, None, threads, limit_s)
+        if t["finished"]:
+            got, want = np.array(t["npairs"]), rr.counts
+            has = want > 0
+            # TreeCorr's approximation moves pairs between bins: how far from the exact counts
+            t["max_rel_count_diff_vs_exact"] = float(np.max(np.abs(got - want)[has]
+                                                            / want[has]))
+            t["speedup_of_sphgpu_one_gpu"] = t["seconds"] / ours
+        elif "lower_bound_s" in t:
+            t["speedup_of_sphgpu_one_gpu_lower_bound"] = t["lower_bound_s"] / ours
+        out["treecorr_default_bin_slop"] = t
+        print("  " + _treecorr_line("default bin_slop", t, ours), flush=True)
+        print(f"TreeCorr exact (bin_slop=0), subsamples within {exact_limit_s:g} s ...",
+              flush=True)
+        t = treecorr_exact_scaled(path, n, bins, threads, exact_limit_s)
+    if t["seconds"] is not None:
+        t["speedup_of_sphgpu_one_gpu"] = t["seconds"] / ours
+        m = t["measured_points"]
+        sub = pair_counts(ra[:m], dec[:m], bins=bins, backend=backend)
+        t["count_diff_of_measured_vs_sphgpu"] = (np.array(t["npairs_of_measured"])
+                                                 - sub.counts).tolist()
+    out["treecorr_exact"] = t
+    print("  " + _treecorr_line("exact", t, ours), flush=True)
+
+
+def _treecorr_line(label, t, ours):
+    """One line on a TreeCorr row of the scale table: seconds (Catalog build + process()),
+    what kind of number it is, and sphgpu's one-GPU speedup over it."""
+    if t.get("seconds") is None:
+        if "lower_bound_s" in t:
+            return (f"TreeCorr {label}: > {t['lower_bound_s']:.1f} s, LOWER BOUND (killed at the "
+                    f"{t['limit_s']:g} s limit); speedup > {t['lower_bound_s'] / ours:.3g}x "
+                    "(lower bound)")
+        return f"TreeCorr {label}: no result ({t.get('error') or t.get('note')})"
+    if t.get("scaled"):
+        line = (f"TreeCorr {label}: {t['seconds']:.1f} s, SCALED ({t['how']}; measured "
+                f"{t['measured_s']:.1f} s); speedup {t['seconds'] / ours:.3g}x (scaled)")
+        if "process_exponent" in t:
+            line += (f"; process() grew as m^{t['process_exponent']:.2f} between the last two "
+                     f"subsamples: scaled by that, {t['seconds_by_exponent']:.1f} s, speedup "
+                     f"{t['seconds_by_exponent'] / ours:.3g}x")
+        return line
+    return (f"TreeCorr {label}: {t['seconds']:.1f} s (Catalog {t['build_s']:.1f} s + process() "
+            f"{t['seconds'] - t['build_s']:.1f} s), FULL RUN; speedup {t['seconds'] / ours:.3g}x"
+            + (f"; counts differ from the exact ones by up to "
+               f"{t['max_rel_count_diff_vs_exact']:.1e} (relative)"
+               if "max_rel_count_diff_vs_exact" in t else ""))
+
+
+def scale_table(out):
+    """The scale row as lines of text: every number labelled full run, scaled or lower bound,
+    with the GPU and host threads it ran on."""
+    m = out["machine"]
+    one = out["one_gpu"]
+    ours = one["whole_call"]["median_s"]
+    lines = [f"Scale: RR of {out['n']:,} uniform full-sky randoms, {out['bins']}, on "
+             f"{m.get('gpu')} and {out['host_threads']} host threads",
+             f"sphgpu cuda, one GPU, whole call from NumPy: {ours:.2f} s, FULL RUN (median of "
+             f"{one['whole_call']['repeats']}; first call {one['first_call_s']:.2f} s), CuPy "
+             f"pool peak {one['cupy_pool_peak_bytes'] / 2**30:.2f} GiB"]
+    for key, r in out.items():
+        if key.endswith("_gpus"):
+            lines.append(f"sphgpu.distributed, {key.split('_')[0]} GPUs: "
+                         + (f"{r['seconds']:.2f} s, FULL RUN, equal to one GPU: {r['equal']}"
+                            if "seconds" in r else f"skipped ({r['skipped']})"))
+    for key, label in (("treecorr_default_bin_slop", "default bin_slop"),
+                       ("treecorr_exact", "exact")):
+        if key in out:
+            lines.append(_treecorr_line(label, out[key], ours))
+    c = out.get("cluster")
+    if c and "seconds" in c:
+        peak = ", ".join(f"{v / 2**30:.2f}" for v in c["cupy_pool_peak_bytes"].values())
+        lines.append(f"sphgpu.distributed, {c['n']:,} points over {c['gpu_workers']} "
+                     f"{m.get('gpu')} worker(s), {c['nchunks']} chunks ({c['tasks']} tasks): "
+                     f"{c['seconds']:.1f} s, FULL RUN (one call, cluster start apart); CuPy pool "
+                     f"peak per worker {peak} GiB; subsample of {c['subsample_check']['points']:,}"
+                     f" equal to the CPU backend: {c['subsample_check']['counts_equal_cpu']}; "
+                     f"within {c['max_abs_sd_from_uniform_expectation']:.1f} standard deviations "
+                     "of the uniform expectation")
+    elif c:
+        lines.append(f"cluster row: {c.get('skipped')}")
+    return "\n".join(lines)
 
 
 def _scale_distributed(g, ra, dec, bins, rr):
@@ -642,6 +933,15 @@ def main():
     p.add_argument("--scale-gpus", type=int, nargs="+", default=[1, 4])
     p.add_argument("--scale-check", type=int, default=200_000,
                    help="subsample checked against a chunked CPU count")
+    p.add_argument("--treecorr-limit", type=float, default=240.0,
+                   help="seconds of wall clock for TreeCorr's default-bin_slop run on the whole "
+                        "scale catalog (a child process, killed then: a lower bound)")
+    p.add_argument("--treecorr-exact-limit", type=float, default=60.0,
+                   help="seconds of wall clock for all TreeCorr exact subsample runs together "
+                        "(the largest that finishes is scaled to the whole catalog)")
+    p.add_argument("--scale-cluster-n", type=int, default=0,
+                   help="also RR of this many full-sky randoms over a sphgpu.distributed "
+                        "cluster of every visible GPU (0: skip)")
     p.add_argument("--cross-cov", action="store_true",
                    help="only the cross-correlation and covariance rows")
     p.add_argument("--cross-fraction", type=float, default=0.25,
