@@ -190,7 +190,7 @@ def test_panel_interactions_answer_within_a_second():
 
 
 def test_a_scaling_benchmark_is_read_by_its_mapping(tmp_path):
-    # distributed.json as benchmarks/distributed.py writes it: rows nested, flat seconds
+    # distributed.json as benchmarks/distributed_scaling.py writes it: rows nested, flat seconds
     rows = [{"units": n, "host_s": 8.0 / n ** 0.9, "device_s": 4.0 / n} for n in (1, 2, 4)]
     _write(tmp_path / "distributed.json", {"machine": {"gpu": "X", "cpu_count": 8},
                                            "batch": {"nside": 64, "rows": rows}})

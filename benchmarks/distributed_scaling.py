@@ -1,6 +1,6 @@
 """Scaling of sphgpu.distributed over several GPUs of one machine (or CPU workers).
 
-Run on a multi-GPU machine:  python benchmarks/distributed.py --gpus 1 2 4 --out benchmarks/results
+Run on a multi-GPU machine:  python benchmarks/distributed_scaling.py --gpus 1 2 4 --out benchmarks/results
 (peers needed beyond the gpu extra: none; dask-cuda is used when installed, not required).
 
 1. Batch: ``--maps`` (16) alm2map at ``--nside`` (2048, lmax = 2 nside) with
@@ -37,20 +37,14 @@ same harness with single-threaded CPU workers at small sizes (a smoke test on an
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import statistics
 import sys
+import time
 
-# This script's name is the name of Dask's package: take its folder off the import path (worker
-# processes inherit the path), so that `import distributed` finds Dask.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 # ----------------------------------------------------------------------------- worker tasks
