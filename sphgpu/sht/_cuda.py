@@ -29,9 +29,13 @@ __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_devic
            "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
-#: maps sharing one Legendre recurrence in alm2leg: at nside 2048 on an H100 a map took 8.62,
-#: 7.89, 7.35 and 7.88 ms with 2, 3, 4 and 6 a launch (benchmarks/profile_batch.py)
+#: maps sharing one Legendre recurrence in alm2leg, for lmax >= LARGE_LMAX and below: at nside
+#: 2048 on an H100 a map took 8.62, 7.89, 7.35 and 7.88 ms with 2, 3, 4 and 6 a launch
+#: (benchmarks/profile_batch.py), but at nside 1024 a batch of 16 took 5.96 ms a map with 4
+#: against 2.47 ms with 2 (the Monte Carlo: 94 against 143 simulations a second)
 MAPS_PER_LAUNCH = 4
+MAPS_PER_LAUNCH_BELOW = 2
+LARGE_LMAX = 4096
 # short rings share one FFT class: fewer launches for little padding (tiny in the simulator,
 # which runs one Python thread per CUDA thread)
 MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
@@ -254,9 +258,13 @@ def _alm2leg(alm, pl, xp, orders=None):
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
     tpb, rp, *regs = _launch(pl, "alm2leg")
     grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
-    # maps share one recurrence MAPS_PER_LAUNCH at a time, the last launch taking the rest
-    # (a polarized set's 3 rows go in one launch: faster than 2 + 1)
-    per = MAPS_PER_LAUNCH
+    # maps share one recurrence a few at a time, the last launch taking the rest; below
+    # LARGE_LMAX the rows of a polarized batch go three at a time, one launch for 3 rows
+    # being faster than 2 + 1 there (README, *Polarization*)
+    if pl.lmax >= LARGE_LMAX:
+        per = MAPS_PER_LAUNCH
+    else:
+        per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH_BELOW
     for i in range(0, nmaps, per):
         j = min(i + per, nmaps)
         _kernel("alm2leg", j - i, tpb, rp, *regs)[grid, tpb](
