@@ -227,6 +227,13 @@ class MonteCarloModel(PanelModel):
     max_nside : dict, optional
         Largest nside per backend (default :data:`MAX_NSIDE`).
 
+    Attributes
+    ----------
+    result : MonteCarloResult or None
+        The last run's result.
+    running : MonteCarloSettings or None
+        The settings of the run in progress (None when none is).
+
     Notes
     -----
     :meth:`run` may go on in another thread while :meth:`set` changes the settings: the run
@@ -244,7 +251,6 @@ class MonteCarloModel(PanelModel):
         self.backend = default_backend() if backend in (None, "auto") else backend
         self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
         self.result: MonteCarloResult | None = None
-        #: settings of the run in progress (None when none is)
         self.running: MonteCarloSettings | None = None
         self._runs = LRU(4)         # settings.sky -> MonteCarlo (keeps its simulations)
         self._running_mc: MonteCarlo | None = None
@@ -489,6 +495,7 @@ class MonteCarloPanel(Panel):
         self.figure = w.Output()
         self._thread: threading.Thread | None = None
         self._running = False       # a background run is going (set before its thread starts)
+        self._stop_asked = False    # Stop was pressed during this run
         # held while checking that a result belongs to the controls and drawing it, and while
         # a control change updates the model and the view: neither can come between the two
         self._lock = threading.RLock()
@@ -496,7 +503,7 @@ class MonteCarloPanel(Panel):
         self.observe_values([self.nsims, self.nside, self.fwhm, self.cut, self.backend],
                             self._changed)
         self.run_button.on_click(self.guarded(lambda _b: self.start()))
-        self.stop_button.on_click(self.guarded(lambda _b: self.model.stop()))
+        self.stop_button.on_click(self.guarded(lambda _b: self._stop()))
         controls = w.HBox([w.VBox([self.nsims, self.nside, self.backend]),
                            w.VBox([self.fwhm, self.cut])])
         self.children = [w.HTML("<b>Monte Carlo</b>: CMB skies through a beam, white noise and "
@@ -552,7 +559,13 @@ class MonteCarloPanel(Panel):
             self.numbers.value = numbers
             return True
 
+    def _stop(self):
+        self._stop_asked = True
+        self.model.stop()
+
     def _progress(self, fraction, text=""):
+        if self._stop_asked:    # pressed before the run had begun: end it after this batch
+            self.model.stop()
         with self._lock:
             if self._shows(self.model.running):
                 self.report(fraction, text)
@@ -582,6 +595,7 @@ class MonteCarloPanel(Panel):
             if self._running:
                 return
             self._running = True
+        self._stop_asked = False
         self.run_button.disabled, self.stop_button.disabled = True, False
         self._drawn_at = 0.0
 
@@ -589,7 +603,7 @@ class MonteCarloPanel(Panel):
             try:
                 self.run()
             finally:
-                self._running = False
+                self._running = False   # also after a bug in run(): Run works again
                 self.run_button.disabled, self.stop_button.disabled = False, True
 
         self._thread = threading.Thread(target=self.guarded(work), daemon=True)

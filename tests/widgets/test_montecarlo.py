@@ -300,3 +300,41 @@ def test_a_count_changed_during_the_final_redraw_is_what_is_shown():
     assert p.wait(60)
     assert "3 of 3" in p.numbers.value and p.model.result.nsims == 3
     assert p.message.value == ""
+
+
+def test_back_to_the_runs_settings_during_it_shows_its_batches_again():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    changed = threading.Event()
+    first, second = _blocking_batches(p, changed)
+    p.run_button.click()
+    assert first.wait(60)
+    p.fwhm.value = 60.0
+    assert "take effect when it ends" in p.message.value
+    p.fwhm.value = 120.0                    # the run's own settings again
+    assert "next batch" in p.message.value and png(p.figure) is None
+    changed.set()
+    assert second.wait(60)
+    assert png(p.figure) is not None and "2 of 100000" in p.numbers.value
+    assert p.progress_label.value == "2 of 100000 simulations" and p.message.value == ""
+    p.stop_button.click()
+    assert p.wait(60) and "(stopped: Run continues)" in p.numbers.value
+
+
+def test_stop_pressed_before_the_run_has_begun_still_ends_it():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    go = threading.Event()
+    real_run = p.model.run
+
+    def run(*args, **kw):
+        assert go.wait(60)                  # the thread has started, the model not yet
+        return real_run(*args, **kw)
+
+    p.model.run = run
+    p.run_button.click()
+    p.stop_button.click()
+    go.set()
+    assert p.wait(60)
+    r = p.model.result
+    assert r.stopped and r.nsims == 1 and "1 of 100000 (stopped" in p.numbers.value
