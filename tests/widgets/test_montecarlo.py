@@ -196,9 +196,10 @@ def test_a_run_whose_settings_change_describes_its_own_settings():
     assert m.settings != before and m.running is None
 
 
-def _blocking_batches(panel, hold):
+def _blocking_batches(panel, hold, hold_second=None):
     """Replace ``panel._batch`` so that the background run waits in its first batch until
-    ``hold`` is set; returns events set after the first and second batches."""
+    ``hold`` is set (and after its second until ``hold_second`` is, if given); returns events
+    set in the first batch and after the second."""
     first, second = threading.Event(), threading.Event()
     real, calls = panel._batch, []
 
@@ -210,6 +211,7 @@ def _blocking_batches(panel, hold):
         real(result)
         if len(calls) == 2:
             second.set()
+            assert hold_second is None or hold_second.wait(60)
 
     panel._batch = batch
     panel.REDRAW_S = 0.0                    # every batch would redraw
@@ -305,8 +307,8 @@ def test_a_count_changed_during_the_final_redraw_is_what_is_shown():
 def test_back_to_the_runs_settings_during_it_shows_its_batches_again():
     p = montecarlo_panel(**dict(SMALL, nsims=100_000))
     p.model._montecarlo().batch_size = 1
-    changed = threading.Event()
-    first, second = _blocking_batches(p, changed)
+    changed, checked = threading.Event(), threading.Event()
+    first, second = _blocking_batches(p, changed, checked)
     p.run_button.click()
     assert first.wait(60)
     p.fwhm.value = 60.0
@@ -318,7 +320,8 @@ def test_back_to_the_runs_settings_during_it_shows_its_batches_again():
     assert png(p.figure) is not None and "2 of 100000" in p.numbers.value
     assert p.progress_label.value == "2 of 100000 simulations" and p.message.value == ""
     p.stop_button.click()
-    assert p.wait(60) and "(stopped: Run continues)" in p.numbers.value
+    checked.set()
+    assert p.wait(60) and "2 of 100000 (stopped: Run continues)" in p.numbers.value
 
 
 def test_stop_pressed_before_the_run_has_begun_still_ends_it():
