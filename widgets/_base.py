@@ -35,8 +35,8 @@ import ipywidgets as w
 import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "figure_outputs", "show_figure",
-           "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int", "is_real",
-           "backend_options", "toggle_buttons", "DPI"]
+           "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds",
+           "is_int", "is_real", "backend_options", "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
 #: 100 % zoom (80 dpi made 7 px legends).
