@@ -34,9 +34,9 @@ from collections import OrderedDict
 import ipywidgets as w
 import numpy as np
 
-__all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
-           "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "is_int", "is_real",
-           "backend_options", "toggle_buttons", "DPI"]
+__all__ = ["PanelModel", "LRU", "Panel", "figure_png", "figure_outputs", "show_figure",
+           "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds",
+           "is_int", "is_real", "backend_options", "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
 #: 100 % zoom (80 dpi made 7 px legends).
@@ -202,16 +202,22 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
+def figure_outputs(fig) -> tuple:
+    """``fig`` rendered as the ``outputs`` of an ``ipywidgets.Output``: one PNG display_data
+    (render first, assign later: a background thread can draw without holding a lock)."""
+    png = base64.b64encode(figure_png(fig)).decode("ascii")
+    return ({"output_type": "display_data",
+             "data": {"image/png": png, "text/plain": f"<{fig.get_label() or 'figure'}>"},
+             "metadata": {}},)
+
+
 def show_figure(output, fig) -> None:
     """Replace what ``output`` (an ``ipywidgets.Output``) shows by ``fig`` as a PNG.
 
     Setting ``outputs`` directly (rather than ``with output: display(fig)``) works the same
     inside and outside a kernel, so headless tests see exactly what the browser shows.
     """
-    png = base64.b64encode(figure_png(fig)).decode("ascii")
-    output.outputs = ({"output_type": "display_data",
-                       "data": {"image/png": png, "text/plain": f"<{fig.get_label() or 'figure'}>"},
-                       "metadata": {}},)
+    output.outputs = figure_outputs(fig)
 
 
 def numbers_html(rows) -> str:

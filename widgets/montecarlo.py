@@ -22,10 +22,12 @@ from sphgpu import backends
 from sphgpu.data import planck2018_cl
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
 
-from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    is_int, is_real, new_figure, numbers_html, show_figure, toggle_buttons)
+from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
+                    default_backend, figure_outputs, is_int, is_real, new_figure, numbers_html,
+                    toggle_buttons)
 
-__all__ = ["MonteCarloModel", "MonteCarloResult", "MonteCarloPanel", "montecarlo_panel"]
+__all__ = ["MonteCarloModel", "MonteCarloSettings", "MonteCarloResult", "MonteCarloPanel",
+           "montecarlo_panel"]
 
 NSIDES = (8, 16, 32, 64, 128, 256, 512)
 #: largest nside per backend (a CPU simulation at nside 512 takes about a second)
@@ -38,17 +40,52 @@ RATIO_LMIN = 30
 
 
 @dataclass(frozen=True)
-class MonteCarloResult:
-    """What the panel shows of a Monte Carlo, for its first ``target`` simulations.
+class MonteCarloSettings:
+    """The settings of a Monte Carlo run, as :class:`MonteCarloModel` takes them.
 
     Parameters
     ----------
+    nsims : int
+        Simulations wanted.
     nside : int
-        HEALPix resolution.
-    lmax : int
-        Band limit (2 nside).
+        HEALPix resolution; lmax = 2 nside.
+    fwhm_arcmin : float
+        Gaussian beam FWHM, arcminutes.
+    cut_deg : float
+        Half-width of the hidden band around the equator, degrees.
+    noise_muK : float
+        White noise per pixel, muK.
+    seed : int
+        Seed of the Monte Carlo.
     backend : str
         Backend of the transforms.
+    """
+
+    nsims: int
+    nside: int
+    fwhm_arcmin: float
+    cut_deg: float
+    noise_muK: float
+    seed: int
+    backend: str
+
+    @property
+    def sky(self) -> tuple:
+        """Everything but ``nsims``: settings equal here share their simulations."""
+        return (self.nside, self.fwhm_arcmin, self.cut_deg, self.noise_muK, self.seed,
+                self.backend)
+
+
+@dataclass(frozen=True)
+class MonteCarloResult:
+    """What the panel shows of a Monte Carlo, for its first ``settings.nsims`` simulations.
+
+    Parameters
+    ----------
+    settings : MonteCarloSettings
+        The settings of the run that made this result (not necessarily the model's now).
+    lmax : int
+        Band limit (2 nside).
     spectra : numpy.ndarray, float64, shape (nsims, lmax+1)
         Pseudo-C_l (TT) of the simulations done, muK^2.
     model : numpy.ndarray, float64, shape (lmax+1,)
@@ -59,8 +96,6 @@ class MonteCarloResult:
         Mean squared mask weight.
     fsky : float
         Mean mask weight.
-    target : int
-        Simulations asked for.
     ran : int
         Simulations computed by this run (0: all were done before).
     seconds : float
@@ -71,19 +106,32 @@ class MonteCarloResult:
         The run ended early (Stop).
     """
 
-    nside: int
+    settings: MonteCarloSettings
     lmax: int
-    backend: str
     spectra: np.ndarray
     model: np.ndarray
     input_cl: np.ndarray
     w2: float
     fsky: float
-    target: int
     ran: int
     seconds: float
     history: tuple
     stopped: bool
+
+    @property
+    def nside(self) -> int:
+        """HEALPix resolution."""
+        return self.settings.nside
+
+    @property
+    def backend(self) -> str:
+        """Backend of the transforms."""
+        return self.settings.backend
+
+    @property
+    def target(self) -> int:
+        """Simulations asked for."""
+        return self.settings.nsims
 
     @property
     def nsims(self) -> int:
@@ -178,6 +226,19 @@ class MonteCarloModel(PanelModel):
         else "cpu".
     max_nside : dict, optional
         Largest nside per backend (default :data:`MAX_NSIDE`).
+
+    Attributes
+    ----------
+    result : MonteCarloResult or None
+        The last run's result.
+    running : MonteCarloSettings or None
+        The settings of the run in progress (None when none is).
+
+    Notes
+    -----
+    :meth:`run` may go on in another thread while :meth:`set` changes the settings: the run
+    keeps the settings it started with (``running``) and its results say so (``settings``);
+    a second run while one is going raises RuntimeError.
     """
 
     PARAMS = ("nsims", "nside", "fwhm_arcmin", "cut_deg", "noise_muK", "seed", "backend")
@@ -190,9 +251,33 @@ class MonteCarloModel(PanelModel):
         self.backend = default_backend() if backend in (None, "auto") else backend
         self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
         self.result: MonteCarloResult | None = None
-        self._runs = LRU(4)         # settings -> MonteCarlo (keeps its simulations)
-        self._running: MonteCarlo | None = None
+        self.running: MonteCarloSettings | None = None
+        self._runs = LRU(4)         # settings.sky -> MonteCarlo (keeps its simulations)
+        self._running_mc: MonteCarlo | None = None
+        # a run in another thread reads the settings and the LRU while set() may change them
+        self._lock = threading.RLock()
         self.set()
+
+    def set(self, **params) -> bool:
+        """Change settings and validate them (a run in progress keeps its own).
+
+        Parameters
+        ----------
+        **params
+            Any of ``PARAMS``.
+
+        Returns
+        -------
+        bool
+            True when the settings are valid; else ``message`` says why not.
+        """
+        with self._lock:
+            return super().set(**params)
+
+    @property
+    def settings(self) -> MonteCarloSettings:
+        """The current settings (as set, valid or not)."""
+        return MonteCarloSettings(**self.params)
 
     def validate(self) -> str:
         """Check the settings.
@@ -222,29 +307,30 @@ class MonteCarloModel(PanelModel):
             return f"seed must be a whole number >= 0, not {self.seed!r}"
         return backend_problem(self.backend, "sht")
 
-    # -- the Monte Carlo of the current settings ----------------------------------------------
-    def _key(self):
-        return (self.nside, float(self.fwhm_arcmin), float(self.cut_deg),
-                float(self.noise_muK), self.seed, self.backend)
+    # -- the Monte Carlo of given settings -----------------------------------------------------
+    def _montecarlo(self, s=None) -> MonteCarlo:
+        s = s or self.settings
 
-    def _mask(self):
-        return latitude_cut_mask(self.nside, float(self.cut_deg),
-                                 apodization_deg=APODIZATION_DEG if self.cut_deg else 0.0)
+        def make():
+            mask = latitude_cut_mask(s.nside, float(s.cut_deg),
+                                     apodization_deg=APODIZATION_DEG if s.cut_deg else 0.0)
+            return MonteCarlo(planck2018_cl(2 * s.nside), s.nside, 2 * s.nside,
+                              fwhm_arcmin=float(s.fwhm_arcmin), mask=mask,
+                              noise_sigma=float(s.noise_muK), seed=s.seed, backend=s.backend)
 
-    def _montecarlo(self) -> MonteCarlo:
-        return self._runs.get(self._key(), lambda: MonteCarlo(
-            planck2018_cl(2 * self.nside), self.nside, 2 * self.nside,
-            fwhm_arcmin=float(self.fwhm_arcmin), mask=self._mask(),
-            noise_sigma=float(self.noise_muK), seed=self.seed, backend=self.backend))
+        with self._lock:
+            return self._runs.get(s.sky, make)
 
     @property
     def live(self) -> bool:
         """True when the simulations wanted are already done (showing them costs nothing)."""
-        return (not self.message and self._key() in self._runs
-                and self._montecarlo().nsims >= self.nsims)
+        with self._lock:
+            s = self.settings
+            return (not self.message and s.sky in self._runs
+                    and self._montecarlo(s).nsims >= s.nsims)
 
     def run(self, progress=None, on_batch=None) -> MonteCarloResult | None:
-        """Run the simulations still missing up to ``nsims``.
+        """Run the simulations still missing up to ``nsims``, with the settings of now.
 
         Parameters
         ----------
@@ -256,58 +342,76 @@ class MonteCarloModel(PanelModel):
         Returns
         -------
         MonteCarloResult or None
-            None (and ``message`` set) if the settings are invalid or sphgpu raises.
+            Built from the settings the run started with, even if :meth:`set` changed them
+            meanwhile. None if those settings are invalid or sphgpu raises (``message`` says
+            why, unless the settings changed meanwhile: it is about the settings of now).
+
+        Raises
+        ------
+        RuntimeError
+            When a run is already going on this model (in another thread).
         """
         progress = progress or (lambda f, t="": None)
-        self.result = None
-        if not self.set():
-            return None
-        with self.capture("Monte Carlo"):
-            mc = self._montecarlo()
-        if self.message:
-            return None
-        start, target = mc.nsims, self.nsims
+        with self._lock:
+            if self.running is not None:
+                raise RuntimeError("a Monte Carlo run is already going on this model: wait "
+                                   "for it to end, or stop() it")
+            self.result = None
+            if not self.set():
+                return None
+            s = self.settings
+            with self.capture("Monte Carlo"):
+                mc = self._montecarlo(s)
+            if self.message:
+                return None
+            self.running, self._running_mc = s, mc
+        start = mc.nsims
         history, t0 = [], time.perf_counter()
         shown = [0.0]           # seconds spent in the callbacks, left out of the throughput
 
         def batch(done, total):
             t = time.perf_counter()
             history.append((done, t - t0 - shown[0]))
-            progress(done / target, f"{done} of {target} simulations")
+            progress(done / s.nsims, f"{done} of {s.nsims} simulations")
             if on_batch is not None:
-                on_batch(self._result(mc, target, start, history, stopped=False))
+                on_batch(self._result(mc, s, start, history, stopped=False))
             shown[0] += time.perf_counter() - t
 
-        self._running = mc
+        error = ""
         try:
-            with self.capture("Monte Carlo"):
-                mc.run(max(0, target - mc.nsims), progress=batch)
+            mc.run(max(0, s.nsims - mc.nsims), progress=batch)
+            done = min(mc.nsims, s.nsims)
+            progress(done / s.nsims, f"{done} of {s.nsims} simulations")
+            result = self._result(mc, s, start, history, stopped=mc.stopped)
+        except USER_ERRORS as exc:
+            error = f"Monte Carlo: {exc}"
         finally:
-            self._running = None
-        if self.message:
-            return None
-        progress(min(mc.nsims, target) / target, f"{min(mc.nsims, target)} of {target} "
-                 "simulations")
-        self.result = self._result(mc, target, start, history, stopped=mc.stopped)
-        return self.result
+            with self._lock:
+                self.running = self._running_mc = None
+        with self._lock:
+            if error:
+                if self.settings == s:
+                    self.message = error
+                return None
+            self.result = result
+        return result
 
     def stop(self) -> None:
         """End the run in progress (in another thread) after its current batch."""
-        mc = self._running
+        mc = self._running_mc
         if mc is not None:
             mc.stop()
 
-    def _result(self, mc, target, start, history, stopped):
-        lmax = 2 * self.nside
+    @staticmethod
+    def _result(mc, s, start, history, stopped):
         mask = mc.plan.mask
         w2 = float(np.mean(mask**2))
-        cl = planck2018_cl(lmax)
-        noise = float(self.noise_muK) ** 2 * 4 * math.pi / mc.plan.npix
+        cl = planck2018_cl(mc.plan.lmax)
+        noise = float(s.noise_muK) ** 2 * 4 * math.pi / mc.plan.npix
         return MonteCarloResult(
-            nside=self.nside, lmax=lmax, backend=self.backend,
-            spectra=mc.spectra[:target, 0], model=w2 * (mc.beam[0] ** 2 * cl + noise),
-            input_cl=cl, w2=w2, fsky=float(np.mean(mask)), target=target,
-            ran=max(0, min(mc.nsims, target) - start),
+            settings=s, lmax=mc.plan.lmax, spectra=mc.spectra[:s.nsims, 0],
+            model=w2 * (mc.beam[0] ** 2 * cl + noise), input_cl=cl, w2=w2,
+            fsky=float(np.mean(mask)), ran=max(0, min(mc.nsims, s.nsims) - start),
             seconds=history[-1][1] if history else 0.0, history=tuple(history),
             stopped=stopped)
 
@@ -358,7 +462,12 @@ class MonteCarloModel(PanelModel):
 
 
 class MonteCarloPanel(Panel):
-    """The Monte Carlo panel's view: controls, Run and Stop, a live figure and the numbers."""
+    """The Monte Carlo panel's view: controls, Run and Stop, a live figure and the numbers.
+
+    A run goes on in a background thread. What it draws (each batch's redraw, the progress,
+    the final result) is shown only while the controls show the settings it runs with; a
+    setting changed meanwhile takes effect when the run ends (or Stop ends it).
+    """
 
     #: seconds between redraws during a run (each redraw renders a PNG)
     REDRAW_S = 0.5
@@ -385,11 +494,16 @@ class MonteCarloPanel(Panel):
                                     tooltip="end the run after its current batch; Run continues")
         self.figure = w.Output()
         self._thread: threading.Thread | None = None
+        self._running = False       # a background run is going (set before its thread starts)
+        self._stop_asked = False    # Stop was pressed during this run
+        # held while checking that a result belongs to the controls and drawing it, and while
+        # a control change updates the model and the view: neither can come between the two
+        self._lock = threading.RLock()
         self._drawn_at = 0.0
         self.observe_values([self.nsims, self.nside, self.fwhm, self.cut, self.backend],
                             self._changed)
         self.run_button.on_click(self.guarded(lambda _b: self.start()))
-        self.stop_button.on_click(self.guarded(lambda _b: self.model.stop()))
+        self.stop_button.on_click(self.guarded(lambda _b: self._stop()))
         controls = w.HBox([w.VBox([self.nsims, self.nside, self.backend]),
                            w.VBox([self.fwhm, self.cut])])
         self.children = [w.HTML("<b>Monte Carlo</b>: CMB skies through a beam, white noise and "
@@ -400,10 +514,24 @@ class MonteCarloPanel(Panel):
         self.guarded(self._refresh)()
 
     def _changed(self):
-        self.model.set(nsims=self.nsims.value, nside=self.nside.value,
-                       fwhm_arcmin=self.fwhm.value, cut_deg=self.cut.value,
-                       backend=self.backend.value)
-        self._refresh()
+        with self._lock:
+            self.model.set(nsims=self.nsims.value, nside=self.nside.value,
+                           fwhm_arcmin=self.fwhm.value, cut_deg=self.cut.value,
+                           backend=self.backend.value)
+            if not self._running:
+                self._refresh()
+                return
+            # never a second run on the model: what is shown is cleared until the run ends
+            self._stale()
+            m = self.model
+            if m.message:
+                self.show_message(m.message)
+            elif m.running == m.settings:       # back to the run's settings: it draws again
+                self._drawn_at = 0.0
+                self.show_message("running: the results return with the next batch", "note")
+            else:
+                self.show_message("a run with the earlier settings is going: these take "
+                                  "effect when it ends (Stop ends it now)", "note")
 
     def stale_note(self):
         """The note shown while the results are not computed for these settings.
@@ -415,10 +543,32 @@ class MonteCarloPanel(Panel):
         m = self.model
         return f"{m.nsims} simulations at nside {m.nside} on {m.backend}: press Run"
 
-    def _show(self, result):
-        self.show_message("")
-        show_figure(self.figure, self.model.figure(result))
-        self.numbers.value = numbers_html(result.numbers())
+    def _shows(self, settings) -> bool:
+        """Whether the controls show ``settings`` now (the caller holds the lock)."""
+        return settings == self.model.settings
+
+    def _show(self, result) -> bool:
+        """Show ``result`` if it belongs to the settings of the controls; True if it did."""
+        outputs = figure_outputs(self.model.figure(result))     # slow: outside the lock
+        numbers = numbers_html(result.numbers())
+        with self._lock:
+            if not self._shows(result.settings):
+                return False
+            self.show_message("")
+            self.figure.outputs = outputs
+            self.numbers.value = numbers
+            return True
+
+    def _stop(self):
+        self._stop_asked = True
+        self.model.stop()
+
+    def _progress(self, fraction, text=""):
+        if self._stop_asked:    # pressed before the run had begun: end it after this batch
+            self.model.stop()
+        with self._lock:
+            if self._shows(self.model.running):
+                self.report(fraction, text)
 
     def _batch(self, result):
         now = time.perf_counter()
@@ -426,19 +576,26 @@ class MonteCarloPanel(Panel):
             self._drawn_at = now
             self._show(result)
 
+    def _ended(self, result):
+        """After a run: its result if the controls still show its settings, else the state
+        of theirs (done simulations at once, or the note to press Run)."""
+        shown = result is not None and self._show(result)
+        with self._lock:
+            self._running = False
+            if not (shown and self._shows(result.settings)):
+                self._refresh()
+
     def run(self):
         """Run in this thread (Run uses :meth:`start`): used when the simulations are done."""
-        r = self.model.run(progress=self.report, on_batch=self._batch)
-        if r is None:
-            self._stale()
-            self.show_message(self.model.message)
-        else:
-            self._show(r)
+        self._ended(self.model.run(progress=self._progress, on_batch=self._batch))
 
     def start(self):
         """Start the run in a background thread, so that Stop and the live redraws work."""
-        if self._thread is not None and self._thread.is_alive():
-            return
+        with self._lock:
+            if self._running:
+                return
+            self._running = True
+        self._stop_asked = False
         self.run_button.disabled, self.stop_button.disabled = True, False
         self._drawn_at = 0.0
 
@@ -446,6 +603,7 @@ class MonteCarloPanel(Panel):
             try:
                 self.run()
             finally:
+                self._running = False   # also after a bug in run(): Run works again
                 self.run_button.disabled, self.stop_button.disabled = False, True
 
         self._thread = threading.Thread(target=self.guarded(work), daemon=True)

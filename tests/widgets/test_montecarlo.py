@@ -162,3 +162,182 @@ def test_auto_backend_is_the_panels_default():
     from sphgpu.widgets._base import default_backend
 
     assert MonteCarloModel(**dict(SMALL, backend="auto")).backend == default_backend()
+
+
+# -- settings changed while a run goes on -------------------------------------------------------
+def test_a_run_whose_settings_change_describes_its_own_settings():
+    m = MonteCarloModel(**dict(SMALL, nsims=4))
+    m._montecarlo().batch_size = 1
+    before = m.settings
+    seen = []
+
+    def on_batch(result):
+        seen.append(result)
+        if len(seen) == 1:                  # as the panel does from the main thread
+            m.set(nside=16, noise_muK=0.0, fwhm_arcmin=30.0)
+        if len(seen) == 2:
+            m.set(nsims=1)                  # invalid: a message for the new settings only
+        if len(seen) == 3:
+            with pytest.raises(RuntimeError, match="already going"):
+                m.run()                     # never two runs at once on one model
+
+    r = m.run(on_batch=on_batch)
+    assert r is not None and r is m.result
+    assert "nsims must be" in m.message     # about the settings now, not about the run
+    mc, mask = direct(4)
+    w2 = np.mean(mask**2)
+    want = w2 * (mc.beam[0] ** 2 * planck2018_cl(16) + 30.0**2 * 4 * math.pi / mc.plan.npix)
+    for res in seen + [r]:
+        assert res.settings == before and res.nside == 8 and res.lmax == 16
+        assert res.target == 4 and res.backend == "cpu"
+        np.testing.assert_allclose(res.model, want, rtol=1e-13)
+        assert dict(res.numbers())["nside / lmax"] == "8 / 16"
+    np.testing.assert_array_equal(r.spectra, mc.spectra[:, 0])
+    assert m.settings != before and m.running is None
+
+
+def _blocking_batches(panel, hold, hold_second=None):
+    """Replace ``panel._batch`` so that the background run waits in its first batch until
+    ``hold`` is set (and after its second until ``hold_second`` is, if given); returns events
+    set in the first batch and after the second."""
+    first, second = threading.Event(), threading.Event()
+    real, calls = panel._batch, []
+
+    def batch(result):
+        calls.append(result)
+        if len(calls) == 1:
+            first.set()
+            assert hold.wait(60)
+        real(result)
+        if len(calls) == 2:
+            second.set()
+            assert hold_second is None or hold_second.wait(60)
+
+    panel._batch = batch
+    panel.REDRAW_S = 0.0                    # every batch would redraw
+    return first, second
+
+
+def test_a_setting_changed_during_a_run_is_not_overwritten_by_the_run():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    changed = threading.Event()
+    first, second = _blocking_batches(p, changed)
+    p.run_button.click()
+    assert first.wait(60)
+    p.fwhm.value = 60.0                     # another sky, not simulated yet
+    changed.set()
+    assert second.wait(60)                  # the old run redrew and reported progress since
+    assert png(p.figure) is None and p.numbers.value == ""
+    assert p.progress.value == 0.0 and p.progress_label.value == ""
+    assert "take effect when it ends" in p.message.value and p.run_button.disabled
+    p.stop_button.click()                   # Stop still ends the old run
+    assert p.wait(60)
+    assert "press Run" in p.message.value and png(p.figure) is None
+    assert p.numbers.value == "" and p.progress.value == 0.0
+    assert not p.run_button.disabled and p.stop_button.disabled
+    r = p.model.result                      # the old run's result, saying so
+    assert r.stopped and r.settings.fwhm_arcmin == 120.0 and r.settings.nsims == 100_000
+    p.nsims.value = 3
+    p.run_button.click()                    # Run now runs what the controls show
+    assert p.wait(60) and "3 of 3" in p.numbers.value and p.model.result.ran == 3
+    assert p.model.result.settings.fwhm_arcmin == 60.0
+
+
+def test_done_settings_chosen_during_a_run_start_no_second_run_and_show_when_it_ends():
+    p = montecarlo_panel(**SMALL)
+    p.run_button.click()
+    assert p.wait(60)                       # fwhm 120': 6 simulations done
+    p.fwhm.value = 60.0
+    p.nsims.value = 100_000
+    p.model._montecarlo().batch_size = 1
+    runs, active = [], []
+    real_run = p.model.run
+
+    def counted(*args, **kw):
+        active.append(1)
+        runs.append(len(active))
+        try:
+            return real_run(*args, **kw)
+        finally:
+            active.pop()
+
+    p.model.run = counted
+    changed = threading.Event()
+    first, second = _blocking_batches(p, changed)
+    p.run_button.click()
+    assert first.wait(60)
+    p.fwhm.value = 120.0
+    p.nsims.value = 4                       # done already, but a run is going: wait for it
+    changed.set()
+    assert second.wait(60)
+    assert max(runs) == 1 and png(p.figure) is None and p.numbers.value == ""
+    assert "take effect when it ends" in p.message.value
+    p.stop_button.click()
+    assert p.wait(60)                       # when it ends, the done ones are shown at once
+    assert max(runs) == 1
+    assert "4 of 4" in p.numbers.value and "none run" in p.numbers.value
+    assert p.model.result.settings == p.model.settings and png(p.figure) is not None
+    assert p.progress.value == 1.0 and p.progress_label.value == "4 of 4 simulations"
+    assert p.message.value == ""
+
+
+def test_a_count_changed_during_the_final_redraw_is_what_is_shown():
+    p = montecarlo_panel(**SMALL)
+    ended, changed = threading.Event(), threading.Event()
+    real_run = p.model.run
+
+    def run(*args, **kw):
+        r = real_run(*args, **kw)
+        if threading.current_thread() is not threading.main_thread() and not ended.is_set():
+            ended.set()                     # computed, not drawn yet
+            assert changed.wait(60)
+        return r
+
+    p.model.run = run
+    p.run_button.click()
+    assert ended.wait(60)
+    p.nsims.value = 3
+    changed.set()
+    assert p.wait(60)
+    assert "3 of 3" in p.numbers.value and p.model.result.nsims == 3
+    assert p.message.value == ""
+
+
+def test_back_to_the_runs_settings_during_it_shows_its_batches_again():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    changed, checked = threading.Event(), threading.Event()
+    first, second = _blocking_batches(p, changed, checked)
+    p.run_button.click()
+    assert first.wait(60)
+    p.fwhm.value = 60.0
+    assert "take effect when it ends" in p.message.value
+    p.fwhm.value = 120.0                    # the run's own settings again
+    assert "next batch" in p.message.value and png(p.figure) is None
+    changed.set()
+    assert second.wait(60)
+    assert png(p.figure) is not None and "2 of 100000" in p.numbers.value
+    assert p.progress_label.value == "2 of 100000 simulations" and p.message.value == ""
+    p.stop_button.click()
+    checked.set()
+    assert p.wait(60) and "2 of 100000 (stopped: Run continues)" in p.numbers.value
+
+
+def test_stop_pressed_before_the_run_has_begun_still_ends_it():
+    p = montecarlo_panel(**dict(SMALL, nsims=100_000))
+    p.model._montecarlo().batch_size = 1
+    go = threading.Event()
+    real_run = p.model.run
+
+    def run(*args, **kw):
+        assert go.wait(60)                  # the thread has started, the model not yet
+        return real_run(*args, **kw)
+
+    p.model.run = run
+    p.run_button.click()
+    p.stop_button.click()
+    go.set()
+    assert p.wait(60)
+    r = p.model.result
+    assert r.stopped and r.nsims == 1 and "1 of 100000 (stopped" in p.numbers.value
