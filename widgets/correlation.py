@@ -26,8 +26,9 @@ from sphgpu import backends
 from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correlation
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
-from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    fmt_seconds, is_int, is_real, new_figure, show_figure, toggle_buttons)
+from ._base import (FIRST_CALL_NOTE, LRU, Panel, PanelModel, backend_options, backend_problem,
+                    default_backend, first_call, fmt_seconds, is_int, is_real, new_figure,
+                    show_figure, toggle_buttons)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -72,6 +73,7 @@ class CorrelationRun:
     n_random: int                # points per random catalog
     n_regions: int               # 0: no jackknife
     source: str                  # "example mock" or the uploaded file's name
+    first: bool = False          # the panel's first call on this backend in this process
 
     def __getattr__(self, name):
         if name in ("bins", "theta", "w", "sigma", "covariance", "w_jackknife", "estimator",
@@ -96,7 +98,8 @@ class CorrelationRun:
             rows.append(("DR pairs in bins (all catalogs)",
                          f"{int(sum(int(c.counts.sum()) for c in r.dr)):,}"))
         rows.append(("RR pairs in bins (all catalogs)", f"{int(pooled_rr.counts.sum()):,}"))
-        rows.append(("time of angular_correlation", fmt_seconds(self.seconds)))
+        rows.append(("time of angular_correlation (one call: counts, jackknife, estimator)",
+                     fmt_seconds(self.seconds) + (f" ({FIRST_CALL_NOTE})" if self.first else "")))
         finite = np.isfinite(r.w)
         if finite.any():
             k = int(np.argmax(finite))
@@ -369,7 +372,8 @@ class CorrelationModel(PanelModel):
                 run = CorrelationRun(
                     res, time.perf_counter() - t0, self.backend, self.n_data, self.n_random,
                     int(self.jackknife),
-                    "example mock" if self.source == "example" else self.upload_name)
+                    "example mock" if self.source == "example" else self.upload_name,
+                    first_call("angular_correlation", self.backend))
             if run is None:
                 return None
             self._runs.put(key, run)
@@ -563,7 +567,8 @@ class CorrelationPanel(Panel):
     def _view_changed(self, change):
         """The w axis only redraws the last result (no counting)."""
         self.model.set(yscale=self.yscale.value)
-        if self.model.result is not None and not self.model.message:
+        # not while stale: the last result is of other settings until Run counts again
+        if self.model.result is not None and not self.model.message and self.figure.outputs:
             show_figure(self.figure, self.model.figure())
 
     def stale_note(self):

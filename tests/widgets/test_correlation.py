@@ -318,3 +318,27 @@ def test_panel_interactions_answer_within_a_second():
                            (p.seed, 1), (p.theta_max, 60.0)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_a_view_change_does_not_bring_back_a_stale_figure():
+    """After a setting changes, a panel that waits for Run shows no result; switching the w
+    axis must not redraw the last result, which was counted with other settings."""
+    p = correlation_panel(**SMALL, live_max_data=300)
+    p.run_button.click()
+    assert png(p.figure) is not None
+    p.nbins.value = 7
+    assert png(p.figure) is None
+    p.yscale.value = "linear"
+    assert png(p.figure) is None and "press Run" in p.message.value
+
+
+def test_the_time_shown_says_what_it_includes(monkeypatch):
+    from sphgpu.widgets import _base
+
+    monkeypatch.setattr(_base, "_TIMED", set())
+    m = CorrelationModel(**SMALL)
+    first = dict(m.run().numbers())
+    label = "time of angular_correlation (one call: counts, jackknife, estimator)"
+    assert "first call in this session" in first[label]
+    m.set(nbins=5)
+    assert "first call" not in dict(m.run().numbers())[label]
