@@ -615,14 +615,18 @@ class KernelSplitPanel(Panel):
                                 description="nside", style=style)
         lmax = m.lmax if is_int(m.lmax) and m.lmax >= 2 else 2 * nside
         fwhm = float(m.fwhm_arcmin) if is_real(m.fwhm_arcmin) and m.fwhm_arcmin > 0 else 60.0
-        self.fwhm = w.FloatSlider(value=fwhm, min=0.5, max=max(4 * fwhm, 600.0), step=0.5,
+        # slider ranges reach the model's values: a slider would clamp them without a word,
+        # and the next change of any control would send the clamped value to the model
+        self.fwhm = w.FloatSlider(value=fwhm, min=min(0.5, fwhm), max=max(4 * fwhm, 600.0),
+                                  step=0.5,
                                   description="beam FWHM [′]", continuous_update=False,
                                   style=style)
         self.kernel = toggle_buttons(list(KERNELS), m.kernel if m.kernel in KERNELS else "cmb",
                                      "kernel", style["description_width"],
                                      tooltips=["sqrt(C_l) B_l (the paper's)", "B_l"])
-        self.bound = w.FloatLogSlider(value=float(m.error_bound) if is_real(m.error_bound)
-                                      else 1e-5, base=10, min=-9, max=-2, step=0.25,
+        bound = float(m.error_bound) if is_real(m.error_bound) and m.error_bound > 0 else 1e-5
+        self.bound = w.FloatLogSlider(value=bound, base=10, min=min(-9.0, math.log10(bound)),
+                                      max=max(-2.0, math.log10(bound)), step=0.25,
                                       description="error bound", continuous_update=False,
                                       style=style, readout_format=".1e")
         self.l_cut = w.IntSlider(value=m.l_cut if is_int(m.l_cut) else lmax // 2, min=-1,

@@ -285,3 +285,11 @@ def test_measured_times_exclude_the_first_runs_compilation(monkeypatch):
     rows = dict(m.numbers())
     assert "after a warm-up run" in rows["measured speedup over all harmonic"]
     assert "predicted speedup over all harmonic" in rows
+
+
+def test_panel_sliders_keep_the_models_settings():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper", fwhm_arcmin=0.3,
+                           error_bound=1e-11)
+    assert p.fwhm.value == 0.3 and p.bound.value == pytest.approx(1e-11)
+    p.cost.value = "measured"
+    assert p.model.fwhm_arcmin == 0.3 and p.model.error_bound == pytest.approx(1e-11)
