@@ -493,7 +493,9 @@ class CorrelationPanel(Panel):
                                          max=max(m.max_points.values()), step=500,
                                          description="example points", style=style,
                                          layout=narrow)
-        self.seed = w.BoundedIntText(value=int(num(m.seed, 0)), min=0, max=10**6,
+        # the bound reaches the model's seed: a larger one would be clamped without a word
+        self.seed = w.BoundedIntText(value=int(num(m.seed, 0)), min=0,
+                                     max=max(10**6, int(num(m.seed, 0))),
                                      description="seed", style=style, layout=narrow)
         # FloatText (not bounded) so that out-of-range angles reach the model and its message
         self.theta_min = w.FloatText(value=float(num(m.theta_min, 0.05)),

@@ -342,3 +342,10 @@ def test_the_time_shown_says_what_it_includes(monkeypatch):
     assert "first call in this session" in first[label]
     m.set(nbins=5)
     assert "first call" not in dict(m.run().numbers())[label]
+
+
+def test_panel_keeps_a_large_seed():
+    p = correlation_panel(**dict(SMALL, seed=5_000_000))
+    assert p.seed.value == 5_000_000
+    p.nbins.value = 5
+    assert p.model.seed == 5_000_000 and p.model.result.n_data == 400
