@@ -293,3 +293,11 @@ def test_panel_sliders_keep_the_models_settings():
     assert p.fwhm.value == 0.3 and p.bound.value == pytest.approx(1e-11)
     p.cost.value = "measured"
     assert p.model.fwhm_arcmin == 0.3 and p.model.error_bound == pytest.approx(1e-11)
+
+
+def test_a_theta_cut_moved_to_the_fits_knots_is_said():
+    m = KernelSplitModel(nside=16, backend="cpu", cost_model="paper")
+    m.set(l_cut=10, theta_cut_arcmin=1000.0)
+    assert m.message == "" and m.theta_cut_arcmin != 1000.0
+    plan = dict(m.numbers())["plan"]
+    assert f"theta_cut {m.theta_cut_arcmin:.4g}′ (moved to a knot of the fit" in plan
