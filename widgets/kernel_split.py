@@ -439,7 +439,7 @@ class KernelSplitModel(PanelModel):
             s = self.split()
             # set() moved the θ_cut asked for to the fit's support: say so where it is shown
             rows.append(("plan", f"{kind}: l_cut {self.l_cut}, theta_cut "
-                                 f"{s.theta_cut_arcmin:.4g}′ (moved to a knot of the fit; "
+                                 f"{s.theta_cut_arcmin:.4g}′ (taken at a knot of the fit; "
                                  f"knots about {self._fitter().h / ARCMIN:.3g}′ apart)"))
         within = "within" if err <= float(self.error_bound) else "above"
         rows.append((f"predicted error (α = {float(self.alpha):g})",

@@ -300,4 +300,4 @@ def test_a_theta_cut_moved_to_the_fits_knots_is_said():
     m.set(l_cut=10, theta_cut_arcmin=1000.0)
     assert m.message == "" and m.theta_cut_arcmin != 1000.0
     plan = dict(m.numbers())["plan"]
-    assert f"theta_cut {m.theta_cut_arcmin:.4g}′ (moved to a knot of the fit" in plan
+    assert f"theta_cut {m.theta_cut_arcmin:.4g}′ (taken at a knot of the fit" in plan
