@@ -369,6 +369,8 @@ def this_machine(backend) -> str:
     if backends.info(backend).gpu:
         from numba import cuda
 
+        if not hasattr(cuda, "get_current_device"):     # Numba's simulator names no device
+            return "Numba's CUDA simulator"
         name = cuda.get_current_device().name
         return name.decode() if isinstance(name, bytes) else str(name)
     return f"CPU, {os.cpu_count()} cores"

@@ -258,3 +258,9 @@ def test_tpacf_series_say_what_the_benchmark_timed():
     assert labels["sphgpu_cuda_float32"] == "sphgpu cuda, whole call from NumPy"
     assert labels["sphgpu_cuda_prepared"] == "sphgpu cuda, prepared Catalogs"
     assert "from CuPy" in labels["sphgpu_cuda_cupy"]
+
+
+def test_this_machine_is_named_on_every_backend():
+    assert speedup.this_machine("cpu").startswith("CPU, ")
+    name = speedup.this_machine("cuda")             # a GPU's name, or the simulator's
+    assert isinstance(name, str) and name
