@@ -36,7 +36,7 @@ import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "show_figure", "numbers_html",
            "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds", "first_call",
-           "FIRST_CALL_NOTE", "is_int", "is_real",
+           "fmt_call_seconds", "is_int", "is_real",
            "backend_options", "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
@@ -106,7 +106,10 @@ def first_call(*key) -> bool:
     return first
 
 
-FIRST_CALL_NOTE = "first call in this session: may include compiling and tuning"
+def fmt_call_seconds(seconds: float, first: bool) -> str:
+    """A timed call's seconds, with a note when it was the first (see :func:`first_call`)."""
+    note = " (first call in this session: may include compiling and tuning)" if first else ""
+    return fmt_seconds(seconds) + note
 
 
 def is_real(x) -> bool:

@@ -26,9 +26,9 @@ from sphgpu import backends
 from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correlation
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
-from ._base import (FIRST_CALL_NOTE, LRU, Panel, PanelModel, backend_options, backend_problem,
-                    default_backend, first_call, fmt_seconds, is_int, is_real, new_figure,
-                    show_figure, toggle_buttons)
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    first_call, fmt_call_seconds, is_int, is_real, new_figure, show_figure,
+                    toggle_buttons)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -99,7 +99,7 @@ class CorrelationRun:
                          f"{int(sum(int(c.counts.sum()) for c in r.dr)):,}"))
         rows.append(("RR pairs in bins (all catalogs)", f"{int(pooled_rr.counts.sum()):,}"))
         rows.append(("time of angular_correlation (one call: counts, jackknife, estimator)",
-                     fmt_seconds(self.seconds) + (f" ({FIRST_CALL_NOTE})" if self.first else "")))
+                     fmt_call_seconds(self.seconds, self.first)))
         finite = np.isfinite(r.w)
         if finite.any():
             k = int(np.argmax(finite))

@@ -358,7 +358,7 @@ class Benchmark:
 
     def machine(self) -> str:
         m = self.data.get("machine", {})
-        parts = [str(m.get("gpu", "no GPU recorded")), f"{m.get('cpu_count', '?')} CPU cores"]
+        parts = [self.gpu, f"{m.get('cpu_count', '?')} CPU cores"]
         if "date" in self.data:
             parts.append(str(self.data["date"]))
         return ", ".join(parts)

@@ -23,8 +23,8 @@ import sphgpu
 from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
-from ._base import (FIRST_CALL_NOTE, LRU, Panel, PanelModel, backend_options, backend_problem,
-                    default_backend, first_call, fmt_seconds, is_int, is_real, new_figure,
+from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    first_call, fmt_call_seconds, is_int, is_real, new_figure,
                     numbers_html, show_figure, toggle_buttons)
 from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
@@ -130,9 +130,9 @@ class TransformResult:
              f"{self.lmax} / {(self.lmax + 1) * (self.lmax + 2) // 2:,} × T, E, B"),
             ("backend", self.backend),
             ("alm2map (T, E, B → I, Q, U), one call, NumPy in and out",
-             _timing(self.synthesis_s, self.synthesis_first)),
+             fmt_call_seconds(self.synthesis_s, self.synthesis_first)),
             (f"map2alm (iter={self.iter}), one call, NumPy in and out",
-             _timing(self.analysis_s, self.analysis_first)),
+             fmt_call_seconds(self.analysis_s, self.analysis_first)),
             (f"map rms ({self.field})", f"{self.map.std():.3g} μK"),
             ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
         ] + [self._ratio_row(spec) for spec in RATIO_SPECTRA]
@@ -351,14 +351,6 @@ class TransformModel(PanelModel):
         return fig
 
 
-def _number(x) -> float:
-    return float(x) if is_real(x) else 0.0
-
-
-def _timing(seconds, first):
-    return fmt_seconds(seconds) + (f" ({FIRST_CALL_NOTE})" if first else "")
-
-
 def _map_mb(nside: int) -> float:
     return 12 * nside**2 * 8 / 1e6
 
@@ -401,11 +393,10 @@ class TransformPanel(Panel):
         # ranges reach the model's own values: a slider would clamp them without a word, and
         # the next change of any control would send the clamped value back to the model
         self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0,
-                                  max=max(600.0, _number(m.fwhm_arcmin)), step=5.0,
+                                  max=max(600.0, float(m.fwhm_arcmin)), step=5.0,
                                   description="beam FWHM [′]", continuous_update=False,
                                   style=style)
-        self.seed = w.IntSlider(value=m.seed, min=0, max=max(99, _number(m.seed)),
-                                description="seed",
+        self.seed = w.IntSlider(value=m.seed, min=0, max=max(99, m.seed), description="seed",
                                 continuous_update=False, style=style)
         self.iter = w.IntSlider(value=m.iter, min=0, max=MAX_ITER, description="map2alm iter",
                                 continuous_update=False, style=style)
