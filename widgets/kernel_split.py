@@ -466,7 +466,8 @@ class KernelSplitModel(PanelModel):
                      ("measured plan / all harmonic", f"{fmt_seconds(m.time_total)} / "
                                                       f"{fmt_seconds(m.time_all_harmonic)}"),
                      ("measured speedup over all harmonic",
-                      f"{m.speedup:.3g}x (one run of each, after a warm-up run)")]
+                      f"{m.speedup:.3g}x (one run of each, NumPy map in and out, after a "
+                      f"warm-up run)")]
         return rows
 
     def figure(self):
