@@ -14,7 +14,7 @@ import numpy as np
 from sphgpu import UNSEEN
 
 __all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
-           "readable"]
+           "readable", "MASKED_COLOR"]
 
 #: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
 FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}

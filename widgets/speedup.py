@@ -37,7 +37,7 @@ from ._base import (Panel, PanelModel, backend_options, backend_problem, default
                     fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons)
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
-           "default_results_dir", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
+           "default_results_dir", "this_machine", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
 
 VIEWS = ("seconds", "speedup", "throughput")
 
