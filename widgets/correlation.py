@@ -220,6 +220,15 @@ class CorrelationModel(PanelModel):
         elif _footprint(self.uploaded) is None:
             return ("the uploaded catalog spans no area (all points share one RA or one Dec): "
                     "randoms cannot be drawn over its footprint")
+        elif not (0.0 <= self.uploaded.ra.min() and self.uploaded.ra.max() <= 360.0):
+            return (f"the uploaded catalog's RA must lie within 0-360° for its randoms, not "
+                    f"{self.uploaded.ra.min():.4g}° to {self.uploaded.ra.max():.4g}°")
+        elif _crosses_ra_zero(self.uploaded.ra):
+            ra = self.uploaded.ra
+            return (f"the uploaded catalog crosses RA 0° (from {ra[ra > 180].min():.4g}° to "
+                    f"{ra[ra <= 180].max():.4g}°): its randoms, drawn over an RA/Dec box from "
+                    f"the smallest to the largest RA, would cover all the RA it does not; "
+                    f"rotate its RA so that it does not cross 0°")
         if not is_real(self.theta_min) or not is_real(self.theta_max):
             return "theta_min and theta_max must be numbers of degrees"
         if self.spacing not in SPACINGS:
@@ -429,6 +438,18 @@ class CorrelationModel(PanelModel):
         bx.set_title("pair counts per bin", fontsize="medium")
         bx.legend(frameon=False)
         return fig
+
+
+def _crosses_ra_zero(ra) -> bool:
+    """True when the RA/Dec box of RA values in [0, 360] (what the randoms cover) is much
+    wider than the points' own RA extent on the circle: the points sit on both sides of 0°
+    (RA 350° to 10° has a box from 0° to 360°)."""
+    r = np.sort(np.asarray(ra, dtype=np.float64))
+    gaps = np.diff(np.append(r, r[0] + 360.0))
+    extent = 360.0 - gaps.max()          # the RA the points cover, going round the circle
+    # a catalog spread over all RA has a box as wide as its extent; one crossing 0° has a box
+    # of nearly 360° around a narrow extent
+    return bool(r[-1] - r[0] > 1.5 * extent)
 
 
 def _footprint(cat):

@@ -349,3 +349,19 @@ def test_panel_keeps_a_large_seed():
     assert p.seed.value == 5_000_000
     p.nbins.value = 5
     assert p.model.seed == 5_000_000 and p.model.result.n_data == 400
+
+
+@pytest.mark.parametrize("shift", [0.0, -360.0])
+def test_an_upload_crossing_ra_zero_gives_a_message(shift):
+    """Randoms are drawn over the catalog's RA/Dec box: for points on both sides of RA 0° the
+    box spans all RA, and w would be counted against randoms where the catalog has none."""
+    ra, dec = uniform_randoms(300, (0.0, 20.0, -5.0, 25.0), seed=9)
+    ra = np.mod(ra - 10.0, 360.0) + np.where(ra >= 10.0, 0.0, shift)   # 350..360 and 0..10
+    m = CorrelationModel(**SMALL)
+    assert not m.load_file("wraps.csv", _csv(ra, dec))
+    assert ("crosses RA 0°" if shift == 0 else "must lie within 0-360°") in m.message
+    assert m.run() is None
+    # the same points rotated away from 0° are counted
+    assert m.load_file("rotated.csv", _csv(np.mod(ra + 30.0, 360.0), dec)) and m.message == ""
+    full_sky = uniform_randoms(400, (0.0, 360.0, -60.0, 60.0), seed=3)
+    assert m.load_file("all_ra.csv", _csv(*full_sky)) and m.message == ""
