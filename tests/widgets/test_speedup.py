@@ -264,3 +264,19 @@ def test_this_machine_is_named_on_every_backend():
     assert speedup.this_machine("cpu").startswith("CPU, ")
     name = speedup.this_machine("cuda")             # a GPU's name, or the simulator's
     assert isinstance(name, str) and name
+
+
+def test_polarized_speedups_compare_like_with_like():
+    """The temperature transform was shown as a speedup over ducc0's spin-2 transform; each
+    sphgpu series is now against ducc0 doing the same spin."""
+    row = committed("sht_pol")["results"][0]
+    t = {k: v["median_s"] for k, v in row["timings"].items()}
+    m = SpeedupModel(benchmark="sht_pol", group="alm2map, temperature", view="speedup",
+                     backend="cpu")
+    assert m.baseline == "ducc0_all_t_alm2map" and m.message == ""
+    (c,) = m.curves()
+    assert c["key"] == "cuda_device_t_alm2map"
+    np.testing.assert_allclose(c["y"], [t["ducc0_all_t_alm2map"] / t["cuda_device_t_alm2map"]])
+    m.set(group="map2alm, spin 2 and T,E,B")
+    assert m.baseline == "ducc0_all_spin2_map2alm"
+    assert "cuda_device_t_map2alm" not in {c["key"] for c in m.curves()}
