@@ -408,13 +408,14 @@ class KernelSplitModel(PanelModel):
         if plan is None:
             return None
         if plan.measured is None or plan.measured.seed != self.seed:
-            progress(0.3, "convolving white noise")
             measured = None
             with self.capture("run"):
                 if first_call("measure_plan", self.backend, plan.method):
                     # a first run compiles the kernels inside the timed calls (17 s against
                     # 0.06 s for a split at nside 32 on the CPU): a warm-up run keeps that out
+                    progress(0.3, "warm-up run (compiling kernels)")
                     measure_plan(plan, seed=int(self.seed), backend=self.backend)
+                progress(0.6, "convolving white noise")
                 measured = measure_plan(plan, seed=int(self.seed), backend=self.backend)
             if measured is None:
                 return None
