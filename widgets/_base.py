@@ -36,7 +36,8 @@ import numpy as np
 
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "figure_outputs", "show_figure",
            "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds",
-           "is_int", "is_real", "backend_options", "toggle_buttons", "DPI"]
+           "first_call", "fmt_call_seconds", "is_int", "is_real", "backend_options",
+           "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
 #: 100 % zoom (80 dpi made 7 px legends).
@@ -90,6 +91,25 @@ def backend_problem(backend: str, capability: str) -> str:
 
 def fmt_seconds(s: float) -> str:
     return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
+
+
+#: Work the panels have timed in this process (see :func:`first_call`).
+_TIMED: set = set()
+
+
+def first_call(*key) -> bool:
+    """True the first time a panel times the work ``key`` (e.g. a function and its backend) in
+    this process: that time may include compiling kernels and tuning launches, so the panel
+    says so next to it."""
+    first = key not in _TIMED
+    _TIMED.add(key)
+    return first
+
+
+def fmt_call_seconds(seconds: float, first: bool) -> str:
+    """A timed call's seconds, with a note when it was the first (see :func:`first_call`)."""
+    note = " (first call in this session: may include compiling and tuning)" if first else ""
+    return fmt_seconds(seconds) + note
 
 
 def is_real(x) -> bool:

@@ -27,7 +27,8 @@ from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correl
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    fmt_seconds, is_int, is_real, new_figure, show_figure, toggle_buttons)
+                    first_call, fmt_call_seconds, is_int, is_real, new_figure, show_figure,
+                    toggle_buttons)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -72,6 +73,7 @@ class CorrelationRun:
     n_random: int                # points per random catalog
     n_regions: int               # 0: no jackknife
     source: str                  # "example mock" or the uploaded file's name
+    first: bool = False          # the panel's first call on this backend in this process
 
     def __getattr__(self, name):
         if name in ("bins", "theta", "w", "sigma", "covariance", "w_jackknife", "estimator",
@@ -96,7 +98,8 @@ class CorrelationRun:
             rows.append(("DR pairs in bins (all catalogs)",
                          f"{int(sum(int(c.counts.sum()) for c in r.dr)):,}"))
         rows.append(("RR pairs in bins (all catalogs)", f"{int(pooled_rr.counts.sum()):,}"))
-        rows.append(("time of angular_correlation", fmt_seconds(self.seconds)))
+        rows.append(("time of angular_correlation (one call: counts, jackknife, estimator)",
+                     fmt_call_seconds(self.seconds, self.first)))
         finite = np.isfinite(r.w)
         if finite.any():
             k = int(np.argmax(finite))
@@ -217,6 +220,15 @@ class CorrelationModel(PanelModel):
         elif _footprint(self.uploaded) is None:
             return ("the uploaded catalog spans no area (all points share one RA or one Dec): "
                     "randoms cannot be drawn over its footprint")
+        elif not (0.0 <= self.uploaded.ra.min() and self.uploaded.ra.max() <= 360.0):
+            return (f"the uploaded catalog's RA must lie within 0-360° for its randoms, not "
+                    f"{self.uploaded.ra.min():.4g}° to {self.uploaded.ra.max():.4g}°")
+        elif _crosses_ra_zero(self.uploaded.ra):
+            ra = self.uploaded.ra
+            return (f"the uploaded catalog crosses RA 0° (from {ra[ra > 180].min():.4g}° to "
+                    f"{ra[ra <= 180].max():.4g}°): its randoms, drawn over an RA/Dec box from "
+                    f"the smallest to the largest RA, would cover all the RA it does not; "
+                    f"rotate its RA so that it does not cross 0°")
         if not is_real(self.theta_min) or not is_real(self.theta_max):
             return "theta_min and theta_max must be numbers of degrees"
         if self.spacing not in SPACINGS:
@@ -369,7 +381,8 @@ class CorrelationModel(PanelModel):
                 run = CorrelationRun(
                     res, time.perf_counter() - t0, self.backend, self.n_data, self.n_random,
                     int(self.jackknife),
-                    "example mock" if self.source == "example" else self.upload_name)
+                    "example mock" if self.source == "example" else self.upload_name,
+                    first_call("angular_correlation", self.backend))
             if run is None:
                 return None
             self._runs.put(key, run)
@@ -425,6 +438,18 @@ class CorrelationModel(PanelModel):
         bx.set_title("pair counts per bin", fontsize="medium")
         bx.legend(frameon=False)
         return fig
+
+
+def _crosses_ra_zero(ra) -> bool:
+    """True when the RA/Dec box of RA values in [0, 360] (what the randoms cover) is much
+    wider than the points' own RA extent on the circle: the points sit on both sides of 0°
+    (RA 350° to 10° has a box from 0° to 360°)."""
+    r = np.sort(np.asarray(ra, dtype=np.float64))
+    gaps = np.diff(np.append(r, r[0] + 360.0))
+    extent = 360.0 - gaps.max()          # the RA the points cover, going round the circle
+    # a catalog spread over all RA has a box as wide as its extent; one crossing 0° has a box
+    # of nearly 360° around a narrow extent
+    return bool(r[-1] - r[0] > 1.5 * extent)
 
 
 def _footprint(cat):
@@ -489,7 +514,9 @@ class CorrelationPanel(Panel):
                                          max=max(m.max_points.values()), step=500,
                                          description="example points", style=style,
                                          layout=narrow)
-        self.seed = w.BoundedIntText(value=int(num(m.seed, 0)), min=0, max=10**6,
+        # the bound reaches the model's seed: a larger one would be clamped without a word
+        self.seed = w.BoundedIntText(value=int(num(m.seed, 0)), min=0,
+                                     max=max(10**6, int(num(m.seed, 0))),
                                      description="seed", style=style, layout=narrow)
         # FloatText (not bounded) so that out-of-range angles reach the model and its message
         self.theta_min = w.FloatText(value=float(num(m.theta_min, 0.05)),
@@ -563,7 +590,8 @@ class CorrelationPanel(Panel):
     def _view_changed(self, change):
         """The w axis only redraws the last result (no counting)."""
         self.model.set(yscale=self.yscale.value)
-        if self.model.result is not None and not self.model.message:
+        # not while stale: the last result is of other settings until Run counts again
+        if self.model.result is not None and not self.model.message and self.figure.outputs:
             show_figure(self.figure, self.model.figure())
 
     def stale_note(self):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sphgpu import UNSEEN
+
 __all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
-           "readable"]
+           "readable", "MASKED_COLOR"]
 
 #: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
 FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}
@@ -55,12 +57,29 @@ def pixel_of(geometry, theta, phi) -> np.ndarray:
     return geometry.ringstart[ring] + k
 
 
+#: Colour of masked pixels (healpy draws them grey too).
+MASKED_COLOR = "0.75"
+
+
 def _check_values(values, geometry):
-    values = np.asarray(values)
-    if values.shape != (geometry.npix,):
+    """The map as a masked array: pixels masked in a ``numpy.ma`` array, equal to ``UNSEEN``
+    or not finite are masked, so that they are drawn as masked rather than as a colour."""
+    shape = np.shape(values)
+    if shape != (geometry.npix,):
         raise ValueError(f"values must have shape ({geometry.npix},) for {geometry}, "
-                         f"got {values.shape}")
-    return values
+                         f"got {shape}")
+    data = np.ma.getdata(values)
+    bad = np.ma.getmaskarray(values) | (data == UNSEEN) | ~np.isfinite(data)
+    return np.ma.masked_array(data, mask=bad)
+
+
+def _masked_style(kw):
+    """``kw`` with a colormap that draws masked cells in :data:`MASKED_COLOR`."""
+    import matplotlib
+
+    cmap = kw.get("cmap") or matplotlib.rcParams["image.cmap"]
+    cmap = matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap
+    return dict(kw, cmap=cmap.with_extremes(bad=MASKED_COLOR))
 
 
 def mollview(values, geometry, ax, *, nlon=480, nlat=240, grid=True, **kw):
@@ -74,6 +93,7 @@ def mollview(values, geometry, ax, *, nlon=480, nlat=240, grid=True, **kw):
     ----------
     values : ndarray, shape (geometry.npix,)
         The map, pixels ordered ring by ring (HEALPix RING for ``RingGeometry.healpix``).
+        ``UNSEEN``, NaN and ``numpy.ma``-masked pixels are drawn grey (:data:`MASKED_COLOR`).
     geometry : sphgpu.RingGeometry
     ax : matplotlib Axes with projection="mollweide"
     nlon, nlat : int
@@ -95,7 +115,7 @@ def mollview(values, geometry, ax, *, nlon=480, nlat=240, grid=True, **kw):
     theta = np.pi / 2 - 0.5 * (lat[1:] + lat[:-1])
     phi = -0.5 * (x[1:] + x[:-1])               # the axes' x grows to the right, longitude left
     pix = pixel_of(geometry, np.repeat(theta[:, None], nlon, 1), np.tile(phi, (nlat, 1)))
-    mesh = ax.pcolormesh(x, lat, values[pix], rasterized=True, **kw)
+    mesh = ax.pcolormesh(x, lat, values[pix], rasterized=True, **_masked_style(kw))
     ax.set_xticklabels([])
     ax.set_yticklabels([])
     graticule(ax, grid)
@@ -163,7 +183,7 @@ def gnomview(values, geometry, ax, *, lon_deg, lat_deg, width_deg=10.0, npix=200
     img = values[pixel_of(geometry, theta, phi)]
     half = np.rad2deg(np.tan(np.deg2rad(width_deg) / 2))
     image = ax.imshow(img, origin="lower", extent=(half, -half, -half, half),
-                      interpolation="nearest", **kw)
+                      interpolation="nearest", **_masked_style(kw))
     ax.set_xlabel("east offset [deg, tangent plane]")
     ax.set_ylabel("north offset [deg]")
     ax.plot([0], [0], "+", color="k", ms=10)

@@ -53,6 +53,12 @@ class SortResult:
     sphgpu_s: dict            # radix bits r -> median seconds
     peers_s: dict             # "numpy.sort stable" / "cupy.sort" ... -> median seconds
     matches_numpy: dict       # r -> True when keys (and permutation) equal NumPy's stable sort
+    on_device: bool = False   # sphgpu and CuPy sorted CuPy arrays (no host copies timed)
+
+    @property
+    def arrays(self) -> str:
+        """What sphgpu's timed calls were given."""
+        return "CuPy arrays on the device" if self.on_device else "NumPy arrays"
 
     def passes(self, r: int) -> int:
         return math.ceil(self.key_bits / r)
@@ -66,7 +72,8 @@ class SortResult:
                          f"{self.key_bits} key bits"
                          + (", with the permutation" if self.permutation else "")),
                 ("radix bits r / passes", f"{r} / {self.passes(r)}"),
-                (f"sphgpu ({self.backend})", f"{fmt_seconds(t)}, {self.n / t / 1e6:.1f} Mkeys/s"),
+                (f"sphgpu ({self.backend}, {self.arrays}; after a warm-up call)",
+                 f"{fmt_seconds(t)}, {self.n / t / 1e6:.1f} Mkeys/s"),
                 ("same result as NumPy's stable sort", "yes" if self.matches_numpy[r] else "NO")]
         for name, s in self.peers_s.items():
             rows.append((name, f"{fmt_seconds(s)}, {self.n / s / 1e6:.1f} Mkeys/s "
@@ -99,7 +106,8 @@ class PicResult:
         return [("particles / cells", f"{self.n:,} / {self.grid}×{self.grid} = "
                                       f"{self.grid**2:,}"),
                 ("particles changing cell per step", f"{100 * float(np.mean(self.moved)):.1f} %"),
-                (f"re-sort, b = {self.key_bits} ({p} passes of {self.radix_bits} bits)",
+                (f"re-sort (NumPy arrays in and out), b = {self.key_bits} ({p} passes of "
+                 f"{self.radix_bits} bits)",
                  f"{fmt_seconds(t)} per step, {self.n / t / 1e6:.1f} Mparticles/s"),
                 (f"re-sort, b = {self.min_key_bits} ({p_min} passes), the fewest bits",
                  f"{fmt_seconds(t_min)} per step"),
@@ -238,16 +246,25 @@ class SortModel(PanelModel):
         progress(1.0, "done")
         self.result = SortResult(n=2**self.log2n, key_bits=self.key_bits,
                                  permutation=bool(self.permutation), backend=self.backend,
-                                 sphgpu_s=times, peers_s=peers, matches_numpy=ok)
+                                 sphgpu_s=times, peers_s=peers, matches_numpy=ok,
+                                 on_device=self._cupy() is not None)
         return self.result
+
+    def _cupy(self):
+        """CuPy when the backend runs on a GPU and CuPy imports (the keys are then timed on
+        the device), else None (Numba's simulator, no CuPy: host arrays in and out)."""
+        if not backends.info(self.backend).gpu:
+            return None
+        try:
+            import cupy
+        except ImportError:
+            return None
+        return cupy
 
     def _device(self):
         """(keys on the backend's device, synchronise or None) for timing."""
-        if not backends.info(self.backend).gpu:
-            return self.keys(), None
-        try:
-            import cupy
-        except ImportError:          # Numba's simulator or no CuPy: host arrays in and out
+        cupy = self._cupy()
+        if cupy is None:
             return self.keys(), None
         return cupy.asarray(self.keys()), cupy.cuda.Device().synchronize
 
@@ -413,8 +430,10 @@ class SortPanel(Panel):
         top = max(m.max_log2n.values())
 
         def islider(value, lo, hi, description):
+            # the range reaches the model's value: a slider would clamp it without a word,
+            # and the next change of any control would send the clamped value to the model
             v = value if is_int(value) else lo
-            return w.IntSlider(value=min(max(v, lo), hi), min=lo, max=hi,
+            return w.IntSlider(value=v, min=min(lo, v), max=max(hi, v),
                                description=description, continuous_update=False, style=style)
 
         self.log2n = islider(m.log2n, 10, top, "log2 n")

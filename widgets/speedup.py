@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import pathlib
 from collections.abc import Callable
 
@@ -36,7 +37,7 @@ from ._base import (Panel, PanelModel, backend_options, backend_problem, default
                     fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons)
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
-           "default_results_dir", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
+           "default_results_dir", "this_machine", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
 
 VIEWS = ("seconds", "speedup", "throughput")
 
@@ -271,24 +272,36 @@ _POL = {"cuda_device_t": "sphgpu cuda, temperature only (device)",
         "cuda_device_spin2": "sphgpu cuda, spin 2 alone (device)",
         "ducc0_all_spin2": "ducc0 spin 2, all threads", "ducc0_all_t": "ducc0 spin 0, all threads",
         "healpy_pol": "healpy T,E,B"}
+# Each operation in two groups, each against ducc0 doing the same transform: the temperature
+# transform against ducc0's spin 0, spin 2 and T,E,B against ducc0's spin 2 (for T,E,B a lower
+# bound of the speedup: ducc0's T,E,B also runs spin 0)
+_POL_GROUPS = {"temperature": (("cuda_device_t", "ducc0_all_t"), "ducc0_all_t"),
+               "spin 2 and T,E,B": (("cuda_device_pol", "cuda_host_pol", "cuda_device_spin2",
+                                     "ducc0_all_spin2", "healpy_pol"), "ducc0_all_spin2")}
 register(BenchmarkSpec(
     name="sht_pol", title="Polarized transforms (T,E,B <-> I,Q,U), lmax = 2 nside",
     rows="results", x="nside", x_label="nside", x_log2=True, work="npix", work_label="Mpixels",
-    groups={op: (tuple(f"{impl}_{op}" for impl in _POL), f"ducc0_all_spin2_{op}")
-            for op in ("alm2map", "map2alm")},
+    groups={f"{op}, {kind}": (tuple(f"{impl}_{op}" for impl in impls), f"{base}_{op}")
+            for op in ("alm2map", "map2alm") for kind, (impls, base) in _POL_GROUPS.items()},
     labels={f"{impl}_{op}": text for impl, text in _POL.items()
             for op in ("alm2map", "map2alm")}))
 
-_TPACF = ("sphgpu_cuda_float32", "sphgpu_cuda_float64", "cpu", "treecorr")
+_TPACF = ("sphgpu_cuda_float32", "sphgpu_cuda_cupy", "sphgpu_cuda_prepared",
+          "sphgpu_cuda_float64", "cpu", "treecorr")
 register(BenchmarkSpec(
     name="tpacf", title="Exact pair counts (10.7 randoms per point)", rows="results",
     x="n_data", x_label="data points",
     groups={"DD + DR + RR": (_TPACF, "treecorr"), "DD": (_TPACF, "treecorr"),
             "DR": (_TPACF, "treecorr"), "RR": (_TPACF, "treecorr")},
     timing={"DD + DR + RR": "total_s.{key}", "*": "counts.{group}.{key}.median_s"},
-    labels={"sphgpu_cuda_float32": "sphgpu cuda (float32, exact refinement)",
-            "sphgpu_cuda_float64": "sphgpu cuda, float64", "cpu": "sphgpu cpu (Numba)",
-            "treecorr": "TreeCorr, exact (bin_slop=0)"},
+    # what benchmarks/tpacf.py times under each key: "float32" is the default precision,
+    # called with NumPy arrays (catalog preparation inside the call); cpu and TreeCorr ran once
+    labels={"sphgpu_cuda_float32": "sphgpu cuda, whole call from NumPy",
+            "sphgpu_cuda_cupy": "sphgpu cuda, from CuPy arrays",
+            "sphgpu_cuda_prepared": "sphgpu cuda, prepared Catalogs",
+            "sphgpu_cuda_float64": "sphgpu cuda, float64, from NumPy",
+            "cpu": "sphgpu cpu (Numba), one run",
+            "treecorr": "TreeCorr, exact (bin_slop=0), one run"},
     sphgpu_prefixes=("sphgpu", "cpu")))
 
 register(BenchmarkSpec(
@@ -344,12 +357,29 @@ class Benchmark:
             return np.array([]), np.array([]), np.array([])
         return tuple(np.array(c, dtype=np.float64) for c in zip(*pts))
 
+    @property
+    def gpu(self) -> str:
+        """The GPU the stored run used, as its JSON names it."""
+        return str(self.data.get("machine", {}).get("gpu") or "no GPU recorded")
+
     def machine(self) -> str:
         m = self.data.get("machine", {})
-        parts = [str(m.get("gpu", "no GPU recorded")), f"{m.get('cpu_count', '?')} CPU cores"]
+        parts = [self.gpu, f"{m.get('cpu_count', '?')} CPU cores"]
         if "date" in self.data:
             parts.append(str(self.data["date"]))
         return ", ".join(parts)
+
+
+def this_machine(backend) -> str:
+    """What a fresh measurement on ``backend`` runs on: the GPU's name, or the host's cores."""
+    if backends.info(backend).gpu:
+        from numba import cuda
+
+        if not hasattr(cuda, "get_current_device"):     # Numba's simulator names no device
+            return "Numba's CUDA simulator"
+        name = cuda.get_current_device().name
+        return name.decode() if isinstance(name, bytes) else str(name)
+    return f"CPU, {os.cpu_count()} cores"
 
 
 def default_results_dir() -> pathlib.Path:
@@ -543,7 +573,8 @@ class SpeedupModel(PanelModel):
                     if not common.size:
                         continue
                     x, y = common, base[1][ib] / s[ia]
-                label = spec.label(k) + (" (this machine)" if is_fresh else "")
+                label = spec.label(k) + (f" (this machine: {this_machine(self.backend)})"
+                                         if is_fresh else "")
                 out.append(dict(label=label, key=k, x=x, y=y, sphgpu=spec.is_sphgpu(k),
                                 fresh=is_fresh))
         return out
@@ -563,14 +594,15 @@ class SpeedupModel(PanelModel):
         b = self.current
         if b is None or self.message:
             return []
-        rows = [("results", f"{b.path.name}: {b.machine()}")]
+        rows = [("stored results, measured on", f"{b.machine()} ({b.path.name})")]
+        stored = f"stored run on {b.gpu}"
         base = self.baseline
         if b.spec.scaling:
             for k in self.series_keys():
                 x, s, _ = b.series(k, self.group)
                 if x.size > 1:
                     eff = s[0] * x[0] / (s * x)
-                    rows.append((f"{b.spec.label(k)}: parallel efficiency",
+                    rows.append((f"{b.spec.label(k)}: parallel efficiency ({stored})",
                                  ", ".join(f"{_size_text(n, b.spec)}: {e:.2f}"
                                            for n, e in zip(x, eff))))
         elif base is not None:
@@ -583,12 +615,13 @@ class SpeedupModel(PanelModel):
                 if common.size:
                     sp = sb[ib] / s[ia]
                     i = int(np.argmax(sp))
-                    rows.append((f"{b.spec.label(k)} vs {b.spec.label(base)}",
+                    rows.append((f"{b.spec.label(k)} vs {b.spec.label(base)} ({stored})",
                                  f"{sp[i]:.2f}x at {b.spec.x_label} {_size_text(common[i], b.spec)}"
                                  f" (from {sp.min():.2f}x to {sp.max():.2f}x)"))
         for size, row in sorted(self._fresh_rows().items()):
             text = ", ".join(f"{b.spec.label(k)} {fmt_seconds(v)}" for k, v in row.items())
-            rows.append((f"this machine, {_size_text(size, b.spec)}", text))
+            rows.append((f"this machine ({this_machine(self.backend)}), "
+                         f"{_size_text(size, b.spec)}", text + " (medians after a warm-up call)"))
         return rows
 
     # -- fresh measurement --------------------------------------------------------------------
@@ -669,7 +702,10 @@ class SpeedupModel(PanelModel):
             ax.set_ylabel("seconds (median)")
         ax.set_xlabel(spec.x_label)
         ax.grid(True, which="both", alpha=0.25)
-        ax.set_title(f"{spec.title}: {self.group}", fontsize="medium")
+        title = f"{spec.title}: {self.group}\nlines: stored run on {b.gpu}"
+        if any(c["fresh"] for c in curves):
+            title += f"; hollow markers: this machine ({this_machine(self.backend)})"
+        ax.set_title(title, fontsize="medium")
         ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return fig
 

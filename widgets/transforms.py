@@ -24,8 +24,8 @@ from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    fmt_seconds, is_int, is_real, new_figure, numbers_html, show_figure,
-                    toggle_buttons)
+                    first_call, fmt_call_seconds, is_int, is_real, new_figure,
+                    numbers_html, show_figure, toggle_buttons)
 from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -78,6 +78,10 @@ class TransformResult:
     beam: np.ndarray           # (lmax+1, 4) b_l applied: gauss_beam's T, E, B, TE columns
     field: str = "T"           # the map shown, one of FIELDS
     spectrum: str = "TT"       # the spectrum shown, one of SHOWN_SPECTRA
+    fwhm_arcmin: float = 0.0   # the beam and seed the sky was drawn with
+    seed: int = 0
+    synthesis_first: bool = False   # the panel's first alm2map / map2alm on this backend and
+    analysis_first: bool = False    # size in this process (compilation and tuning inside)
 
     @property
     def map(self) -> np.ndarray:
@@ -125,8 +129,10 @@ class TransformResult:
             ("lmax / a_lm",
              f"{self.lmax} / {(self.lmax + 1) * (self.lmax + 2) // 2:,} × T, E, B"),
             ("backend", self.backend),
-            ("alm2map (T, E, B → I, Q, U)", fmt_seconds(self.synthesis_s)),
-            (f"map2alm (iter={self.iter})", fmt_seconds(self.analysis_s)),
+            ("alm2map (T, E, B → I, Q, U), one call, NumPy in and out",
+             fmt_call_seconds(self.synthesis_s, self.synthesis_first)),
+            (f"map2alm (iter={self.iter}), one call, NumPy in and out",
+             fmt_call_seconds(self.analysis_s, self.analysis_first)),
             (f"map rms ({self.field})", f"{self.map.std():.3g} μK"),
             ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
         ] + [self._ratio_row(spec) for spec in RATIO_SPECTRA]
@@ -253,13 +259,13 @@ class TransformModel(PanelModel):
         progress(0.0, "synthesis")
         key = (self.nside, self.lmax, float(self.fwhm_arcmin), self.seed, self.backend)
         with self.capture("synthesis"):
-            maps, eb_maps, alm, t_syn = self._synth.get(key, self._synthesize)
+            maps, eb_maps, alm, t_syn, syn_first = self._synth.get(key, self._synthesize)
         if self.message:
             return None
         progress(0.5, f"analysis, iter={self.iter}")
         with self.capture("analysis"):
-            cl_hat, err, t_ana = self._analysis.get(key + (self.iter,),
-                                                    lambda: self._analyse(maps, alm))
+            cl_hat, err, t_ana, ana_first = self._analysis.get(key + (self.iter,),
+                                                               lambda: self._analyse(maps, alm))
         if self.message:
             return None
         progress(1.0, "done")
@@ -268,7 +274,8 @@ class TransformModel(PanelModel):
             nside=self.nside, lmax=self.lmax, backend=self.backend, maps=maps, eb_maps=eb_maps,
             cl_model=_cl_model(self._cl_input(), beam), cl_hat=cl_hat, roundtrip_error=err,
             synthesis_s=t_syn, analysis_s=t_ana, iter=self.iter, beam=beam, field=self.field,
-            spectrum=self.spectrum)
+            spectrum=self.spectrum, fwhm_arcmin=float(self.fwhm_arcmin), seed=self.seed,
+            synthesis_first=syn_first, analysis_first=ana_first)
         return self.result
 
     def set(self, **params) -> bool:
@@ -292,16 +299,18 @@ class TransformModel(PanelModel):
         t0 = time.perf_counter()
         maps = sphgpu.alm2map(alm, self.nside, self.lmax, backend=self.backend)
         seconds = time.perf_counter() - t0
+        first = first_call("alm2map", self.backend, self.nside, self.lmax)
         # the E-only and B-only skies: a_E and a_B each synthesized as a scalar field
         eb_maps = sphgpu.alm2map(alm[1:], self.nside, self.lmax, pol=False, backend=self.backend)
-        return maps, eb_maps, alm, seconds
+        return maps, eb_maps, alm, seconds, first
 
     def _analyse(self, maps, alm):
         t0 = time.perf_counter()
         alm_hat = sphgpu.map2alm(maps, self.lmax, iter=self.iter, backend=self.backend)
         seconds = time.perf_counter() - t0
+        first = first_call("map2alm", self.backend, self.nside, self.lmax)
         err = float(np.linalg.norm(alm_hat - alm) / np.linalg.norm(alm))
-        return sphgpu.alm2cl(alm_hat), err, seconds
+        return sphgpu.alm2cl(alm_hat), err, seconds, first
 
     # -- views --------------------------------------------------------------------------------
     def figure(self):
@@ -322,8 +331,7 @@ class TransformModel(PanelModel):
                 mec="k", ms=9, mew=1.5)
         fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04,
                      label=_FIELD_LABEL[r.field])
-        ax.set_title(f"{r.field}: nside {r.nside}, {float(self.fwhm_arcmin):g}′ beam, "
-                     f"seed {self.seed}")
+        ax.set_title(f"{r.field}: nside {r.nside}, {r.fwhm_arcmin:g}′ beam, seed {r.seed}")
         zx = fig.add_subplot(gs[1])
         gnomview(sky, geom, zx, lon_deg=float(self.zoom_lon), lat_deg=float(self.zoom_lat),
                  width_deg=float(self.zoom_width), npix=160, **style)
@@ -382,10 +390,13 @@ class TransformPanel(Panel):
         self.lmax = w.IntSlider(value=m.lmax if is_int(m.lmax) else 2 * nside, min=2,
                                 max=LMAX_PER_NSIDE * nside, description="lmax",
                                 continuous_update=False, style=style)
-        self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0, max=600.0, step=5.0,
+        # ranges reach the model's own values: a slider would clamp them without a word, and
+        # the next change of any control would send the clamped value back to the model
+        self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0,
+                                  max=max(600.0, float(m.fwhm_arcmin)), step=5.0,
                                   description="beam FWHM [′]", continuous_update=False,
                                   style=style)
-        self.seed = w.IntSlider(value=m.seed, min=0, max=99, description="seed",
+        self.seed = w.IntSlider(value=m.seed, min=0, max=max(99, m.seed), description="seed",
                                 continuous_update=False, style=style)
         self.iter = w.IntSlider(value=m.iter, min=0, max=MAX_ITER, description="map2alm iter",
                                 continuous_update=False, style=style)

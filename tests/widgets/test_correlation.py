@@ -318,3 +318,50 @@ def test_panel_interactions_answer_within_a_second():
                            (p.seed, 1), (p.theta_max, 60.0)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_a_view_change_does_not_bring_back_a_stale_figure():
+    """After a setting changes, a panel that waits for Run shows no result; switching the w
+    axis must not redraw the last result, which was counted with other settings."""
+    p = correlation_panel(**SMALL, live_max_data=300)
+    p.run_button.click()
+    assert png(p.figure) is not None
+    p.nbins.value = 7
+    assert png(p.figure) is None
+    p.yscale.value = "linear"
+    assert png(p.figure) is None and "press Run" in p.message.value
+
+
+def test_the_time_shown_says_what_it_includes(monkeypatch):
+    from sphgpu.widgets import _base
+
+    monkeypatch.setattr(_base, "_TIMED", set())
+    m = CorrelationModel(**SMALL)
+    first = dict(m.run().numbers())
+    label = "time of angular_correlation (one call: counts, jackknife, estimator)"
+    assert "first call in this session" in first[label]
+    m.set(nbins=5)
+    assert "first call" not in dict(m.run().numbers())[label]
+
+
+def test_panel_keeps_a_large_seed():
+    p = correlation_panel(**dict(SMALL, seed=5_000_000))
+    assert p.seed.value == 5_000_000
+    p.nbins.value = 5
+    assert p.model.seed == 5_000_000 and p.model.result.n_data == 400
+
+
+@pytest.mark.parametrize("shift", [0.0, -360.0])
+def test_an_upload_crossing_ra_zero_gives_a_message(shift):
+    """Randoms are drawn over the catalog's RA/Dec box: for points on both sides of RA 0° the
+    box spans all RA, and w would be counted against randoms where the catalog has none."""
+    ra, dec = uniform_randoms(300, (0.0, 20.0, -5.0, 25.0), seed=9)
+    ra = np.mod(ra - 10.0, 360.0) + np.where(ra >= 10.0, 0.0, shift)   # 350..360 and 0..10
+    m = CorrelationModel(**SMALL)
+    assert not m.load_file("wraps.csv", _csv(ra, dec))
+    assert ("crosses RA 0°" if shift == 0 else "must lie within 0-360°") in m.message
+    assert m.run() is None
+    # the same points rotated away from 0° are counted
+    assert m.load_file("rotated.csv", _csv(np.mod(ra + 30.0, 360.0), dec)) and m.message == ""
+    full_sky = uniform_randoms(400, (0.0, 360.0, -60.0, 60.0), seed=3)
+    assert m.load_file("all_ra.csv", _csv(*full_sky)) and m.message == ""

@@ -85,3 +85,30 @@ def test_values_of_the_wrong_shape_are_refused():
     geom = sphgpu.RingGeometry.healpix(4)
     with pytest.raises(ValueError, match="values must have shape"):
         mollview(np.zeros(10), geom, _mollweide_axes())
+
+
+def test_unseen_and_masked_pixels_are_drawn_as_masked():
+    """hp.UNSEEN pixels (and numpy.ma masks) are masked cells in the colormap's grey, not the
+    colour of -1.6e30 at the bottom of the scale, and do not stretch an automatic scale."""
+    from matplotlib.colors import to_rgba
+
+    from sphgpu.widgets import plots
+
+    geom = sphgpu.RingGeometry.healpix(8)
+    theta, _ = healpy.pix2ang(8, np.arange(geom.npix))
+    values = np.cos(theta)
+    cut = np.abs(values) < 0.3
+    for given in (np.where(cut, sphgpu.UNSEEN, values), np.ma.masked_array(values, cut)):
+        mesh = mollview(given, geom, _mollweide_axes(), nlon=72, nlat=36, cmap="RdBu_r")
+        mask = np.ma.getmaskarray(mesh.get_array()).ravel()
+        lat = np.linspace(-90, 90, 37)
+        lat_c = np.repeat(0.5 * (lat[1:] + lat[:-1]), 72)
+        # cells well inside the cut are masked, cells well outside are drawn
+        assert mask[np.abs(lat_c) < 15].all() and not mask[np.abs(lat_c) > 20].any()
+        assert mesh.norm.vmin > -1.0 - 1e-12
+        assert mesh.cmap.get_bad() == pytest.approx(to_rgba(plots.MASKED_COLOR))
+    from matplotlib.figure import Figure
+
+    image = gnomview(np.where(cut, sphgpu.UNSEEN, values), geom, Figure().add_subplot(),
+                     lon_deg=0, lat_deg=0, width_deg=10, npix=20)
+    assert np.ma.getmaskarray(image.get_array()).all()         # the zoom lies in the cut

@@ -132,3 +132,21 @@ def test_widths_the_backend_refuses_are_left_out_of_the_sweep(monkeypatch):
     assert sorted(m.run().sphgpu_s) == list(range(1, 9))
     m.set(radix_bits=10)
     assert m.run() is None and "radix_bits must be <= 8" in m.message
+
+
+def test_timings_say_what_was_timed():
+    m = SortModel(**SMALL)
+    rows = dict(m.run().numbers(4))
+    assert "sphgpu (cpu, NumPy arrays; after a warm-up call)" in rows
+    pic_rows = [label for label, _ in m.run_pic().numbers()]
+    assert any(label.startswith("re-sort (NumPy arrays in and out), b = 8") for label in pic_rows)
+
+
+def test_panel_sliders_keep_the_models_settings():
+    """A slider whose range left out the model's (valid) value clamped it silently, and the
+    next change of any control sent the clamped value to the model."""
+    p = sort_panel(**dict(SMALL, log2n=8, pic_grid=300, pic_key_bits=17, pic_steps=30))
+    assert (p.log2n.value, p.pic_grid.value, p.pic_steps.value) == (8, 300, 30)
+    p.key_bits.value = 10
+    m = p.model
+    assert (m.log2n, m.pic_grid, m.pic_steps, m.message) == (8, 300, 30, "")

@@ -147,9 +147,12 @@ def test_fresh_sht_measurement_puts_sphgpu_against_its_peers_on_the_plot():
                                          for n in (8, 16)])
     fig = m.figure()
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "sphgpu cpu backend (ducc0 inside) (this machine)" in labels
+    here = speedup.this_machine("cpu")
+    assert f"sphgpu cpu backend (ducc0 inside) (this machine: {here})" in labels
+    assert f"hollow markers: this machine ({here})" in fig.axes[0].get_title()
     rows = dict(m.summary())
-    assert "sphgpu cpu backend" in rows["this machine, 8"]
+    assert "sphgpu cpu backend" in rows[f"this machine ({here}), 8"]
+    assert "after a warm-up call" in rows[f"this machine ({here}), 8"]
 
 
 def test_cuda_measurement_without_a_gpu_is_a_message(no_gpu):
@@ -230,3 +233,50 @@ def test_tpacf_results_per_count_and_in_total():
     np.testing.assert_array_equal(c["cpu"]["y"], [r["counts"]["DR"]["cpu"]["median_s"]
                                                   for r in rows])
     np.testing.assert_array_equal(c["cpu"]["x"], [r["n_data"] for r in rows])
+
+
+def test_stored_results_say_which_gpu_measured_them():
+    """A committed run from another machine is labelled with the GPU its JSON names, in the
+    figure and on every speedup row, apart from what this machine measures."""
+    m = SpeedupModel(backend="cpu")
+    for name in ("sht", "sort", "tpacf", "sht_pol"):
+        gpu = committed(name)["machine"]["gpu"]
+        m.set(benchmark=name, group=None, baseline=None, view="speedup")
+        assert m.message == "", name
+        assert f"stored run on {gpu}" in m.figure().axes[0].get_title(), name
+        rows = m.summary()
+        assert gpu in rows[0][1]
+        speedups = [label for label, _ in rows[1:]]
+        assert speedups and all(f"stored run on {gpu}" in label for label in speedups), name
+
+
+def test_tpacf_series_say_what_the_benchmark_timed():
+    """tpacf.json's headline key is the whole call from NumPy arrays; the CuPy and prepared
+    calls are shown too, each named for what it passed."""
+    m = SpeedupModel(benchmark="tpacf", group="DR", view="seconds", backend="cpu")
+    labels = {c["key"]: c["label"] for c in m.curves()}
+    assert labels["sphgpu_cuda_float32"] == "sphgpu cuda, whole call from NumPy"
+    assert labels["sphgpu_cuda_prepared"] == "sphgpu cuda, prepared Catalogs"
+    assert "from CuPy" in labels["sphgpu_cuda_cupy"]
+
+
+def test_this_machine_is_named_on_every_backend():
+    assert speedup.this_machine("cpu").startswith("CPU, ")
+    name = speedup.this_machine("cuda")             # a GPU's name, or the simulator's
+    assert isinstance(name, str) and name
+
+
+def test_polarized_speedups_compare_like_with_like():
+    """The temperature transform was shown as a speedup over ducc0's spin-2 transform; each
+    sphgpu series is now against ducc0 doing the same spin."""
+    row = committed("sht_pol")["results"][0]
+    t = {k: v["median_s"] for k, v in row["timings"].items()}
+    m = SpeedupModel(benchmark="sht_pol", group="alm2map, temperature", view="speedup",
+                     backend="cpu")
+    assert m.baseline == "ducc0_all_t_alm2map" and m.message == ""
+    (c,) = m.curves()
+    assert c["key"] == "cuda_device_t_alm2map"
+    np.testing.assert_allclose(c["y"], [t["ducc0_all_t_alm2map"] / t["cuda_device_t_alm2map"]])
+    m.set(group="map2alm, spin 2 and T,E,B")
+    assert m.baseline == "ducc0_all_spin2_map2alm"
+    assert "cuda_device_t_map2alm" not in {c["key"] for c in m.curves()}

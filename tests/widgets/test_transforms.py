@@ -269,3 +269,35 @@ def test_zoom_redraws_the_shown_map_without_recomputing():
     p.zoom_width.value = 0.5                              # below the slider: clamped to 1
     assert p.zoom_width.value == 1.0 and p.message.value == ""
     assert not p.model.set(zoom_lat=95.0) and "zoom latitude" in p.model.message
+
+
+def test_figure_title_is_of_the_sky_drawn_not_of_later_settings():
+    m = TransformModel(nside=16, fwhm_arcmin=120.0, seed=3, backend="cpu")
+    m.run()
+    m.set(seed=5, fwhm_arcmin=60.0)                 # not run: the result is still seed 3
+    title = m.figure().axes[0].get_title()
+    assert "seed 3" in title and "120′ beam" in title
+
+
+def test_timings_say_what_they_include(monkeypatch):
+    from sphgpu.widgets import _base
+
+    monkeypatch.setattr(_base, "_TIMED", set())
+    m = TransformModel(nside=16, backend="cpu")
+    rows = dict(m.run().numbers())
+    syn = "alm2map (T, E, B → I, Q, U), one call, NumPy in and out"
+    ana = "map2alm (iter=3), one call, NumPy in and out"
+    assert "first call in this session" in rows[syn] and "first call" in rows[ana]
+    m.set(seed=1)
+    rows = dict(m.run().numbers())
+    assert "first call" not in rows[syn] and "first call" not in rows[ana]
+
+
+def test_panel_controls_keep_the_models_settings():
+    """A slider whose range left out the model's value clamped it silently, and the next
+    change of any control sent the clamped value to the model."""
+    p = transform_panel(nside=16, seed=150, fwhm_arcmin=700.0, backend="cpu")
+    assert p.seed.value == 150 and p.fwhm.value == 700.0
+    p.iter.value = 1
+    assert p.model.seed == 150 and p.model.fwhm_arcmin == 700.0
+    assert "seed 150" in p.model.figure().axes[0].get_title()
