@@ -256,9 +256,8 @@ def _row_scan(passes: int, radix_bits: int, threads: int):
         for p in range(t, passes, threads):
             flag[p] = 0
         cuda.syncthreads()
-        # shifted by one within each row: the inclusive scan of the shifted row is the
-        # exclusive scan of the row
-        cuda.syncthreads()          # a (the block's counts) is read by no one any more
+        # a gets each row shifted by one (the inclusive scan of the shifted row is the
+        # exclusive scan of the row); the caller's barrier ended every read of a
         for j in range(t, SIZE, threads):
             v = hist[j]
             hist[j] = 0
