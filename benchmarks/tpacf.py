@@ -660,10 +660,13 @@ def scale(args):
     # the same count under a budget of 1 GiB: made in parts, the same counts
     pool = _device_pool()
     small = 2**30 if n * budget.POINT_BYTES < 2**29 else 2 * n * budget.POINT_BYTES
+    splits = []          # the count's messages when it goes over its budget and splits
     t0 = time.perf_counter()
-    parts = pair_counts(ra, dec, bins=bins, backend="cuda", max_device_bytes=small)
+    parts = pair_counts(ra, dec, bins=bins, backend="cuda", max_device_bytes=small,
+                        progress=splits.append)
     sync()
     out["one_gpu_small_budget"] = {"budget_bytes": small, "seconds": time.perf_counter() - t0,
+                                   "splits": len(splits), "split_messages": splits[:4],
                                    "cupy_pool_peak_bytes": int(pool.total_bytes()),
                                    "cupy_pool_within_budget": pool.total_bytes() <= small,
                                    "equal": bool(np.array_equal(parts.counts, rr.counts))}
