@@ -126,10 +126,28 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
     return _finish(name, arr, allow_batch, dtype)
 
 
+def _holds_masked(a) -> bool:
+    """Whether ``a`` is a list or tuple holding ``numpy.ma`` arrays (at any depth), such as
+    healpy's ``[hp.ma(I), hp.ma(Q), hp.ma(U)]``. A list of numbers is told by its first item."""
+    if not isinstance(a, (list, tuple)) or not a:
+        return False
+    if not (np.ma.isMaskedArray(a[0]) or isinstance(a[0], (list, tuple, np.ndarray))):
+        return False
+    return any(np.ma.isMaskedArray(x) or _holds_masked(x) for x in a)
+
+
+def _masked_stack(a):
+    """One masked array of a (nested) list of maps, the items' masks kept: ``np.asarray``
+    would drop them, and what lies under a mask would enter the transform."""
+    if isinstance(a, (list, tuple)):
+        return np.ma.stack([_masked_stack(x) for x in a])
+    return np.ma.asarray(a)
+
+
 def as_maps(name: str, a, *, max_ndim: int = 2):
     """Validate map(s) the way healpy reads them: pixels equal to ``UNSEEN`` (within healpy's
-    ``mask_bad`` tolerance) and the masked pixels of a ``numpy.ma`` array are excluded, i.e.
-    set to zero; any other NaN or infinity is an error naming ``name``.
+    ``mask_bad`` tolerance) and the masked pixels of a ``numpy.ma`` array (or of a list of
+    them, as healpy reads ``[hp.ma(I), hp.ma(Q), hp.ma(U)]``) are excluded, i.e. set to zero; any other NaN or infinity is an error naming ``name``.
 
     Returns ``(arr, bad)``: arr a C-contiguous float64 array (NumPy, or CuPy for device
     input; a copy whenever pixels were zeroed, so the caller's maps are never modified) of
@@ -137,6 +155,8 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     or None when there are none.
     """
     mask = None
+    if _holds_masked(a):
+        a = _masked_stack(a)
     if np.ma.isMaskedArray(a):
         mask = np.ma.getmaskarray(a)
         a = np.ma.getdata(a)

@@ -17,12 +17,12 @@ import numpy as np
 
 from .. import backends
 from .._device import like_input
-from .._validate import UNSEEN, as_maps, check_int
+from .._validate import check_int
 from ..sht.transforms import resolve_geometry
 from .harmonic import harmonic_convolve
 from .kernels import CompactKernel, _check_angle
 from .optimize import Plan, optimize_split
-from .run import apply_split, check_maps, realspace_part, run_plan
+from .run import apply_split, check_maps, realspace_part, run_plan, with_mask
 from .split import KernelSplit, _check_kernel, split_kernel
 
 __all__ = ["convolve", "run_plan", "METHODS"]
@@ -104,12 +104,8 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     BackendUnavailableError
         If ``backend="cuda"`` is asked for without a usable GPU.
     """
-    arr, bad = as_maps("maps", maps)
-    out = _convolve(maps if bad is None else arr, kernel, method, l_cut, theta_cut, backend,
-                    harmonic_backend, error_bound, fit, geometry)
-    if bad is not None:
-        out[bad] = UNSEEN
-    return out
+    return with_mask(maps, lambda m: _convolve(m, kernel, method, l_cut, theta_cut, backend,
+                                               harmonic_backend, error_bound, fit, geometry))
 
 
 def _convolve(maps, kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound,

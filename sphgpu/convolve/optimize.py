@@ -15,7 +15,7 @@ import numpy as np
 from .._validate import check_int
 from .cost import CostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
-from .run import run_plan
+from .run import run_plan, with_mask
 from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
 __all__ = ["Plan", "Candidate", "optimize_split", "plan_for_cuts", "default_theta_grid",
@@ -189,7 +189,9 @@ class Plan:
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
     def apply(self, maps, *, backend=None):
-        """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`).
+        """Convolve ``maps`` with the kernel as this plan says (see :func:`convolve`): pixels
+        equal to ``healpy.UNSEEN`` and the masked pixels of a ``numpy.ma`` array enter as zero
+        and come out as ``UNSEEN``.
 
         Parameters
         ----------
@@ -209,7 +211,7 @@ class Plan:
         TypeError
             If ``maps`` is a GPU array and no part runs on the GPU.
         """
-        return run_plan(self, maps, backend=backend)
+        return with_mask(maps, lambda m: run_plan(self, m, backend=backend))
 
     def explain(self) -> str:
         """What this plan does and why, in a few lines of text.

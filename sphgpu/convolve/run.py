@@ -16,14 +16,15 @@ import numpy as np
 
 from .. import backends
 from .._device import like_input
-from .._validate import as_real_array, is_device_array
+from .._validate import UNSEEN, as_maps, as_real_array, is_device_array
 from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
 from .cost import MeasuredCostModel
 from .harmonic import harmonic_convolve
 from .realspace import ring_plan
 
-__all__ = ["realspace_part", "run_split", "apply_split", "run_plan", "check_maps", "host_copy"]
+__all__ = ["realspace_part", "run_split", "apply_split", "run_plan", "check_maps", "host_copy",
+           "with_mask"]
 
 
 def realspace_part(maps, geometry, compact, backend, *, concurrent=False):
@@ -79,6 +80,17 @@ def _add(a, b):
 
         return cupy.asarray(a) + cupy.asarray(b)
     return a + b
+
+
+def with_mask(maps, run):
+    """``run(maps)`` with the pixels equal to ``UNSEEN`` and the masked pixels of a
+    ``numpy.ma`` array set to zero, and ``UNSEEN`` put back there in the result (as healpy's
+    ``smoothing``); NaN elsewhere raises. The caller's array is left as it was."""
+    arr, bad = as_maps("maps", maps)
+    out = run(maps if bad is None else arr)
+    if bad is not None:
+        out[bad] = UNSEEN
+    return out
 
 
 def check_maps(maps, *backend_names):

@@ -58,11 +58,15 @@ def _geometry_args(geometry):
 
 def _synthesis(alm, spin, layout, geometry):
     """alm (k, ncomp, nalm) -> maps (k, ncomp, npix) through ducc0 (ncomp = 1 for spin 0)."""
+    if spin > layout.lmax:          # no spin-s harmonic has l < s; ducc0 refuses lmax < spin
+        return np.zeros(alm.shape[:2] + (geometry.npix,))
     return ducc0.sht.synthesis(alm=alm, lmax=layout.lmax, mmax=layout.mmax, spin=spin,
                                nthreads=_nthreads(), **_geometry_args(geometry))
 
 
 def _analysis(maps, spin, layout, geometry):
+    if spin > layout.lmax:
+        return np.zeros(maps.shape[:2] + (layout.size,), dtype=np.complex128)
     return ducc0.sht.adjoint_synthesis(map=maps, lmax=layout.lmax, mmax=layout.mmax, spin=spin,
                                        ringfactor=geometry.weight, nthreads=_nthreads(),
                                        **_geometry_args(geometry))

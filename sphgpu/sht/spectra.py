@@ -15,7 +15,8 @@ from .._device import like_input, to_host
 from .._validate import (UNSEEN, _array_module, as_complex_array, as_maps, as_real_array,
                          check_int, is_device_array)
 from ..alm import AlmLayout
-from .transforms import _check_pol, alm2map, map2alm, resolve_geometry, times_fl
+from .transforms import (_apply_pixwin, _check_healpix_pixwin, _check_pol, alm2map, map2alm,
+                         resolve_geometry, times_fl)
 
 __all__ = ["synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing"]
 
@@ -334,7 +335,7 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
     seed : int or numpy.random.Generator, optional
         For reproducible skies.
     alm : bool, optional
-        Also return the (beamed) a_lm.
+        Also return the a_lm of the maps (beam and pixel window applied).
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where the transforms run (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
@@ -345,7 +346,8 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
     maps : numpy.ndarray
         float64, shape ``(npix,)`` or ``(n, npix)`` (I, Q, U for a polarized sky).
     alm : numpy.ndarray
-        complex128, the a_lm behind the maps; only with ``alm=True``.
+        complex128, the a_lm behind the maps (beam and pixel window applied, as healpy);
+        only with ``alm=True``.
     """
     geom = resolve_geometry(nside, geometry)
     lmax = geom.natural_lmax if lmax is None else lmax
@@ -358,8 +360,11 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
             a = almxfl(a, gauss_beam(fwhm, lmax), mmax, lmax=lmax)
         else:
             a = _apply_rows(a, _beam_rows(a.shape[0], pol, lmax, fwhm, None), mmax, lmax)
-    m = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, pixwin=pixwin, backend=backend,
-                geometry=geom)
+    if pixwin:
+        # on the a_lm, so that the returned a_lm are those of the maps (healpy's as well)
+        _check_healpix_pixwin(geom)
+        a = _apply_pixwin(a, geom.nside, AlmLayout(lmax, mmax), pol and a.ndim == 2)
+    m = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, backend=backend, geometry=geom)
     return (m, a) if alm else m
 
 

@@ -117,7 +117,9 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     pol : bool
         healpy's ``pol``: True (default) reads 3 rows as T, E, B.
     pixwin : bool
-        Multiply by HEALPix's pixel window (:func:`sphgpu.pixwin`; polarization window for E, B).
+        Multiply by HEALPix's pixel window (:func:`sphgpu.pixwin`; polarization window for E, B),
+        tabulated up to lmax <= 4*nside. (healpy's alm2map takes the window to 3*nside - 1 only
+        and drops the a_lm above it.)
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where to compute (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional

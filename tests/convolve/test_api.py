@@ -169,3 +169,22 @@ def test_masked_pixels_enter_as_zero_and_come_back_unseen(rng):
     m[3] = np.nan
     with pytest.raises(ValueError, match="maps contains NaN"):
         sphgpu.convolve.convolve(m, kernel, method="harmonic", backend="cpu")
+
+
+def test_plan_apply_masks_as_convolve_does(rng):
+    # Plan.apply is convolve() with the plan: UNSEEN and numpy.ma pixels enter as zero and come
+    # back UNSEEN (they used to enter as -1.6e30 and spread over the whole map)
+    import healpy as hp
+    from sphgpu.convolve import plan_for_cuts
+
+    nside = 4
+    m = rng.standard_normal(12 * nside**2)
+    m[10:20] = hp.UNSEEN
+    plan = plan_for_cuts(RadialKernel.gaussian(600.0, 12), nside=nside, l_cut=6,
+                         theta_cut=0.8, cost_model="paper")
+    want = convolve(m, plan, backend="cpu")
+    assert np.array_equal(want == hp.UNSEEN, m == hp.UNSEEN)
+    np.testing.assert_array_equal(plan.apply(m, backend="cpu"), want)
+    np.testing.assert_array_equal(plan.apply(np.ma.masked_values(m, hp.UNSEEN), backend="cpu"),
+                                  want)
+    assert m[10] == hp.UNSEEN

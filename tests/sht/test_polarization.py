@@ -87,6 +87,29 @@ def test_spin_transforms_on_other_grids_match_ducc0(backend, rng):
     assert rel_err(back, alm) <= TOL["gl_roundtrip"]
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_band_limits_below_the_spin_agree_with_the_reference(backend, rng):
+    # lmax < spin: no spin-s harmonics exist, so the spin rows are zero; T (and der1's map)
+    # still transform. ducc0 refuses lmax < spin, and the CPU backend used to pass that on as
+    # a RuntimeError where the reference and CUDA backends answer.
+    nside = 1
+    maps = random_map(rng, nside, 3)
+    for lmax in (0, 1):
+        want = sphgpu.map2alm(maps, lmax, iter=0, backend="reference")
+        got = sphgpu.map2alm(maps, lmax, iter=0, backend=backend)
+        np.testing.assert_allclose(got, want, rtol=0, atol=TOL["same_path_atol"])
+        assert not np.any(got[1:])
+        np.testing.assert_allclose(sphgpu.alm2map(want, nside, backend=backend),
+                                   sphgpu.alm2map(want, nside, backend="reference"),
+                                   rtol=0, atol=TOL["same_path_atol"])
+    alm = random_pol_alm(rng, AlmLayout(2))[1:]
+    assert not np.any(sphgpu.alm2map_spin(alm, nside, 3, backend=backend))
+    assert not np.any(sphgpu.map2alm_spin(maps[1:], 3, 2, backend=backend))
+    np.testing.assert_allclose(sphgpu.alm2map_der1(alm[0, :1], nside, backend=backend),
+                               sphgpu.alm2map_der1(alm[0, :1], nside, backend="reference"),
+                               rtol=0, atol=TOL["same_path_atol"])
+
+
 def test_batches_of_polarized_sets_equal_single_ones(rng):
     layout = AlmLayout(11)
     alm = random_pol_alm(rng, layout, k=2)
@@ -172,6 +195,26 @@ def test_unseen_pixels_are_excluded_as_healpy_does(backend, rng):
     assert m.min() == hp.UNSEEN                      # the caller's maps are left as they were
 
 
+def test_a_list_of_masked_maps_keeps_its_masks(rng):
+    # healpy reads [hp.ma(I), hp.ma(Q), hp.ma(U)] as masked maps; np.asarray of such a list
+    # drops the masks, and what lay under them used to enter the transform silently
+    m = random_map(rng, 4, 3)
+    mask = np.zeros(m.shape, bool)
+    mask[1, 10:40] = True
+    mask[2, 5] = True
+    rows = [hp.ma(r.copy()) for r in m]
+    for r, k in zip(rows, mask):
+        r.mask = k
+    want = hp.map2alm(rows, lmax=8, iter=0)
+    np.testing.assert_allclose(want, hp.map2alm(np.where(mask, 0.0, m), lmax=8, iter=0))
+    assert rel_err(sphgpu.map2alm(rows, 8, iter=0), want) <= TOL["vs_ducc0"]
+    assert rel_err(sphgpu.map2alm(tuple(rows), 8, iter=0), want) <= TOL["vs_ducc0"]
+    batch = sphgpu.map2alm([rows, list(m)], 8, iter=0)              # nested: (2, 3, npix)
+    assert rel_err(batch[0], want) <= TOL["vs_ducc0"]
+    smooth = sphgpu.smoothing(rows, fwhm=0.2)                        # masked pixels -> UNSEEN
+    assert np.array_equal(smooth == sphgpu.UNSEEN, mask)
+
+
 def test_masked_nan_is_fine_and_unmasked_nan_raises(rng):
     m = rng.standard_normal(192)
     m[7] = np.nan
@@ -196,6 +239,17 @@ def test_pixwin_in_alm2map_and_synfast(rng):
     np.testing.assert_allclose(t, sphgpu.alm2map(hp.almxfl(sphgpu.synalm(np.ones(24), seed=3),
                                                            wt), 8),
                                rtol=0, atol=TOL["same_path_atol"])
+
+
+def test_synfast_returns_the_alm_behind_its_maps_with_pixwin():
+    # healpy's synfast(alm=True) returns the a_lm with the beam and the pixel window applied
+    # (the a_lm its maps are made of); with pixwin=True they used to lack the window (~10%)
+    cls = np.ones((4, 24))
+    for cl, pol in ((cls[0], True), (cls, True), (cls[:3], False)):
+        maps, alm = sphgpu.synfast(cl, 8, new=True, pol=pol, pixwin=True, fwhm=0.1, seed=3,
+                                   alm=True)
+        np.testing.assert_allclose(maps, sphgpu.alm2map(alm, 8, pol=pol), rtol=0,
+                                   atol=TOL["same_path_atol"])
 
 
 def test_synfast_polarized_spectra_and_orders(rng):
