@@ -136,7 +136,7 @@ class MonteCarlo:
         Gaussian).
     mask : array_like, optional
         Weights per pixel, shape (npix,), binary or apodized (>= 0), applied to every map;
-        None: the full sky.
+        booleans are read as 1 (True, observed) and 0; None: the full sky.
     noise_sigma : float or array_like, optional
         White noise: standard deviation per pixel in muK, a number or a map (npix,) (or
         (3, npix) for I, Q, U). The same value applies to I, Q and U unless given per row.
@@ -198,6 +198,10 @@ class MonteCarlo:
             noise_alm = transfer_factors(_spectra_table("noise_cls", noise_cls, pol, bool(new),
                                                         lmax), None)
         if mask is not None:
+            if not hasattr(mask, "dtype"):
+                mask = np.asarray(mask)
+            if mask.dtype == np.bool_:           # True: observed
+                mask = mask.astype(np.float64)
             mask = _pixel_values("mask", mask, npix, 1)
             if np.ndim(mask) == 0:
                 raise ValueError("mask must be a HEALPix map of shape "

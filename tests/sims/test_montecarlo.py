@@ -286,3 +286,15 @@ def test_latitude_cut_mask():
             latitude_cut_mask(nside, **kw)
     with pytest.raises(TypeError, match="cut_deg"):
         latitude_cut_mask(nside, "30")
+
+
+def test_a_boolean_mask_is_read_as_ones_and_zeros():
+    from sphgpu.sims import latitude_cut_mask
+
+    weights = latitude_cut_mask(NSIDE, 30)
+    runs = [MonteCarlo(spectrum(), NSIDE, LMAX, mask=m, noise_sigma=5.0, seed=4,
+                       backend="cpu").run(2, progress=False)
+            for m in (weights, weights > 0, list(weights > 0))]
+    np.testing.assert_array_equal(runs[1].plan.mask, weights)
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r.spectra, runs[0].spectra)
