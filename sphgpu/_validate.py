@@ -147,7 +147,8 @@ def _masked_stack(a):
 def as_maps(name: str, a, *, max_ndim: int = 2):
     """Validate map(s) the way healpy reads them: pixels equal to ``UNSEEN`` (within healpy's
     ``mask_bad`` tolerance) and the masked pixels of a ``numpy.ma`` array (or of a list of
-    them, as healpy reads ``[hp.ma(I), hp.ma(Q), hp.ma(U)]``) are excluded, i.e. set to zero; any other NaN or infinity is an error naming ``name``.
+    them, as healpy reads ``[hp.ma(I), hp.ma(Q), hp.ma(U)]``) are excluded, i.e. set to zero;
+    any other NaN or infinity is an error naming ``name``.
 
     Returns ``(arr, bad)``: arr a C-contiguous float64 array (NumPy, or CuPy for device
     input; a copy whenever pixels were zeroed, so the caller's maps are never modified) of

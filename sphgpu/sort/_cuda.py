@@ -305,11 +305,12 @@ class _Scratch:
     zeroed; the histogram kernel's last block clears them after its scan); ``status`` (passes,
     ntiles * R + 1) holds the look-back words and tile counter of each pass, cleared by the
     histogram kernel (``status_flat`` is the same memory); ``digit_start`` (passes, R) int64
-    and ``constant`` (passes,) int32 come from its scan. ``keys`` and ``perm`` (two uint32 arrays, for three passes or more) hold the keys
-    and the permutation between passes. ``unused`` stands in for the permutation the first
-    pass does not read (and that none reads without one): not the keys themselves, since the
-    simulator copies each argument and writes every copy back. Sorts on one stream run one
-    after another on the GPU, so they can share these.
+    and ``constant`` (passes,) int32 come from its scan. ``keys`` and ``perm`` (two uint32
+    arrays, for three passes or more) hold the keys and the permutation between passes.
+    ``unused`` stands in for the permutation the first pass does not read (and that none reads
+    without one): not the keys themselves, since the simulator copies each argument and writes
+    every copy back. Sorts on one stream run one after another on the GPU, so they can share
+    these.
     """
 
     def __init__(self, xp, dtype, n, passes, radix_bits, ntiles, want_perm):

@@ -529,7 +529,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     - shift, of :func:`wide_type` (mixing signed and unsigned 64-bit integers would make Numba
       compute in floating point);
     - digit_start (passes, >= 2**radix_bits) int64: ``digit_start[p, d]`` is where the keys of
-      digit d start in the output (exclusive scan of the histogram's row p, :func:`histogram_kernel`);
+      digit d start in the output (the exclusive scan of row p of the counts, written by
+      :func:`histogram_kernel`);
     - status (passes, ntiles * 2**radix_bits + 1) uint32 (``shift_bits`` 30) or uint64 (40),
       zeroed (by :func:`histogram_kernel`): row p holds this pass's look-back words, and its
       last word counts the tiles handed out;
