@@ -308,6 +308,7 @@ def test_panel_large_sizes_wait_for_run():
     assert png(p.figure) is None and "press Run" in p.message.value
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_a_second():
     # Binder size: 3000 points, 2 random catalogs of 3x, 10 jackknife regions (the default)
     p = correlation_panel(n_points=3000, backend="cpu")

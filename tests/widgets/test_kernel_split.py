@@ -192,6 +192,7 @@ def test_panel_messages_and_run_and_optimize():
     assert png(p.figure) is None
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_a_second():
     # at the panel's default nside 64 (Binder size): each refit is 0.2-0.4 s on one core
     p = kernel_split_panel(backend="cpu", cost_model="paper")

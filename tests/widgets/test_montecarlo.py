@@ -148,6 +148,7 @@ def test_stop_ends_the_run_and_run_continues():
     assert p.wait(60) and p.model.result.nsims == n + 2 and p.model.result.ran == 2
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_a_second():
     p = montecarlo_panel(**SMALL)
     p.run_button.click()

@@ -107,6 +107,7 @@ def test_panel_messages_and_run():
     assert png(p.figure) is not None and p.model.result.n == 2**17 and p.progress.value == 1.0
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_a_second():
     p = sort_panel(backend="cpu")                  # the defaults are Binder sizes
     p.radix_bits.value = 7

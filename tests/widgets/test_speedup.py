@@ -4,6 +4,7 @@ generic reading of a new file, fresh measurements, messages, and the panel headl
 import json
 
 import numpy as np
+import pytest
 
 from sphgpu.widgets import speedup
 from sphgpu.widgets.speedup import (BenchmarkSpec, SpeedupModel, default_results_dir,
@@ -183,6 +184,7 @@ def test_panel_controls_change_the_plot():
     assert "cannot read" in p.message.value and "x" in p.message.value
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_a_second():
     p = speedup_panel(backend="cpu")
     for control, value in [(p.view, "seconds"), (p.group, "map2alm"),

@@ -218,6 +218,7 @@ def test_panel_shows_messages_for_invalid_settings(no_gpu):
 TRANSFORM_BUDGET_S = 1.5 * INTERACTION_BUDGET_S
 
 
+@pytest.mark.timing
 def test_panel_interactions_answer_within_the_budget():
     p = transform_panel(nside=64, backend="cpu")            # Binder size; warm
     p.seed.value = 1
