@@ -595,6 +595,11 @@ class MonteCarloPanel(Panel):
             if self._running:
                 return
             self._running = True
+            r = self.model.result
+            if r is not None and r.stopped and self._shows(r.settings):
+                # the numbers said "stopped: Run continues": no longer true once it does
+                self.numbers.value = ""
+                self.show_message("running: the results return with the next batch", "note")
         self._stop_asked = False
         self.run_button.disabled, self.stop_button.disabled = True, False
         self._drawn_at = 0.0

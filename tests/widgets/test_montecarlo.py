@@ -143,6 +143,13 @@ def test_stop_ends_the_run_and_run_continues():
     n = p.model.result.nsims
     assert 1 <= n < 100_000 and p.model.result.stopped
     assert f"{n} of 100000 (stopped: Run continues)" in p.numbers.value
+    started.clear()
+    p.run_button.click()                    # the same settings: the run continues
+    assert "stopped" not in p.numbers.value
+    assert started.wait(60)
+    p.stop_button.click()
+    assert p.wait(60)
+    n = p.model.result.nsims
     p.nsims.value = n + 2
     p.run_button.click()
     assert p.wait(60) and p.model.result.nsims == n + 2 and p.model.result.ran == 2
