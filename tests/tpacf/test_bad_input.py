@@ -99,3 +99,19 @@ def test_cuda_without_a_gpu_raises(monkeypatch):
     monkeypatch.setattr(backends, "_cuda_status", lambda: (False, "no GPU here"))
     with pytest.raises(BackendUnavailableError, match="no GPU here"):
         pair_counts(RA, DEC, bins=B, backend="cuda")
+
+
+@pytest.mark.parametrize("labels", [np.full(3, 2**63, np.uint64), np.full(3, 10**12)])
+def test_huge_labels_name_the_argument(labels):
+    # were "Maximum allowed dimension exceeded" / "'list' argument must have no negative
+    # elements" / "key_bits must be <= 64" from deep inside NumPy and the sort
+    with pytest.raises(ValueError, match="labels1 must be < 2"):
+        pair_counts(RA, DEC, bins=B, labels1=labels)
+
+
+@pytest.mark.parametrize("weights", [np.zeros(3), np.array([1.0, -1.0, 0.0])])
+def test_weights_summing_to_zero_are_refused(weights):
+    # the estimator divided by a total weight of zero: w came back all NaN, silently
+    randoms = uniform_randoms(200, (8, 14, -2, 4), seed=1)
+    with pytest.raises(ValueError, match="data weights sum to zero"):
+        angular_correlation(Catalog(RA, DEC, weights=weights), randoms, bins=B)
