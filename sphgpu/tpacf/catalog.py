@@ -181,7 +181,8 @@ class Catalog:
 
     @property
     def ra(self):
-        """Right ascensions (n,) float64, degrees in [0, 360)."""
+        """Right ascensions (n,) float64, degrees, as given (any finite value; the unit vectors
+        take them modulo 360)."""
         return self.coordinates()[0]
 
     @property

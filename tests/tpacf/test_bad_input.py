@@ -115,3 +115,10 @@ def test_weights_summing_to_zero_are_refused(weights):
     randoms = uniform_randoms(200, (8, 14, -2, 4), seed=1)
     with pytest.raises(ValueError, match="data weights sum to zero"):
         angular_correlation(Catalog(RA, DEC, weights=weights), randoms, bins=B)
+
+
+@pytest.mark.parametrize("edges", [[0.0, 1e-170, 1.0], [1.0, 179.99999999999, 179.999999999995]])
+def test_edges_that_collapse_in_chord_distance_are_refused(edges):
+    # a bin of zero width in squared chord distance silently held no pairs
+    with pytest.raises(ValueError, match="too close to tell apart"):
+        AngularBins.from_edges(edges)
