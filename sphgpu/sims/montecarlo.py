@@ -31,6 +31,11 @@ def _spectra_table(name, cls, pol, new, lmax):
     elif np.ndim(cls) != 1:
         raise ValueError(f"{name} must be one spectrum C_l (1-D) with pol=False, got shape "
                          f"{np.shape(cls)}; pass pol=True for T, E, B")
+    else:
+        # a list went through as a list and failed deep inside ("tuple index out of range")
+        cls = np.asarray(as_real_array(name, cls, allow_batch=False))
+        if cls.size == 0:
+            raise ValueError(f"{name} is empty: give C_l for l = 0, 1, ...")
     try:
         cov = _field_spectra(cls, new, pol)
     except ValueError as exc:
