@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sphgpu.backends import BackendUnavailableError
-from sphgpu.tpacf import AngularBins, Catalog, JackknifeRegions, angular_correlation, pair_counts
+from sphgpu.tpacf import (AngularBins, Catalog, CorrelationResult, JackknifeRegions,
+                          angular_correlation, pair_counts)
 from sphgpu.tpacf.mocks import uniform_randoms
 
 B = AngularBins.log(0.1, 10, 5)
@@ -122,3 +123,11 @@ def test_edges_that_collapse_in_chord_distance_are_refused(edges):
     # a bin of zero width in squared chord distance silently held no pairs
     with pytest.raises(ValueError, match="too close to tell apart"):
         AngularBins.from_edges(edges)
+
+
+@pytest.mark.parametrize("call", [lambda: CorrelationResult.read(None),
+                                  lambda: CorrelationResult.read(3)])
+def test_result_read_names_path(call):
+    # was "expected str, bytes or os.PathLike object, not NoneType"
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        call()
