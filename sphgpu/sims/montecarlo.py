@@ -43,6 +43,14 @@ def _spectra_table(name, cls, pol, new, lmax):
     out = np.zeros(cov.shape[:2] + (lmax + 1,))
     k = min(cov.shape[2], lmax + 1)
     out[:, :, :k] = cov[:, :, :k]
+    if out.shape[0] > 1:
+        # the draw clips negative eigenvalues to zero: the skies would not have these spectra
+        w = np.linalg.eigvalsh(np.moveaxis(out, 2, 0))
+        bad = w[:, 0] < -1e-10 * np.maximum(np.abs(w).max(axis=1), np.finfo(float).tiny)
+        if bad.any():
+            ell = int(np.argmax(bad))
+            raise ValueError(f"{name}: the spectra at l={ell} are not a valid covariance "
+                             "(e.g. TE**2 > TT*EE): no sky has them")
     return out
 
 

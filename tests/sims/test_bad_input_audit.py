@@ -25,3 +25,10 @@ def test_infinite_apodization_is_refused():
     # was accepted: a mask of zeros everywhere
     with pytest.raises(ValueError, match="apodization_deg must be finite"):
         latitude_cut_mask(2, 10, apodization_deg=np.inf)
+
+
+def test_cross_spectrum_larger_than_the_autos_is_refused():
+    # TE**2 > TT*EE was accepted: the draw clipped the covariance, the skies lacked that TE
+    with pytest.raises(ValueError, match="cls: the spectra at l=0 are not a valid covariance"):
+        MonteCarlo([CL, CL, CL, 5 * CL], 2, pol=True)
+    MonteCarlo([CL, CL, 0 * CL, CL], 2, pol=True)    # TE**2 == TT*EE, BB = 0: allowed
