@@ -42,8 +42,8 @@ def latitude_cut_mask(nside, cut_deg, *, apodization_deg=0.0) -> np.ndarray:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
                                                              np.floating)):
             raise TypeError(f"{name} must be a number of degrees, got {type(value).__name__}")
-        if not 0.0 <= value <= top:
-            raise ValueError(f"{name} must be in [0, {top}] degrees, got {value}")
+        if not (0.0 <= value <= top and math.isfinite(value)):
+            raise ValueError(f"{name} must be finite and in [0, {top}] degrees, got {value}")
     theta = RingGeometry.healpix(nside).pixel_angles()[0]
     lat = np.abs(90.0 - np.degrees(theta))
     if apodization_deg == 0:

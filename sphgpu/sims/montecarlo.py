@@ -31,6 +31,11 @@ def _spectra_table(name, cls, pol, new, lmax):
     elif np.ndim(cls) != 1:
         raise ValueError(f"{name} must be one spectrum C_l (1-D) with pol=False, got shape "
                          f"{np.shape(cls)}; pass pol=True for T, E, B")
+    else:
+        # a list went through as a list and failed deep inside ("tuple index out of range")
+        cls = np.asarray(as_real_array(name, cls, allow_batch=False))
+        if cls.size == 0:
+            raise ValueError(f"{name} is empty: give C_l for l = 0, 1, ...")
     try:
         cov = _field_spectra(cls, new, pol)
     except ValueError as exc:
@@ -38,6 +43,14 @@ def _spectra_table(name, cls, pol, new, lmax):
     out = np.zeros(cov.shape[:2] + (lmax + 1,))
     k = min(cov.shape[2], lmax + 1)
     out[:, :, :k] = cov[:, :, :k]
+    if out.shape[0] > 1:
+        # the draw clips negative eigenvalues to zero: the skies would not have these spectra
+        w = np.linalg.eigvalsh(np.moveaxis(out, 2, 0))
+        bad = w[:, 0] < -1e-10 * np.maximum(np.abs(w).max(axis=1), np.finfo(float).tiny)
+        if bad.any():
+            ell = int(np.argmax(bad))
+            raise ValueError(f"{name}: the spectra at l={ell} are not a valid covariance "
+                             "(e.g. TE**2 > TT*EE): no sky has them")
     return out
 
 

@@ -174,6 +174,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
     keys = ukeys
     if not (isinstance(keys, xp.ndarray) and keys.flags.c_contiguous):
         keys = xp.ascontiguousarray(xp.asarray(ukeys))
+    if xp is np and not keys.flags.writeable:
+        # the simulator's launch copies NumPy arguments back: never into the caller's array
+        keys = keys.copy()
     n = keys.shape[0]
     if n > MAX_KEYS:
         raise ValueError(f"the cuda backend sorts at most {MAX_KEYS} keys (2**32 - 2**16)")

@@ -260,6 +260,15 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
                   progress=_tuning.print_progress if progress is True else (progress or None))
 
 
+def _check_weight_sums(named):
+    """An estimator divides by each catalog's total weight: refuse a total of zero (w would
+    come back NaN)."""
+    for name, cat in named.items():
+        if cat.weights is not None and float(np.sum(cat.weights)) == 0.0:
+            raise ValueError(f"{name} weights sum to zero: the estimator's normalisation "
+                             "divides by the total weight")
+
+
 def _random_list(randoms, name="randoms"):
     if isinstance(randoms, list):
         if not randoms:
@@ -456,6 +465,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
             named.update({f"randoms2[{i}]": r for i, r in enumerate(r2)})
     elif not shared:
         raise ValueError("randoms2 was given without data2 (randoms2 are the second data set's)")
+    _check_weight_sums(named)
     cats, nreg, regions = _label(named, jackknife, r1[0])
     var_method = _check_options(var_method, nreg, seed, normalization)
     keys = list(cats)
@@ -529,6 +539,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
                       for i, r in enumerate(randoms)})
     else:
         named["randoms"] = as_catalog(randoms, "randoms")
+    _check_weight_sums(named)
     first = named["randoms[0]" if per else "randoms"]
     cats, nreg, regions = _label(named, jackknife, first)
     var_method = _check_options(var_method, nreg, seed, normalization)

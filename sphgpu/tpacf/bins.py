@@ -114,6 +114,11 @@ class AngularBins:
         c2 = chord2(rad)
         if rad[-1] >= math.pi:
             c2[-1] = np.inf
+        if np.any(np.diff(c2) <= 0):
+            k = int(np.argmax(np.diff(c2) <= 0))
+            raise ValueError(f"edges {e[k]} and {e[k + 1]} {unit} are too close to tell apart: "
+                             "pairs are binned on their float64 squared chord distance, which "
+                             "is the same at both")
         self.chord2_edges = c2
         self.chord2_edges.setflags(write=False)
 

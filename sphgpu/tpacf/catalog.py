@@ -18,6 +18,9 @@ from . import sky
 
 __all__ = ["Catalog", "unit_vectors", "as_catalog"]
 
+#: Labels (jackknife region numbers) are below this.
+MAX_LABEL = 2**31
+
 
 def unit_vectors(ra_deg, dec_deg):
     """Unit vectors of points given in degrees: array (3,) + shape of ra, float64 (rows x, y,
@@ -135,6 +138,8 @@ class Catalog:
             lab = _array(n_l, labels, n, kind="i")
             if lab.size and lab.min() < 0:
                 raise ValueError(f"{n_l} must be >= 0 (region numbers), got {lab.min()}")
+            if lab.size and int(lab.max()) >= MAX_LABEL:
+                raise ValueError(f"{n_l} must be < 2**31 (region numbers), got {lab.max()}")
             labels = np.ascontiguousarray(lab, dtype=np.int64)
         if copy:
             # private read-only copies: sorted orders and device copies are cached on the catalog
@@ -176,7 +181,8 @@ class Catalog:
 
     @property
     def ra(self):
-        """Right ascensions (n,) float64, degrees in [0, 360)."""
+        """Right ascensions (n,) float64, degrees, as given (any finite value; the unit vectors
+        take them modulo 360)."""
         return self.coordinates()[0]
 
     @property

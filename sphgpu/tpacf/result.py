@@ -31,6 +31,13 @@ _PC_SCALARS = ("n1", "n2", "auto", "total", "weighted_total", "self_total",
 _RESULT_ARRAYS = ("theta", "w", "covariance", "sigma", "w_jackknife", "present")
 
 
+def _path(path):
+    """os.fspath(path), with an error that names the argument."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike file name, got {type(path).__name__}")
+    return os.fspath(path)
+
+
 @dataclass
 class CorrelationResult:
     """w(theta) with its counts and, with regions, its covariance.
@@ -215,7 +222,7 @@ class CorrelationResult:
         ImportError
             For FITS without astropy.
         """
-        path = os.fspath(path)
+        path = _path(path)
         meta, arrays = self._state()
         if _is_fits(path):
             _write_fits(path, meta, arrays, self._table())
@@ -240,7 +247,7 @@ class CorrelationResult:
         ValueError
             If the file is not a saved CorrelationResult.
         """
-        path = os.fspath(path)
+        path = _path(path)
         meta, arrays = _read_fits(path) if _is_fits(path) else _read_ascii(path)
         return cls._from_state(meta, arrays)
 

@@ -82,3 +82,14 @@ class FakeDeviceArray:
 def test_bad_input_names_the_argument(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference", "cuda"])
+def test_read_only_keys_are_sorted_and_left_alone(backend):
+    # the simulator's launch copied its NumPy argument back into the caller's read-only keys
+    keys = np.array([5, -3, 2, -3, 0, 7, 1, -8], dtype=np.int64)
+    keys.flags.writeable = False
+    before = keys.copy()
+    assert np.array_equal(argsort(keys, backend=backend), np.argsort(before, kind="stable"))
+    assert np.array_equal(radix_sort(keys, backend=backend), np.sort(before, kind="stable"))
+    assert np.array_equal(keys, before) and not keys.flags.writeable

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sphgpu.backends import BackendUnavailableError
-from sphgpu.tpacf import AngularBins, Catalog, JackknifeRegions, angular_correlation, pair_counts
+from sphgpu.tpacf import (AngularBins, Catalog, CorrelationResult, JackknifeRegions,
+                          angular_correlation, pair_counts)
 from sphgpu.tpacf.mocks import uniform_randoms
 
 B = AngularBins.log(0.1, 10, 5)
@@ -99,3 +100,34 @@ def test_cuda_without_a_gpu_raises(monkeypatch):
     monkeypatch.setattr(backends, "_cuda_status", lambda: (False, "no GPU here"))
     with pytest.raises(BackendUnavailableError, match="no GPU here"):
         pair_counts(RA, DEC, bins=B, backend="cuda")
+
+
+@pytest.mark.parametrize("labels", [np.full(3, 2**63, np.uint64), np.full(3, 10**12)])
+def test_huge_labels_name_the_argument(labels):
+    # were "Maximum allowed dimension exceeded" / "'list' argument must have no negative
+    # elements" / "key_bits must be <= 64" from deep inside NumPy and the sort
+    with pytest.raises(ValueError, match="labels1 must be < 2"):
+        pair_counts(RA, DEC, bins=B, labels1=labels)
+
+
+@pytest.mark.parametrize("weights", [np.zeros(3), np.array([1.0, -1.0, 0.0])])
+def test_weights_summing_to_zero_are_refused(weights):
+    # the estimator divided by a total weight of zero: w came back all NaN, silently
+    randoms = uniform_randoms(200, (8, 14, -2, 4), seed=1)
+    with pytest.raises(ValueError, match="data weights sum to zero"):
+        angular_correlation(Catalog(RA, DEC, weights=weights), randoms, bins=B)
+
+
+@pytest.mark.parametrize("edges", [[0.0, 1e-170, 1.0], [1.0, 179.99999999999, 179.999999999995]])
+def test_edges_that_collapse_in_chord_distance_are_refused(edges):
+    # a bin of zero width in squared chord distance silently held no pairs
+    with pytest.raises(ValueError, match="too close to tell apart"):
+        AngularBins.from_edges(edges)
+
+
+@pytest.mark.parametrize("call", [lambda: CorrelationResult.read(None),
+                                  lambda: CorrelationResult.read(3)])
+def test_result_read_names_path(call):
+    # was "expected str, bytes or os.PathLike object, not NoneType"
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        call()
