@@ -37,6 +37,7 @@ import numpy as np
 __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "figure_outputs", "show_figure",
            "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds",
            "first_call", "fmt_call_seconds", "is_int", "is_real", "backend_options",
+           "unknown_backend",
            "toggle_buttons", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
@@ -76,6 +77,15 @@ def toggle_buttons(options, value, description, description_width="8.5em", **kw)
     return w.ToggleButtons(options=options, value=value, description=description,
                            style={"description_width": description_width,
                                   "button_width": width}, **kw)
+
+
+def unknown_backend(backend) -> str:
+    """Why ``backend`` names no backend ("" when it names one): a panel's message."""
+    from sphgpu import backends
+
+    if not isinstance(backend, str) or backend not in backends.BACKENDS:
+        return f"backend must be one of {', '.join(backends.BACKENDS)}, not {backend!r}"
+    return ""
 
 
 def backend_problem(backend: str, capability: str) -> str:

@@ -28,7 +28,7 @@ from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
                     first_call, fmt_call_seconds, is_int, is_real, new_figure, show_figure,
-                    toggle_buttons)
+                    toggle_buttons, unknown_backend)
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
@@ -204,8 +204,8 @@ class CorrelationModel(PanelModel):
     def validate(self) -> str:
         if self.source not in SOURCES:
             return f"source must be one of {', '.join(SOURCES)}, not {self.source!r}"
-        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         if self.source == "example":
             if not is_int(self.n_points) or self.n_points < 2:
                 return f"n_points must be a whole number >= 2, not {self.n_points!r}"

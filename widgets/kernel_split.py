@@ -18,14 +18,13 @@ import ipywidgets as w
 import numpy as np
 
 import sphgpu
-from sphgpu import backends
 from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKernel,
                              SplitFitter, default_theta_grid, measure_plan, optimize_split,
                              plan_for_cuts)
 
 from ._base import (DPI, LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    first_call, fmt_seconds, is_int, is_real, new_figure, numbers_html,
-                    show_figure, toggle_buttons)
+                    first_call, fmt_seconds, is_int, is_real, new_figure, numbers_html, show_figure,
+                    toggle_buttons, unknown_backend)
 from .plots import mollview
 
 __all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
@@ -146,8 +145,8 @@ class KernelSplitModel(PanelModel):
 
     # -- validation ---------------------------------------------------------------------------
     def _basic_checks(self) -> str:
-        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         if not is_int(self.nside) or self.nside < 1 or self.nside & (self.nside - 1):
             return f"nside must be a power of two (HEALPix), not {self.nside!r}"
         limit = self.max_nside[self.backend]

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 import ipywidgets as w
 import numpy as np
 
-from sphgpu import backends
 from sphgpu.data import planck2018_cl
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
 
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
                     default_backend, figure_outputs, is_int, is_real, new_figure, numbers_html,
-                    toggle_buttons)
+                    toggle_buttons, unknown_backend)
 
 __all__ = ["MonteCarloModel", "MonteCarloSettings", "MonteCarloResult", "MonteCarloPanel",
            "montecarlo_panel"]
@@ -287,8 +286,8 @@ class MonteCarloModel(PanelModel):
         str
             "" when they are valid, else one sentence saying what is wrong and what is allowed.
         """
-        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         if not is_int(self.nsims) or not 2 <= self.nsims <= MAX_SIMS:
             return f"nsims must be a whole number from 2 to {MAX_SIMS}, not {self.nsims!r}"
         if not is_int(self.nside) or self.nside < 2:

@@ -23,7 +23,8 @@ from sphgpu.bench import time_call
 from sphgpu.sort import pic
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    fmt_seconds, is_int, new_figure, numbers_html, show_figure, toggle_buttons)
+                    fmt_seconds, is_int, new_figure, numbers_html, show_figure, toggle_buttons,
+                    unknown_backend)
 from .plots import FONT
 
 __all__ = ["SortModel", "SortResult", "PicResult", "SortPanel", "sort_panel"]
@@ -166,8 +167,8 @@ class SortModel(PanelModel):
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self) -> str:
-        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         top = self.max_log2n[self.backend]
         checks = (("log2n", self.log2n, 1, top), ("key_bits", self.key_bits, 1, KEY_BITS),
                   ("radix_bits", self.radix_bits, 1, MAX_RADIX_BITS),

@@ -34,7 +34,8 @@ from sphgpu import backends
 from sphgpu.bench import time_call
 
 from ._base import (Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons)
+                    fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons,
+                    unknown_backend)
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
            "default_results_dir", "this_machine", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
@@ -531,8 +532,8 @@ class SpeedupModel(PanelModel):
                         f"not {self.baseline!r}")
         if self.view == "speedup" and self.baseline is None and not spec.scaling:
             return f"{spec.name}: no baseline series to measure a speedup against"
-        if self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         return ""
 
     def _fresh_rows(self) -> dict:

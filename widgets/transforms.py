@@ -20,12 +20,11 @@ import ipywidgets as w
 import numpy as np
 
 import sphgpu
-from sphgpu import backends
 from sphgpu.data import planck2018_cl
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    first_call, fmt_call_seconds, is_int, is_real, new_figure,
-                    numbers_html, show_figure, toggle_buttons)
+                    first_call, fmt_call_seconds, is_int, is_real, new_figure, numbers_html,
+                    show_figure, toggle_buttons, unknown_backend)
 from .plots import gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -207,8 +206,8 @@ class TransformModel(PanelModel):
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self) -> str:
-        if not isinstance(self.backend, str) or self.backend not in backends.BACKENDS:
-            return f"backend must be one of {', '.join(backends.BACKENDS)}, not {self.backend!r}"
+        if problem := unknown_backend(self.backend):
+            return problem
         if not is_int(self.nside) or self.nside < 1:
             return f"nside must be a whole number >= 1, not {self.nside!r}"
         limit = self.max_nside[self.backend]
