@@ -155,6 +155,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
         nim = cuda.local.array(K, float64)
         active = False
         low = False        # some pair of this thread still below 2**-HALF_BITS (k < 0)
+        live = False       # some pair of this thread already counts (k = 0)
         for r in range(RP):
             p = p0 + r
             # pairs past the end or before first[m] run on zeros (y stays 0, k = 0)
@@ -172,6 +173,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                 active = True
                 if k < 0:
                     low = True
+                else:
+                    live = True
             for i in range(K):
                 for c in range(4):
                     acc[r, i, c] = 0.0
@@ -207,19 +210,32 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                 # terms: taking them two at a time keeps every accumulator index constant.
                 # Groups are whole (a constant trip count the compiler can unroll).
                 for g0 in range(0, n, G):
-                    for jj in range(G // U):
-                        j = u64(boff + g0 + U * jj)
-                        jv = u64(2 * boff * K + g0 + U * jj)
-                        for q in range(U):
+                    if live:
+                        for jj in range(G // U):
+                            j = u64(boff + g0 + U * jj)
+                            jv = u64(2 * boff * K + g0 + U * jj)
+                            for q in range(U):
+                                a = sa[j + u64(q)]
+                                h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
+                                for r in range(RP):
+                                    nxt = (a * xv[r]) * cur[r] - prev[r]
+                                    prev[r] = cur[r]
+                                    cur[r] = nxt
+                                    for i in range(K):
+                                        acc[r, i, h] += nxt * sv[jv + u64(2 * i * TPB + q)]
+                                        acc[r, i, h + 1] += nxt * sv[jv + u64((2 * i + 1) * TPB + q)]
+                    else:
+                        # every pair of this thread is below 2**-HALF_BITS: its sums would be
+                        # zeroed at the check that finds k = 0, so only the recurrence runs
+                        # (about a quarter of all steps at nside 2048 fall in warps made only
+                        # of such threads; they issue 2 FP64 instructions a step, not 2 + 2K)
+                        j = u64(boff + g0)
+                        for q in range(G):
                             a = sa[j + u64(q)]
-                            h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
                             for r in range(RP):
                                 nxt = (a * xv[r]) * cur[r] - prev[r]
                                 prev[r] = cur[r]
                                 cur[r] = nxt
-                                for i in range(K):
-                                    acc[r, i, h] += nxt * sv[jv + u64(2 * i * TPB + q)]
-                                    acc[r, i, h + 1] += nxt * sv[jv + u64((2 * i + 1) * TPB + q)]
                     if low:
                         low = False
                         for r in range(RP):
@@ -234,6 +250,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                                     for i in range(K):
                                         for c in range(4):
                                             acc[r, i, c] = 0.0
+                                    live = True
                                 else:
                                     low = True
             # the next chunk's buffer was last read before this chunk's barrier: free
@@ -346,6 +363,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         for g in range(fm // (RP * TPB), ngroups):
             active = False
             low = False          # some pair of this thread still below 2**-HALF_BITS
+            live = False         # some pair of this thread already counts (k = 0)
             for r in range(RP):
                 p = (g * TPB + t) * RP + r
                 cur[r] = 0.0
@@ -363,6 +381,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     active = True
                     if k == 0:
                         _load_rings(leg, north[p], south[p], col, ln, r)
+                        live = True
                     else:
                         low = True
             for ci in range(nch):
@@ -380,7 +399,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                         na[e] = alpha[base + ln0 + u]
                         ns[e] = scale[base + ln0 + u]
                 # even j <-> even l - m (CH is even): two steps per pass keep indices constant
-                if active:
+                wrote = live     # this thread's sums of this chunk may be nonzero
+                if live:
                     for j0 in range(0, CH, U):
                         jb = so + u64(j0)
                         ob = bo + u64(j0 * NC * ROW + t)
@@ -398,35 +418,48 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                                     sums[2 * i + 1] += nxt * ln[r, i, h + 1]
                             for c in range(NC):
                                 buf[ob + u64((q * NC + c) * ROW)] = sums[c]
-                    if low:
-                        low = False
+                elif active:
+                    # every pair below 2**-HALF_BITS holds zero ring values: its sums are
+                    # zero, so only the recurrence runs (2 FP64 instructions a step, not 2 + 2K)
+                    for j in range(CH):
+                        a = sa[so + u64(j)]
                         for r in range(RP):
-                            if kk[r] < 0:
-                                c0, c1, k = _check(prev[r], cur[r], kk[r])
-                                cur[r] = c1
-                                prev[r] = c0
-                                kk[r] = k
-                                if k == 0:
-                                    p = (g * TPB + t) * RP + r
-                                    _load_rings(leg, north[p], south[p], col, ln, r)
-                                else:
-                                    low = True
+                            nxt = (a * xv[r]) * cur[r] - prev[r]
+                            prev[r] = cur[r]
+                            cur[r] = nxt
+                        for c in range(NC):
+                            buf[bo + u64((j * NC + c) * ROW + t)] = 0.0
                 else:
                     for j in range(CH):
                         for c in range(NC):
                             buf[bo + u64((j * NC + c) * ROW + t)] = 0.0
+                if low:
+                    low = False
+                    for r in range(RP):
+                        if kk[r] < 0:
+                            c0, c1, k = _check(prev[r], cur[r], kk[r])
+                            cur[r] = c1
+                            prev[r] = c0
+                            kk[r] = k
+                            if k == 0:
+                                p = (g * TPB + t) * RP + r
+                                _load_rings(leg, north[p], south[p], col, ln, r)
+                                live = True
+                            else:
+                                low = True
                 for e in range(NPT):
                     u = t + e * TPB
                     if u < CH:
                         # that slot was last read before the previous chunk's barrier
                         sa[no + u64(u)] = na[e]
                         ss[no + u64(u)] = ns[e]
-                cuda.syncthreads()
+                # a chunk in which no thread held a counting pair adds only zeros: skip it
+                anywrote = cuda.syncthreads_or(1 if wrote else 0)
                 # reduce over the block's threads: SPLIT threads per (j, component), each
                 # summing PART rows with four independent partial sums (a serial chain of
                 # dependent adds would stall the block at the next barrier). The buffer is
                 # written again two chunks on, after the next barrier.
-                n = min(CH, lmax + 1 - l0)
+                n = min(CH, lmax + 1 - l0) if anywrote else 0
                 for w in range(t, n * NC * SPLIT, TPB):
                     item = w // SPLIT
                     q0 = u64(item * ROW + (w - item * SPLIT) * PART) + bo

@@ -129,12 +129,15 @@ def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
 
 
 @pytest.mark.slow
-def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng):
+@pytest.mark.parametrize("threads", [16, 2])
+def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(threads, rng):
     # Rings at sin(theta) ~ 0.5 and m ~ 320: lambda_mm ~ 2**-320 starts at scale k = -1 and
     # the recurrence lifts it past 2**-300 before l = m / sin(theta) < lmax. The kernels check
     # the scale every CHECK_EVERY steps instead of every step; against the twin's per-step
     # recurrence the results must agree to rounding. Only the m below run (first[m] = npairs
-    # makes the kernels skip every other m), to keep the simulator quick.
+    # makes the kernels skip every other m), to keep the simulator quick. Until a thread holds
+    # a value past 2**-300 it runs the recurrence alone; with 2 threads a block (pairs 0 and 1)
+    # starts with every thread so, and leg2alm skips the block's sums of those chunks.
     from sphgpu.sht import _cuda_kernels as K
     from sphgpu.sht import legendre
     lmax, ms = 700, [0, 7, 312, 340]
@@ -152,10 +155,10 @@ def test_values_starting_below_2_pow_minus_300_join_the_sums_at_the_right_l(rng)
     alm = rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm))
     leg = np.zeros((1, 6, lmax + 1), complex)
     args = (mstart, m, lmax, alpha, scale, mstart, mu, x, s, north, south, first)
-    K.alm2leg_kernel(1, 16, 1)[(1, lmax + 1), 16](alm, *args, leg)
+    K.alm2leg_kernel(1, threads, 1)[(-(-3 // threads), lmax + 1), threads](alm, *args, leg)
     ring_leg = rng.standard_normal((1, 6, lmax + 1)) + 1j * rng.standard_normal((1, 6, lmax + 1))
     back = np.zeros((1, 2 * nalm))
-    K.leg2alm_kernel(1, 16, 1)[(1, lmax + 1), 16](ring_leg, *args, back)
+    K.leg2alm_kernel(1, threads, 1)[(1, lmax + 1), threads](ring_leg, *args, back)
     back = back.view(complex)
     for mm in ms:
         sl = slice(mstart[mm] + mm, mstart[mm] + lmax + 1)
