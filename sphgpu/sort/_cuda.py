@@ -46,10 +46,13 @@ DEFAULT_ITEMS = 8 if SIMULATOR else 24
 #: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM;
 #: measured against no cap: 0.98 vs 1.03 ms (2^25 keys, 20 items), 1.25 vs 1.29 with the
 #: permutation, and 80 was slower still in earlier kernels. 0 means no cap.
-#: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to uint64 keys
-#: (no spills at 80; not measured).
+#: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to 64-bit keys:
+#: on the H200 (2026-11-26), 2^25 / 2^28 float64 keys + permutation took 3.30 / 25.5 ms at
+#: 64 against 3.59 / 27.7 at 80, 3.72 / 27.7 at 96 and 3.30 / 25.4 uncapped (uint64 3.36 /
+#: 25.1 at 64, 3.43 / 26.3 at 80), keys alone 2.59 / 19.5 at 64, 2.64 / 20.0 at 80 and
+#: 3.09 / 23.7 uncapped (float64).
 MAX_REGISTERS = 64
-MAX_REGISTERS_WIDE = 80
+MAX_REGISTERS_WIDE = 64
 #: most keys a sort takes: the pass kernel indexes a tile's keys with uint32, and the last
 #: tile's indices past n (up to a tile, at most 48 KB of shared memory / 4 B) must not wrap
 MAX_KEYS = 2**32 - 2**16
