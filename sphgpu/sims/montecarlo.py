@@ -361,20 +361,7 @@ class MonteCarlo:
         return backends.resolve(self.backend, "sht")
 
     def _auto_batch(self, name) -> int:
-        per_sim = self.plan.bytes_per_simulation()
-        impl = backends.load("sht", name)
-        if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
-            # a quarter of what is free: on an H100 at nside 2048 a batch of 5 took 35.7 ms a
-            # simulation and one of 16 33.7 ms, so larger batches gain little, while a batch
-            # of 15 (half of the free memory) took 62 ms a simulation in a process that had
-            # run nside 512 and 1024 before (34 ms in a fresh one), and one of 24 ran out of
-            # memory
-            free = _free_device_memory()
-            budget = 0.25 * free if free else 2**30
-        else:
-            # ducc0 transforms one map at a time anyway: batches only save Python overhead
-            budget = 0.1 * (_physical_memory() or 2**31)
-        return int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
+        return auto_batch_size(self.plan, name)
 
     def run(self, nsims, *, progress=True, client=None, batch_size=None) -> "MonteCarlo":
         """Run ``nsims`` more simulations (the lowest numbers not yet done) and keep them.
@@ -391,7 +378,7 @@ class MonteCarlo:
             any and ``backend`` is "auto" or "cuda"); None: run here.
         batch_size : int, optional
             Simulations per batch (a task, on a cluster); default: the object's, else chosen
-            from memory.
+            from memory (on a cluster, from a worker's device).
 
         Returns
         -------
@@ -464,6 +451,26 @@ class MonteCarlo:
         p = self.plan
         return (f"MonteCarlo(nside={p.nside}, lmax={p.lmax}, pol={p.pol}, "
                 f"nsims={self.nsims}, seed={p.seed})")
+
+
+def auto_batch_size(plan, name) -> int:
+    """Simulations of ``plan`` to transform together on backend ``name`` in this process (at
+    most MAX_AUTO_BATCH): from the device's free memory for device backends, else from physical
+    memory. A Dask worker evaluates it on its own device (:mod:`sphgpu.sims._dask`)."""
+    per_sim = plan.bytes_per_simulation()
+    impl = backends.load("sht", name)
+    if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+        # a quarter of what is free: on an H100 at nside 2048 a batch of 5 took 35.7 ms a
+        # simulation and one of 16 33.7 ms, so larger batches gain little, while a batch
+        # of 15 (half of the free memory) took 62 ms a simulation in a process that had
+        # run nside 512 and 1024 before (34 ms in a fresh one), and one of 24 ran out of
+        # memory
+        free = _free_device_memory()
+        budget = 0.25 * free if free else 2**30
+    else:
+        # ducc0 transforms one map at a time anyway: batches only save Python overhead
+        budget = 0.1 * (_physical_memory() or 2**31)
+    return int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
 
 
 def _free_device_memory() -> int | None:

@@ -54,12 +54,28 @@ def test_each_simulation_depends_only_on_seed_and_its_number_whatever_the_batche
     assert not np.array_equal(other, whole[:2])
 
 
-@pytest.mark.parametrize("batch_size", [1, 3])
+@pytest.mark.parametrize("batch_size", [1, 3, None])
 def test_cluster_workers_give_the_same_simulations(client, batch_size):
     here = make().run(5, progress=False).spectra
     there = make().run(5, progress=False, client=client, batch_size=batch_size)
-    np.testing.assert_array_equal(there.spectra, here)
+    # not bit for bit: with two workers transforming at once the CPU backend's results were
+    # seen to differ in the last bits (1e-17 relative, in about one run of three)
+    np.testing.assert_allclose(there.spectra, here, rtol=TOL["sims_same_skies_rtol"], atol=0)
     np.testing.assert_array_equal(there.indices, np.arange(5))
+
+
+def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
+    # the workers are threads of this process: the patched cap is theirs too
+    from sphgpu.distributed import cluster
+    from sphgpu.sims import _dask, montecarlo
+    mc = make()
+    backend, resources = cluster.placement(client, mc.backend)
+    plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
+    assert _dask._worker_batch(client, plan, backend, resources) == \
+        montecarlo.auto_batch_size(mc.plan, backend) > 1
+    monkeypatch.setattr(montecarlo, "MAX_AUTO_BATCH", 1)
+    assert _dask._worker_batch(client, plan, backend, resources) == 1
+    assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
 
 
 def test_cuda_path_equals_cpu_in_the_simulator():
@@ -203,8 +219,9 @@ def test_stop_from_another_thread_and_on_a_cluster(client):
     done = mc.indices
     mc.run(3, progress=False)                 # fills the lowest numbers not yet done
     assert mc.nsims == len(done) + 3
-    np.testing.assert_array_equal(mc.spectra, make().run(0, progress=False).run(
-        mc.indices.max() + 1, progress=False).spectra[mc.indices])
+    np.testing.assert_allclose(mc.spectra, make().run(0, progress=False).run(
+        mc.indices.max() + 1, progress=False).spectra[mc.indices],
+        rtol=TOL["sims_same_skies_rtol"], atol=0)
 
 
 def test_text_progress_line(capsys):
