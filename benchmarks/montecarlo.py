@@ -105,14 +105,18 @@ def bench_cluster(s, args, k):
     client = sd.local_cluster(gpus=ids[:k], cpu_workers=0, dashboard_address=":0")
     try:
         mc = montecarlo(s, args, "cuda")
+        # whole batches of one size on every worker, as in bench_gpu: the size the library
+        # picks on a worker (that GPU's free memory; the same kind as this process's)
+        b = args.batch_size or mc._auto_batch("cuda")
+        whole = lambda n: max(k * b, int(round(n / (k * b))) * k * b)
+        run = lambda m: mc.run(m, progress=False, client=client, batch_size=b)
         t0 = time.perf_counter()
-        mc.run(k * args.warm, progress=False, client=client)
+        run(whole(k * args.warm))
         first = time.perf_counter() - t0
-        warm_rate, _ = rate_of(lambda m: mc.run(m, progress=False, client=client),
-                               k * args.warm)
-        n = sims_for(args.gpu_seconds, warm_rate)
-        rate, dt = rate_of(lambda m: mc.run(m, progress=False, client=client), n)
-        row = dict(rate=rate, seconds=dt, nsims=n, first_s=first)
+        warm_rate, _ = rate_of(run, whole(k * args.warm))
+        n = whole(sims_for(args.gpu_seconds, warm_rate))
+        rate, dt = rate_of(run, n)
+        row = dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b)
         if k == max(args.gpus):
             row["check_equal_to_one_gpu"] = check_same(s, args, mc)
         return row

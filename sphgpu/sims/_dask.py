@@ -1,6 +1,6 @@
 """A Monte Carlo's batches as Dask tasks: one task per batch, a few in flight per worker.
 
-The plan (spectra factors, mask, noise map) is sent to every worker once; each task runs
+The plan (spectra factors, mask, noise map) is sent to every worker once per client; each task runs
 :func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
 spectra. Tasks are submitted as earlier ones finish, so a stop leaves little work to cancel
 and no worker holds more than its share of batches.
@@ -14,6 +14,18 @@ from .pipeline import simulate_batch
 
 #: tasks in flight per worker: one running, one queued so that the worker never waits
 IN_FLIGHT = 2
+
+
+def _scattered_plan(mc, client):
+    """The future of ``mc.plan`` on every worker, sent once per client and kept on ``mc``: the
+    plan holds the mask and noise maps (400 MB each at nside 2048), which a run of a few
+    seconds should not send again."""
+    kept = getattr(mc, "_plan_future", None)
+    if kept is not None and kept[0] is client and kept[1].status == "finished":
+        return kept[1]
+    future = client.scatter([mc.plan], broadcast=True, hash=False)[0]
+    mc._plan_future = (client, future)
+    return future
 
 
 def _batch_size(size, nworkers, ntodo):
@@ -37,7 +49,7 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     client = _cluster.get_client(client)
     backend, resources = _cluster.placement(client, mc.backend)
     workers = sorted(_cluster.workers(client))
-    plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
+    plan = _scattered_plan(mc, client)
     size = batch_size or mc.batch_size or _worker_batch(client, plan, backend, resources)
     size = _batch_size(size, len(workers), len(todo))
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]

@@ -78,6 +78,13 @@ def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
     assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
 
 
+def test_the_plan_is_sent_to_the_workers_once_per_client(client):
+    mc = make().run(2, progress=False, client=client)
+    sent = mc._plan_future[1]
+    mc.run(2, progress=False, client=client)
+    assert mc._plan_future[1] is sent and mc.nsims == 4
+
+
 def test_cuda_path_equals_cpu_in_the_simulator():
     """backend='cuda' runs the device branch (NumPy arrays under Numba's simulator, the same
     generator): its spectra equal the CPU backend's to transform rounding."""
@@ -290,9 +297,12 @@ def test_latitude_cut_mask():
 
     nside = 16
     sharp = latitude_cut_mask(nside, 30)
-    # the observed fraction of a band cut is 1 - sin(cut), to the pixelisation
+    # the observed fraction of a band cut is 1 - sin(cut), to the pixelisation: at nside 16
+    # a ring of 4 * nside pixels lies on latitude 30 deg itself (z = 1/2), and the rounding of
+    # arccos puts it on either side: with that pair of rings the fraction is 0.521 (seen with
+    # NumPy 2.4.6), without it 0.479; a bound of 0.02 had passed CI before
     assert set(np.unique(sharp)) == {0.0, 1.0}
-    assert abs(sharp.mean() - 0.5) < 0.02
+    assert abs(sharp.mean() - 0.5) <= 2 * 4 * nside / (12 * nside**2) / 2 + 1e-12
     soft = latitude_cut_mask(nside, 30, apodization_deg=20)
     assert np.all((soft >= 0) & (soft <= 1)) and np.any((soft > 0) & (soft < 1))
     assert np.all(soft <= sharp) and np.array_equal(soft == 1, latitude_cut_mask(nside, 50) == 1)
