@@ -23,6 +23,7 @@ import json
 import math
 import os
 import pathlib
+import re
 from collections.abc import Callable
 
 import ipywidgets as w
@@ -37,7 +38,7 @@ from ._base import (Panel, PanelModel, backend_options, backend_problem, default
                     fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons,
                     unknown_backend)
 
-__all__ = ["BenchmarkSpec", "SPECS", "register", "infer_spec", "load_results",
+__all__ = ["BenchmarkSpec", "SPECS", "register", "gpu_variant", "infer_spec", "load_results",
            "default_results_dir", "this_machine", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
 
 VIEWS = ("seconds", "speedup", "throughput")
@@ -253,8 +254,6 @@ register(BenchmarkSpec(
             for op in ("alm2map", "map2alm")},
     measure=measure_sht, max_measure={"cpu": 256, "cuda": 4096, "reference": 16},
     capability="sht"))
-# the same benchmark run on another GPU (each file's machine entry names it)
-register(dataclasses.replace(SPECS["sht"], name="sht_h100"))
 
 register(BenchmarkSpec(
     name="sort", title="Radix sort of random uint32 keys", rows="uint32", x="n",
@@ -391,6 +390,16 @@ def default_results_dir() -> pathlib.Path:
     return pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
+def gpu_variant(stem: str) -> BenchmarkSpec | None:
+    """The spec of a benchmark run again on another GPU, ``<name>_<gpu>`` (``sort_h200``,
+    ``sht_h100``: the machine entry of each file names the GPU): ``<name>``'s spec under that
+    name, registered; None when ``<name>`` is no known benchmark."""
+    base, _, gpu = stem.rpartition("_")
+    if base in SPECS and re.fullmatch(r"[a-z]+\d+(x\d+)?", gpu):
+        return register(dataclasses.replace(SPECS[base], name=stem))
+    return None
+
+
 def load_results(results_dir=None) -> tuple[dict, dict]:
     """Read every ``*.json`` in ``results_dir``: ({name: Benchmark}, {file name: why skipped})."""
     root = pathlib.Path(results_dir) if results_dir is not None else default_results_dir()
@@ -401,7 +410,7 @@ def load_results(results_dir=None) -> tuple[dict, dict]:
         except (OSError, ValueError) as exc:
             skipped[path.name] = f"unreadable: {exc}"
             continue
-        spec = SPECS.get(path.stem) or infer_spec(path.stem, data)
+        spec = SPECS.get(path.stem) or gpu_variant(path.stem) or infer_spec(path.stem, data)
         if spec is None or spec.rows_of(data) is None:
             skipped[path.name] = "no per-size rows with timings found"
             continue

@@ -241,7 +241,8 @@ def test_stored_results_say_which_gpu_measured_them():
     """A committed run from another machine is labelled with the GPU its JSON names, in the
     figure and on every speedup row, apart from what this machine measures."""
     m = SpeedupModel(backend="cpu")
-    for name in ("sht", "sort", "tpacf", "sht_pol"):
+    for name in ("sht", "sort", "tpacf", "sht_pol", "sht_h100", "sht_h200", "sort_h200",
+                 "tpacf_h200"):
         gpu = committed(name)["machine"]["gpu"]
         m.set(benchmark=name, group=None, baseline=None, view="speedup")
         assert m.message == "", name
