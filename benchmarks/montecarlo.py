@@ -119,6 +119,9 @@ def bench_cluster(s, args, k):
         row = dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b)
         if k == max(args.gpus):
             row["check_equal_to_one_gpu"] = check_same(s, args, mc)
+        # the plan it keeps on the workers goes before they do (the scheduler logs an error
+        # for scattered data lost with a worker)
+        del mc
         return row
     finally:
         client.shutdown()

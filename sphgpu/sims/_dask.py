@@ -9,7 +9,7 @@ and no worker holds more than its share of batches.
 from __future__ import annotations
 
 from ..distributed import cluster as _cluster
-from .montecarlo import auto_batch_size
+from .batching import auto_batch_size
 from .pipeline import simulate_batch
 
 #: tasks in flight per worker: one running, one queued so that the worker never waits
@@ -34,7 +34,7 @@ def _batch_size(size, nworkers, ntodo):
 
 
 def _worker_batch(client, plan, backend, resources):
-    """The batch size a worker's own device affords (:func:`montecarlo.auto_batch_size` run
+    """The batch size a worker's own device affords (:func:`batching.auto_batch_size` run
     there). A fixed 8 had made batches a quarter of one GPU's at nside 512 and 1024: on two
     H200 workers the cluster ran at 0.59 and 0.80 of twice one GPU's rate."""
     return client.submit(auto_batch_size, plan, backend, resources=resources,

@@ -46,13 +46,15 @@ DEFAULT_ITEMS = 8 if SIMULATOR else 24
 #: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM;
 #: measured against no cap: 0.98 vs 1.03 ms (2^25 keys, 20 items), 1.25 vs 1.29 with the
 #: permutation, and 80 was slower still in earlier kernels. 0 means no cap.
-#: benchmarks/sort_check.py times the choices. MAX_REGISTERS_WIDE applies to 64-bit keys:
-#: on the H200 (2026-11-26), 2^25 / 2^28 float64 keys + permutation took 3.30 / 25.5 ms at
-#: 64 against 3.59 / 27.7 at 80, 3.72 / 27.7 at 96 and 3.30 / 25.4 uncapped (uint64 3.36 /
-#: 25.1 at 64, 3.43 / 26.3 at 80), keys alone 2.59 / 19.5 at 64, 2.64 / 20.0 at 80 and
-#: 3.09 / 23.7 uncapped (float64).
+#: benchmarks/sort_check.py times the choices. 64-bit keys: MAX_REGISTERS_WIDE alone,
+#: MAX_REGISTERS_WIDE_PERM with the permutation. On the H200 (2026-11-26) 2^25 / 2^28 float64
+#: keys + permutation took 3.30 / 25.5 ms at 64 against 3.59 / 27.7 at 80 (0.97x cupy.argsort)
+#: and 3.72 / 27.7 at 96; keys alone 2.59 / 19.5 at 64, 2.64 / 20.0 at 80 and 3.09 / 23.7
+#: uncapped. On the H100, 64 for keys alone made uint64 2^28 0.79x cupy.sort (3.06 against
+#: 2.56 ms at 2^25 with 80), while 64 with the permutation still gave 1.03-1.09x argsort.
 MAX_REGISTERS = 64
-MAX_REGISTERS_WIDE = 64
+MAX_REGISTERS_WIDE = 80
+MAX_REGISTERS_WIDE_PERM = 64
 #: most keys a sort takes: the pass kernel indexes a tile's keys with uint32, and the last
 #: tile's indices past n (up to a tile, at most 48 KB of shared memory / 4 B) must not wrap
 MAX_KEYS = 2**32 - 2**16
@@ -159,8 +161,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
 
     ``items`` (keys per thread in a tile) defaults to the autotuner's choice when
     ``radix_bits`` is the tuned one, else to :data:`DEFAULT_ITEMS`; ``threads`` (a multiple of
-    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS` (uint64 keys:
-    :data:`MAX_REGISTERS_WIDE`). Returns ``(sorted_keys, perm)`` (perm int64, or None without
+    32) to :data:`THREADS`, ``max_registers`` to :data:`MAX_REGISTERS` (64-bit keys:
+    :data:`MAX_REGISTERS_WIDE`, with the permutation :data:`MAX_REGISTERS_WIDE_PERM`).
+    Returns ``(sorted_keys, perm)`` (perm int64, or None without
     ``want_perm``), of the same kind (NumPy or device) as ``ukeys``; ``ukeys`` is never
     written. ``trace``, if given, is called with a label after each stage is queued
     (benchmarks/sort_check.py records CUDA events there).
@@ -216,7 +219,8 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         trace("buffers")
         cache = max_registers is None          # (see onesweep_kernel's cache)
         if max_registers is None:
-            max_registers = MAX_REGISTERS if keys.dtype.itemsize <= 4 else MAX_REGISTERS_WIDE
+            max_registers = (MAX_REGISTERS if keys.dtype.itemsize <= 4 else
+                             MAX_REGISTERS_WIDE_PERM if want_perm else MAX_REGISTERS_WIDE)
         shift_bits = K.status_shift(n)
         src_keys, src_perm = keys, scratch.unused
         for p in range(passes):

@@ -578,8 +578,10 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
     STAGE_PERM = TILE if with_perm else 1
     U_TILE = uint32(TILE)
 
-    # Numba's disk cache keys a kernel on its code and closure, not on max_registers: the
-    # caller caches only kernels built with the one register cap it uses for their key width
+    # Numba's disk cache keys a kernel on its code and closure, not on max_registers: the cap
+    # enters the closure (CAP, read by the kernel and folded away), so that a cache written
+    # under another cap is not taken for this one
+    CAP = int(max_registers or 0)
     options = {"cache": cache}
     if max_registers and not SIMULATOR:
         options["max_registers"] = max_registers
@@ -596,6 +598,8 @@ def onesweep_kernel(radix_bits: int, threads: int, items: int, key_type, perm_mo
 
     @cuda.jit(**options)
     def kernel(keys_in, perm_in, keys_out, perm_out, shift, digit_start, status, constant, p):
+        if CAP < 0:
+            return
         warp_count = cuda.shared.array((WARPS, R), int32)
         scan = cuda.shared.array(SCAN, int32)               # Hillis-Steele, double-buffered
         tile_count = cuda.shared.array(TILE_COUNT, int32)

@@ -67,13 +67,13 @@ def test_cluster_workers_give_the_same_simulations(client, batch_size):
 def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
     # the workers are threads of this process: the patched cap is theirs too
     from sphgpu.distributed import cluster
-    from sphgpu.sims import _dask, montecarlo
+    from sphgpu.sims import _dask, batching
     mc = make()
     backend, resources = cluster.placement(client, mc.backend)
     plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
     assert _dask._worker_batch(client, plan, backend, resources) == \
-        montecarlo.auto_batch_size(mc.plan, backend) > 1
-    monkeypatch.setattr(montecarlo, "MAX_AUTO_BATCH", 1)
+        batching.auto_batch_size(mc.plan, backend) > 1
+    monkeypatch.setattr(batching, "MAX_AUTO_BATCH", 1)
     assert _dask._worker_batch(client, plan, backend, resources) == 1
     assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
 
