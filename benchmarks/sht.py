@@ -182,9 +182,10 @@ def table(results):
     for r in results:
         t = {k: v["median_s"] for k, v in r["timings"].items()}
         one = _t(t["ducc0_1_alm2map"]) if "ducc0_1_alm2map" in t else "–"
+        hp = _t(t["healpy_alm2map"]) if "healpy_alm2map" in t else "–"    # not installed
         lines.append(
             f"| {r['nside']} | {_t(t['cuda_device_alm2map'])} / {_t(t['cuda_host_alm2map'])} | "
-            f"{_t(t['ducc0_all_alm2map'])} | {one} | {_t(t['healpy_alm2map'])} | "
+            f"{_t(t['ducc0_all_alm2map'])} | {one} | {hp} | "
             f"{r['speedup_alm2map_vs_ducc0_all']:.1f}x | "
             f"{_t(t['cuda_device_map2alm'])} / {_t(t['cuda_host_map2alm'])} | "
             f"{_t(t['ducc0_all_map2alm'])} | {r['speedup_map2alm_vs_ducc0_all']:.1f}x | "
