@@ -1,7 +1,7 @@
 """A Monte Carlo's batches as Dask tasks: one task per batch, a few in flight per worker.
 
-The plan (spectra factors, mask, noise map) is sent to every worker once per client; each task runs
-:func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
+The plan (spectra factors, mask, noise map) is sent to every worker once per client; each task
+runs :func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
 spectra. Tasks are submitted as earlier ones finish, so a stop leaves little work to cancel
 and no worker holds more than its share of batches.
 """

@@ -9,7 +9,7 @@ from .._validate import _physical_memory
 
 __all__ = ["auto_batch_size", "MAX_AUTO_BATCH"]
 
-#: the largest batch chosen automatically
+#: the largest batch chosen automatically (larger ones gain nothing and hold more memory)
 MAX_AUTO_BATCH = 32
 
 

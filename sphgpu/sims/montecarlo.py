@@ -17,8 +17,6 @@ from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectru
 
 __all__ = ["MonteCarlo", "simulate_spectra"]
 
-#: the largest batch chosen automatically (larger ones gain nothing and hold more memory)
-
 
 def _spectra_table(name, cls, pol, new, lmax):
     """(n, n, lmax+1) covariance of the fields from healpy-ordered spectra, zero-padded."""
