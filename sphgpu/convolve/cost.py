@@ -390,11 +390,13 @@ class MeasuredCostModel(CostModel):
         self.use_cache = use_cache
         self.measure = measure
         self.harmonic = {}
+        self._host_maps = {}         # nside -> the map every backend's harmonic timings use
         self.realspace = {}
         for b in self.harmonic_backends:
             self.harmonic[b] = self._cached("harmonic", b, self._measure_harmonic)
         for b in self.realspace_backends:
             self.realspace[b] = self._cached("realspace", b, self._measure_realspace)
+        self._host_maps.clear()       # 400 MB at nside 2048, not needed for pricing
 
     # ------------------------------------------------------------------ pricing
     def harmonic_time(self, l_cut, nside, lmax, backend):
@@ -472,11 +474,13 @@ class MeasuredCostModel(CostModel):
         def case(nside, l_cut):
             geom = RingGeometry.healpix(nside)
             if nside not in maps:
-                # one map per resolution (drawing 50M normals for each case at nside 2048 took
-                # 2.8 s of a 7.6 s first optimize_split on the H100); uniform values are as
-                # good for a timing and cost a third of normal ones to draw
-                maps[nside] = _to_backend(np.random.default_rng(0).random(geom.npix) - 0.5,
-                                          backend)
+                # one map per resolution, drawn once for every backend (drawing 50M normals for
+                # each case at nside 2048 took 2.8 s of a 7.6 s first optimize_split on the
+                # H100); uniform values are as good for a timing and cost a third of normal
+                # ones to draw
+                if nside not in self._host_maps:
+                    self._host_maps[nside] = np.random.default_rng(0).random(geom.npix) - 0.5
+                maps[nside] = _to_backend(self._host_maps[nside], backend)
             m = maps[nside]
             bl = np.ones(l_cut + 1)
             return ((l_cut + 1) ** 2, f"the harmonic part [{backend}] at l_cut {l_cut}, nside "

@@ -3,6 +3,7 @@ used to price a plan; timing stays within its budget and says what it does."""
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -117,3 +118,22 @@ def test_harmonic_slope_timed_at_a_quarter_of_the_resolution(cache_dir, monkeypa
     assert fit.a == pytest.approx(A * 12 * 256 ** 2, rel=1e-9)
     assert cm.harmonic_time(300, 256, 512, "cpu") == pytest.approx(
         A * 12 * 256 ** 2 + B * (4 * 256 - 1) * 301 ** 2, rel=1e-9)
+
+
+def test_each_resolution_is_drawn_once_for_every_backend(cache_dir, monkeypatch):
+    # at nside 2048 a 50M-pixel draw costs a large part of optimize_split's first call: the
+    # backends' harmonic timings share one map per resolution
+    from sphgpu.convolve import cost
+    draws = []
+    real = np.random.default_rng
+
+    def counting(seed=None):
+        draws.append(sys._getframe(1).f_code.co_name)      # who draws
+        return real(seed)
+
+    monkeypatch.setattr(cost.np.random, "default_rng", counting)
+    cm = MeasuredCostModel(256, 64, sizes="quick", harmonic_backends=("cpu", "reference"),
+                           realspace_backends=("cpu",), realspace_nside=16, progress=False)
+    assert set(cm.harmonic) == {"cpu", "reference"}
+    # the harmonic cases draw at nside 64 (a quarter) and 256, once each for both backends
+    assert draws.count("case") == 2 and cm._host_maps == {}
