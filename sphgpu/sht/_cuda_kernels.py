@@ -361,7 +361,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         # groups before first[m] hold only pairs that are negligible for this m
         ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
         for g in range(fm // (RP * TPB), ngroups):
-            active = False
             low = False          # some pair of this thread still below 2**-HALF_BITS
             live = False         # some pair of this thread already counts (k = 0)
             for r in range(RP):
@@ -378,7 +377,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     v, k = _start(mu[m], m, sin[p])
                     prev[r] = -v         # the first step gives y_m = lambda_mm (alm2leg_kernel)
                     kk[r] = k
-                    active = True
                     if k == 0:
                         _load_rings(leg, north[p], south[p], col, ln, r)
                         live = True
@@ -418,19 +416,16 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                                     sums[2 * i + 1] += nxt * ln[r, i, h + 1]
                             for c in range(NC):
                                 buf[ob + u64((q * NC + c) * ROW)] = sums[c]
-                elif active:
-                    # every pair below 2**-HALF_BITS holds zero ring values: its sums are
-                    # zero, so only the recurrence runs (2 FP64 instructions a step, not 2 + 2K)
+                else:
+                    # every pair below 2**-HALF_BITS holds zero ring values (pairs outside the
+                    # range hold zeros throughout): its sums are zero, so only the recurrence
+                    # runs (2 FP64 instructions a step, not 2 + 2K)
                     for j in range(CH):
                         a = sa[so + u64(j)]
                         for r in range(RP):
                             nxt = (a * xv[r]) * cur[r] - prev[r]
                             prev[r] = cur[r]
                             cur[r] = nxt
-                        for c in range(NC):
-                            buf[bo + u64((j * NC + c) * ROW + t)] = 0.0
-                else:
-                    for j in range(CH):
                         for c in range(NC):
                             buf[bo + u64((j * NC + c) * ROW + t)] = 0.0
                 if low:
