@@ -50,8 +50,8 @@ def to_device(a):
 def _const(a):
     """A plan constant as a kernel argument: a Numba device array, which launches faster than
     a foreign (CuPy) array that Numba must wrap at every call."""
-    if SIMULATOR:
-        return np.ascontiguousarray(a)
+    if SIMULATOR:     # a copy: the simulator writes kernel arguments back, frozen ones too
+        return np.array(a, order="C")
     from numba import cuda
 
     return cuda.to_device(np.ascontiguousarray(a))
@@ -63,6 +63,21 @@ def _grid2(rows, cols, threads=(4, 64)):
 
 #: Bluestein lengths from here up may also be 3 * 2**a (below, fewer classes launch less)
 SMOOTH_MIN_LENGTH = 6144
+
+
+def _pair_rings(rings, nphi):
+    """Rows of a Bluestein class: (ring_a, ring_b) int64 arrays, two rings of one length to a
+    row (ring_b = -1 where a length is left over), ordered by length."""
+    order = np.lexsort((rings, nphi[rings]))
+    a, b = [], []
+    i = 0
+    while i < order.size:
+        r = rings[order[i]]
+        pair = i + 1 < order.size and nphi[rings[order[i + 1]]] == nphi[r]
+        a.append(r)
+        b.append(rings[order[i + 1]] if pair else -1)
+        i += 2 if pair else 1
+    return np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
 
 
 def _bluestein_length(nphi):
@@ -99,7 +114,12 @@ class _Plan:
         self.unit_scale = _const(np.ones((1, self.nrings)))    # ring kernels' scale, scalar
         self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
-        # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length).
+        # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length), two
+        # rings of one length to a row (_pair_rings).
+        self.phi0 = _const(geometry.phi0)
+        self.ringstart = _const(geometry.ringstart)
+        self.weight = _const(geometry.weight)
+        self.unit = _const(np.ones(geometry.nrings))
         lengths, counts = np.unique(geometry.nphi, return_counts=True)
         plain = set(lengths[counts >= MIN_PLAIN_RINGS].tolist())
         M_of_ring = _bluestein_length(geometry.nphi)
@@ -107,14 +127,17 @@ class _Plan:
         self.classes = []
         for k in np.unique(key):
             rings = np.flatnonzero(key == k)
-            nphi = geometry.nphi[rings]
-            chirped = int(k > 0)
-            c = dict(M=int(k if chirped else -k), nr=int(rings.size), nmax=int(nphi.max()),
-                     chirped=chirped, rings=_const(rings), nphi=_const(nphi),
-                     phi0=_const(geometry.phi0[rings]),
-                     ringstart=_const(geometry.ringstart[rings]),
-                     weight=_const(geometry.weight[rings]), unit=_const(np.ones(rings.size)))
-            if chirped:
+            if k < 0:
+                c = dict(M=int(-k), nr=int(rings.size), n=int(-k), chirped=0,
+                         rings=_const(rings), nphi=_const(geometry.nphi[rings]),
+                         phi0=_const(geometry.phi0[rings]),
+                         ringstart=_const(geometry.ringstart[rings]),
+                         weight=_const(geometry.weight[rings]), unit=_const(np.ones(rings.size)))
+            else:
+                a, b = _pair_rings(rings, geometry.nphi)
+                nphi = geometry.nphi[a]
+                c = dict(M=int(k), nr=int(a.size), nmax=int(nphi.max()), chirped=1,
+                         ring_a=_const(a), ring_b=_const(b), nphi=_const(nphi))
                 chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
                 K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
                 c["chirp_f"] = xp.fft.fft(chirp, axis=1)
@@ -294,18 +317,22 @@ def _leg2map(leg, pl, xp, scale=None):
     maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
     for c in pl.classes:
         rows = nmaps * c["nr"]
-        # a plain class folds only the modes q <= n/2 of its (Hermitian) ring spectra and
-        # takes a complex-to-real FFT: half the work of a complex one
-        width = c["M"] if c["chirped"] else c["M"] // 2 + 1
-        a = xp.empty((rows, width), dtype=np.complex128)
-        K.fold_kernel[_grid2(rows, width)](leg, c["rings"], c["nphi"], c["phi0"], c["nr"],
-                                           c["chirped"], scale, a)
         if c["chirped"]:
+            a = xp.empty((rows, c["M"]), dtype=np.complex128)
+            K.fold_pair_kernel[_grid2(rows, c["M"])](leg, c["ring_a"], c["ring_b"], c["nphi"],
+                                                     pl.phi0, c["nr"], scale, a)
             conv = _convolve(a, c, nmaps, xp)
+            K.unchirp_pair_kernel[_grid2(rows, c["nmax"])](conv, c["ring_a"], c["ring_b"],
+                                                           c["nphi"], pl.ringstart, c["nr"], maps)
         else:
-            conv = xp.fft.irfft(a, n=c["M"], axis=1, norm="forward")
-        K.unchirp_kernel[_grid2(rows, c["nmax"])](conv, c["rings"], c["nphi"], c["ringstart"],
-                                                  c["nr"], c["chirped"], maps)
+            # the modes q <= n/2 of the (Hermitian) ring spectra and a complex-to-real FFT:
+            # half the work of a complex one
+            a = xp.empty((rows, c["n"] // 2 + 1), dtype=np.complex128)
+            K.fold_kernel[_grid2(rows, a.shape[1])](leg, c["rings"], c["nphi"], c["phi0"],
+                                                    c["nr"], scale, a)
+            conv = xp.fft.irfft(a, n=c["n"], axis=1, norm="forward")
+            K.unchirp_kernel[_grid2(rows, c["n"])](conv, c["nphi"], c["ringstart"], c["nr"],
+                                                   maps)
     return maps
 
 
@@ -317,19 +344,21 @@ def _map2leg(maps, pl, xp, quadrature=True, scale=None):
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
     for c in pl.classes:
         rows = nmaps * c["nr"]
-        weight = c["weight"] if quadrature else c["unit"]
         if c["chirped"]:
             a = xp.empty((rows, c["M"]), dtype=np.complex128)
-            K.chirp_map_kernel[_grid2(rows, c["M"])](maps, c["nphi"], c["ringstart"], weight,
-                                                     c["nr"], c["chirped"], a)
+            K.chirp_map_pair_kernel[_grid2(rows, c["M"])](
+                maps, c["ring_a"], c["ring_b"], c["nphi"], pl.ringstart,
+                pl.weight if quadrature else pl.unit, c["nr"], a)
             conv = _convolve(a, c, nmaps, xp)
+            K.unfold_pair_kernel[_grid2(rows, pl.mmax + 1)](
+                conv, c["ring_a"], c["ring_b"], c["nphi"], pl.phi0, c["nr"], scale, leg)
         else:     # a real-to-complex FFT of the real ring values: half the work
-            a = xp.empty((rows, c["M"]), dtype=np.float64)
-            K.weighted_rings_kernel[_grid2(rows, c["M"])](maps, c["ringstart"], weight, c["nr"],
-                                                          a)
+            a = xp.empty((rows, c["n"]), dtype=np.float64)
+            K.weighted_rings_kernel[_grid2(rows, c["n"])](
+                maps, c["ringstart"], c["weight"] if quadrature else c["unit"], c["nr"], a)
             conv = xp.fft.rfft(a, axis=1)
-        K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
-                                                   c["nr"], c["chirped"], scale, leg)
+            K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
+                                                       c["nr"], scale, leg)
     return leg
 
 

@@ -10,9 +10,10 @@ length M >= 2n - 1 (2**a or 3 * 2**a, see ``_cuda._bluestein_length``):
     sum_q c_q w^{jq} = z_j sum_q (c_q z_q) conj(z_{j-q}),   w = e^{2 pi i/n},  z_t = e^{i pi t^2/n}
 
 The convolution runs as FFT(A) * FFT(B) -> inverse FFT, with A the chirped, zero-padded ring and B
-the conjugate chirp (precomputed per ring, see :func:`chirp_kernel`). Many rings of one length
-(HEALPix's equatorial belt, every ring of Gauss-Legendre grids) skip the chirps
-(``chirped=0``) and take one real FFT of that length instead.
+the conjugate chirp (precomputed per row, see :func:`chirp_kernel`); two rings of one length
+share a row (:func:`fold_pair_kernel`). Many rings of one length (HEALPix's equatorial belt,
+every ring of Gauss-Legendre grids) skip the chirps and take one real FFT of that length
+instead (:func:`fold_kernel`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from . import legendre
 refresh_kernel_cache(__file__, legendre.__file__)
 
 __all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
-           "fold_kernel", "unchirp_kernel", "chirp_map_kernel", "weighted_rings_kernel",
+           "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
+           "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "weighted_rings_kernel",
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
 
@@ -495,14 +497,34 @@ def _load_rings(leg, rn, rs, col, ln, r):
 
 # ----------------------------------------------------------------------------- ring FFT passes
 @cuda.jit(device=True, inline=True)
-def _chirp(t, n, chirped):
-    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact.
-    # Classes of rings that share one length n use a plain FFT of length n instead: z = 1.
-    if not chirped:
-        return 1.0 + 0j
+def _chirp(t, n):
+    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact
     r = (t * t) % (2 * n)
     ang = math.pi * float64(r) / float64(n)
     return complex(math.cos(ang), math.sin(ang))
+
+
+@cuda.jit(device=True, inline=True)
+def _fold(leg, i, ring, n, p0, q):
+    # sum over m in [-mmax, mmax] with m = q (mod n) of Delta_m e^{i m phi0}, Delta_{-m} the
+    # conjugate of Delta_m: mode q of a ring of n pixels
+    mmax = leg.shape[2] - 1
+    v = 0j
+    for m in range(q, mmax + 1, n):           # +m = q (mod n)
+        ang = m * p0
+        v += leg[i, ring, m] * complex(math.cos(ang), math.sin(ang))
+    start = n - q if q > 0 else n             # -m = q (mod n), m >= 1
+    for m in range(start, mmax + 1, n):
+        ang = m * p0
+        v += (leg[i, ring, m] * complex(math.cos(ang), math.sin(ang))).conjugate()
+    return v
+
+
+@cuda.jit(device=True, inline=True)
+def _unfold(g, m, p0, s):
+    # Delta_m of a ring from its mode g = sum_j s_j e^{-2 pi i j q / n}, q = m mod n
+    ang = -m * p0
+    return g * complex(math.cos(ang), math.sin(ang)) * s
 
 
 @cuda.jit(cache=True)
@@ -517,22 +539,29 @@ def chirp_kernel(nphi, out):
         M = out.shape[1]
         v = 0j
         if t < n:
-            v = _chirp(t, n, 1).conjugate()
+            v = _chirp(t, n).conjugate()
         elif t > M - n:
-            v = _chirp(M - t, n, 1).conjugate()
+            v = _chirp(M - t, n).conjugate()
         out[row, t] = v
 
 
+# A Bluestein class runs two rings of one length n per row (HEALPix has each polar length
+# twice: north and south): ring a as the real part, ring b as the imaginary part of one complex
+# sequence. Synthesis: both rings are real, so the inverse DFT of X_a + i X_b is x_a + i x_b.
+# Analysis: the DFT S of x_a + i x_b splits by S_a[q] = (S[q] + conj S[n-q]) / 2 and
+# S_b[q] = (S[q] - conj S[n-q]) / 2i. Half the rows, half the FFT work. A row whose ring b
+# is -1 carries ring a alone.
 @cuda.jit(cache=True)
-def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, scale, out):
-    """alm2map ring pass 1: fold Delta_m of each ring onto its n Fourier modes and chirp them.
+def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, nmaps_rows, scale, out):
+    """alm2map ring pass 1 of a Bluestein class: fold Delta_m of each row's two rings onto
+    their n Fourier modes and chirp them.
 
-    out[i*nr + row, q] = z_q * s * sum over m in [-mmax, mmax] with m = q (mod n) of
-                         Delta_m e^{i m phi0}   (Delta_{-m} = conj Delta_m), zero for q >= n,
-    with s = scale[i % scale.shape[0], ring] (the sin^-s factor of a spin row, 1 otherwise).
-    Launch: 2-D grid covering out (nmaps*nr, M), or (nmaps*nr, n//2 + 1) for a plain class:
-    the modes q <= n/2 of its Hermitian spectra, for a complex-to-real FFT. leg (nmaps, nrings,
-    mmax+1) complex128; rings, nphi (nr,) int64 and phi0 (nr,) float64 describe this class's
+    out[i*nr + row, q] = z_q (s_a F_a(q) + i s_b F_b(q)) for q < n, zero for q >= n, with
+    F(q) = sum over m in [-mmax, mmax], m = q (mod n) of Delta_m e^{i m phi0} of the ring
+    (Delta_{-m} = conj Delta_m) and s = scale[i % scale.shape[0], ring] (the sin^-s factor of
+    a spin row, 1 otherwise).
+    Launch: 2-D grid covering out (nmaps*nr, M). leg (nmaps, nrings, mmax+1) complex128;
+    ring_a, ring_b, nphi (nr,) int64 describe this class's rows; phi0 (nrings,) float64 of all
     rings; nmaps_rows = nr; scale (rows, nrings) float64.
     """
     R, q = cuda.grid(2)
@@ -542,28 +571,22 @@ def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, chirped, scale, out):
         n = nphi[row]
         v = 0j
         if q < n:
-            ring = rings[row]
-            p0 = phi0[row]
-            mmax = leg.shape[2] - 1
-            for m in range(q, mmax + 1, n):           # +m = q (mod n)
-                d = leg[i, ring, m]
-                ang = m * p0
-                v += d * complex(math.cos(ang), math.sin(ang))
-            start = n - q if q > 0 else n             # -m = q (mod n), m >= 1
-            for m in range(start, mmax + 1, n):
-                d = leg[i, ring, m]
-                ang = m * p0
-                v += (d * complex(math.cos(ang), math.sin(ang))).conjugate()
-            v *= _chirp(q, n, chirped) * scale[i % scale.shape[0], ring]
+            a = ring_a[row]
+            b = ring_b[row]
+            s = scale[i % scale.shape[0]]
+            v = _fold(leg, i, a, n, phi0[a], q) * s[a]
+            if b >= 0:
+                v += 1j * (_fold(leg, i, b, n, phi0[b], q) * s[b])
+            v *= _chirp(q, n)
         out[R, q] = v
 
 
 @cuda.jit(cache=True)
-def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
-    """alm2map ring pass 2: maps[i, ringstart + j] = Re(z_j conv[i*nr + row, j]) for j < n.
+def unchirp_pair_kernel(conv, ring_a, ring_b, nphi, ringstart, nmaps_rows, maps):
+    """alm2map ring pass 2 of a Bluestein class: with v = z_j conv[i*nr + row, j], j < n,
+    ring a's pixel j is Re v and ring b's Im v.
 
-    Launch: 2-D grid covering (nmaps*nr, max n of the class); conv complex128, or float64 from
-    a plain class's real FFT (z = 1).
+    Launch: 2-D grid covering (nmaps*nr, max n of the class); ringstart (nrings,) int64.
     """
     R, j = cuda.grid(2)
     if R < conv.shape[0]:
@@ -571,15 +594,20 @@ def unchirp_kernel(conv, rings, nphi, ringstart, nmaps_rows, chirped, maps):
         row = R - i * nmaps_rows
         n = nphi[row]
         if j < n:
-            v = _chirp(j, n, chirped) * conv[R, j]
-            maps[i, ringstart[row] + j] = v.real
+            v = _chirp(j, n) * conv[R, j]
+            maps[i, ringstart[ring_a[row]] + j] = v.real
+            b = ring_b[row]
+            if b >= 0:
+                maps[i, ringstart[b] + j] = v.imag
 
 
 @cuda.jit(cache=True)
-def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
-    """map2alm ring pass 1: out[i*nr + row, j] = weight * s_j * z_j for j < n, else 0.
+def chirp_map_pair_kernel(maps, ring_a, ring_b, nphi, ringstart, weight, nmaps_rows, out):
+    """map2alm ring pass 1 of a Bluestein class: out[i*nr + row, j] = z_j (w_a s_a[j] +
+    i w_b s_b[j]) for j < n, else 0; s the rings' pixels, w their quadrature weights.
 
-    Launch: 2-D grid covering (nmaps*nr, M); weight (nr,) float64 per-pixel quadrature weight.
+    Launch: 2-D grid covering (nmaps*nr, M); ringstart (nrings,) int64, weight (nrings,)
+    float64.
     """
     R, j = cuda.grid(2)
     if R < out.shape[0] and j < out.shape[1]:
@@ -588,8 +616,73 @@ def chirp_map_kernel(maps, nphi, ringstart, weight, nmaps_rows, chirped, out):
         n = nphi[row]
         v = 0j
         if j < n:
-            v = _chirp(j, n, chirped) * (weight[row] * maps[i, ringstart[row] + j])
+            a = ring_a[row]
+            b = ring_b[row]
+            v = complex(weight[a] * maps[i, ringstart[a] + j], 0.0)
+            if b >= 0:
+                v += 1j * (weight[b] * maps[i, ringstart[b] + j])
+            v *= _chirp(j, n)
         out[R, j] = v
+
+
+@cuda.jit(cache=True)
+def unfold_pair_kernel(conv, ring_a, ring_b, nphi, phi0, nmaps_rows, scale, leg):
+    """map2alm ring pass 2 of a Bluestein class: Delta_m = s e^{-i m phi0} G(q), q = m mod n,
+    for both rings of a row, G the ring's forward DFT split from the Bluestein sum
+    S[q] = z_q conv[q] of the row: G_a = conj(S[q] + conj S[n-q]) / 2, G_b = conj(S[q] -
+    conj S[n-q]) / 2i; s = scale[i % scale.shape[0], ring].
+
+    Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128,
+    phi0 (nrings,) float64.
+    """
+    R, m = cuda.grid(2)
+    if R < conv.shape[0] and m < leg.shape[2]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        n = nphi[row]
+        q = m % n
+        p = n - q if q > 0 else 0
+        sq = _chirp(q, n) * conv[R, q]
+        sp = (_chirp(p, n) * conv[R, p]).conjugate()
+        a = ring_a[row]
+        b = ring_b[row]
+        s = scale[i % scale.shape[0]]
+        leg[i, a, m] = _unfold((0.5 * (sq + sp)).conjugate(), m, phi0[a], s[a])
+        if b >= 0:
+            leg[i, b, m] = _unfold((-0.5j * (sq - sp)).conjugate(), m, phi0[b], s[b])
+
+
+@cuda.jit(cache=True)
+def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, scale, out):
+    """alm2map ring pass 1 of a plain class (rings of one length n): the modes q <= n/2 of
+    each ring's Hermitian spectrum, out[i*nr + row, q] = s F(q) (as in
+    :func:`fold_pair_kernel`), for a complex-to-real FFT.
+
+    Launch: 2-D grid covering out (nmaps*nr, n//2 + 1). rings, nphi (nr,) int64 and phi0
+    (nr,) float64 describe this class's rings; nmaps_rows = nr; scale (rows, nrings) float64.
+    """
+    R, q = cuda.grid(2)
+    if R < out.shape[0] and q < out.shape[1]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        ring = rings[row]
+        out[R, q] = (_fold(leg, i, ring, nphi[row], phi0[row], q)
+                     * scale[i % scale.shape[0], ring])
+
+
+@cuda.jit(cache=True)
+def unchirp_kernel(conv, nphi, ringstart, nmaps_rows, maps):
+    """alm2map ring pass 2 of a plain class: maps[i, ringstart + j] = conv[i*nr + row, j],
+    the real FFT's output, for j < n.
+
+    Launch: 2-D grid covering (nmaps*nr, n); conv float64.
+    """
+    R, j = cuda.grid(2)
+    if R < conv.shape[0]:
+        i = R // nmaps_rows
+        row = R - i * nmaps_rows
+        if j < nphi[row]:
+            maps[i, ringstart[row] + j] = conv[R, j]
 
 
 @cuda.jit(cache=True)
@@ -607,12 +700,11 @@ def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
 
 
 @cuda.jit(cache=True)
-def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, scale, leg):
-    """map2alm ring pass 2: Delta_m = s e^{-i m phi0} conj(z_q conv[q]), q = m mod n.
-
-    Since s is real, sum_j s_j e^{-2 pi i j q/n} is the conjugate of the Bluestein sum; a plain
-    class (chirped = 0) passes the real FFT of its rings, conv (nmaps*nr, n//2 + 1).
+def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, scale, leg):
+    """map2alm ring pass 2 of a plain class: Delta_m = s e^{-i m phi0} G(q), q = m mod n, G
+    the real FFT of the ring, conv (nmaps*nr, n//2 + 1) (modes above n/2 are conjugates).
     s = scale[i % scale.shape[0], ring], as in :func:`fold_kernel`.
+
     Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
     """
     R, m = cuda.grid(2)
@@ -621,16 +713,9 @@ def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, chirped, scale, leg):
         row = R - i * nmaps_rows
         n = nphi[row]
         q = m % n
-        if chirped:
-            g = (_chirp(q, n, chirped) * conv[R, q]).conjugate()
-        elif 2 * q <= n:      # plain class: conv holds the real FFT (modes 0..n/2, e^{-i...})
-            g = conv[R, q]
-        else:
-            g = conv[R, n - q].conjugate()
-        ang = -m * phi0[row]
+        g = conv[R, q] if 2 * q <= n else conv[R, n - q].conjugate()
         ring = rings[row]
-        leg[i, ring, m] = (g * complex(math.cos(ang), math.sin(ang))
-                           * scale[i % scale.shape[0], ring])
+        leg[i, ring, m] = _unfold(g, m, phi0[row], scale[i % scale.shape[0], ring])
 
 
 @cuda.jit(cache=True)

@@ -14,9 +14,11 @@ from sphgpu.testing import TOL, random_alm, random_map, rel_err
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
 
 # (geometry, lmax, mmax): HEALPix with rings shorter than 2*mmax+1, odd nside, mmax < lmax,
-# and a Gauss-Legendre grid with an unpaired equator ring
+# a Gauss-Legendre grid with an unpaired equator ring, and HEALPix rings where one Bluestein
+# length has two rings (one FFT row) and another one ring (a row of its own)
 CASES = [(RingGeometry.healpix(1), 3, 3), (RingGeometry.healpix(3), 8, 5),
-         (RingGeometry.healpix(2), 7, 7), (RingGeometry.gauss_legendre(5), 4, 4)]
+         (RingGeometry.healpix(2), 7, 7), (RingGeometry.gauss_legendre(5), 4, 4),
+         (RingGeometry.healpix(3).rings(slice(1, 11)), 8, 8)]
 
 
 @pytest.mark.parametrize("geometry, lmax, mmax", CASES)
@@ -34,6 +36,16 @@ def test_cuda_matches_cpu(geometry, lmax, mmax, rng):
     got = sphgpu.map2alm(maps, lmax, mmax, iter=0, pol=False, geometry=geometry, backend="cuda")
     assert rel_err(got, want) <= TOL["vs_ducc0"]
     assert rel_err(got, reference.analysis(maps, layout, geometry)) <= TOL["vs_ducc0"]
+
+
+def test_bluestein_rows_pair_rings_of_one_length():
+    from sphgpu.sht._cuda import _pair_rings
+
+    nphi = np.array([4, 8, 8, 12, 4, 8, 4])
+    a, b = _pair_rings(np.arange(7), nphi)
+    assert sorted(np.concatenate([a, b[b >= 0]]).tolist()) == list(range(7))
+    assert all(b[i] < 0 or nphi[a[i]] == nphi[b[i]] for i in range(a.size))
+    assert (b < 0).sum() == 3          # one ring of lengths 4, 8 and 12 left over
 
 
 def test_cuda_map2alm_iterations_match_cpu(rng):
