@@ -57,6 +57,16 @@ def _const(a):
     return cuda.to_device(np.ascontiguousarray(a))
 
 
+def _empty(n):
+    """A plan's float64 device array of length n, for a kernel to fill (NumPy under the
+    simulator)."""
+    if SIMULATOR:
+        return np.empty(n)
+    from numba import cuda
+
+    return cuda.device_array(n)
+
+
 def _grid2(rows, cols, threads=(4, 64)):
     return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
 
@@ -145,13 +155,14 @@ class _Plan:
 
     @functools.cached_property
     def _coefficients(self):
-        # the CPU twin's tables, bit for bit (built on the host by Numba, once per plan and only
-        # when a Legendre step runs: ring-step stages of sphgpu.distributed never need them);
-        # ring pairs come sorted from the pole: for each m, where the non-negligible ones start
+        # the CPU twin's tables, bit for bit, built on the device once per plan and only when
+        # a Legendre step runs (ring-step stages of sphgpu.distributed never need them); ring
+        # pairs come sorted from the pole: for each m, where the non-negligible ones start
         lmax, mmax = self.lmax, self.mmax
-        m = np.arange(mmax + 1, dtype=np.int64)
-        alpha, scale = legendre.coefficient_tables(lmax, mmax, m * (2 * lmax + 1 - m) // 2)
-        alpha, scale = _const(alpha), _const(scale)
+        nalm = (mmax + 1) * (lmax + 1) - mmax * (mmax + 1) // 2
+        alpha, scale = _empty(nalm), _empty(nalm)
+        K.coefficient_tables_kernel[math.ceil((mmax + 1) / 64), 64](lmax, self.mstart, alpha,
+                                                                    scale)
         first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
         K.first_alive_kernel[(math.ceil(self.npairs / 128), mmax + 1), 128](
             lmax, self.mstart, alpha, self.mu, self.x, self.sin, first)

@@ -30,7 +30,7 @@ from . import legendre
 # kernels are cached on disk (cache=True); they inline legendre's device functions
 refresh_kernel_cache(__file__, legendre.__file__)
 
-__all__ = ["first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
+__all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
            "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
            "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "weighted_rings_kernel",
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
@@ -56,6 +56,20 @@ CHECK_EVERY = 16
 _start = legendre.start_value
 _step = legendre.step
 _check = legendre.rescale
+
+
+@cuda.jit(cache=True)
+def coefficient_tables_kernel(lmax, mstart, alpha, scale):
+    """The tables of :func:`legendre.coefficient_tables` on the device, equal to the host's bit
+    for bit (the same IEEE-rounded square roots and divisions of exact integers): one thread
+    per m runs :func:`legendre.recurrence_coefficients`.
+
+    Launch: 1-D grid covering mmax + 1 threads. mstart (mmax+1,) int64 alm offsets; alpha,
+    scale (nalm,) float64, written.
+    """
+    m = cuda.grid(1)
+    if m < mstart.shape[0]:
+        legendre.recurrence_coefficients(m, lmax, alpha, scale, mstart[m])
 
 
 @cuda.jit(cache=True)

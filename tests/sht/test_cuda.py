@@ -48,6 +48,16 @@ def test_bluestein_rows_pair_rings_of_one_length():
     assert (b < 0).sum() == 3          # one ring of lengths 4, 8 and 12 left over
 
 
+def test_plan_tables_built_on_the_device_equal_the_host_tables_bit_for_bit():
+    from sphgpu.sht import _cuda, legendre
+
+    lmax, mmax = 37, 21
+    pl = _cuda._Plan(RingGeometry.healpix(4), lmax, mmax)
+    alpha, scale = legendre.coefficient_tables(lmax, mmax, AlmLayout(lmax, mmax).mstart())
+    np.testing.assert_array_equal(np.asarray(pl.alpha), alpha)
+    np.testing.assert_array_equal(np.asarray(pl.scale), scale)
+
+
 def test_cuda_map2alm_iterations_match_cpu(rng):
     m = random_map(rng, 2)
     want = sphgpu.map2alm(m, 5, iter=2, backend="cpu")
