@@ -56,6 +56,9 @@ CHECK_EVERY = 16
 _start = legendre.start_value
 _step = legendre.step
 _check = legendre.rescale
+# a device function of its own: inlined into the kernel by Numba's IR inliner it failed to
+# compile on numba-cuda 0.30 (an assertion in the variable-lifetime pass)
+_coefficients = cuda.jit(device=True)(legendre.recurrence_coefficients)
 
 
 @cuda.jit(cache=True)
@@ -69,7 +72,7 @@ def coefficient_tables_kernel(lmax, mstart, alpha, scale):
     """
     m = cuda.grid(1)
     if m < mstart.shape[0]:
-        legendre.recurrence_coefficients(m, lmax, alpha, scale, mstart[m])
+        _coefficients(m, lmax, alpha, scale, mstart[m])
 
 
 @cuda.jit(cache=True)
