@@ -521,20 +521,36 @@ def _chirp(t, n):
     return complex(math.cos(ang), math.sin(ang))
 
 
+#: terms of a fold between exact phase factors: in between, e^{i m phi0} steps by e^{i n phi0}
+FOLD_ANCHOR = 16
+
+
 @cuda.jit(device=True, inline=True)
-def _fold(leg, i, ring, n, p0, q):
-    # sum over m in [-mmax, mmax] with m = q (mod n) of Delta_m e^{i m phi0}, Delta_{-m} the
-    # conjugate of Delta_m: mode q of a ring of n pixels
+def _fold_sum(leg, i, ring, n, p0, m0, sign):
+    # sum over m = m0, m0 + n, ... <= mmax of Delta_m e^{i sign m phi0}. A short ring sums
+    # thousands of m (2 (mmax+1) / n), and a sine and cosine per term made the shortest rings'
+    # threads the whole fold's tail; the phase now advances by one complex multiply and is
+    # recomputed exactly every FOLD_ANCHOR terms, so rounding grows over at most that many
     mmax = leg.shape[2] - 1
     v = 0j
-    for m in range(q, mmax + 1, n):           # +m = q (mod n)
-        ang = m * p0
-        v += leg[i, ring, m] * complex(math.cos(ang), math.sin(ang))
-    start = n - q if q > 0 else n             # -m = q (mod n), m >= 1
-    for m in range(start, mmax + 1, n):
-        ang = m * p0
-        v += (leg[i, ring, m] * complex(math.cos(ang), math.sin(ang))).conjugate()
+    ang = sign * n * p0
+    step = complex(math.cos(ang), math.sin(ang))
+    for start in range(m0, mmax + 1, n * FOLD_ANCHOR):
+        ang = sign * start * p0
+        w = complex(math.cos(ang), math.sin(ang))
+        for m in range(start, min(start + n * FOLD_ANCHOR, mmax + 1), n):
+            d = leg[i, ring, m]
+            v += (d.conjugate() if sign < 0 else d) * w
+            w *= step
     return v
+
+
+@cuda.jit(device=True, inline=True)
+def _fold(leg, i, ring, n, p0, q):
+    # mode q of a ring of n pixels: sum over m in [-mmax, mmax] with m = q (mod n) of
+    # Delta_m e^{i m phi0}, Delta_{-m} the conjugate of Delta_m
+    return (_fold_sum(leg, i, ring, n, p0, q, 1)                       # +m = q (mod n)
+            + _fold_sum(leg, i, ring, n, p0, n - q if q > 0 else n, -1))  # -m = q, m >= 1
 
 
 @cuda.jit(device=True, inline=True)
