@@ -25,7 +25,7 @@ all dtypes without):
    it, at 2^20, 2^25 (and 2^28 without --quick). A stage's GPU time includes any time the GPU
    waited for the host to issue it, so small sorts show the host's launch costs here. Then
    the same at 2^20 keys through Numba's dispatcher and through the direct launches of
-   ``sphgpu.sort._launch`` (``_launch.FAST``).
+   ``sphgpu._fast_launch`` (``_launch.FAST``).
 3. Launch variants (items per thread, register cap) at 2^25 uint32 keys, keys only and
    keys + permutation, against cupy.sort / cupy.argsort (CUB), and the PIC case (8M 10-bit
    keys + permutation, 2 passes of 5 bits) against cupy.argsort.
@@ -49,7 +49,8 @@ import time
 
 import numpy as np
 
-from sphgpu.sort import _cuda, _launch
+from sphgpu import _fast_launch as _launch
+from sphgpu.sort import _cuda
 
 
 def _events_trace(cupy):

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .. import _tuning
+from .. import _fast_launch, _tuning
 from .._cuda_launch import quiet
 from .._device import SIMULATOR, free_device_bytes, to_host
 from .._device import array_module as _xp
@@ -48,23 +48,25 @@ def to_device(a):
 
 
 def _const(a):
-    """A plan constant as a kernel argument: a Numba device array, which launches faster than
-    a foreign (CuPy) array that Numba must wrap at every call."""
+    """A plan constant as a kernel argument: a C-contiguous CuPy array (NumPy under the
+    simulator), as :func:`sphgpu._fast_launch.launch` takes them."""
     if SIMULATOR:     # a copy: the simulator writes kernel arguments back, frozen ones too
         return np.array(a, order="C")
-    from numba import cuda
+    import cupy
 
-    return cuda.to_device(np.ascontiguousarray(a))
+    return cupy.asarray(np.ascontiguousarray(a))
+
+
+def _go(kernel, grid, block, *args):
+    """Launch a kernel on the default stream, with little host time (:mod:`sphgpu._fast_launch`:
+    the dispatcher took about 90 us a launch, and a ring step makes about 40)."""
+    _fast_launch.launch(kernel, grid, block, 0, *args)
 
 
 def _empty(n):
     """A plan's float64 device array of length n, for a kernel to fill (NumPy under the
     simulator)."""
-    if SIMULATOR:
-        return np.empty(n)
-    from numba import cuda
-
-    return cuda.device_array(n)
+    return _xp().empty(n)
 
 
 def _grid2(rows, cols, threads=(4, 64)):
@@ -149,7 +151,7 @@ class _Plan:
                 c = dict(M=int(k), nr=int(a.size), nmax=int(nphi.max()), chirped=1,
                          ring_a=_const(a), ring_b=_const(b), nphi=_const(nphi))
                 chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
-                K.chirp_kernel[_grid2(c["nr"], c["M"])](c["nphi"], chirp)
+                _go(K.chirp_kernel, *_grid2(c["nr"], c["M"]), c["nphi"], chirp)
                 c["chirp_f"] = xp.fft.fft(chirp, axis=1)
             self.classes.append(c)
 
@@ -161,10 +163,10 @@ class _Plan:
         lmax, mmax = self.lmax, self.mmax
         nalm = (mmax + 1) * (lmax + 1) - mmax * (mmax + 1) // 2
         alpha, scale = _empty(nalm), _empty(nalm)
-        K.coefficient_tables_kernel[math.ceil((mmax + 1) / 64), 64](lmax, self.mstart, alpha,
-                                                                    scale)
+        _go(K.coefficient_tables_kernel, math.ceil((mmax + 1) / 64), 64, lmax, self.mstart,
+            alpha, scale)
         first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
-        K.first_alive_kernel[(math.ceil(self.npairs / 128), mmax + 1), 128](
+        _go(K.first_alive_kernel, (math.ceil(self.npairs / 128), mmax + 1), 128,
             lmax, self.mstart, alpha, self.mu, self.x, self.sin, first)
         return alpha, scale, first
 
@@ -288,6 +290,7 @@ def _orders(pl, orders):
 
 def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
+    alm = xp.ascontiguousarray(alm)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
     tpb, rp, *regs = _launch(pl, "alm2leg")
@@ -301,7 +304,7 @@ def _alm2leg(alm, pl, xp, orders=None):
         per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH_BELOW
     for i in range(0, nmaps, per):
         j = min(i + per, nmaps)
-        _kernel("alm2leg", j - i, tpb, rp, *regs)[grid, tpb](
+        _go(_kernel("alm2leg", j - i, tpb, rp, *regs), grid, tpb,
             alm[i:j], astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x,
             pl.sin, pl.north, pl.south, pl.first, leg[i:j])
     return leg
@@ -315,7 +318,7 @@ def _leg2alm(leg, pl, xp, orders=None):
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        _kernel("leg2alm", j - i, tpb, rp)[grid, tpb](
+        _go(_kernel("leg2alm", j - i, tpb, rp), grid, tpb,
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
     return out.view(np.complex128)
@@ -323,53 +326,55 @@ def _leg2alm(leg, pl, xp, orders=None):
 
 def _leg2map(leg, pl, xp, scale=None):
     """Ring step of a synthesis; ``scale`` (rows, nrings): spin.scale_rows fused into the fold."""
-    scale = pl.unit_scale if scale is None else scale
+    scale = pl.unit_scale if scale is None else xp.ascontiguousarray(scale)
+    leg = xp.ascontiguousarray(leg)
     nmaps = leg.shape[0]
     maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
     for c in pl.classes:
         rows = nmaps * c["nr"]
         if c["chirped"]:
             a = xp.empty((rows, c["M"]), dtype=np.complex128)
-            K.fold_pair_kernel[_grid2(rows, c["M"])](leg, c["ring_a"], c["ring_b"], c["nphi"],
-                                                     pl.phi0, c["nr"], scale, a)
+            _go(K.fold_pair_kernel, *_grid2(rows, c["M"]), leg, c["ring_a"], c["ring_b"],
+                c["nphi"], pl.phi0, c["nr"], scale, a)
             conv = _convolve(a, c, nmaps, xp)
-            K.unchirp_pair_kernel[_grid2(rows, c["nmax"])](conv, c["ring_a"], c["ring_b"],
-                                                           c["nphi"], pl.ringstart, c["nr"], maps)
+            _go(K.unchirp_pair_kernel, *_grid2(rows, c["nmax"]), conv, c["ring_a"], c["ring_b"],
+                c["nphi"], pl.ringstart, c["nr"], maps)
         else:
             # the modes q <= n/2 of the (Hermitian) ring spectra and a complex-to-real FFT:
             # half the work of a complex one
             a = xp.empty((rows, c["n"] // 2 + 1), dtype=np.complex128)
-            K.fold_kernel[_grid2(rows, a.shape[1])](leg, c["rings"], c["nphi"], c["phi0"],
-                                                    c["nr"], scale, a)
+            _go(K.fold_kernel, *_grid2(rows, a.shape[1]), leg, c["rings"], c["nphi"],
+                c["phi0"], c["nr"], scale, a)
             conv = xp.fft.irfft(a, n=c["n"], axis=1, norm="forward")
-            K.unchirp_kernel[_grid2(rows, c["n"])](conv, c["nphi"], c["ringstart"], c["nr"],
-                                                   maps)
+            _go(K.unchirp_kernel, *_grid2(rows, c["n"]), conv, c["nphi"], c["ringstart"],
+                c["nr"], maps)
     return maps
 
 
 def _map2leg(maps, pl, xp, quadrature=True, scale=None):
     """Ring step of an analysis; ``scale`` (rows, nrings): spin.scale_rows fused into the
     unfold."""
-    scale = pl.unit_scale if scale is None else scale
+    scale = pl.unit_scale if scale is None else xp.ascontiguousarray(scale)
+    maps = xp.ascontiguousarray(maps)
     nmaps = maps.shape[0]
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
     for c in pl.classes:
         rows = nmaps * c["nr"]
         if c["chirped"]:
             a = xp.empty((rows, c["M"]), dtype=np.complex128)
-            K.chirp_map_pair_kernel[_grid2(rows, c["M"])](
+            _go(K.chirp_map_pair_kernel, *_grid2(rows, c["M"]),
                 maps, c["ring_a"], c["ring_b"], c["nphi"], pl.ringstart,
                 pl.weight if quadrature else pl.unit, c["nr"], a)
             conv = _convolve(a, c, nmaps, xp)
-            K.unfold_pair_kernel[_grid2(rows, pl.mmax + 1)](
+            _go(K.unfold_pair_kernel, *_grid2(rows, pl.mmax + 1),
                 conv, c["ring_a"], c["ring_b"], c["nphi"], pl.phi0, c["nr"], scale, leg)
         else:     # a real-to-complex FFT of the real ring values: half the work
             a = xp.empty((rows, c["n"]), dtype=np.float64)
-            K.weighted_rings_kernel[_grid2(rows, c["n"])](
+            _go(K.weighted_rings_kernel, *_grid2(rows, c["n"]),
                 maps, c["ringstart"], c["weight"] if quadrature else c["unit"], c["nr"], a)
             conv = xp.fft.rfft(a, axis=1)
-            K.unfold_kernel[_grid2(rows, pl.mmax + 1)](conv, c["rings"], c["nphi"], c["phi0"],
-                                                       c["nr"], scale, leg)
+            _go(K.unfold_kernel, *_grid2(rows, pl.mmax + 1), conv, c["rings"], c["nphi"],
+                c["phi0"], c["nr"], scale, leg)
     return leg
 
 
@@ -413,8 +418,9 @@ def _eth(xp, c, t, j, bar, transpose=False):
     c2 = xp.ascontiguousarray(c.reshape(-1, shape[-1]))
     out = xp.empty_like(c2)
     n = c2.shape[1]
-    K.eth_kernel[(math.ceil(n / 256), c2.shape[0]), 256](
-        c2, t[0], t[1], t[2], t[3], float(j), 1.0 if bar else -1.0, int(transpose), out)
+    _go(K.eth_kernel, (math.ceil(n / 256), c2.shape[0]), 256,
+        c2, *(xp.ascontiguousarray(a) for a in t[:4]), np.float64(j),
+        np.float64(1.0 if bar else -1.0), int(transpose), out)
     return out.reshape(shape)
 
 

@@ -26,7 +26,7 @@ from .. import _tuning
 from .._device import SIMULATOR
 from .._device import array_module as _xp
 from . import _cuda_kernels as K
-from ._launch import launch as _launch
+from .._fast_launch import launch as _launch
 
 __all__ = ["sort_pairs", "choose_radix_bits", "launch_shape", "clear_scratch",
            "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS", "NATIVE_KEYS"]

@@ -203,7 +203,7 @@ def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
     """The GPU launch path, with stand-ins for Numba's dispatcher and cuda.core: compiled once
     per kind of arguments (dtype, ndim, scalar type), then launched with the flat parameters of
     Numba's kernel ABI; a dispatcher without the needed pieces launches the usual way."""
-    from sphgpu.sort import _launch
+    from sphgpu import _fast_launch as _launch
 
     calls = []
 

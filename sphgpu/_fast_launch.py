@@ -1,5 +1,6 @@
-"""Kernel launches with little host time: the sort's kernels take a few microseconds each on the
-GPU at PIC sizes, so the host must issue them faster than Numba's dispatcher does.
+"""Kernel launches with little host time, for the sort and the SHT: the sort's kernels take a few
+microseconds each on the GPU at PIC sizes, and the SHT's ring step makes about 40 launches a
+transform, so the host must issue them faster than Numba's dispatcher does.
 
 Numba's dispatcher types every argument, wraps every array (a CuPy array becomes a Numba view,
 which also synchronizes the stream CuPy names in it) and builds a launch configuration at each
@@ -13,7 +14,9 @@ launches as usual, with Numba views of the CuPy arrays. Under Numba's simulator 
 the dispatcher always launches. Launches through the dispatcher silence its low-occupancy
 warning ("Grid size N will likely result in GPU under-utilization"): the sort's small grids
 (the one-block digit scan, the few tiles of a small sort) are by design, and the warning,
-meant for a user's own kernels, would otherwise reach the user from inside sphgpu.
+meant for a user's own kernels, would otherwise reach the user from inside sphgpu. The SHT's
+ring kernels took about 90 us each through the dispatcher on the H200 machine (their GPU
+time at nside 1024 is a few microseconds), and its ring step at nside 1024 was bound by it.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import ctypes
 
 import numpy as np
 
-from .._cuda_launch import quiet
-from .._device import SIMULATOR
+from ._cuda_launch import quiet
+from ._device import SIMULATOR
 
 __all__ = ["launch", "kernel_params", "FAST"]
 
@@ -79,7 +82,8 @@ def kernel_params(args):
 
 
 def launch(kernel, grid, block, stream, *args):
-    """``kernel[grid, block, stream](*args)`` for a 1-d grid and block, with less host time.
+    """``kernel[grid, block, stream](*args)`` with less host time; ``grid`` and ``block`` are
+    ints or tuples of up to 3 ints (as Numba takes them).
 
     ``kernel``: a ``@cuda.jit`` dispatcher; ``stream``: what Numba's launch takes (0 or a Numba
     stream); ``args``: CuPy arrays (C-contiguous), NumPy scalars, Python ints, or under the
@@ -121,10 +125,15 @@ def _compile(kernel, args):
         return None
 
 
+def _dim3(d):
+    d = (d,) if isinstance(d, int) else tuple(d)
+    return d + (1,) * (3 - len(d))
+
+
 def _config(grid, block):
     from cuda.core import LaunchConfig
 
-    return LaunchConfig(grid=(grid, 1, 1), block=(block, 1, 1), shmem_size=0)
+    return LaunchConfig(grid=_dim3(grid), block=_dim3(block), shmem_size=0)
 
 
 def _core_stream(stream):
