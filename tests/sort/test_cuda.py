@@ -7,14 +7,12 @@ pick ``threads`` and ``items`` themselves use several warps per tile.
 """
 
 import sys
-import types
 import warnings
 
 import numba
 import numpy as np
 import pytest
 from numba import cuda
-from numba.core.errors import NumbaPerformanceWarning
 
 from sphgpu.backends import cuda_available
 from sphgpu.sort import _cuda
@@ -197,66 +195,6 @@ def test_histogram_of_all_passes_counts_and_scans_every_digit(dtype, key_bits, r
             count = np.bincount(digits.astype(np.int64), minlength=R)
             np.testing.assert_array_equal(digit_start[p], np.cumsum(count) - count)
             assert constant[p] == int(count.max() == n)
-
-
-def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
-    """The GPU launch path, with stand-ins for Numba's dispatcher and cuda.core: compiled once
-    per kind of arguments (dtype, ndim, scalar type), then launched with the flat parameters of
-    Numba's kernel ABI; a dispatcher without the needed pieces launches the usual way."""
-    from sphgpu import _fast_launch as _launch
-
-    calls = []
-
-    class Kernel:
-        def get_cufunc(self):
-            return types.SimpleNamespace(kernel="handle")
-
-    class Dispatcher:
-        def compile(self, argtypes):
-            calls.append(("compile", tuple(str(t) for t in argtypes)))
-            return types.SimpleNamespace(_codelibrary=Kernel())
-
-        def __getitem__(self, config):
-            # as Numba's dispatcher does for grids under 128 blocks
-            warnings.warn(NumbaPerformanceWarning(f"Grid size {config[0]} will likely result "
-                                                  "in GPU under-utilization"))
-            return lambda *args: calls.append(("slow", config))
-
-    class DeviceArray(np.ndarray):           # a NumPy array with a device pointer, like CuPy's
-        __cuda_array_interface__ = {}
-        data = types.SimpleNamespace(ptr=4096)
-
-    core = types.SimpleNamespace(launch=lambda *a: calls.append(("fast",) + a),
-                                 LaunchConfig=lambda **kw: tuple(sorted(kw.items())))
-    monkeypatch.setitem(sys.modules, "cuda.core", core)
-    monkeypatch.setattr(_launch, "SIMULATOR", False)
-    monkeypatch.setattr(_launch, "_compiled", {})
-    monkeypatch.setattr(_launch, "_configs", {})
-    monkeypatch.setattr(_launch, "_core_stream", lambda s: "core")
-    kern = Dispatcher()
-    a = np.zeros((2, 3), np.uint32).view(DeviceArray)
-    for _ in range(3):
-        _launch.launch(kern, 7, 64, 0, a, 5, np.uint32(2))
-    assert calls[0] == ("compile", ("array(uint32, 2d, C)", "int64", "uint32"))
-    fast = [c for c in calls if c[0] == "fast"]
-    assert len(calls) == 4 and len(fast) == 3
-    _, stream, config, handle, *params = fast[0]
-    assert (stream, handle) == ("core", "handle")
-    assert config == (("block", (64, 1, 1)), ("grid", (7, 1, 1)), ("shmem_size", 0))
-    assert params[:9] == [0, 0, 6, 4, 4096, 2, 3, 12, 4]
-    assert [(type(v).__name__, v.value) for v in params[9:]] == [("c_long", 5), ("c_uint", 2)]
-    calls.clear()
-    _launch.launch(kern, 7, 64, 0, a.astype(np.uint64).view(DeviceArray), 5, np.uint32(2))
-    assert calls[0][0] == "compile"                      # another dtype: compiled again
-    del Dispatcher.compile                                # an older or newer Numba
-    calls.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _launch.launch(kern, 7, 64, 0, np.zeros(3, np.int8), 5, np.uint32(2))
-    assert calls == [("slow", (7, 64, 0))]
-    assert not caught                    # the low-occupancy warning stays inside sphgpu
-    with pytest.raises(ValueError, match="C-contiguous"):
-        _launch.kernel_params([a.T])
 
 
 def test_balanced_radix_bits():
