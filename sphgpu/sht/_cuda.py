@@ -21,6 +21,7 @@ from .. import _fast_launch, _tuning
 from .._cuda_launch import quiet
 from .._device import SIMULATOR, free_device_bytes, to_host
 from .._device import array_module as _xp
+from ..alm import AlmLayout
 from . import _cuda_kernels as K
 from . import legendre
 from . import spin as spin_mod
@@ -61,12 +62,6 @@ def _go(kernel, grid, block, *args):
     """Launch a kernel on the default stream, with little host time (:mod:`sphgpu._fast_launch`:
     the dispatcher took about 90 us a launch, and a ring step makes about 40)."""
     _fast_launch.launch(kernel, grid, block, 0, *args)
-
-
-def _empty(n):
-    """A plan's float64 device array of length n, for a kernel to fill (NumPy under the
-    simulator)."""
-    return _xp().empty(n)
 
 
 def _grid2(rows, cols, threads=(4, 64)):
@@ -121,10 +116,11 @@ class _Plan:
         self.south = _const(south)
         self.npairs = int(north.shape[0])
         self.mu = _const(legendre.mu_table(mmax))
-        m = np.arange(mmax + 1, dtype=np.int64)
-        self.mvals = _const(m)
+        self.mvals = _const(np.arange(mmax + 1, dtype=np.int64))
         self.unit_scale = _const(np.ones((1, self.nrings)))    # ring kernels' scale, scalar
-        self.mstart = _const(m * (2 * lmax + 1 - m) // 2)
+        layout = AlmLayout(lmax, mmax)
+        self.nalm = layout.size
+        self.mstart = _const(layout.mstart())
         # Ring classes. Lengths shared by many rings get a plain FFT of that length; the other
         # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length), two
         # rings of one length to a row (_pair_rings).
@@ -161,8 +157,8 @@ class _Plan:
         # a Legendre step runs (ring-step stages of sphgpu.distributed never need them); ring
         # pairs come sorted from the pole: for each m, where the non-negligible ones start
         lmax, mmax = self.lmax, self.mmax
-        nalm = (mmax + 1) * (lmax + 1) - mmax * (mmax + 1) // 2
-        alpha, scale = _empty(nalm), _empty(nalm)
+        xp = _xp()
+        alpha, scale = xp.empty(self.nalm), xp.empty(self.nalm)
         _go(K.coefficient_tables_kernel, math.ceil((mmax + 1) / 64), 64, lmax, self.mstart,
             alpha, scale)
         first = _const(np.full(mmax + 1, self.npairs, dtype=np.int64))
@@ -265,8 +261,8 @@ def _measure(pl, name):
 
     rng = np.random.default_rng(0)
     if name == "alm2leg":
-        nalm = (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
-        alm = cupy.asarray(rng.standard_normal((1, nalm)) + 1j * rng.standard_normal((1, nalm)))
+        alm = cupy.asarray(rng.standard_normal((1, pl.nalm))
+                           + 1j * rng.standard_normal((1, pl.nalm)))
         run = lambda: _alm2leg(alm, pl, cupy)
     else:
         shape = (1, pl.nrings, pl.mmax + 1)
@@ -284,7 +280,7 @@ def _orders(pl, orders):
     ``orders`` itself: a packed subset's (mvals, astart) device arrays and a_lm count
     (:func:`stage_alm2leg`)."""
     if orders is None:
-        return pl.mvals, pl.mstart, (pl.mmax + 1) * (pl.lmax + 1) - pl.mmax * (pl.mmax + 1) // 2
+        return pl.mvals, pl.mstart, pl.nalm
     return orders
 
 
