@@ -20,9 +20,10 @@ Cache states, each in its own directories (NUMBA_CACHE_DIR, SPHGPU_CACHE_DIR, CU
 "empty": the very first call on a machine (fresh, empty directories, one process per case);
 "warm": the same directories after that, ``--repeat`` fresh processes per case (median and
 max reported). The JSON (first_call.json) holds every process's times, the machine (GPU name),
-the number of Numba cache files written (0 would mean Numba's disk cache is not working) and
-each process's hits and misses of it for the SHT's module-level kernels,
-whether each warm run's output is bit for bit the empty-cache run's (kernels loaded from disk
+the number of Numba cache files and sphgpu cubins written (0 would mean a disk cache is not
+working), each process's kernels loaded from sphgpu's cubin cache and through Numba (a warm
+process should load all from disk and never start Numba's compiler), Numba's cache hits and
+misses for the SHT's module-level kernels, whether each warm run's output is bit for bit the empty-cache run's (kernels loaded from disk
 compute what freshly compiled ones do), and any warning line a process printed.
 """
 
@@ -103,10 +104,10 @@ def child(case, backend, size):
     def timed():
         t = time.perf_counter()
         out = call()
-        if backend == "cuda":
-            from numba import cuda
+        if backend == "cuda":    # through CuPy: Numba's sync would start Numba's context
+            import cupy
 
-            cuda.synchronize()
+            cupy.cuda.runtime.deviceSynchronize()
         return time.perf_counter() - t, out
 
     if os.environ.get("SPHGPU_FIRST_CALL_PROFILE") == "1":
@@ -139,8 +140,11 @@ def child(case, backend, size):
 
 
 def _cache_stats():
-    """Hits and misses of Numba's disk cache for the module-level kernels of the SHT and
-    convolve (a warm process should only hit)."""
+    """Kernels this process loaded from sphgpu's disk cache and through Numba (a warm process
+    should load every kernel from disk), Numba's own disk-cache hits and misses for the
+    module-level kernels of the SHT and convolve, and whether Numba's compiler was started
+    (its lowering registries imported: the second of start-up sphgpu's cache avoids)."""
+    from sphgpu import _fast_launch
     from sphgpu.convolve import _cuda_kernels as _realspace_cuda_kernels
     from sphgpu.sht import _cuda_kernels
 
@@ -151,7 +155,8 @@ def _cache_stats():
             if stats is not None and hasattr(stats, "cache_hits"):
                 hits += sum(stats.cache_hits.values())
                 misses += sum(stats.cache_misses.values())
-    return {"hits": hits, "misses": misses}
+    return {"hits": hits, "misses": misses, "sphgpu": dict(_fast_launch.STATS),
+            "numba_compiler_started": "numba.cuda.np.arrayobj" in sys.modules}
 
 
 # ----------------------------------------------------------------------------- parent
@@ -176,8 +181,8 @@ def _run_child(case, backend, size, dirs, log):
     return row
 
 
-def _cache_files(root):
-    return sum(1 for _, _, files in os.walk(root) for f in files if f.endswith((".nbi", ".nbc")))
+def _cache_files(root, ends=(".nbi", ".nbc")):
+    return sum(1 for _, _, files in os.walk(root) for f in files if f.endswith(ends))
 
 
 def main():
@@ -189,6 +194,8 @@ def main():
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     p.add_argument("--profile", action="store_true", help="also profile (cProfile) one more "
                    "warm-cache process per case and print where its first call spends time")
+    p.add_argument("--name", help="output file name (default first_call.json, "
+                   "first_call_cpu.json with --cpu)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
     p.add_argument("--size", help=argparse.SUPPRESS)
@@ -218,7 +225,9 @@ def main():
             result["empty"][case] = row
             log(f"empty caches  {case:22s} first call {row.get('first_s', float('nan')):7.3f} s")
         result["numba_cache_files"] = _cache_files(dirs["numba"])
-        log(f"Numba cache files written: {result['numba_cache_files']}")
+        result["sphgpu_cubin_files"] = _cache_files(dirs["sphgpu"], (".cubin",))
+        log(f"cache files written: Numba {result['numba_cache_files']}, "
+            f"sphgpu cubins {result['sphgpu_cubin_files']}")
         cost_file = os.path.join(dirs["sphgpu"], "convolve_cost.json")
         for case in args.cases:
             rows = []
@@ -253,7 +262,7 @@ def main():
                     + "\n".join(l for l in row.get("stdout", []) if l.strip()))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    name = "first_call_cpu.json" if args.cpu else "first_call.json"
+    name = args.name or ("first_call_cpu.json" if args.cpu else "first_call.json")
     with open(os.path.join(args.out, name), "w") as f:
         json.dump(result, f, indent=1)
     log(f"wrote {os.path.join(args.out, name)}")

@@ -17,6 +17,10 @@ warning ("Grid size N will likely result in GPU under-utilization"): the sort's 
 meant for a user's own kernels, would otherwise reach the user from inside sphgpu. The SHT's
 ring kernels took about 90 us each through the dispatcher on the H200 machine (their GPU
 time at nside 1024 is a few microseconds), and its ring step at nside 1024 was bound by it.
+
+A kernel compiled here is also kept on disk (:mod:`sphgpu._kernel_cache`), and a later process
+loads its cubin through cuda.core without asking Numba: that skips Numba's compiler start-up,
+about a second of every first call.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import ctypes
 
 import numpy as np
 
+from . import _kernel_cache
 from ._cuda_launch import quiet
 from ._device import SIMULATOR
 
-__all__ = ["launch", "kernel_params", "FAST"]
+__all__ = ["launch", "kernel_params", "FAST", "STATS"]
 
 #: launch compiled kernels directly (False: through Numba's dispatcher; for comparisons)
 FAST = True
 _compiled = {}            # (dispatcher, argument kinds) -> the CUfunction's cuda.core Kernel
+_loaded = []              # cuda.core ObjectCodes of kernels loaded from disk (kept alive)
+#: kernels this process loaded from sphgpu's disk cache and compiled (or loaded) through Numba
+STATS = {"from_disk": 0, "through_numba": 0}
 _configs = {}             # (grid, block) -> cuda.core LaunchConfig
 _core_streams = {}        # id of a Numba stream (0: the default) -> cuda.core Stream
 _C_SCALARS = {np.dtype(t): c for t, c in (
@@ -44,11 +52,11 @@ _C_SCALARS = {np.dtype(t): c for t, c in (
 
 def _kind(a):
     """What the compiled kernel depends on: (dtype, ndim) of an array or NumPy scalar (ndim
-    0), ``int`` for a Python int. (Not by ``__cuda_array_interface__``: CuPy builds that dict
-    at every access.) Called for every argument of every launch, so the common cases come
-    first and take no isinstance."""
-    if type(a) is int:
-        return int
+    0), ``int`` or ``float`` for a Python number. (Not by ``__cuda_array_interface__``: CuPy
+    builds that dict at every access.) Called for every argument of every launch, so the
+    common cases come first and take no isinstance."""
+    if type(a) is int or type(a) is float:
+        return type(a)
     try:
         return a.dtype, a.ndim
     except AttributeError:
@@ -60,6 +68,8 @@ def _numba_type(a):
 
     if isinstance(a, int):
         return types.int64                     # what Numba's typeof gives a Python int
+    if isinstance(a, float):
+        return types.float64
     if isinstance(a, np.generic):
         return from_dtype(a.dtype)
     return types.Array(from_dtype(a.dtype), a.ndim, "C")
@@ -67,11 +77,13 @@ def _numba_type(a):
 
 def kernel_params(args):
     """The flat parameter list of Numba's kernel ABI for ``args`` (C-contiguous device arrays
-    with ``data.ptr`` (CuPy), NumPy scalars, Python ints)."""
+    with ``data.ptr`` (CuPy), NumPy scalars, Python ints and floats)."""
     flat = []
     for a in args:
         if isinstance(a, int):
             flat.append(ctypes.c_int64(a))
+        elif isinstance(a, float):
+            flat.append(ctypes.c_double(a))
         elif isinstance(a, np.generic):
             flat.append(_C_SCALARS[a.dtype](a))
         else:
@@ -85,9 +97,10 @@ def launch(kernel, grid, block, stream, *args):
     """``kernel[grid, block, stream](*args)`` with less host time; ``grid`` and ``block`` are
     ints or tuples of up to 3 ints (as Numba takes them).
 
-    ``kernel``: a ``@cuda.jit`` dispatcher; ``stream``: what Numba's launch takes (0 or a Numba
-    stream); ``args``: CuPy arrays (C-contiguous), NumPy scalars, Python ints, or under the
-    simulator NumPy arrays.
+    ``kernel``: a ``@cuda.jit`` dispatcher; ``stream``: 0 (the legacy default stream), a Numba
+    stream or a CuPy stream; ``args``: CuPy arrays (C-contiguous), NumPy scalars, Python ints
+    and floats (as int64 and float64), or under the simulator NumPy arrays and Numba device
+    arrays.
     """
     if SIMULATOR:
         _dispatch(kernel, grid, block, stream, args)
@@ -97,7 +110,7 @@ def launch(kernel, grid, block, stream, *args):
     if handle is False:
         handle = _compiled[key] = _compile(kernel, args)
     if handle is None:
-        _dispatch(kernel, grid, block, stream, [_numba_view(a) for a in args])
+        _dispatch(kernel, grid, block, _numba_stream(stream), [_numba_view(a) for a in args])
         return
     from cuda.core import launch as core_launch
 
@@ -116,13 +129,41 @@ def _dispatch(kernel, grid, block, stream, args):
 
 
 def _compile(kernel, args):
-    """The cuda.core Kernel of ``kernel`` compiled for these arguments, or None where this Numba
-    does not expose it."""
+    """The cuda.core Kernel of ``kernel`` for these arguments: loaded from sphgpu's disk cache,
+    else compiled by Numba (from Numba's own disk cache where it has it) and stored there; None
+    where this Numba does not expose the compiled kernel."""
+    key = _kernel_cache.key(kernel, tuple(map(_kind, args)))
+    found = _kernel_cache.load(key) if key else None
+    if found is not None:
+        try:
+            code = _object_code(found[0])
+            handle = code.get_kernel(found[1])
+            _loaded.append(code)
+            STATS["from_disk"] += 1
+            return handle
+        except Exception:  # noqa: BLE001  a damaged or foreign file: compile and rewrite it
+            pass
     try:
         compiled = kernel.compile(tuple(_numba_type(a) for a in args))
-        return compiled._codelibrary.get_cufunc().kernel
+        library = compiled._codelibrary
+        handle = library.get_cufunc().kernel
     except (AttributeError, ImportError):
         return None
+    STATS["through_numba"] += 1
+    # kernels that need Numba's module set-up at load time, or cooperative launches, are
+    # left to Numba
+    if key and not library._setup_functions and not getattr(library, "use_cooperative", False):
+        cubin = library.get_cubin()
+        _kernel_cache.store(key, getattr(cubin, "code", cubin), library._entry_name)
+    return handle
+
+
+def _object_code(cubin):
+    try:
+        from cuda.core import ObjectCode
+    except ImportError:                      # cuda.core before 0.4
+        from cuda.core.experimental import ObjectCode
+    return ObjectCode.from_cubin(cubin)
 
 
 def _dim3(d):
@@ -137,15 +178,33 @@ def _config(grid, block):
 
 
 def _core_stream(stream):
-    """The cuda.core stream of a Numba stream (0: the legacy default), made once per stream."""
+    """The cuda.core stream of ``stream`` (0: the legacy default; a Numba or a CuPy stream),
+    made once per stream."""
     key = id(stream) if stream else 0
     found = _core_streams.get(key)
     if found is None:
-        from numba.cuda.cudadrv import driver
+        from cuda.core import Stream
 
-        # the Numba stream is kept with it: the id stays its own while it lives
-        found = _core_streams[key] = (stream, driver._to_core_stream(stream))
+        if not stream:
+            core = Stream.from_handle(0)
+        elif hasattr(stream, "ptr"):                       # CuPy
+            core = Stream.from_handle(stream.ptr)
+        else:
+            from numba.cuda.cudadrv import driver
+
+            core = driver._to_core_stream(stream)
+        # the stream object is kept with it: the id stays its own while it lives
+        found = _core_streams[key] = (stream, core)
     return found[1]
+
+
+def _numba_stream(stream):
+    """What Numba's launch takes for ``stream``: a CuPy stream becomes a Numba external stream."""
+    if stream and hasattr(stream, "ptr"):
+        from numba import cuda
+
+        return cuda.external_stream(stream.ptr)
+    return stream
 
 
 def _numba_view(a):

@@ -28,7 +28,7 @@ try:
 except ImportError:        # Windows: atomic replacement still holds, entries may race
     fcntl = None
 
-__all__ = ["enabled", "paused", "cache_path", "device_name", "lookup", "store", "seconds",
+__all__ = ["enabled", "paused", "cache_dir", "cache_path", "device_name", "lookup", "store", "seconds",
            "CacheWarning", "nonnegative_number", "print_progress"]
 
 
@@ -57,18 +57,31 @@ def paused():
         _local.paused -= 1
 
 
-def cache_path(name: str) -> str:
-    root = os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
+def cache_dir() -> str:
+    """``SPHGPU_CACHE_DIR``, else ``$XDG_CACHE_HOME/sphgpu`` or ``~/.cache/sphgpu``."""
+    return os.environ.get("SPHGPU_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
         "sphgpu")
-    return os.path.join(root, f"{name}.json")
+
+
+def cache_path(name: str) -> str:
+    return os.path.join(cache_dir(), f"{name}.json")
 
 
 def device_name() -> str:
-    from numba import cuda
+    """The current GPU's name (as CUDA gives it, e.g. "NVIDIA H100 80GB HBM3"), through CuPy:
+    asking Numba would create Numba's own CUDA context in processes that need none."""
+    import cupy
 
-    dev = cuda.get_current_device()
-    return dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    dev = cupy.cuda.Device()
+    name = _device_names.get(dev.id)
+    if name is None:
+        raw = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
+        name = _device_names[dev.id] = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return name
+
+
+_device_names: dict = {}
 
 
 _reported: set = set()

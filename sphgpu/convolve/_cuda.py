@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .._cuda_launch import quiet
+from .. import _fast_launch
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from ._cuda_kernels import realspace_kernel
@@ -37,9 +37,7 @@ FOLD = 4
 def _const(a):
     if SIMULATOR:   # a writable copy: the simulator copies arguments back after a launch
         return np.array(a, order="C", copy=True)
-    from numba import cuda
-
-    return cuda.to_device(np.ascontiguousarray(a))
+    return _xp().asarray(np.ascontiguousarray(a))
 
 
 def fold_of(plan) -> int:
@@ -82,25 +80,23 @@ def convolve(maps, plan, kernel, *, concurrent=False, stream=None, tpb=None, row
     ``concurrent``: the harmonic part of a split runs meanwhile on the default stream (from
     another thread); the launches then go to a stream of their own that waits for the work
     queued before this call (the input may still be in flight) but not for later work, so
-    the two overlap. ``stream``: a Numba stream to launch on instead (default stream if None);
+    the two overlap. ``stream``: a Numba or CuPy stream to launch on instead (default stream
+    if None);
     ``fold``: 1, or 4 to use HEALPix's quarter-turn symmetry (default: 4 where the grid has
     it). ``tpb``, ``rowmax``: launch parameters (default ``THREADS_PER_BLOCK``, ``ROW_MAX``).
     """
     if concurrent and stream is None and not SIMULATOR:
         import cupy
-        from numba import cuda
 
         side = cupy.cuda.Stream(non_blocking=True)
         side.wait_event(cupy.cuda.get_current_stream().record())
         with side:                   # CuPy's copies and buffers go to the side stream too
-            out = _convolve(maps, plan, kernel, cuda.external_stream(side.ptr), tpb, rowmax,
-                            fold)
+            out = _convolve(maps, plan, kernel, side, tpb, rowmax, fold)
         side.synchronize()
         return out
     return _convolve(maps, plan, kernel, stream, tpb, rowmax, fold)
 
 
-@quiet()
 def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     xp = _xp()
     tpb = THREADS_PER_BLOCK if tpb is None else int(tpb)
@@ -118,10 +114,10 @@ def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         k = realspace_kernel(tpb, rowmax, j - i, fold)
-        launch = k[t["n_items"], tpb] if stream is None else k[t["n_items"], tpb, stream]
-        launch(d[i:j], t["theta"], t["sin_theta"], t["phi0"], t["nphi"], t["ringstart"],
-               t["weight"], t["r_lo"], t["r_hi"], t["item_ring"], t["item_start"],
-               float(kernel.h), int(kernel.n), coef, out[i:j])
+        _fast_launch.launch(k, t["n_items"], tpb, stream or 0, d[i:j], t["theta"],
+                            t["sin_theta"], t["phi0"], t["nphi"], t["ringstart"], t["weight"],
+                            t["r_lo"], t["r_hi"], t["item_ring"], t["item_start"],
+                            float(kernel.h), int(kernel.n), coef, out[i:j])
     return to_host(out) if host else out
 
 

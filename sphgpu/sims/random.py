@@ -83,11 +83,10 @@ def normals(shape, block, key, *, device=False):
     if flat.size:
         threads = 128
         blocks = ((flat.size + 1) // 2 + threads - 1) // threads
-        from .._cuda_launch import quiet
+        from .._fast_launch import launch
         from ._cuda_kernels import fill_normals
 
-        with quiet():        # small draws make small grids, on purpose
-            fill_normals[blocks, threads](flat, block, key[0], key[1])
+        launch(fill_normals, blocks, threads, 0, flat, block, key[0], key[1])
     return out
 
 

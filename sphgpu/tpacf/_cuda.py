@@ -21,7 +21,7 @@ import time
 import numpy as np
 from numba import cuda
 
-from .._cuda_launch import quiet
+from .. import _fast_launch
 from .._device import SIMULATOR, array_module, to_host
 from . import budget, exact
 from . import _cuda_kernels as K
@@ -56,13 +56,12 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False)
                      "backend='cpu'")
 
 
-def _launch(kernel, grid, block):
-    """``kernel[grid, block]`` without Numba's under-utilisation warning: small catalogs and
-    counts make small grids, which is expected here and not the user's concern. Through
-    :func:`sphgpu._cuda_launch.quiet`, which knows numba-cuda's own warning class too (a filter
-    on numba.core's alone let "Grid size 2" through on the H100)."""
-    with quiet():
-        return kernel[grid, block]
+def _launch(kernel, grid, block, *args):
+    """``kernel[grid, block](*args)`` through :func:`sphgpu._fast_launch.launch`: little host
+    time, the kernel loaded from sphgpu's disk cache in a new process, and no Numba
+    under-utilisation warning (small catalogs and counts make small grids, which is expected
+    here and not the user's concern)."""
+    _fast_launch.launch(kernel, grid, block, 0, *args)
 
 
 POINT_THREADS = 32 if SIMULATOR else 256
@@ -91,8 +90,8 @@ class DevicePreparer(Preparer):
         lab = (xp.asarray(labels) if (labels is not None and nreg > 1)
                else xp.zeros(0, np.int64))
         keys = xp.empty(n, np.uint64)
-        _launch(K.cell_keys, -(-n // POINT_THREADS), POINT_THREADS)(
-            *_inputs(ra, dec, lab), nbands, nreg, keys)
+        _launch(K.cell_keys, -(-n // POINT_THREADS), POINT_THREADS,
+                *_inputs(ra, dec, lab), nbands, nreg, keys)
         return keys
 
     def points(self, ra, dec, weights, perm):
@@ -101,8 +100,8 @@ class DevicePreparer(Preparer):
         xyz, xyz32 = xp.empty((3, n)), xp.empty((3, n), np.float32)
         w = xp.asarray(weights) if weights is not None else xp.zeros(0)
         ws = xp.empty(n if weights is not None else 0)
-        _launch(K.sorted_points, -(-n // POINT_THREADS), POINT_THREADS)(
-            *_inputs(ra, dec, w, perm), xyz, xyz32, ws)
+        _launch(K.sorted_points, -(-n // POINT_THREADS), POINT_THREADS,
+                *_inputs(ra, dec, w, perm), xyz, xyz32, ws)
         return xyz, xyz32, (ws if weights is not None else None)
 
 
@@ -171,10 +170,10 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     gstart = xp.asarray(plan.group_start.astype(np.int32))
     tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E)
     clock.lap("upload")
-    _launch(kernel, ngroups, th)(items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
-                                 exact.float32_cutoff(T, gap), np.float64(E[nb]),
-                                 w1 if weighted else one, w2 if weighted else one,
-                                 cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
+    _launch(kernel, ngroups, th, items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
+            exact.float32_cutoff(T, gap), np.float64(E[nb]),
+            w1 if weighted else one, w2 if weighted else one,
+            cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")
     out = RawCounts(
         counts=to_host(cnt), weights=to_host(wsum) if weighted else None,
