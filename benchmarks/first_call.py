@@ -156,6 +156,7 @@ def _cache_stats():
                 hits += sum(stats.cache_hits.values())
                 misses += sum(stats.cache_misses.values())
     return {"hits": hits, "misses": misses, "sphgpu": dict(_fast_launch.STATS),
+            "through_numba": _fast_launch.THROUGH_NUMBA,
             "numba_compiler_started": "numba.cuda.np.arrayobj" in sys.modules}
 
 
@@ -196,6 +197,8 @@ def main():
                    "warm-cache process per case and print where its first call spends time")
     p.add_argument("--name", help="output file name (default first_call.json, "
                    "first_call_cpu.json with --cpu)")
+    p.add_argument("--keep-caches", action="store_true", help="copy sphgpu's cache directory "
+                   "(tuned launches, cost model, cubins and their key texts) to --out")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--backend", help=argparse.SUPPRESS)
     p.add_argument("--size", help=argparse.SUPPRESS)
@@ -261,6 +264,9 @@ def main():
                 log(f"profile of a warm {case} first call ({row.get('first_s')} s):\n"
                     + "\n".join(l for l in row.get("stdout", []) if l.strip()))
     finally:
+        if args.keep_caches:
+            shutil.copytree(dirs["sphgpu"], os.path.join(args.out, "sphgpu_cache"),
+                            dirs_exist_ok=True)
         shutil.rmtree(root, ignore_errors=True)
     name = args.name or ("first_call_cpu.json" if args.cpu else "first_call.json")
     with open(os.path.join(args.out, name), "w") as f:

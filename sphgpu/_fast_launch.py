@@ -41,6 +41,8 @@ _compiled = {}            # (dispatcher, argument kinds) -> the CUfunction's cud
 _loaded = []              # cuda.core ObjectCodes of kernels loaded from disk (kept alive)
 #: kernels this process loaded from sphgpu's disk cache and compiled (or loaded) through Numba
 STATS = {"from_disk": 0, "through_numba": 0}
+#: (qualified name, cache key or None) of each kernel this process had Numba compile or load
+THROUGH_NUMBA = []
 _configs = {}             # (grid, block) -> cuda.core LaunchConfig
 _core_streams = {}        # id of a Numba stream (0: the default) -> cuda.core Stream
 _C_SCALARS = {np.dtype(t): c for t, c in (
@@ -150,6 +152,7 @@ def _compile(kernel, args):
     except (AttributeError, ImportError):
         return None
     STATS["through_numba"] += 1
+    THROUGH_NUMBA.append((getattr(getattr(kernel, "py_func", None), "__qualname__", "?"), key))
     # kernels that need Numba's module set-up at load time, or cooperative launches, are
     # left to Numba
     if key and not library._setup_functions and not getattr(library, "use_cooperative", False):

@@ -22,7 +22,7 @@ A cubin is valid only for the code that made it, so its file name hashes:
 A kernel that reads a value with no stable description (an object shown by its address) is
 not cached here: it is compiled through Numba as before. Files are
 ``<cache dir>/kernels/<hash>.cubin`` (the cache directory of :mod:`sphgpu._tuning`): the entry
-name, a newline, the cubin. They are written atomically; one that fails to load is compiled
+name, a newline, the cubin; ``<hash>.txt`` next to it holds the text that was hashed. They are written atomically; one that fails to load is compiled
 again and rewritten. ``SPHGPU_KERNEL_CACHE=0`` switches this cache off.
 """
 
@@ -170,7 +170,12 @@ def key(kernel, kinds) -> str | None:
             repr(kinds), FORMAT, _versions(), _compute_capability(), package_digest()])
     except (Uncacheable, AttributeError, ImportError, OSError):
         return None
-    return hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    _texts[digest] = text
+    return digest
+
+
+_texts: dict = {}         # hex digest -> the text it hashes (written next to the cubin)
 
 
 def _path(key_: str) -> str:
@@ -204,5 +209,8 @@ def store(key_: str, cubin: bytes, entry: str) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        if key_ in _texts:           # what the key stands for, for a person reading the cache
+            with open(_path(key_)[:-len(".cubin")] + ".txt", "w") as f:
+                f.write(_texts[key_])
     except OSError:
         pass

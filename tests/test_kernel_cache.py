@@ -146,6 +146,7 @@ def test_a_new_process_loads_the_stored_cubin_without_compiling(cache_dir, monke
     assert kern.compiled == 1 and launched == ["compiled handle"]
     files = list((cache_dir / "kernels").glob("*.cubin"))
     assert len(files) == 1 and files[0].read_bytes() == b"_Z6kernel\n\x7fELF cubin bytes"
+    assert "_factory.<locals>.kernel" in files[0].with_suffix(".txt").read_text()
     new_process()
     assert kern.compiled == 1 and launched[-1] == "loaded _Z6kernel"
     files[0].write_bytes(b"_Z6kernel\ngarbage")
