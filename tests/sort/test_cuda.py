@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
+from sphgpu._device import to_host
 from sphgpu.backends import cuda_available
 from sphgpu.sort import _cuda
 from sphgpu.sort import _cuda_kernels as K
@@ -133,7 +134,7 @@ def test_constant_digits_only_copy(rng):
     when no digit varies at all."""
 
     def flags():
-        return [np.array(s.constant).tolist() for s in _cuda._SCRATCH.values()]
+        return [to_host(s.constant).tolist() for s in _cuda._SCRATCH.values()]
 
     n = 600
     keys = (rng.integers(0, 256, n) | (0xAB << 8) | (rng.integers(0, 256, n) << 16)
