@@ -120,7 +120,10 @@ def _describe(v, seen) -> str:
         items = sorted(v, key=repr) if isinstance(v, frozenset) else v
         return f"{type(v).__name__}(" + ",".join(_describe(x, seen) for x in items) + ")"
     if isinstance(v, types.ModuleType):
-        return f"module:{v.__name__}"
+        # another library's module by its package alone: Numba rebinds names such as
+        # numba.types (to numba.core.types) once its compiler has started, which must not
+        # change the key (the versions in the key stand for the libraries' code)
+        return f"module:{_where(v.__name__)}"
     py_func = getattr(v, "py_func", None)            # a Numba dispatcher (device function)
     if isinstance(py_func, types.FunctionType):
         return "jit" + fingerprint(py_func, seen)
@@ -130,13 +133,19 @@ def _describe(v, seen) -> str:
     if isinstance(v, types.FunctionType):
         if (v.__module__ or "").startswith("sphgpu"):
             return "fn" + fingerprint(v, seen)
-        return f"fn:{v.__module__}.{v.__qualname__}"  # another library's: its version decides
+        return f"fn:{_where(v.__module__)}.{v.__qualname__}"  # another library's: its version
     if isinstance(v, type):
-        return f"class:{v.__module__}.{v.__qualname__}"
+        return f"class:{_where(v.__module__)}.{v.__qualname__}"
     text = repr(v)
     if " at 0x" in text:
         raise Uncacheable(f"no stable description of {type(v).__name__} {text}")
-    return f"{type(v).__module__}.{type(v).__qualname__}:{text}"
+    return f"{_where(type(v).__module__)}.{type(v).__qualname__}:{text}"
+
+
+def _where(module_name) -> str:
+    """A module's name, or for another library's module only its package (see _describe)."""
+    name = module_name or "?"
+    return name if name.startswith("sphgpu") else name.partition(".")[0]
 
 
 @functools.lru_cache(maxsize=None)

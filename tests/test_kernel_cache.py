@@ -153,3 +153,18 @@ def test_a_new_process_loads_the_stored_cubin_without_compiling(cache_dir, monke
     new_process()
     assert kern.compiled == 2 and launched[-1] == "compiled handle"
     assert files[0].read_bytes() == b"_Z6kernel\n\x7fELF cubin bytes"
+
+
+def test_a_library_module_rebound_under_another_name_keeps_the_key(cache_dir, monkeypatch):
+    """Numba binds ``numba.types`` to a module named numba.types before its compiler starts and
+    numba.core.types after: a kernel reading ``types`` must keep its key (it did not on an H100,
+    and the second process recompiled the sort's pass kernel)."""
+    mod = types.ModuleType("numba.types")
+    monkeypatch.setitem(globals(), "lib", mod)
+
+    def kernel(out):
+        out[0] = lib.uint32(1)
+
+    before = _key(kernel)
+    mod.__name__ = "numba.core.types"
+    assert _key(kernel) == before
