@@ -15,7 +15,11 @@ therefore runs on the differences d_l = P_l - P_{l-1}, driven by u (which caller
 (the three-term recurrence rewritten around z = 1). The derivative with respect to u uses
 dP_l/dz: P'_{l+1} = P'_{l-1} + (2l+1) P_l, and dK/du = -dK/dz.
 
-Everything is float64 and compiled with Numba.
+Everything is float64. Small series (``len(u) * lmax`` up to :data:`NUMPY_WORK`) run as NumPy
+loops over l, larger ones compiled with Numba: the first Numba function a process calls starts
+Numba's CPU compiler (about 0.5 s on the GPU machine, cProfile of a first ``convolve`` call,
+2026-11-26), more than a tabulation's whole series at lmax 1024 takes in NumPy (tens of ms).
+Both do the same float64 operations in the same order, so they agree bit for bit.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import numpy as np
 __all__ = ["series", "series_and_derivative", "legendre_rows"]
 
 FOUR_PI = 4.0 * math.pi
+#: most len(u) * lmax evaluated by the NumPy loop (about 30 ms on one core at the limit)
+NUMPY_WORK = 1 << 23
 
 
 def _coefficients(lmax):
@@ -71,10 +77,36 @@ def _run_series(bl, u, want_derivative):
     fa, fb = _coefficients(lmax)
     wbl = (2.0 * np.arange(lmax + 1) + 1.0) * bl / FOUR_PI
     uu = np.ascontiguousarray(np.ravel(u), dtype=np.float64)
-    out = np.empty_like(uu)
-    dout = np.empty_like(uu) if want_derivative else out
-    _series(wbl, fa, fb, uu, out, dout, want_derivative)
+    if uu.size * lmax <= NUMPY_WORK:
+        out, dout = _series_numpy(wbl, fa, fb, uu, want_derivative)
+    else:
+        out = np.empty_like(uu)
+        dout = np.empty_like(uu) if want_derivative else out
+        _series(wbl, fa, fb, uu, out, dout, want_derivative)
     return out.reshape(np.shape(u)), dout.reshape(np.shape(u))
+
+
+def _series_numpy(wbl, fa, fb, x, want_derivative):
+    """:func:`_series` as a loop over l of NumPy operations on all u at once (the same
+    operations in the same order); returns (out, dout), dout is out without the derivative."""
+    lmax = wbl.shape[0] - 1
+    acc = np.full_like(x, wbl[0])
+    dacc = np.zeros_like(x)
+    if lmax >= 1:
+        d = -x
+        p = 1.0 - x
+        dp_prev = np.zeros_like(x)
+        dp = np.ones_like(x)
+        acc += wbl[1] * p
+        dacc += wbl[1]
+        for l in range(1, lmax):
+            d = fa[l] * d - fb[l] * x * p
+            if want_derivative:
+                dp_prev, dp = dp, dp_prev + (2.0 * l + 1.0) * p
+                dacc += wbl[l + 1] * dp
+            p = p + d
+            acc += wbl[l + 1] * p
+    return acc, (-dacc if want_derivative else acc)
 
 
 def series(bl, u) -> np.ndarray:

@@ -121,3 +121,20 @@ def test_bspline_conversion_matches_scipy(rng):
     # the last basis function ends at the support with zero value
     assert abs(ck.evaluate_chord(np.array([n * h * (1 - 1e-12)]))[0]) < TOL["bspline_end_atol"]
     assert ck.evaluate_chord(np.array([n * h * 1.01]))[0] == 0.0
+
+
+@pytest.mark.parametrize("lmax", [0, 1, 2, 7, 300])
+@pytest.mark.parametrize("want_derivative", [False, True])
+def test_series_numpy_loop_equals_the_numba_kernel_bit_for_bit(lmax, want_derivative,
+                                                               monkeypatch):
+    """Small series run as NumPy loops (no Numba start-up in a first call), larger ones in
+    Numba: the same operations in the same order, so the results are identical."""
+    rng = np.random.default_rng(lmax)
+    bl = rng.standard_normal(lmax + 1)
+    u = np.concatenate([[0.0, 1e-12, 2.0], rng.uniform(0, 2, 61)])
+    small = _series._run_series(bl, u, want_derivative)
+    monkeypatch.setattr(_series, "NUMPY_WORK", -1)               # every size through Numba
+    large = _series._run_series(bl, u, want_derivative)
+    for a, b in zip(small, large):
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a), np.signbit(b))
