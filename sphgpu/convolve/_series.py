@@ -15,16 +15,18 @@ therefore runs on the differences d_l = P_l - P_{l-1}, driven by u (which caller
 (the three-term recurrence rewritten around z = 1). The derivative with respect to u uses
 dP_l/dz: P'_{l+1} = P'_{l-1} + (2l+1) P_l, and dK/du = -dK/dz.
 
-Everything is float64. Small series (``len(u) * lmax`` up to :data:`NUMPY_WORK`) run as NumPy
-loops over l, larger ones compiled with Numba: the first Numba function a process calls starts
-Numba's CPU compiler (about 0.5 s on the GPU machine, cProfile of a first ``convolve`` call,
-2026-11-26), more than a tabulation's whole series at lmax 1024 takes in NumPy (tens of ms).
-Both do the same float64 operations in the same order, so they agree bit for bit.
+Everything is float64, compiled with Numba, except in a process whose Numba CPU compiler has
+not started yet: there series up to ``len(u) * lmax`` = :data:`NUMPY_WORK` run as NumPy loops
+over l. Starting the compiler (the first Numba function a process calls) took 0.56 s of a
+1.35 s first ``convolve`` (cProfile on an H100 machine, 2026-11-26), more than the NumPy loop
+takes at that limit (about 0.1 s on one core). Both do the same float64 operations in the same
+order and agree bit for bit, so which one ran never shows in a result.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numba
 import numpy as np
@@ -32,8 +34,8 @@ import numpy as np
 __all__ = ["series", "series_and_derivative", "legendre_rows"]
 
 FOUR_PI = 4.0 * math.pi
-#: most len(u) * lmax evaluated by the NumPy loop (about 30 ms on one core at the limit)
-NUMPY_WORK = 1 << 23
+#: most len(u) * lmax evaluated by the NumPy loop before Numba's CPU compiler has started
+NUMPY_WORK = 1 << 25
 
 
 def _coefficients(lmax):
@@ -77,13 +79,19 @@ def _run_series(bl, u, want_derivative):
     fa, fb = _coefficients(lmax)
     wbl = (2.0 * np.arange(lmax + 1) + 1.0) * bl / FOUR_PI
     uu = np.ascontiguousarray(np.ravel(u), dtype=np.float64)
-    if uu.size * lmax <= NUMPY_WORK:
+    if uu.size * lmax <= NUMPY_WORK and not _numba_cpu_started():
         out, dout = _series_numpy(wbl, fa, fb, uu, want_derivative)
     else:
         out = np.empty_like(uu)
         dout = np.empty_like(uu) if want_derivative else out
         _series(wbl, fa, fb, uu, out, dout, want_derivative)
     return out.reshape(np.shape(u)), dout.reshape(np.shape(u))
+
+
+def _numba_cpu_started() -> bool:
+    """Whether Numba's CPU compiler has started in this process (it imports its NumPy
+    lowering, numba.np.arraymath, as it starts)."""
+    return "numba.np.arraymath" in sys.modules
 
 
 def _series_numpy(wbl, fa, fb, x, want_derivative):

@@ -127,11 +127,13 @@ def test_bspline_conversion_matches_scipy(rng):
 @pytest.mark.parametrize("want_derivative", [False, True])
 def test_series_numpy_loop_equals_the_numba_kernel_bit_for_bit(lmax, want_derivative,
                                                                monkeypatch):
-    """Small series run as NumPy loops (no Numba start-up in a first call), larger ones in
-    Numba: the same operations in the same order, so the results are identical."""
+    """Before Numba's CPU compiler starts, small series run as NumPy loops (no Numba start-up
+    in a first call), else in Numba: the same operations in the same order, so the results
+    are identical."""
     rng = np.random.default_rng(lmax)
     bl = rng.standard_normal(lmax + 1)
     u = np.concatenate([[0.0, 1e-12, 2.0], rng.uniform(0, 2, 61)])
+    monkeypatch.setattr(_series, "_numba_cpu_started", lambda: False)
     small = _series._run_series(bl, u, want_derivative)
     monkeypatch.setattr(_series, "NUMPY_WORK", -1)               # every size through Numba
     large = _series._run_series(bl, u, want_derivative)
