@@ -114,21 +114,35 @@ def _legendre_transform_pieces(u_edges, values_at, lmax, chunk_nodes=4096):
     theta = 2.0 * np.arcsin(np.sqrt(np.clip(u_edges / 2.0, 0.0, 1.0)))
     npieces = u_edges.shape[0] - 1
     out = None
-    pending_u, pending_w, pending_f = [], [], []
+    pending_u, pending_w, pending_f, pending_cols = [], [], [], []
     count = 0
 
     def flush():
-        nonlocal out, pending_u, pending_w, pending_f, count
+        nonlocal out, pending_u, pending_w, pending_f, pending_cols, count
         if not pending_u:
             return
         u = np.concatenate(pending_u)
         w = np.concatenate(pending_w)
-        f = np.concatenate(pending_f, axis=0)
         rows = _series.legendre_rows(lmax, u, w)          # (lmax+1, nq)
-        part = rows @ f
-        out = part if out is None else out + part
-        pending_u, pending_w, pending_f, count = [], [], [], 0
+        if out is None:
+            out = np.zeros((lmax + 1, ncols))
+        if all(c is None for c in pending_cols):
+            out += rows @ np.concatenate(pending_f, axis=0)
+        else:
+            # a piece's few nonzero columns (a B-spline basis has 4 on each piece): one small
+            # product per piece instead of a dense (lmax+1, nq) x (nq, ncols) one, 8e10
+            # multiply-adds for the split fit's basis at l = 16384 (2 s of optimize_split)
+            start = 0
+            for f, cols in zip(pending_f, pending_cols):
+                stop = start + f.shape[0]
+                if cols is None:
+                    out += rows[:, start:stop] @ f
+                else:
+                    out[:, cols] += rows[:, start:stop] @ f
+                start = stop
+        pending_u, pending_w, pending_f, pending_cols, count = [], [], [], [], 0
 
+    ncols = None
     for i in range(npieces):
         a, b = u_edges[i], u_edges[i + 1]
         if b <= a:
@@ -137,9 +151,17 @@ def _legendre_transform_pieces(u_edges, values_at, lmax, chunk_nodes=4096):
         x, w = _gauss(q)
         u = a + (b - a) * 0.5 * (x + 1.0)
         f = np.asarray(values_at(i, u), dtype=np.float64)
+        f = f if f.ndim == 2 else f[:, None]
+        ncols = f.shape[1]
+        nonzero = np.flatnonzero(np.any(f != 0.0, axis=0)) if ncols > 8 else None
+        if nonzero is not None and nonzero.size <= ncols // 4:
+            f, cols = f[:, nonzero], nonzero
+        else:
+            cols = None
         pending_u.append(u)
         pending_w.append(w * (b - a) * math.pi)          # 2 pi * (b - a)/2 * w
-        pending_f.append(f if f.ndim == 2 else f[:, None])
+        pending_f.append(f)
+        pending_cols.append(cols)
         count += q
         if count >= chunk_nodes:
             flush()
