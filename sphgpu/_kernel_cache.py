@@ -14,16 +14,20 @@ A cubin is valid only for the code that made it, so its file name hashes:
   and Numba's cache does not follow those (:func:`sphgpu._cuda_launch.refresh_kernel_cache`);
 * the kernel: its module and qualified name, Numba's options for it, and the values it reads
   as globals or closes over: numbers, strings, tuples, dtypes, NumPy arrays (by content), and,
-  recursively, the sphgpu functions, device functions and intrinsics it calls. A kernel factory's
+  recursively, the sphgpu functions, device functions and intrinsics it calls (another
+  library's modules, functions and classes by package and name). A kernel factory's
   parameters are in its closure, so each specialisation has its own file;
 * the kinds of the arguments (dtype and ndim of each), the GPU's compute capability and the
-  numba-cuda version.
+  numba-cuda and numba versions.
 
 A kernel that reads a value with no stable description (an object shown by its address) is
 not cached here: it is compiled through Numba as before. Files are
 ``<cache dir>/kernels/<hash>.cubin`` (the cache directory of :mod:`sphgpu._tuning`): the entry
-name, a newline, the cubin; ``<hash>.txt`` next to it holds the text that was hashed. They are written atomically; one that fails to load is compiled
-again and rewritten. ``SPHGPU_KERNEL_CACHE=0`` switches this cache off.
+name, a newline, the cubin; ``<hash>.txt`` next to it holds the text that was hashed. They are
+written atomically; one that fails to load is compiled again and rewritten. Every edit of the
+package makes new files, so a process that stores a kernel first removes the files written more
+than :data:`KEEP_DAYS` days ago (a kernel still in use is then compiled once more).
+``SPHGPU_KERNEL_CACHE=0`` switches this cache off.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import functools
 import hashlib
 import os
 import tempfile
+import time
 import types
 
 import numpy as np
@@ -43,6 +48,8 @@ __all__ = ["enabled", "directory", "key", "load", "store", "package_digest", "fi
 
 #: changes when the file format or the key's recipe changes
 FORMAT = "1"
+#: files older than this are removed when a process first stores a kernel
+KEEP_DAYS = 30
 _PACKAGE_ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -210,6 +217,7 @@ def store(key_: str, cubin: bytes, entry: str) -> None:
     d = directory()
     try:
         os.makedirs(d, exist_ok=True)
+        _prune_once(d)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -223,3 +231,21 @@ def store(key_: str, cubin: bytes, entry: str) -> None:
                 f.write(_texts[key_])
     except OSError:
         pass
+
+
+_pruned: set = set()
+
+
+def _prune_once(d: str) -> None:
+    """Remove the files of ``d`` written more than KEEP_DAYS days ago (once per process)."""
+    if d in _pruned:
+        return
+    _pruned.add(d)
+    cutoff = time.time() - KEEP_DAYS * 86400
+    for name in os.listdir(d):
+        path = os.path.join(d, name)
+        try:
+            if os.stat(path).st_mtime < cutoff:
+                os.unlink(path)
+        except OSError:                      # another process removed it first
+            pass

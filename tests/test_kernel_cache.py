@@ -168,3 +168,21 @@ def test_a_library_module_rebound_under_another_name_keeps_the_key(cache_dir, mo
     before = _key(kernel)
     mod.__name__ = "numba.core.types"
     assert _key(kernel) == before
+
+
+def test_old_files_are_removed_when_a_process_first_stores(cache_dir, monkeypatch):
+    import os
+    import time
+
+    _kernel_cache.store("fresh", b"cubin", "_Z1f")
+    kernels = cache_dir / "kernels"
+    stale = kernels / "stale.cubin"
+    stale.write_bytes(b"_Z1g\ncubin")
+    old = time.time() - (_kernel_cache.KEEP_DAYS + 1) * 86400
+    os.utime(stale, (old, old))
+    _kernel_cache.store("other", b"cubin", "_Z1h")
+    assert stale.exists()                       # this process has pruned already
+    monkeypatch.setattr(_kernel_cache, "_pruned", set())   # a new process
+    _kernel_cache.store("other", b"cubin", "_Z1h")
+    assert not stale.exists()
+    assert _kernel_cache.load("fresh") == (b"cubin", "_Z1f")
