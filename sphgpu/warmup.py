@@ -1,8 +1,9 @@
 """``sphgpu.warmup()``: pay the first-call costs (compilation, autotuning, cost-model timing) up
 front, with a line of progress for each, instead of inside the first real call.
 
-What is slow the first time in a process: compiling the Numba kernels (read from Numba's disk
-cache after the first process on a machine), creating the CUDA context and cuFFT plans, and,
+What is slow the first time in a process: compiling the Numba kernels (on a machine's first
+process; later ones load their cubins from sphgpu's disk cache, :mod:`sphgpu._kernel_cache`),
+creating the CUDA context and cuFFT plans, and,
 at a new problem size, the SHT's launch autotuner (measured once per GPU and size, then kept in
 ``~/.cache/sphgpu``) and the measured cost model of ``optimize_split``. Each step below runs the
 public function on small or given inputs, so it warms exactly what a user's call will use.
