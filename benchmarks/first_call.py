@@ -23,8 +23,9 @@ max reported). The JSON (first_call.json) holds every process's times, the machi
 the number of Numba cache files and sphgpu cubins written (0 would mean a disk cache is not
 working), each process's kernels loaded from sphgpu's cubin cache and through Numba (a warm
 process should load all from disk and never start Numba's compiler), Numba's cache hits and
-misses for the SHT's module-level kernels, whether each warm run's output is bit for bit the empty-cache run's (kernels loaded from disk
-compute what freshly compiled ones do), and any warning line a process printed.
+misses for the SHT's module-level kernels, whether each warm run's output is bit for bit the
+empty-cache run's (kernels loaded from disk compute what freshly compiled ones do), and any
+warning line a process printed.
 """
 
 from __future__ import annotations

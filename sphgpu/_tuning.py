@@ -28,8 +28,8 @@ try:
 except ImportError:        # Windows: atomic replacement still holds, entries may race
     fcntl = None
 
-__all__ = ["enabled", "paused", "cache_dir", "cache_path", "device_name", "lookup", "store", "seconds",
-           "CacheWarning", "nonnegative_number", "print_progress"]
+__all__ = ["enabled", "paused", "cache_dir", "cache_path", "device_name", "lookup", "store",
+           "seconds", "CacheWarning", "nonnegative_number", "print_progress"]
 
 
 class CacheWarning(RuntimeWarning):
