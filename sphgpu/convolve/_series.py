@@ -31,7 +31,7 @@ import sys
 import numba
 import numpy as np
 
-__all__ = ["series", "series_and_derivative", "legendre_rows"]
+__all__ = ["series", "series_and_derivative", "legendre_rows", "legendre_piece_sums"]
 
 FOUR_PI = 4.0 * math.pi
 #: most len(u) * lmax evaluated by the NumPy loop before Numba's CPU compiler has started
@@ -154,4 +154,67 @@ def legendre_rows(lmax: int, u, weights=None) -> np.ndarray:
     out = np.empty((lmax + 1, uu.shape[0]))
     fa, fb = _coefficients(int(lmax))
     _rows(int(lmax), fa, fb, uu, w, out)
+    return out
+
+
+@numba.njit(parallel=True, cache=True)
+def _piece_sums(lmax, fa, fb, u, wf, cols, ptr, pieces, out):
+    # out[l, cols[p, c]] += sum over the nodes q of piece p of wf[q, c] * P_l(1 - u[q]), for
+    # the pieces of one round (no two of which share a column, so threads never write the
+    # same entry); the recurrence of _rows, run for a piece's nodes together
+    k = cols.shape[1]
+    for t in numba.prange(pieces.shape[0]):
+        p = pieces[t]
+        q0 = ptr[p]
+        nq = ptr[p + 1] - q0
+        d = np.empty(nq)
+        pv = np.empty(nq)
+        acc = np.zeros(k)
+        for q in range(nq):
+            for c in range(k):
+                acc[c] += wf[q0 + q, c]
+        for c in range(k):
+            if cols[p, c] >= 0:
+                out[0, cols[p, c]] += acc[c]
+        if lmax >= 1:
+            acc[:] = 0.0
+            for q in range(nq):
+                d[q] = -u[q0 + q]
+                pv[q] = 1.0 - u[q0 + q]
+                for c in range(k):
+                    acc[c] += wf[q0 + q, c] * pv[q]
+            for c in range(k):
+                if cols[p, c] >= 0:
+                    out[1, cols[p, c]] += acc[c]
+        for l in range(1, lmax):
+            acc[:] = 0.0
+            for q in range(nq):
+                d[q] = fa[l] * d[q] - fb[l] * u[q0 + q] * pv[q]
+                pv[q] = pv[q] + d[q]
+                for c in range(k):
+                    acc[c] += wf[q0 + q, c] * pv[q]
+            for c in range(k):
+                if cols[p, c] >= 0:
+                    out[l + 1, cols[p, c]] += acc[c]
+
+
+def legendre_piece_sums(lmax: int, u, wf, cols, ptr, rounds, ncols: int) -> np.ndarray:
+    """Matrix S[l, j] = sum over nodes q with a column of j of wf[q, c] * P_l(1 - u[q]).
+
+    ``u`` (nq,) the nodes of all pieces in order, piece p holding ``ptr[p]:ptr[p+1]``; ``wf``
+    (nq, k) float64 the values (times the quadrature weight) of the k functions live on each
+    node's piece, which are the columns ``cols[p]`` (int64 (npieces, k), -1 for none);
+    ``rounds``: lists of pieces, no two pieces of one round sharing a column (they run in
+    parallel). Returns (lmax+1, ncols) float64. It is ``legendre_rows(lmax, u) @ W`` for the
+    sparse W these describe, without making the (lmax+1, nq) matrix.
+    """
+    fa, fb = _coefficients(int(lmax))
+    out = np.zeros((lmax + 1, ncols))
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    wf = np.ascontiguousarray(wf, dtype=np.float64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+    for pieces in rounds:
+        _piece_sums(int(lmax), fa, fb, u, wf, cols, ptr,
+                    np.ascontiguousarray(pieces, dtype=np.int64), out)
     return out

@@ -112,38 +112,9 @@ def _legendre_transform_pieces(u_edges, values_at, lmax, chunk_nodes=4096):
     """
     u_edges = np.asarray(u_edges, dtype=np.float64)
     theta = 2.0 * np.arcsin(np.sqrt(np.clip(u_edges / 2.0, 0.0, 1.0)))
-    npieces = u_edges.shape[0] - 1
-    out = None
-    pending_u, pending_w, pending_f, pending_cols = [], [], [], []
-    count = 0
-
-    def flush():
-        nonlocal out, pending_u, pending_w, pending_f, pending_cols, count
-        if not pending_u:
-            return
-        u = np.concatenate(pending_u)
-        w = np.concatenate(pending_w)
-        rows = _series.legendre_rows(lmax, u, w)          # (lmax+1, nq)
-        if out is None:
-            out = np.zeros((lmax + 1, ncols))
-        if all(c is None for c in pending_cols):
-            out += rows @ np.concatenate(pending_f, axis=0)
-        else:
-            # a piece's few nonzero columns (a B-spline basis has 4 on each piece): one small
-            # product per piece instead of a dense (lmax+1, nq) x (nq, ncols) one, 8e10
-            # multiply-adds for the split fit's basis at l = 16384 (2 s of optimize_split)
-            start = 0
-            for f, cols in zip(pending_f, pending_cols):
-                stop = start + f.shape[0]
-                if cols is None:
-                    out += rows[:, start:stop] @ f
-                else:
-                    out[:, cols] += rows[:, start:stop] @ f
-                start = stop
-        pending_u, pending_w, pending_f, pending_cols, count = [], [], [], [], 0
-
-    ncols = None
-    for i in range(npieces):
+    pieces = []                      # (nodes, weights, values of the live columns, live columns)
+    ncols = 1
+    for i in range(u_edges.shape[0] - 1):
         a, b = u_edges[i], u_edges[i + 1]
         if b <= a:
             continue
@@ -153,22 +124,62 @@ def _legendre_transform_pieces(u_edges, values_at, lmax, chunk_nodes=4096):
         f = np.asarray(values_at(i, u), dtype=np.float64)
         f = f if f.ndim == 2 else f[:, None]
         ncols = f.shape[1]
-        nonzero = np.flatnonzero(np.any(f != 0.0, axis=0)) if ncols > 8 else None
-        if nonzero is not None and nonzero.size <= ncols // 4:
-            f, cols = f[:, nonzero], nonzero
-        else:
-            cols = None
-        pending_u.append(u)
-        pending_w.append(w * (b - a) * math.pi)          # 2 pi * (b - a)/2 * w
-        pending_f.append(f)
-        pending_cols.append(cols)
-        count += q
-        if count >= chunk_nodes:
-            flush()
-    flush()
-    if out is None:
+        live = np.flatnonzero(np.any(f != 0.0, axis=0))
+        pieces.append((u, w * (b - a) * math.pi, f[:, live], live))   # 2 pi (b - a)/2 w
+    if not pieces:
         return np.zeros(lmax + 1)
+    out = _sparse_transform(pieces, lmax, ncols) if ncols > 8 else None
+    if out is None:
+        out = _dense_transform(pieces, lmax, ncols, chunk_nodes)
     return out[:, 0] if out.shape[1] == 1 else out
+
+
+def _dense_transform(pieces, lmax, ncols, chunk_nodes):
+    """The transform as (lmax+1, nodes) x (nodes, ncols) products, ``chunk_nodes`` at a time."""
+    out = np.zeros((lmax + 1, ncols))
+    chunk, count = [], 0
+    for k, piece in enumerate(pieces):
+        chunk.append(piece)
+        count += piece[0].shape[0]
+        if count >= chunk_nodes or k == len(pieces) - 1:
+            rows = _series.legendre_rows(lmax, np.concatenate([p[0] for p in chunk]),
+                                         np.concatenate([p[1] for p in chunk]))
+            f = np.zeros((rows.shape[1], ncols))
+            at = 0
+            for u, _, values, live in chunk:
+                f[at:at + u.shape[0], live] = values
+                at += u.shape[0]
+            out += rows @ f
+            chunk, count = [], 0
+    return out
+
+
+def _sparse_transform(pieces, lmax, ncols):
+    """The transform when every piece has few live columns (a B-spline basis: 4 of 681 for the
+    split fit at l = 16384, where the dense product was 8e10 multiply-adds, 2 s of
+    optimize_split on a 2-core machine), by :func:`_series.legendre_piece_sums`; None when the
+    pieces are not that sparse or no split into rounds of column-disjoint pieces is found."""
+    k = max(p[3].size for p in pieces)
+    if k == 0 or k > ncols // 4:
+        return None
+    npieces = len(pieces)
+    cols = np.full((npieces, k), -1, dtype=np.int64)
+    for p, (_, _, _, live) in enumerate(pieces):
+        cols[p, :live.size] = live
+    for stride in range(k, 4 * k + 1):          # pieces p, p + stride, ... share no column
+        rounds = [np.arange(r, npieces, stride) for r in range(stride)]
+        if all(np.unique(c[c >= 0]).size == np.count_nonzero(c >= 0)
+               for c in (cols[r] for r in rounds)):
+            break
+    else:
+        return None
+    ptr = np.zeros(npieces + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([p[0].shape[0] for p in pieces])
+    wf = np.zeros((ptr[-1], k))
+    for p, (u, w, values, live) in enumerate(pieces):
+        wf[ptr[p]:ptr[p + 1], :live.size] = w[:, None] * values
+    return _series.legendre_piece_sums(lmax, np.concatenate([p[0] for p in pieces]), wf,
+                                       cols, ptr, rounds, ncols)
 
 
 # ------------------------------------------------------------------ the band-limited kernel

@@ -142,21 +142,37 @@ def test_series_numpy_loop_equals_the_numba_kernel_bit_for_bit(lmax, want_deriva
         assert np.array_equal(np.signbit(a), np.signbit(b))
 
 
-def test_legendre_transform_of_a_sparse_basis_equals_column_by_column():
-    """Functions nonzero on few pieces each (a B-spline basis) take one small product per
-    piece; the result equals transforming each column alone (the dense path)."""
+@pytest.mark.parametrize("shared", [False, True])
+def test_legendre_transform_of_a_sparse_basis_equals_column_by_column(shared, monkeypatch):
+    """Functions nonzero on few pieces each (a B-spline basis) are summed piece by piece
+    without the (lmax+1, nodes) matrix, pieces that share no column in parallel; the result
+    equals transforming each column alone (the dense path). With a column live on every piece
+    no such rounds exist and the dense path runs."""
+    from sphgpu.convolve import kernels
     from sphgpu.convolve.kernels import _legendre_transform_pieces
 
     ncols, lmax = 40, 300
     edges = 0.5 * (np.arange(ncols + 1) * 0.01) ** 2
+    used = []
+    sparse = kernels._sparse_transform
+
+    def spy(*args):
+        out = sparse(*args)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(kernels, "_sparse_transform", spy)
 
     def basis(i, u):
         f = np.zeros((u.size, ncols))
         for j in range(max(0, i - 3), i + 1):           # 4 columns live on piece i
             f[:, j] = (1.0 + j) * (u - edges[i]) ** (i - j)
+        if shared:
+            f[:, ncols - 1] += u
         return f
 
     together = _legendre_transform_pieces(edges, basis, lmax, chunk_nodes=64)
+    assert used == [not shared]
     for j in (0, 7, ncols - 1):
         alone = _legendre_transform_pieces(edges, lambda i, u: basis(i, u)[:, j], lmax)
         np.testing.assert_allclose(together[:, j], alone, rtol=1e-13,
