@@ -156,7 +156,9 @@ def _cache_stats():
             if stats is not None and hasattr(stats, "cache_hits"):
                 hits += sum(stats.cache_hits.values())
                 misses += sum(stats.cache_misses.values())
-    return {"hits": hits, "misses": misses, "sphgpu": dict(_fast_launch.STATS),
+    return {"hits": hits, "misses": misses,
+            "sphgpu": {"from_disk": len(_fast_launch.LOADED_FROM_DISK),
+                       "through_numba": len(_fast_launch.THROUGH_NUMBA)},
             "through_numba": _fast_launch.THROUGH_NUMBA,
             "numba_compiler_started": "numba.cuda.np.arrayobj" in sys.modules}
 

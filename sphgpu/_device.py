@@ -11,7 +11,8 @@ import numpy as np
 
 from ._validate import is_device_array
 
-__all__ = ["SIMULATOR", "array_module", "to_host", "like_input", "free_device_bytes"]
+__all__ = ["SIMULATOR", "array_module", "device_constant", "to_host", "like_input",
+           "free_device_bytes"]
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
@@ -23,6 +24,17 @@ def array_module():
     import cupy
 
     return cupy
+
+
+def device_constant(a):
+    """A kernel argument made from host data: a C-contiguous CuPy copy of ``a``, as
+    :func:`sphgpu._fast_launch.launch` takes them; under the simulator a NumPy copy (the
+    simulator writes kernel arguments back after a launch, read-only ones too)."""
+    if SIMULATOR:
+        return np.array(a, order="C")
+    import cupy
+
+    return cupy.asarray(np.ascontiguousarray(a))
 
 
 def free_device_bytes() -> int:

@@ -33,14 +33,15 @@ from . import _kernel_cache
 from ._cuda_launch import quiet
 from ._device import SIMULATOR
 
-__all__ = ["launch", "kernel_params", "FAST", "STATS"]
+__all__ = ["launch", "launch_default", "kernel_params", "FAST", "LOADED_FROM_DISK",
+           "THROUGH_NUMBA"]
 
 #: launch compiled kernels directly (False: through Numba's dispatcher; for comparisons)
 FAST = True
 _compiled = {}            # (dispatcher, argument kinds) -> the CUfunction's cuda.core Kernel
-_loaded = []              # cuda.core ObjectCodes of kernels loaded from disk (kept alive)
-#: kernels this process loaded from sphgpu's disk cache and compiled (or loaded) through Numba
-STATS = {"from_disk": 0, "through_numba": 0}
+#: the cuda.core ObjectCode of each kernel this process loaded from sphgpu's disk cache (kept
+#: alive while its kernel may run)
+LOADED_FROM_DISK = []
 #: (qualified name, cache key or None) of each kernel this process had Numba compile or load
 THROUGH_NUMBA = []
 _configs = {}             # (grid, block) -> cuda.core LaunchConfig
@@ -122,6 +123,11 @@ def launch(kernel, grid, block, stream, *args):
     core_launch(_core_stream(stream), config, handle, *kernel_params(args))
 
 
+def launch_default(kernel, grid, block, *args):
+    """:func:`launch` on the legacy default stream, where CuPy works unless told otherwise."""
+    launch(kernel, grid, block, 0, *args)
+
+
 def _dispatch(kernel, grid, block, stream, args):
     """``kernel[grid, block, stream](*args)`` through Numba's dispatcher, without its
     low-occupancy warning (see the module docstring; :func:`sphgpu._cuda_launch.quiet` knows
@@ -140,8 +146,7 @@ def _compile(kernel, args):
         try:
             code = _object_code(found[0])
             handle = code.get_kernel(found[1])
-            _loaded.append(code)
-            STATS["from_disk"] += 1
+            LOADED_FROM_DISK.append(code)
             return handle
         except Exception:  # noqa: BLE001  a damaged or foreign file: compile and rewrite it
             pass
@@ -151,7 +156,6 @@ def _compile(kernel, args):
         handle = library.get_cufunc().kernel
     except (AttributeError, ImportError):
         return None
-    STATS["through_numba"] += 1
     THROUGH_NUMBA.append((getattr(getattr(kernel, "py_func", None), "__qualname__", "?"), key))
     # kernels that need Numba's module set-up at load time, or cooperative launches, are
     # left to Numba
@@ -181,23 +185,20 @@ def _config(grid, block):
 
 
 def _core_stream(stream):
-    """The cuda.core stream of ``stream`` (0: the legacy default; a Numba or a CuPy stream),
-    made once per stream."""
+    """The cuda.core stream of ``stream``: 0 (the legacy default) and Numba streams made once
+    per stream; a CuPy stream wrapped at each launch (a few us), since caching it by its id
+    would keep every short-lived one alive (convolve makes a side stream per call)."""
+    if stream and hasattr(stream, "ptr"):
+        from cuda.core import Stream
+
+        return Stream.from_handle(stream.ptr)
     key = id(stream) if stream else 0
     found = _core_streams.get(key)
     if found is None:
-        from cuda.core import Stream
+        from numba.cuda.cudadrv import driver
 
-        if not stream:
-            core = Stream.from_handle(0)
-        elif hasattr(stream, "ptr"):                       # CuPy
-            core = Stream.from_handle(stream.ptr)
-        else:
-            from numba.cuda.cudadrv import driver
-
-            core = driver._to_core_stream(stream)
-        # the stream object is kept with it: the id stays its own while it lives
-        found = _core_streams[key] = (stream, core)
+        # the Numba stream is kept with it: the id stays its own while it lives
+        found = _core_streams[key] = (stream, driver._to_core_stream(stream))
     return found[1]
 
 

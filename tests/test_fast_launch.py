@@ -81,3 +81,16 @@ def test_fast_launch_takes_2d_grids(monkeypatch):
     _launch._config(7, 128)
     assert seen == [dict(grid=(5, 3, 1), block=(4, 64, 1), shmem_size=0),
                     dict(grid=(7, 1, 1), block=(128, 1, 1), shmem_size=0)]
+
+
+def test_cupy_streams_are_wrapped_per_launch_and_not_kept(monkeypatch):
+    """A CuPy stream (an object with ``ptr``) goes to cuda.core by its handle at each launch;
+    the launcher keeps no reference to it (convolve makes a side stream per call)."""
+    from sphgpu import _fast_launch as _launch
+
+    core = types.SimpleNamespace(Stream=types.SimpleNamespace(from_handle=lambda h: ("core", h)))
+    monkeypatch.setitem(sys.modules, "cuda.core", core)
+    monkeypatch.setattr(_launch, "_core_streams", {})
+    side = types.SimpleNamespace(ptr=1234)
+    assert _launch._core_stream(side) == ("core", 1234)
+    assert _launch._core_streams == {}

@@ -21,6 +21,7 @@ import numpy as np
 from .. import _fast_launch
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
+from .._device import device_constant as _const
 from ._cuda_kernels import realspace_kernel
 
 __all__ = ["convolve", "ACCEPTS_DEVICE_ARRAYS", "THREADS_PER_BLOCK", "ROW_MAX",
@@ -32,12 +33,6 @@ ROW_MAX = 256 if SIMULATOR else 4096
 MAPS_PER_LAUNCH = 4
 #: 4: use HEALPix's quarter-turn symmetry (one kernel value for four pixel pairs); 1: do not.
 FOLD = 4
-
-
-def _const(a):
-    if SIMULATOR:   # a writable copy: the simulator copies arguments back after a launch
-        return np.array(a, order="C", copy=True)
-    return _xp().asarray(np.ascontiguousarray(a))
 
 
 def fold_of(plan) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _fast_launch, _tuning
 from .._cuda_launch import quiet
-from .._device import SIMULATOR, free_device_bytes, to_host
+from .._device import SIMULATOR, device_constant, free_device_bytes, to_host
 from .._device import array_module as _xp
 from ..alm import AlmLayout
 from . import _cuda_kernels as K
@@ -48,20 +48,10 @@ def to_device(a):
     return _xp().asarray(a)
 
 
-def _const(a):
-    """A plan constant as a kernel argument: a C-contiguous CuPy array (NumPy under the
-    simulator), as :func:`sphgpu._fast_launch.launch` takes them."""
-    if SIMULATOR:     # a copy: the simulator writes kernel arguments back, frozen ones too
-        return np.array(a, order="C")
-    import cupy
-
-    return cupy.asarray(np.ascontiguousarray(a))
-
-
-def _go(kernel, grid, block, *args):
-    """Launch a kernel on the default stream, with little host time (:mod:`sphgpu._fast_launch`:
-    the dispatcher took about 90 us a launch, and a ring step makes about 40)."""
-    _fast_launch.launch(kernel, grid, block, 0, *args)
+_const = device_constant
+# launches with little host time: the dispatcher took about 90 us a launch, and a ring step
+# makes about 40
+_go = _fast_launch.launch_default
 
 
 def _grid2(rows, cols, threads=(4, 64)):

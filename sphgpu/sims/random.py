@@ -83,10 +83,10 @@ def normals(shape, block, key, *, device=False):
     if flat.size:
         threads = 128
         blocks = ((flat.size + 1) // 2 + threads - 1) // threads
-        from .._fast_launch import launch
+        from .._fast_launch import launch_default
         from ._cuda_kernels import fill_normals
 
-        launch(fill_normals, blocks, threads, 0, flat, block, key[0], key[1])
+        launch_default(fill_normals, blocks, threads, flat, block, key[0], key[1])
     return out
 
 

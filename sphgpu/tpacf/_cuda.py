@@ -56,12 +56,10 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False)
                      "backend='cpu'")
 
 
-def _launch(kernel, grid, block, *args):
-    """``kernel[grid, block](*args)`` through :func:`sphgpu._fast_launch.launch`: little host
-    time, the kernel loaded from sphgpu's disk cache in a new process, and no Numba
-    under-utilisation warning (small catalogs and counts make small grids, which is expected
-    here and not the user's concern)."""
-    _fast_launch.launch(kernel, grid, block, 0, *args)
+# launches through sphgpu._fast_launch: little host time, kernels from sphgpu's disk cache in
+# a new process, and no Numba under-utilisation warning (small catalogs and counts make small
+# grids, which is expected here and not the user's concern)
+_launch = _fast_launch.launch_default
 
 
 POINT_THREADS = 32 if SIMULATOR else 256
