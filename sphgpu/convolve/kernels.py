@@ -610,17 +610,18 @@ class CompactKernel:
         -------
         CompactKernel
         """
-        from scipy.interpolate import BSpline
-
         x = np.asarray(coefficients, dtype=np.float64)
         n = x.shape[0]
         t = bspline_knots(h, n + 3)                     # 3 more knots: the base interval
-        spline = BSpline(t, np.concatenate([x, np.zeros(3)]), 3, extrapolate=False)
         u = 0.5 * (np.arange(n + 1) * h) ** 2
         s = np.array([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0])
         uu = u[:-1, None] + np.diff(u)[:, None] * s[None, :]
-        uu[:, -1] = np.minimum(uu[:, -1], u[1:])       # stay inside the spline's domain
-        vals = np.nan_to_num(spline(uu.ravel()).reshape(n, 4))
+        uu[:, -1] = np.minimum(uu[:, -1], u[1:])       # stay inside piece i
+        # piece i: sum over its live B_i..B_{i+3} (those past n - 1 have coefficient 0)
+        padded = np.concatenate([x, np.zeros(3)])
+        live = padded[np.arange(n)[:, None] + np.arange(4)]
+        pieces = np.arange(n)[:, None]
+        vals = np.einsum("isk,ik->is", bspline_piece_values(t, pieces, uu), live)
         vinv = np.linalg.inv(np.vander(s, 4, increasing=True))
         return cls(h, vals @ vinv.T, name)
 
@@ -689,6 +690,42 @@ def bspline_knots(h: float, n: int) -> np.ndarray:
     (u_{-k} = -u_k) for the three knots below 0; shape (n+4,). Basis function j is the cubic
     B-spline on knots u_{j-3}..u_{j+1}; with support chord n h the basis is j = 0..n-1, the last
     one ending at u_n with zero value, slope and curvature, so any combination is a compact
-    kernel. (SciPy evaluates B-splines on [t[3], t[-4]], so callers pass n + 3 to cover u_n.)"""
+    kernel. (A cubic spline is defined on [t[3], t[-4]], so callers pass n + 3 to cover u_n.)"""
     k = np.arange(-3, n + 1, dtype=np.float64)
     return np.sign(k) * 0.5 * (k * h) ** 2
+
+
+def bspline_piece_values(t, piece, u):
+    """The four cubic B-splines alive on knot interval ``piece`` at u.
+
+    Parameters
+    ----------
+    t : ndarray, float64, shape (nknots,)
+        Strictly increasing knots (:func:`bspline_knots`).
+    piece : int or int array broadcasting with ``u``
+        i >= 0: the interval [t[i + 3], t[i + 4]].
+    u : ndarray, float64
+        Points in their piece's interval.
+
+    Returns
+    -------
+    ndarray, float64, shape u.shape + (4,)
+        B_i .. B_{i+3} at u (B_j the cubic B-spline on t[j] .. t[j + 4]), by the Cox-de Boor
+        recurrence one degree at a time; non-negative, summing to 1.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    span = np.broadcast_to(np.asarray(piece) + 3, u.shape)
+    values = np.zeros(u.shape + (4,))
+    values[..., 0] = 1.0
+    left = np.zeros(u.shape + (4,))
+    right = np.zeros(u.shape + (4,))
+    for j in range(1, 4):
+        left[..., j] = u - t[span + 1 - j]
+        right[..., j] = t[span + j] - u
+        saved = 0.0
+        for r in range(j):
+            part = values[..., r] / (right[..., r + 1] + left[..., j - r])
+            values[..., r] = saved + right[..., r + 1] * part
+            saved = left[..., j - r] * part
+        values[..., j] = saved
+    return values

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_int
-from .kernels import ARCMIN, CompactKernel, RadialKernel, _check_angle, bspline_knots
-from .kernels import _legendre_transform_pieces
+from .kernels import (ARCMIN, CompactKernel, RadialKernel, _check_angle,
+                      _legendre_transform_pieces, bspline_knots, bspline_piece_values)
 
 __all__ = ["KernelSplit", "SplitFitter", "split_kernel", "DEFAULT_ALPHA", "FIT_PRESETS"]
 
@@ -217,14 +217,16 @@ class _Design:
 
     def _matrix(self):
         """A[l, j] = 2 pi * integral B_j(u) P_l(1 - u) du, shape (l_fit+1, n_max)."""
-        from scipy.interpolate import BSpline
-
         n = self.n_max
-        t = bspline_knots(self.h, n + 3)                 # SciPy's base interval reaches u_n
+        t = bspline_knots(self.h, n + 3)                 # the base interval reaches u_n
         u_edges = 0.5 * (np.arange(n + 1) * self.h) ** 2
 
         def basis(i, u):
-            return BSpline.design_matrix(u, t, 3, extrapolate=False).toarray()[:, :n]
+            # B_i..B_{i+3} live on piece i; those past n - 1 are not in the basis
+            f = np.zeros((u.shape[0], n))
+            cols = min(4, n - i)
+            f[:, i:i + cols] = bspline_piece_values(t, i, u)[:, :cols]
+            return f
 
         return np.ascontiguousarray(_legendre_transform_pieces(u_edges, basis, self.l_fit)
                                     .reshape(self.l_fit + 1, n))

@@ -188,6 +188,7 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     COPIES = copies or histogram_copies(passes, radix_bits, threads)
     if threads % WARP and COPIES > 1:
         raise ValueError("copies > 1 needs whole warps")
+    ALL = COPIES * SIZE            # a shared array's shape must be a compile-time constant
     UNROLL = 4
     wide = wide_type(key_type)
     to_radix = radix_key(key_type, transform)
@@ -208,12 +209,12 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     def kernel(keys, key_bits, hist, status, digit_start, constant, ticket):
         # uint32: a count, and a digit's start, is at most n < 2**32 (MAX_KEYS); the last
         # block scans in the first copy and one more array of its size, 8 B a digit in all
-        counts = cuda.shared.array(COPIES * SIZE, uint32)
+        counts = cuda.shared.array(ALL, uint32)
         held = cuda.local.array(UNROLL, key_type)
         last = cuda.shared.array(1, int32)
         t = cuda.threadIdx.x
         base = uint32((t // WARP) % COPIES * SIZE)
-        for j in range(t, COPIES * SIZE, threads):
+        for j in range(t, ALL, threads):
             counts[j] = 0
         cuda.syncthreads()
         n = keys.shape[0]

@@ -135,5 +135,14 @@ def test_each_resolution_is_drawn_once_for_every_backend(cache_dir, monkeypatch)
     cm = MeasuredCostModel(256, 64, sizes="quick", harmonic_backends=("cpu", "reference"),
                            realspace_backends=("cpu",), realspace_nside=16, progress=False)
     assert set(cm.harmonic) == {"cpu", "reference"}
-    # the harmonic cases draw at nside 64 (a quarter) and 256, once each for both backends
-    assert draws.count("case") == 2 and cm._host_maps == {}
+    # the harmonic cases make a map at nside 64 (a quarter) and 256, once each for both backends
+    assert draws.count("_repeated_noise") == 2 and cm._host_maps == {}
+
+
+def test_timing_maps_repeat_one_block_of_noise():
+    from sphgpu.convolve import cost
+    m = cost._repeated_noise(3 * 1000 + 7, block=1000)
+    assert m.shape == (3007,) and m.flags.c_contiguous
+    np.testing.assert_array_equal(m[2000:3000], m[:1000])
+    np.testing.assert_array_equal(m[3000:], m[:7])
+    assert -0.5 <= m.min() < -0.4 and 0.4 < m.max() < 0.5

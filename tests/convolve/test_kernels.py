@@ -123,6 +123,27 @@ def test_bspline_conversion_matches_scipy(rng):
     assert ck.evaluate_chord(np.array([n * h * 1.01]))[0] == 0.0
 
 
+def test_bspline_piece_values_match_scipy(rng):
+    from scipy.interpolate import BSpline
+    from sphgpu.convolve.kernels import bspline_piece_values
+    h, n = 0.02, 9
+    t = bspline_knots(h, n + 3)
+    for i in (0, 1, 4, n - 1):
+        u = rng.uniform(t[i + 3], t[i + 4], 50)
+        got = bspline_piece_values(t, i, u)
+        want = BSpline.design_matrix(u, t, 3).toarray()
+        np.testing.assert_allclose(got, want[:, i:i + 4], rtol=1e-13, atol=1e-15)
+        assert not np.delete(want, np.arange(i, i + 4), axis=1).any()
+        np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-14)
+    # several pieces at once, one point each
+    pieces = np.arange(n)
+    u = t[pieces + 3] + 0.3 * (t[pieces + 4] - t[pieces + 3])
+    want = BSpline.design_matrix(u, t, 3).toarray()
+    np.testing.assert_allclose(bspline_piece_values(t, pieces, u),
+                               want[pieces[:, None], pieces[:, None] + np.arange(4)],
+                               rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("lmax", [0, 1, 2, 7, 300])
 @pytest.mark.parametrize("want_derivative", [False, True])
 def test_series_numpy_loop_equals_the_numba_kernel_bit_for_bit(lmax, want_derivative,
