@@ -45,7 +45,7 @@ from numba import cuda, int32, int64, uint32, uint64
 from .._device import SIMULATOR
 from .keys import FLOAT, SIGNED, UNSIGNED
 
-__all__ = ["histogram_kernel", "histogram_copies", "onesweep_kernel", "fill_kernel", "radix_key",
+__all__ = ["histogram_kernel", "onesweep_kernel", "fill_kernel", "radix_key",
            "max_items", "status_shift", "UNSIGNED", "SIGNED", "FLOAT",
            "AGGREGATE", "INCLUSIVE", "WARP"]
 
@@ -144,19 +144,8 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
     return (_SHARED_BYTES - _fixed_shared_bytes(radix_bits, threads)) // (per_key * threads)
 
 
-#: shared-memory words the histogram kernel's copies of the counts may take (32 KB)
-HIST_COPY_WORDS = 8192
-
-
-def histogram_copies(passes: int, radix_bits: int, threads: int) -> int:
-    """Copies of the counts a block of the histogram kernel keeps in shared memory: one a warp
-    where :data:`HIST_COPY_WORDS` allows, so that warps do not queue on the same counters."""
-    return max(1, min(threads // WARP, HIST_COPY_WORDS // (passes << radix_bits)))
-
-
 @functools.lru_cache(maxsize=None)
-def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED,
-                     copies=None):
+def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED):
     """Digit counts of all passes at once, scanned into each digit's start by the block that
     finishes last, and the look-back words of all passes cleared: one launch before the passes.
 
@@ -177,44 +166,34 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     a ticket, so the last ticket sees every count), not by a kernel of its own: at PIC sizes a
     sort takes about as long on the GPU as the host takes to issue a launch, and the launch
     saved is host time the caller waits for.
-
-    ``copies`` (default :func:`histogram_copies`): the block counts into this many copies of
-    its counters, warp w into copy ``w % copies``, and adds them up at the end. With one copy
-    the 2 x 32 counters of a PIC sort (10 key bits) took every atomic add of the block's 8
-    warps: 44 us of a 0.21 ms sort of 8M keys on the H200 (sort_check.json, "pic_8M").
     """
     R = 1 << radix_bits
     SIZE = passes * R
-    COPIES = copies or histogram_copies(passes, radix_bits, threads)
-    if threads % WARP and COPIES > 1:
-        raise ValueError("copies > 1 needs whole warps")
-    ALL = COPIES * SIZE            # a shared array's shape must be a compile-time constant
     UNROLL = 4
     wide = wide_type(key_type)
     to_radix = radix_key(key_type, transform)
     scan_rows = _row_scan(passes, radix_bits, threads)
 
     @cuda.jit(device=True, inline=True)
-    def count_digits(key, counts, base, key_bits):
-        """Add the key's digit of every pass to the counts at ``base`` (row p at p * R)."""
+    def count_digits(key, counts, key_bits):
+        """Add the key's digit of every pass to the block's counts (row p at p * R)."""
         u = to_radix(key)
         for p in range(passes):
             shift = p * radix_bits
             bits = min(radix_bits, key_bits - shift)
             mask = (1 << bits) - 1
             d = uint32((u >> wide(shift)) & wide(mask))
-            cuda.atomic.add(counts, base + uint32(uint32(p * R) + d), uint32(1))
+            cuda.atomic.add(counts, uint32(uint32(p * R) + d), uint32(1))
 
     @cuda.jit(cache=True)
     def kernel(keys, key_bits, hist, status, digit_start, constant, ticket):
         # uint32: a count, and a digit's start, is at most n < 2**32 (MAX_KEYS); the last
-        # block scans in the first copy and one more array of its size, 8 B a digit in all
-        counts = cuda.shared.array(ALL, uint32)
+        # block scans in this array and one more of its size, 8 B a digit in all
+        counts = cuda.shared.array(SIZE, uint32)
         held = cuda.local.array(UNROLL, key_type)
         last = cuda.shared.array(1, int32)
         t = cuda.threadIdx.x
-        base = uint32((t // WARP) % COPIES * SIZE)
-        for j in range(t, ALL, threads):
+        for j in range(t, SIZE, threads):
             counts[j] = 0
         cuda.syncthreads()
         n = keys.shape[0]
@@ -230,19 +209,17 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
                 for u in range(UNROLL):
                     held[u] = keys[uint64(first + u * stride)]
                 for u in range(UNROLL):
-                    count_digits(held[u], counts, base, key_bits)
+                    count_digits(held[u], counts, key_bits)
             else:
                 for u in range(UNROLL):
                     i = first + u * stride
                     held[u] = keys[uint64(i)] if i < n else key_type(0)
                 for u in range(UNROLL):
                     if first + u * stride < n:
-                        count_digits(held[u], counts, base, key_bits)
+                        count_digits(held[u], counts, key_bits)
         cuda.syncthreads()
         for j in range(t, SIZE, threads):
             c = counts[j]
-            for k in range(1, COPIES):
-                c += counts[k * SIZE + j]
             if c != 0:
                 cuda.atomic.add(hist, j, int64(c))
         # the block's counts before its ticket, as a grid barrier orders them: every thread's
