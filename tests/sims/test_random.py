@@ -4,6 +4,7 @@ and the CUDA kernel (simulator) against the NumPy twin, and the numbers' statist
 import numpy as np
 import pytest
 
+from sphgpu._device import to_host
 from sphgpu.sims.random import (Stream, normals, normals_reference, philox4x32, stream_key)
 from sphgpu.testing import TOL
 
