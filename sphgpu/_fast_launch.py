@@ -18,12 +18,6 @@ meant for a user's own kernels, would otherwise reach the user from inside sphgp
 ring kernels took about 90 us each through the dispatcher on the H200 machine (their GPU
 time at nside 1024 is a few microseconds), and its ring step at nside 1024 was bound by it.
 
-The launch itself goes to the driver's ``cuLaunchKernel`` (cuda.bindings) with the parameters
-packed here into one int64 array, one 8-byte slot a parameter: ``cuda.core.launch`` converted
-each of a sort pass's ~60 parameters on its own, and a PIC re-sort (3 launches) spent 140 us of
-host time against 190 us on the GPU (H100, ``benchmarks/profile_pic.py``). Where that call is
-refused (another cuda.bindings), cuda.core launches.
-
 A kernel compiled here is also kept on disk (:mod:`sphgpu._kernel_cache`), and a later process
 loads its cubin through cuda.core without asking Numba: that skips Numba's compiler start-up,
 about a second of every first call.
@@ -32,7 +26,6 @@ about a second of every first call.
 from __future__ import annotations
 
 import ctypes
-import struct
 
 import numpy as np
 
@@ -40,19 +33,12 @@ from . import _kernel_cache
 from ._cuda_launch import quiet
 from ._device import SIMULATOR
 
-__all__ = ["launch", "launch_default", "kernel_params", "param_words", "FAST", "RAW",
-           "LOADED_FROM_DISK", "THROUGH_NUMBA"]
+__all__ = ["launch", "launch_default", "kernel_params", "FAST", "LOADED_FROM_DISK",
+           "THROUGH_NUMBA"]
 
 #: launch compiled kernels directly (False: through Numba's dispatcher; for comparisons)
 FAST = True
-#: ... through the driver's cuLaunchKernel with parameters packed here (False: through
-#: cuda.core's launch; for comparisons, and set False here when the driver call is refused)
-RAW = True
-#: why the driver call was refused, if it was
-RAW_REFUSED = None
 _compiled = {}            # (dispatcher, argument kinds) -> the CUfunction's cuda.core Kernel
-_raw_handles = {}         # id of a cuda.core Kernel -> (the Kernel, its handle as an int)
-_offsets = np.arange(256, dtype=np.uint64) * np.uint64(8)     # slot i at 8 i bytes
 #: the cuda.core ObjectCode of each kernel this process loaded from sphgpu's disk cache (kept
 #: alive while its kernel may run)
 LOADED_FROM_DISK = []
@@ -110,72 +96,6 @@ def kernel_params(args):
     return flat
 
 
-def param_words(args):
-    """The parameters of Numba's kernel ABI for ``args`` as Python ints, one 8-byte slot each:
-    an array is (meminfo, parent, size, itemsize, data pointer, *shape, *strides), a float its
-    IEEE bits, a narrower scalar its value (the driver reads a 1-4 byte parameter from the low
-    bytes of its slot: little-endian)."""
-    words = []
-    for a in args:
-        t = type(a)
-        if t is int:
-            words.append(a)
-        elif t is float:
-            words.append(_F64.unpack(_D.pack(a))[0])
-        elif isinstance(a, np.generic):
-            kind, size = a.dtype.kind, a.dtype.itemsize
-            if kind == "f":
-                words.append(int(a.view(np.int64 if size == 8 else np.int32 if size == 4
-                                        else np.int16)))
-            elif kind == "u" and size == 8 and a >= 2**63:
-                words.append(int(a) - 2**64)
-            else:
-                words.append(int(a))
-        else:
-            if not a.flags.c_contiguous:
-                raise ValueError("kernel arrays must be C-contiguous")
-            words += (0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides)
-    return words
-
-
-_D = struct.Struct("<d")
-_F64 = struct.Struct("<q")
-
-
-def _launch_raw(handle, grid3, block3, stream_handle, args):
-    """cuLaunchKernel with the packed parameters; the arrays live until the driver has copied
-    them (it does so before returning)."""
-    global _offsets
-    from cuda.bindings import driver
-
-    words = np.array(param_words(args), dtype=np.int64)
-    n = words.shape[0]
-    if n > _offsets.shape[0]:
-        _offsets = np.arange(2 * n, dtype=np.uint64) * np.uint64(8)
-    pointers = _offsets[:n] + np.uint64(words.ctypes.data)
-    err, = driver.cuLaunchKernel(handle, *grid3, *block3, 0, stream_handle,
-                                 pointers.ctypes.data, 0)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
-
-
-def _raw_handle(core_kernel):
-    found = _raw_handles.get(id(core_kernel))
-    if found is None:
-        # kept with its Kernel, so that the id stays its own
-        found = _raw_handles[id(core_kernel)] = (core_kernel, int(core_kernel.handle))
-    return found[1]
-
-
-def _stream_handle(stream):
-    """The CUstream of ``stream`` as an int: 0, a CuPy stream's ``ptr``, a Numba stream's."""
-    if not stream:
-        return 0
-    if hasattr(stream, "ptr"):
-        return stream.ptr
-    return int(_core_stream(stream).handle)
-
-
 def launch(kernel, grid, block, stream, *args):
     """``kernel[grid, block, stream](*args)`` with less host time; ``grid`` and ``block`` are
     ints or tuples of up to 3 ints (as Numba takes them).
@@ -195,16 +115,6 @@ def launch(kernel, grid, block, stream, *args):
     if handle is None:
         _dispatch(kernel, grid, block, _numba_stream(stream), [_numba_view(a) for a in args])
         return
-    global RAW, RAW_REFUSED
-    if RAW:
-        try:
-            _launch_raw(_raw_handle(handle), _dim3(grid), _dim3(block), _stream_handle(stream),
-                        args)
-            return
-        except (TypeError, AttributeError, ImportError, RuntimeError) as e:
-            # refused before anything ran (a failed cuLaunchKernel launches nothing): from now
-            # on cuda.core launches
-            RAW, RAW_REFUSED = False, repr(e)
     from cuda.core import launch as core_launch
 
     config = _configs.get((grid, block))

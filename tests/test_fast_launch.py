@@ -41,7 +41,6 @@ def test_fast_launch_compiles_once_per_kind_of_arguments(monkeypatch):
                                  LaunchConfig=lambda **kw: tuple(sorted(kw.items())))
     monkeypatch.setitem(sys.modules, "cuda.core", core)
     monkeypatch.setattr(_launch, "SIMULATOR", False)
-    monkeypatch.setattr(_launch, "RAW", False)          # through cuda.core (below: the driver)
     monkeypatch.setattr(_launch, "_compiled", {})
     monkeypatch.setattr(_launch, "_configs", {})
     monkeypatch.setattr(_launch, "_core_stream", lambda s: "core")
@@ -95,85 +94,3 @@ def test_cupy_streams_are_wrapped_per_launch_and_not_kept(monkeypatch):
     side = types.SimpleNamespace(ptr=1234)
     assert _launch._core_stream(side) == ("core", 1234)
     assert _launch._core_streams == {}
-
-
-class _FakeDriver:
-    """cuLaunchKernel that reads the parameters back through the pointers it is given."""
-
-    class CUresult:
-        CUDA_SUCCESS = 0
-
-    def __init__(self, sizes, refuse=False):
-        self.sizes, self.refuse, self.calls = sizes, refuse, []
-
-    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):
-        import ctypes
-        if self.refuse:
-            raise TypeError("Argument 'f' is not instance of type CUfunction")
-        pointers = (ctypes.c_uint64 * len(self.sizes)).from_address(params)
-        got = []
-        for p, size in zip(pointers, self.sizes):
-            got.append(bytes((ctypes.c_char * size).from_address(p)))
-        self.calls.append((f, (gx, gy, gz), (bx, by, bz), shmem, stream, got, extra))
-        return (0,)
-
-
-def test_driver_launch_packs_numba_abi_parameters(monkeypatch):
-    """Each parameter in its own 8-byte slot, read back through the pointer array the driver
-    gets: array fields, a Python int and float, NumPy scalars of 4 and 8 bytes (negative, above
-    2**63, float32 bits in the low bytes)."""
-    import struct
-    from sphgpu import _fast_launch as _launch
-
-    class DeviceArray(np.ndarray):
-        __cuda_array_interface__ = {}
-        data = types.SimpleNamespace(ptr=4096)
-
-    a = np.zeros((2, 3), np.float64).view(DeviceArray)
-    args = (a, -5, 2.5, np.int32(-7), np.uint64(2**64 - 3), np.float32(1.5), np.float64(-0.25))
-    sizes = [8] * 9 + [8, 8, 4, 8, 4, 8]
-    fake = _FakeDriver(sizes)
-    monkeypatch.setitem(sys.modules, "cuda.bindings", types.SimpleNamespace(driver=fake))
-    _launch._launch_raw(77, (3, 2, 1), (64, 1, 1), 0, args)
-    f, grid, block, shmem, stream, got, extra = fake.calls[0]
-    assert (f, grid, block, shmem, stream, extra) == (77, (3, 2, 1), (64, 1, 1), 0, 0, 0)
-    words = [struct.unpack("<q", g)[0] for g in got[:9]]
-    assert words == [0, 0, 6, 8, 4096, 2, 3, 24, 8]
-    assert struct.unpack("<q", got[9])[0] == -5
-    assert struct.unpack("<d", got[10])[0] == 2.5
-    assert struct.unpack("<i", got[11])[0] == -7
-    assert struct.unpack("<Q", got[12])[0] == 2**64 - 3
-    assert struct.unpack("<f", got[13])[0] == 1.5
-    assert struct.unpack("<d", got[14])[0] == -0.25
-    # many parameters: the table of slot offsets grows
-    many = (a,) * 40
-    fake.sizes = [8] * 360
-    _launch._launch_raw(77, (1, 1, 1), (32, 1, 1), 0, many)
-    assert len(fake.calls[-1][5]) == 360
-    assert struct.unpack("<q", fake.calls[-1][5][-3])[0] == 3      # the last shape[1]
-
-
-def test_a_refused_driver_launch_falls_back_to_cuda_core(monkeypatch):
-    """Where cuLaunchKernel refuses the call (another cuda.bindings), the launch goes through
-    cuda.core, and so do the later ones."""
-    from sphgpu import _fast_launch as _launch
-
-    calls = []
-    core = types.SimpleNamespace(launch=lambda *a: calls.append(("core",) + a[:3]),
-                                 LaunchConfig=lambda **kw: "config")
-    fake = _FakeDriver([8], refuse=True)
-    monkeypatch.setitem(sys.modules, "cuda.core", core)
-    monkeypatch.setitem(sys.modules, "cuda.bindings", types.SimpleNamespace(driver=fake))
-    monkeypatch.setattr(_launch, "SIMULATOR", False)
-    monkeypatch.setattr(_launch, "RAW", True)
-    monkeypatch.setattr(_launch, "RAW_REFUSED", None)
-    monkeypatch.setattr(_launch, "_configs", {})
-    monkeypatch.setattr(_launch, "_raw_handles", {})
-    monkeypatch.setattr(_launch, "_core_stream", lambda s: "core stream")
-    handle = types.SimpleNamespace(handle=99)
-    kern = object()
-    monkeypatch.setattr(_launch, "_compiled", {(kern, (int,)): handle})
-    _launch.launch(kern, 4, 32, 0, 5)
-    _launch.launch(kern, 4, 32, 0, 6)
-    assert calls == [("core", "core stream", "config", handle)] * 2
-    assert _launch.RAW is False and "CUfunction" in _launch.RAW_REFUSED
