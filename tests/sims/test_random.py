@@ -36,7 +36,7 @@ def test_compiled_cpu_loop_equals_the_numpy_twin(n):
 def test_cuda_kernel_equals_the_numpy_twin(n):
     key = stream_key(7, 3)
     got = normals((n,), 2, key, device=True)
-    np.testing.assert_allclose(np.asarray(got), normals_reference(n, 2, key),
+    np.testing.assert_allclose(to_host(got), normals_reference(n, 2, key),
                                rtol=TOL["normals_cuda_vs_twin_rtol"],
                                atol=TOL["normals_cuda_vs_twin_atol"])
 
