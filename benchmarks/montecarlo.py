@@ -97,6 +97,8 @@ def bench_gpu(s, args):
 
 
 def bench_cluster(s, args, k):
+    from distributed import get_task_stream
+
     import sphgpu.distributed as sd
 
     ids = sd.visible_gpus()
@@ -115,8 +117,10 @@ def bench_cluster(s, args, k):
         first = time.perf_counter() - t0
         warm_rate, _ = rate_of(run, whole(k * args.warm))
         n = whole(sims_for(args.gpu_seconds, warm_rate))
-        rate, dt = rate_of(run, n)
-        row = dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b)
+        with get_task_stream(client) as stream:
+            rate, dt = rate_of(run, n)
+        row = dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b,
+                   per_worker=per_worker(client, stream.data))
         if k == max(args.gpus):
             row["check_equal_to_one_gpu"] = check_same(s, args, mc)
         # the plan it keeps on the workers goes before they do (the scheduler logs an error
@@ -126,6 +130,31 @@ def bench_cluster(s, args, k):
     finally:
         client.shutdown()
         client.close()
+
+
+def per_worker(client, tasks):
+    """What each worker did in the timed run: its GPU (the device its CuPy sees, and
+    CUDA_VISIBLE_DEVICES), the batches it ran and their seconds of compute, from Dask's task
+    stream; an uneven share shows where a cluster's rate went."""
+    def device():
+        import os
+        try:
+            import cupy
+            bus = cupy.cuda.Device().pci_bus_id
+        except Exception as e:  # noqa: BLE001  a CPU worker
+            bus = repr(e)
+        return dict(visible=os.environ.get("CUDA_VISIBLE_DEVICES"), pci_bus=bus)
+
+    out = {w: dict(device=d, batches=0, compute_s=0.0)
+           for w, d in client.run(device).items()}
+    for t in tasks:
+        if not str(t.get("key", "")).startswith("sphgpu-sims-"):
+            continue
+        w = out.setdefault(t["worker"], dict(batches=0, compute_s=0.0))
+        w["batches"] += 1
+        w["compute_s"] += sum(s["stop"] - s["start"] for s in t.get("startstops", ())
+                              if s.get("action") == "compute")
+    return out
 
 
 def sims_for(seconds, rate_guess):
