@@ -306,8 +306,13 @@ def _leg2alm_chunk(nmaps: int, threads: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS):
+def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
+                   chunk: int | None = None):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
+
+    ``chunk``: the l values per reduction step (even, at most CHECK_EVERY, the sums' two buffers
+    within 48 KiB); default the largest that fits (:func:`_leg2alm_chunk`). A smaller chunk
+    takes less shared memory a block, so more blocks fit on a multiprocessor.
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
@@ -331,7 +336,10 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     """
     K = nmaps
     TPB = threads
-    CH = _leg2alm_chunk(K, TPB)    # also the distance between rescaling checks: <= CHECK_EVERY
+    CH = chunk or _leg2alm_chunk(K, TPB)    # also the distance between rescaling checks
+    if CH % 2 or CH > CHECK_EVERY or CH > _leg2alm_chunk(K, TPB):
+        raise ValueError(f"leg2alm: chunk={CH} must be even, <= {CHECK_EVERY} and fit in "
+                         f"shared memory (at most {_leg2alm_chunk(K, TPB)} here)")
     RP = pairs
     NC = 2 * K
     # rows of the sums padded to TPB + 1 so the reduction's threads, each summing one row, hit
@@ -345,7 +353,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         SPLIT -= 1
     PART = TPB // SPLIT
     NPT = (CH + TPB - 1) // TPB    # chunk values each thread loads (blocks narrower than a chunk)
-    U = min(CH, LEG2ALM_UNROLL)    # steps per pass of the innermost loop (even)
+    # steps per pass of the innermost loop: even, dividing the chunk
+    U = max(u for u in range(2, min(CH, LEG2ALM_UNROLL) + 1, 2) if CH % u == 0)
     u64 = numba.uint64
 
     @cuda.jit(cache=True)

@@ -220,13 +220,33 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
     # even and at most CHECK_EVERY
     from sphgpu.sht import _cuda
     from sphgpu.sht import _cuda_kernels as K
-    for tpb, _ in _cuda.CANDIDATES["leg2alm"]:
+    for tpb, _, *chunk in _cuda.CANDIDATES["leg2alm"]:
         for nmaps in range(1, K.LEG2ALM_MAX_MAPS + 1):
-            ch = K._leg2alm_chunk(nmaps, tpb)
+            ch = chunk[0] if chunk else K._leg2alm_chunk(nmaps, tpb)
             assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
             assert 8 * (2 * ch * 2 * nmaps * (tpb + 1) + 6 * ch) <= 48 * 1024
     with pytest.raises(ValueError, match="shared memory"):
         K._leg2alm_chunk(2, 4096)
+
+
+@pytest.mark.parametrize("launch", [(4, 2, 4), (4, 3, 6), (2, 2, 2)])
+def test_leg2alm_smaller_chunks_match_twin(rng, monkeypatch, launch):
+    # chunks of 2-6 l values (the third launch parameter): the same sums
+    from sphgpu.sht import _cuda
+    g, layout = RingGeometry.healpix(2), AlmLayout(9, 6)
+    monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": launch})
+    pl = _cuda._Plan(g, layout.lmax, layout.mmax)
+    leg = rng.standard_normal((3, g.nrings, 7)) + 1j * rng.standard_normal((3, g.nrings, 7))
+    back = _step(_cuda._leg2alm, leg, pl)
+    assert pl.launch["leg2alm"] == launch
+    assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= TOL["cuda_vs_twin"]
+
+
+def test_leg2alm_chunk_must_be_even_and_fit():
+    from sphgpu.sht import _cuda_kernels as K
+    for bad in (3, 18, 2 * K.CHECK_EVERY):
+        with pytest.raises(ValueError, match="chunk"):
+            K.leg2alm_kernel(2, 32, 8, bad)
 
 
 def test_odd_pairs_per_thread_match_twin(rng, monkeypatch):
