@@ -214,29 +214,34 @@ def _kernel(name, nmaps, tpb, rp, *extra):
 AUTOTUNE_MIN_LMAX = 512
 
 
-def _launch(pl, name=None):
+def _launch(pl, name=None, nmaps=1):
     """Launch parameters of the Legendre kernel ``name`` ("alm2leg" or "leg2alm"; None: a dict
-    of both) for this plan: measured once per device, problem size and kernel by trying its
-    CANDIDATES on the plan itself, then kept in the tuning cache (:mod:`sphgpu._tuning`, file
-    sht_launch.json). Each kernel is tuned when first needed, so an alm2map compiles no
-    leg2alm variant. ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
+    of both) for launches of ``nmaps`` maps on this plan: measured once per device, problem
+    size, kernel and maps a launch by trying its CANDIDATES on the plan itself, then kept in
+    the tuning cache (:mod:`sphgpu._tuning`, file sht_launch.json). Each kernel is tuned when
+    first needed, so an alm2map compiles no leg2alm variant. Maps a launch count because they
+    change the registers and shared memory of a block: on an H100 at nside 2048, leg2alm's
+    chunk of 12 (CANDIDATES) was 7 % faster with 2 maps a launch and slower with 1.
+    ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
     if name is None:
         return {k: _launch(pl, k) for k in CANDIDATES}
-    if name in pl.launch:
-        return pl.launch[name]
+    slot = name if nmaps == 1 else f"{name}|maps={nmaps}"
+    if slot in pl.launch:
+        return pl.launch[slot]
     choice = LAUNCH[name]
     if not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled()):
         key = (f"{_tuning.device_name()}|{name}|nrings={pl.nrings}|npix={pl.npix}"
-               f"|lmax={pl.lmax}|mmax={pl.mmax}")
+               f"|lmax={pl.lmax}|mmax={pl.mmax}" + (f"|maps={nmaps}" if nmaps > 1 else ""))
         choice = _tuning.lookup("sht_launch", key, check=_check_launch)
         # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
         # measured again
         if choice not in CANDIDATES[name]:
             _tuning.print_progress(f"tuning the {name} kernel for lmax {pl.lmax} on "
-                                   f"{pl.npix} pixels (once per GPU and size)")
-            choice = _measure(pl, name)
+                                   f"{pl.npix} pixels, {nmaps} map(s) a launch (once per GPU "
+                                   f"and size)")
+            choice = _measure(pl, name, nmaps, slot)
             _tuning.store("sht_launch", key, list(choice))
-    pl.launch[name] = choice
+    pl.launch[slot] = choice
     return choice
 
 
@@ -247,22 +252,24 @@ def _check_launch(value):
     return tuple(value)
 
 
-def _measure(pl, name):
-    """The fastest of CANDIDATES[name] on this plan, one map of random data."""
+def _measure(pl, name, nmaps=1, slot=None):
+    """The fastest of CANDIDATES[name] on this plan, launches of ``nmaps`` maps of random
+    data."""
     import cupy
 
     rng = np.random.default_rng(0)
+    slot = slot or name
     if name == "alm2leg":
-        alm = cupy.asarray(rng.standard_normal((1, pl.nalm))
-                           + 1j * rng.standard_normal((1, pl.nalm)))
+        alm = cupy.asarray(rng.standard_normal((nmaps, pl.nalm))
+                           + 1j * rng.standard_normal((nmaps, pl.nalm)))
         run = lambda: _alm2leg(alm, pl, cupy)
     else:
-        shape = (1, pl.nrings, pl.mmax + 1)
+        shape = (nmaps, pl.nrings, pl.mmax + 1)
         leg = cupy.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
         run = lambda: _leg2alm(leg, pl, cupy)
     times = {}
     for cand in CANDIDATES[name]:
-        pl.launch[name] = cand
+        pl.launch[slot] = cand
         times[cand] = _tuning.seconds(run, 2)
     return min(times, key=times.get)
 
@@ -281,8 +288,6 @@ def _alm2leg(alm, pl, xp, orders=None):
     alm = xp.ascontiguousarray(alm)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
-    tpb, rp, *regs = _launch(pl, "alm2leg")
-    grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
     # maps share one recurrence a few at a time, the last launch taking the rest; below
     # LARGE_LMAX the rows of a polarized batch go three at a time, one launch for 3 rows
     # being faster than 2 + 1 there (README, *Polarization*)
@@ -292,6 +297,8 @@ def _alm2leg(alm, pl, xp, orders=None):
         per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH_BELOW
     for i in range(0, nmaps, per):
         j = min(i + per, nmaps)
+        tpb, rp, *regs = _launch(pl, "alm2leg", j - i)
+        grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
         _go(_kernel("alm2leg", j - i, tpb, rp, *regs), grid, tpb,
             alm[i:j], astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x,
             pl.sin, pl.north, pl.south, pl.first, leg[i:j])
@@ -302,10 +309,10 @@ def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    tpb, rp, *extra = _launch(pl, "leg2alm")
     grid = (1, mvals.shape[0])
     for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
         j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
+        tpb, rp, *extra = _launch(pl, "leg2alm", j - i)
         _go(_kernel("leg2alm", j - i, tpb, rp, *extra), grid, tpb,
             xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
             pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])

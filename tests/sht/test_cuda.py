@@ -149,8 +149,38 @@ def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
         assert "lmax=599" in key and tuple(stored) == choice
         assert choice in _cuda.CANDIDATES[name]
     fresh = _cuda._Plan(g, 599, 599)                # a new plan reads the file, measures nothing
-    monkeypatch.setattr(_cuda, "_measure", lambda pl, name: pytest.fail("measured twice"))
+    monkeypatch.setattr(_cuda, "_measure", lambda *a: pytest.fail("measured twice"))
     assert _cuda._launch(fresh) == launch
+
+
+def test_launch_shapes_are_tuned_per_maps_a_launch(tmp_path, monkeypatch):
+    """Launches of 1 and of 2 maps are tuned apart (registers and shared memory differ) and
+    cached under keys of their own; the single-map key is the one written before."""
+    import json
+    from sphgpu.sht import _cuda
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_cuda, "SIMULATOR", False)
+    monkeypatch.setattr(_cuda._tuning, "device_name", lambda: "GPU")
+    picks = {1: (32, 8), 2: (32, 8, 12)}
+    measured = []
+
+    def measure(pl, name, nmaps=1, slot=None):
+        measured.append((name, nmaps, slot))
+        return picks[nmaps]
+
+    monkeypatch.setattr(_cuda, "_measure", measure)
+    g = RingGeometry.gauss_legendre(600)
+    pl = _cuda._Plan(g, 599, 599)
+    assert _cuda._launch(pl, "leg2alm", 2) == (32, 8, 12)
+    assert _cuda._launch(pl, "leg2alm") == (32, 8)
+    assert _cuda._launch(pl, "leg2alm", 2) == (32, 8, 12)        # kept on the plan
+    assert measured == [("leg2alm", 2, "leg2alm|maps=2"), ("leg2alm", 1, "leg2alm")]
+    cache = json.loads((tmp_path / "sht_launch.json").read_text())
+    assert cache == {"GPU|leg2alm|nrings=600|npix=%d|lmax=599|mmax=599|maps=2" % g.npix:
+                     [32, 8, 12],
+                     "GPU|leg2alm|nrings=600|npix=%d|lmax=599|mmax=599" % g.npix: [32, 8]}
+    fresh = _cuda._Plan(g, 599, 599)
+    assert _cuda._launch(fresh, "leg2alm", 2) == (32, 8, 12) and len(measured) == 2
 
 
 @pytest.mark.gpu
