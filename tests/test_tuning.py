@@ -87,7 +87,7 @@ def test_sht_launch_cache_damage_means_measuring_again(cache_dir, monkeypatch, b
     monkeypatch.setattr(_tuning, "device_name", lambda: "Test GPU")
     measured = []
 
-    def measure(pl, name):
+    def measure(pl, name, nmaps=1, slot=None):
         measured.append(name)
         return (64, 8)
 
