@@ -236,9 +236,9 @@ def _launch(pl, name=None, nmaps=1):
         # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
         # measured again
         if choice not in CANDIDATES[name]:
+            maps = f", {nmaps} maps a launch" if nmaps > 1 else ""
             _tuning.print_progress(f"tuning the {name} kernel for lmax {pl.lmax} on "
-                                   f"{pl.npix} pixels, {nmaps} map(s) a launch (once per GPU "
-                                   f"and size)")
+                                   f"{pl.npix} pixels{maps} (once per GPU and size)")
             choice = _measure(pl, name, nmaps, slot)
             _tuning.store("sht_launch", key, list(choice))
     pl.launch[slot] = choice
