@@ -26,7 +26,7 @@ STEPS = ("sht", "sort", "pair_counts", "convolve", "cost_model")
 
 def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
            sort_dtypes=("float64", "float32", "int64", "int32", "uint64", "uint32"),
-           progress=None) -> dict:
+           batch=1, progress=None) -> dict:
     """Compile and tune now what is slow the first time, and say what is being done.
 
     Parameters
@@ -45,6 +45,12 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
     sort_dtypes : sequence of dtype names
         Key dtypes to compile the sort for (each dtype compiles its own kernels), with and
         without the permutation.
+    batch : int >= 1
+        Maps the transforms will take at once (a Monte Carlo's batch, ``alm2map`` of a
+        ``(k, nalm)`` array). On a GPU a launch of several maps has launch parameters tuned
+        for it apart from single maps (at nside 2048 the first batch of a machine spent 16 s
+        tuning them), so the "sht" step also runs a batch of this size (temperature maps).
+        Default 1: single maps only.
     progress : callable(str) or False, optional
         Called with one line before and after each step; default: print it (shown under the
         running cell in a notebook), False: say nothing.
@@ -65,6 +71,7 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
         raise ValueError("the 'cost_model' step needs nside (and lmax): the resolution to time")
     nside = check_int("nside", 32 if nside is None else nside, minimum=1)
     lmax = check_int("lmax", 2 * nside if lmax is None else lmax, minimum=0)
+    batch = check_int("batch", batch, minimum=1)
     try:
         dtypes = [np.dtype(d) for d in sort_dtypes]
     except TypeError as e:
@@ -73,12 +80,13 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
     if bad:
         raise TypeError(f"sort_dtypes must be integer or float dtypes, got {bad}")
 
-    run = {"sht": lambda: _sht(nside, lmax, backend),
+    run = {"sht": lambda: _sht(nside, lmax, backend, batch),
            "sort": lambda: _sort(dtypes, backend),
            "pair_counts": lambda: _pair_counts(backend),
            "convolve": lambda: _convolve(backend),
            "cost_model": lambda: _cost_model(nside, lmax, backend, say)}
-    what = {"sht": f"the transforms at nside {nside}, lmax {lmax}",
+    what = {"sht": f"the transforms at nside {nside}, lmax {lmax}"
+                   + (f" (single maps and batches of {batch})" if batch > 1 else ""),
             "sort": f"the radix sort ({', '.join(d.name for d in dtypes)})",
             "pair_counts": "the pair counts",
             "convolve": "the real-space convolution",
@@ -95,12 +103,16 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
     return seconds
 
 
-def _sht(nside, lmax, backend):
+def _sht(nside, lmax, backend, batch=1):
     from .sht import alm2map, map2alm
 
     rng = np.random.default_rng(0)
     m = rng.standard_normal(12 * nside * nside)
     alm2map(map2alm(m, lmax, backend=backend), nside, lmax=lmax, backend=backend)
+    if batch > 1:
+        maps = rng.standard_normal((batch, 12 * nside * nside))
+        alm2map(map2alm(maps, lmax, pol=False, backend=backend), nside, lmax=lmax, pol=False,
+                backend=backend)
 
 
 def _sort(dtypes, backend):

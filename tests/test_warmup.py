@@ -43,6 +43,25 @@ def test_cuda_backend():
     assert list(secs) == ["sht", "convolve", "sort"] and len(lines) == 7
 
 
+def test_batch_runs_the_transforms_on_that_many_maps_too(monkeypatch):
+    import sphgpu.sht as sht
+    seen = []
+    real_a2m, real_m2a = sht.alm2map, sht.map2alm
+    monkeypatch.setattr(sht, "map2alm", lambda m, *a, **k: seen.append(("map2alm", m.shape))
+                        or real_m2a(m, *a, **k))
+    monkeypatch.setattr(sht, "alm2map", lambda a, *r, **k: seen.append(("alm2map", a.shape))
+                        or real_a2m(a, *r, **k))
+    lines = []
+    warmup(2, 4, backend="cpu", steps=("sht",), batch=3, progress=lines.append)
+    assert seen == [("map2alm", (48,)), ("alm2map", (15,)), ("map2alm", (3, 48)),
+                    ("alm2map", (3, 15))]
+    assert lines[0] == ("warming up the transforms at nside 2, lmax 4 (single maps and batches "
+                        "of 3) (1/1)")
+    seen.clear()
+    warmup(2, 4, backend="cpu", steps=("sht",), progress=False)
+    assert [s for _, s in seen] == [(48,), (15,)]
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="steps must be among"):
         warmup(steps=("fft",), progress=False)
@@ -50,6 +69,8 @@ def test_bad_arguments():
         warmup(steps=("cost_model",), progress=False)
     with pytest.raises(ValueError, match="nside"):
         warmup(0, progress=False)
+    with pytest.raises(ValueError, match="batch"):
+        warmup(batch=0, progress=False)
     with pytest.raises(TypeError, match="sort_dtypes must name NumPy dtypes"):
         warmup(sort_dtypes=("float128x",), progress=False)
     with pytest.raises(TypeError, match="sort_dtypes must be integer or float"):
