@@ -267,23 +267,15 @@ def _unmoved(keys, want_perm, host, xp):
     return out, perm
 
 
-_numba_streams = {}
-
-
 def _stream(xp):
-    """(what a Numba launch takes as its stream, a key naming it) for CuPy's current stream:
-    0 for the legacy default stream, which both use unless told otherwise."""
+    """(the stream to launch on, a key naming it) for CuPy's current stream: 0 for the legacy
+    default stream, else the CuPy stream itself, which :func:`sphgpu._fast_launch.launch`
+    takes as it is (no Numba stream is made for it, nor kept)."""
     if xp is np:
         return 0, 0
-    ptr = xp.cuda.get_current_stream().ptr
-    if ptr == 0:
-        return 0, (xp.cuda.runtime.getDevice(), 0)
-    key = (xp.cuda.runtime.getDevice(), ptr)
-    if key not in _numba_streams:
-        from numba import cuda
-
-        _numba_streams[key] = cuda.external_stream(ptr)
-    return _numba_streams[key], key
+    current = xp.cuda.get_current_stream()
+    key = (xp.cuda.runtime.getDevice(), current.ptr)
+    return (0 if current.ptr == 0 else current), key
 
 
 #: scratch of the last few sort shapes: (stream, dtype, n, passes, ...) -> _Scratch
