@@ -143,6 +143,10 @@ def _describe(v, seen) -> str:
         return f"fn:{_where(v.__module__)}.{v.__qualname__}"  # another library's: its version
     if isinstance(v, type):
         return f"class:{_where(v.__module__)}.{v.__qualname__}"
+    if type(v).__name__ == "ExternFunction":
+        # a foreign function of cuda.declare_device (sphgpu._dmma): its code lives in a sphgpu
+        # file, which the package digest covers
+        return f"extern:{v.name}:{v.sig}"
     text = repr(v)
     if " at 0x" in text:
         raise Uncacheable(f"no stable description of {type(v).__name__} {text}")

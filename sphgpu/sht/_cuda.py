@@ -202,6 +202,20 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
 #: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024).
 CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
               "leg2alm": [(32, 8), (64, 8), (32, 8, 12)]}
+#: maps of one tensor-core alm2leg launch (:func:`_cuda_kernels.alm2leg_mma_kernel`), largest
+#: first: a batch goes in groups of these, each group by whichever of CANDIDATES and
+#: MMA_CANDIDATES measured fastest for that many maps (the CANDIDATES shapes then take the
+#: group MAPS_PER_LAUNCH maps a launch)
+MMA_MAPS = (16, 8, 4)
+#: the tensor-core kernel's launch shapes: ("mma", warps a block)
+MMA_CANDIDATES = [("mma", 4), ("mma", 8)]
+
+
+def _candidates(name, nmaps):
+    """What the autotuner tries for launches of ``nmaps`` maps of kernel ``name``."""
+    if name == "alm2leg" and nmaps in MMA_MAPS:
+        return CANDIDATES[name] + MMA_CANDIDATES
+    return CANDIDATES[name]
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
@@ -229,13 +243,13 @@ def _launch(pl, name=None, nmaps=1):
     if slot in pl.launch:
         return pl.launch[slot]
     choice = LAUNCH[name]
-    if not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled()):
+    if _tuned(pl):
         key = (f"{_tuning.device_name()}|{name}|nrings={pl.nrings}|npix={pl.npix}"
                f"|lmax={pl.lmax}|mmax={pl.mmax}" + (f"|maps={nmaps}" if nmaps > 1 else ""))
         choice = _tuning.lookup("sht_launch", key, check=_check_launch)
         # a pick that is no longer a candidate (a cache written before CANDIDATES changed) is
         # measured again
-        if choice not in CANDIDATES[name]:
+        if choice not in _candidates(name, nmaps):
             maps = f", {nmaps} maps a launch" if nmaps > 1 else ""
             _tuning.print_progress(f"tuning the {name} kernel for lmax {pl.lmax} on "
                                    f"{pl.npix} pixels{maps} (once per GPU and size)")
@@ -246,8 +260,10 @@ def _launch(pl, name=None, nmaps=1):
 
 
 def _check_launch(value):
-    """A cached launch choice as a tuple of positive ints, or ValueError."""
-    if not isinstance(value, list) or not all(type(i) is int and i > 0 for i in value):
+    """A cached launch choice as a tuple of positive ints (after "mma" for the tensor-core
+    kernel), or ValueError."""
+    ints = value[1:] if isinstance(value, list) and value[:1] == ["mma"] else value
+    if not isinstance(ints, list) or not ints or not all(type(i) is int and i > 0 for i in ints):
         raise ValueError(f"expected a list of positive integers, got {value!r}")
     return tuple(value)
 
@@ -268,7 +284,7 @@ def _measure(pl, name, nmaps=1, slot=None):
         leg = cupy.asarray(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
         run = lambda: _leg2alm(leg, pl, cupy)
     times = {}
-    for cand in CANDIDATES[name]:
+    for cand in _candidates(name, nmaps):
         pl.launch[slot] = cand
         times[cand] = _tuning.seconds(run, 2)
     return min(times, key=times.get)
@@ -290,19 +306,38 @@ def _alm2leg(alm, pl, xp, orders=None):
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
     # maps share one recurrence a few at a time, the last launch taking the rest; below
     # LARGE_LMAX the rows of a polarized batch go three at a time, one launch for 3 rows
-    # being faster than 2 + 1 there (README, *Polarization*)
+    # being faster than 2 + 1 there (README, *Polarization*). Where the autotuner runs, groups
+    # of MMA_MAPS maps may go to the tensor-core kernel instead.
     if pl.lmax >= LARGE_LMAX:
         per = MAPS_PER_LAUNCH
     else:
         per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH_BELOW
-    for i in range(0, nmaps, per):
-        j = min(i + per, nmaps)
-        tpb, rp, *regs = _launch(pl, "alm2leg", j - i)
-        grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
-        _go(_kernel("alm2leg", j - i, tpb, rp, *regs), grid, tpb,
-            alm[i:j], astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x,
-            pl.sin, pl.north, pl.south, pl.first, leg[i:j])
+    i = 0
+    while i < nmaps:
+        g = next((g for g in MMA_MAPS if g <= nmaps - i), 0) if _tuned(pl) else 0
+        g = g or min(per, nmaps - i)
+        shape = _launch(pl, "alm2leg", g)
+        args = (astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x, pl.sin,
+                pl.north, pl.south, pl.first)
+        if shape[0] == "mma":
+            warps = shape[1]
+            grid = (math.ceil(pl.npairs / (32 * warps)), mvals.shape[0])
+            _go(K.alm2leg_mma_kernel(g, warps), grid, 32 * warps, alm[i:i + g], *args,
+                leg[i:i + g])
+        else:
+            tpb, rp, *regs = shape
+            grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
+            for a in range(i, i + g, per):
+                b = min(a + per, i + g)
+                _go(_kernel("alm2leg", b - a, tpb, rp, *regs), grid, tpb, alm[a:b], *args,
+                    leg[a:b])
+        i += g
     return leg
+
+
+def _tuned(pl):
+    """Whether launches on this plan are chosen by measurement (:func:`_launch`)."""
+    return not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled())
 
 
 def _leg2alm(leg, pl, xp, orders=None):

@@ -24,17 +24,18 @@ import math
 import numba
 from numba import cuda, float64
 
+from .. import _dmma
 from .._cuda_launch import refresh_kernel_cache
 from . import legendre
 
 # kernels are cached on disk (cache=True); they inline legendre's device functions
 refresh_kernel_cache(__file__, legendre.__file__)
 
-__all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "leg2alm_kernel", "chirp_kernel",
+__all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "alm2leg_mma_kernel", "leg2alm_kernel", "chirp_kernel",
            "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
            "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "weighted_rings_kernel",
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
-           "LEG2ALM_MAX_MAPS", "CHECK_EVERY"]
+           "LEG2ALM_MAX_MAPS", "CHECK_EVERY", "MMA_CHUNK"]
 
 # default launch shapes (used where the autotuner is off): the fastest of its candidates
 # (_cuda.CANDIDATES; measured in README, *Performance*, "Launch shapes")
@@ -295,6 +296,194 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
     return kernel
 
+
+#: l values a block stages per chunk in :func:`alm2leg_mma_kernel` (a multiple of CHECK_EVERY)
+MMA_CHUNK = 32
+
+
+@functools.lru_cache(maxsize=None)
+def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
+    """Legendre step for ``nmaps`` maps (a multiple of 4) on the FP64 tensor cores.
+
+    For one m and a tile of 16 ring pairs, the sums over l of the even and odd terms are matrix
+    products: E = Lambda_even B_even, with Lambda (16 pairs x 4 l) the Legendre values and B
+    (4 l x 2 nmaps) the real and imaginary parts of s_l * a_lm of every map. Each lane of a warp
+    runs the recurrence of one ring pair, 8 l at a time, and puts the values in shared memory;
+    the warp then reads them back as A fragments of its two tiles (:mod:`sphgpu._dmma`) and
+    feeds them to the tensor cores: one m16n8k4 product per tile, parity and group of 4 maps.
+    The values are made once per launch and serve every map: 2 FP64 instructions a ring pair
+    and l, against 2 + 2 nmaps in :func:`alm2leg_kernel` (README, *Performance*, "Batches").
+
+    Launch: grid (ceil(npairs / (32 * warps)), nm), block 32 * warps; lane L of warp w of
+    block b owns ring pair 32 * (b * warps + w) + L. Arguments as :func:`alm2leg_kernel`. The
+    block stages alpha_l and s_l * a_lm of MMA_CHUNK consecutive l in shared memory, in two
+    alternating buffers with one barrier per chunk, the next chunk loaded from global memory
+    before the barrier and stored after the chunk's steps.
+    """
+    assert nmaps % 4 == 0, "the tensor-core Legendre step takes maps in groups of 4"
+    mma = _dmma.device_function()
+    sync_warp = _dmma.warp_barrier
+    W, TL = warps, MMA_CHUNK
+    NT = nmaps // 4                    # groups of 4 maps: 8 columns (re, im) of B each
+    # row strides (float64) of staged s_l * a_lm and of the values: = 4 (mod 8), so that the
+    # lanes of a fragment (4 rows apart in l, 8 consecutive columns) hit each bank pair twice
+    S = 2 * nmaps + 4
+    SL = 36
+    TPB = 32 * W
+    SV = TL * S
+    LV = 2 * 8 * SL                    # a warp's values: two buffers of 8 l x 32 pairs
+    LOADS = -(-TL * nmaps // TPB)      # a_lm values each thread stages per chunk
+    SCR = _dmma.SCRATCH * W
+    SA2, SV2, LVW = 2 * TL, 2 * SV, LV * W     # compile-time shapes
+    assert TL <= TPB and TL % CHECK_EVERY == 0
+    u64 = numba.uint64
+
+    @cuda.jit
+    def kernel(alm, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               leg):
+        col = cuda.blockIdx.y
+        m = mvals[col]
+        t = cuda.threadIdx.x
+        lane = t % 32
+        g = lane // 4          # fragment row (ring pairs g, g + 8 of a tile) and column
+        c = lane % 4
+        npairs = x.shape[0]
+        pb = cuda.blockIdx.x * TPB
+        fm = first[m]
+        if pb + TPB <= fm or fm >= npairs:
+            # every pair of this block stays negligible for this m (the same for the block)
+            p = pb + t
+            if p < npairs:
+                for i in range(nmaps):
+                    leg[i, north[p], col] = 0j
+                    if south[p] >= 0:
+                        leg[i, south[p], col] = 0j
+            return
+        sa = cuda.shared.array(SA2, float64)           # alpha_l, two chunk buffers
+        sv = cuda.shared.array(SV2, float64)           # s_l * a_lm: [buffer][l][map re, im]
+        sl = cuda.shared.array(LVW, float64)           # values: [warp][buffer][l][pair]
+        scratch = cuda.shared.array(SCR, float64)
+        acc = cuda.local.array((2, NT, 2, 4), float64)   # [tile][maps][even, odd][d0..d3]
+        al = cuda.local.array(8, float64)
+        nv = cuda.local.array(LOADS, numba.complex128)  # the next chunk's a_lm of this thread
+        ns = cuda.local.array(LOADS, float64)
+        pw = pb + 32 * (t // 32)
+        p = pw + lane
+        cur = 0.0
+        prev = 0.0
+        kk = 0
+        xv = 0.0
+        if p < npairs and p >= fm:
+            xv = x[p]
+            v, kk = _start(mu[m], m, sin[p])
+            prev = -v                  # one uniform step gives y_m = lambda_mm
+        for mt in range(2):
+            for nt in range(NT):
+                for h in range(2):
+                    for i in range(4):
+                        acc[mt, nt, h, i] = 0.0
+        base = tstart[m]
+        abase = astart[col]
+        wl = u64((t // 32) * LV)
+        # chunk 0 into buffer 0; past lmax alpha = 0 and a_lm = 0: the steps add nothing
+        if t < TL:
+            l = m + t
+            sa[t] = alpha[base + l] if l <= lmax else 0.0
+        for j in range(LOADS):
+            e = t + j * TPB
+            if e < TL * nmaps:
+                q = e % TL
+                l = m + q
+                v = alm[e // TL, abase + l] * scale[base + l] if l <= lmax else 0j
+                sv[q * S + 2 * (e // TL)] = v.real
+                sv[q * S + 2 * (e // TL) + 1] = v.imag
+        nchunks = (lmax - m) // TL + 1
+        for ci in range(nchunks):
+            l0 = m + ci * TL
+            boff = (ci & 1) * TL
+            noff = TL - boff
+            ln = l0 + TL + t
+            na = 0.0
+            if t < TL and ln <= lmax:
+                na = alpha[base + ln]
+            for j in range(LOADS):
+                e = t + j * TPB
+                l = l0 + TL + e % TL
+                nv[j] = 0j
+                ns[j] = 0.0
+                if e < TL * nmaps and l <= lmax:
+                    nv[j] = alm[e // TL, abase + l]
+                    ns[j] = scale[base + l]
+            cuda.syncthreads()
+            for gr in range(TL // 8):
+                # 8 steps of this lane's recurrence into the warp's value buffer gr % 2; values
+                # still below 2**-HALF_BITS (k < 0) count for nothing
+                lb = wl + u64((gr & 1) * 8 * SL + lane)
+                # alpha_l first, so that the steps wait only on each other: loaded inside the
+                # loop, each load came after the previous step's store and held up the step
+                for j in range(8):
+                    al[j] = sa[u64(boff + 8 * gr + j)]
+                if kk == 0:
+                    for j in range(8):
+                        nxt = (al[j] * xv) * cur - prev
+                        prev = cur
+                        cur = nxt
+                        sl[lb + u64(j * SL)] = nxt
+                else:
+                    for j in range(8):
+                        nxt = (al[j] * xv) * cur - prev
+                        prev = cur
+                        cur = nxt
+                        sl[lb + u64(j * SL)] = 0.0
+                # the buffer written two groups ago was read before this barrier's twin
+                sync_warp()
+                for h in range(2):
+                    ja = wl + u64((gr & 1) * 8 * SL + (2 * c + h) * SL + g)
+                    a0 = sl[ja]
+                    a1 = sl[ja + u64(8)]
+                    a2 = sl[ja + u64(16)]
+                    a3 = sl[ja + u64(24)]
+                    jb = u64((boff + 8 * gr + 2 * c + h) * S + g)
+                    for nt in range(NT):
+                        b = sv[jb + u64(8 * nt)]
+                        d = mma(a0, a1, b, acc[0, nt, h, 0], acc[0, nt, h, 1], acc[0, nt, h, 2],
+                                acc[0, nt, h, 3], scratch)
+                        for i in range(4):
+                            acc[0, nt, h, i] = d[i]
+                        d = mma(a2, a3, b, acc[1, nt, h, 0], acc[1, nt, h, 1], acc[1, nt, h, 2],
+                                acc[1, nt, h, 3], scratch)
+                        for i in range(4):
+                            acc[1, nt, h, i] = d[i]
+                if (gr & 1) == 1 and kk < 0:
+                    prev, cur, kk = _check(prev, cur, kk)
+            # the next chunk's buffer was last read before this chunk's barrier: free
+            if t < TL:
+                sa[noff + t] = na
+            for j in range(LOADS):
+                e = t + j * TPB
+                if e < TL * nmaps:
+                    v = nv[j] * ns[j]
+                    q = u64((noff + e % TL) * S + 2 * (e // TL))
+                    sv[q] = v.real
+                    sv[q + u64(1)] = v.imag
+        for q in range(4):
+            p = pw + 8 * q + g         # tile q // 2, fragment row g + 8 (q % 2)
+            if p < npairs:
+                rn = north[p]
+                rs = south[p]
+                mt = q // 2
+                h2 = 2 * (q % 2)       # D elements 0, 1 for row g, 2, 3 for row g + 8
+                for nt in range(NT):
+                    i = 4 * nt + c      # this lane's D columns 2c, 2c + 1: map 4 nt + c
+                    e0 = acc[mt, nt, 0, h2]
+                    e1 = acc[mt, nt, 0, h2 + 1]
+                    o0 = acc[mt, nt, 1, h2]
+                    o1 = acc[mt, nt, 1, h2 + 1]
+                    leg[i, rn, col] = complex(e0 + o0, e1 + o1)
+                    if rs >= 0:
+                        leg[i, rs, col] = complex(e0 - o0, e1 - o1)
+
+    return kernel
 
 def _leg2alm_chunk(nmaps: int, threads: int) -> int:
     """l values per reduction step of :func:`leg2alm_kernel`: the largest of 16, 8, 4, 2 whose

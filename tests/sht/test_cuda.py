@@ -292,3 +292,29 @@ def test_odd_pairs_per_thread_match_twin(rng, monkeypatch):
     back = _step(_cuda._leg2alm, leg, pl)
     assert pl.launch["leg2alm"] == (4, 3)
     assert rel_err(back, _cpu.twin_leg2alm(leg, layout, g)) <= TOL["cuda_vs_twin"]
+
+
+# the tensor-core alm2leg (FP64 mma through sphgpu._dmma; its simulator twin in CI): groups of
+# 16, 8 and 4 maps and the rest by the plain kernel; lmax past one chunk of MMA_CHUNK l values;
+# ring pairs that fill no whole tile; nside 13 with mmax < lmax; polar rings whose values start
+# below 2**-300 and join the sums after a rescaling check
+@pytest.mark.parametrize("geometry, lmax, mmax, k, shape", [
+    (RingGeometry.healpix(2), 40, 40, 5, ("mma", 1)),
+    (RingGeometry.healpix(13), 20, 9, 8, ("mma", 2)),
+    (RingGeometry(np.array([1e-3, 2e-3, 0.05, 1.0, np.pi - 2e-3, np.pi - 1e-3]), np.zeros(6),
+                  np.full(6, 8), np.arange(6) * 8, np.ones(6)), 48, 48, 4, ("mma", 2)),
+])
+def test_tensor_core_alm2leg_matches_twin(rng, monkeypatch, geometry, lmax, mmax, k, shape):
+    from sphgpu.sht import _cuda
+    layout = AlmLayout(lmax, mmax)
+    pl = _cuda._Plan(geometry, lmax, mmax)
+    monkeypatch.setattr(_cuda, "_tuned", lambda pl: True)
+    pl.launch.update({f"alm2leg|maps={g}": shape for g in _cuda.MMA_MAPS})
+    pl.launch["alm2leg"] = _cuda.LAUNCH["alm2leg"]        # the map left over
+    alms = random_alm(rng, layout, k=k)
+    leg = _step(_cuda._alm2leg, alms, pl)
+    want = _cpu.twin_alm2leg(alms, layout, geometry)
+    assert rel_err(leg, want) <= TOL["cuda_vs_twin"]
+    # each map on its own: the same within rounding of the tensor cores' sums
+    for i in range(k):
+        assert rel_err(leg[i], want[i]) <= TOL["cuda_vs_twin"]
