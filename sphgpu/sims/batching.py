@@ -28,12 +28,14 @@ def auto_batch_size(plan, name) -> int:
         free = _free_device_memory()
         budget = 0.25 * free if free else 2**30
         size = int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
-        # whole groups of 8 (8 also where it takes up to 0.35 of what is free): the CUDA
-        # synthesis may take 16, 8 or 4 maps a launch on the tensor cores, where 8 maps took
-        # 5.2 ms a map at nside 2048 on an H200 and 4 took 8.2 (4 plain maps 7.0); a batch
-        # of 13 would run 8 + 4 + 1
-        if size < 8 <= MAX_AUTO_BATCH and 8 * per_sim <= 1.4 * budget:
-            return 8
+        # whole groups of 8, rounded up where that takes at most 0.35 of what is free: the
+        # CUDA synthesis may take 16, 8 or 4 maps a launch on the tensor cores, where at
+        # nside 2048 on an H200 16 maps took 4.5 ms a map, 8 5.2, and 4 plain maps 7.0
+        # (benchmarks/results/sht_batch_h200.json), and the Monte Carlo ran 37.9 simulations
+        # a second in batches of 8, 39.3 in batches of 16 (35.0 in batches of 13 before)
+        up = -(-size // 8) * 8
+        if up <= MAX_AUTO_BATCH and up * per_sim <= 1.4 * budget:
+            return up
         return size - size % 8 if size >= 8 else size
     # ducc0 transforms one map at a time anyway: batches only save Python overhead
     budget = 0.1 * (_physical_memory() or 2**31)
