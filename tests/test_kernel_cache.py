@@ -87,6 +87,25 @@ def test_intrinsics_are_described_by_their_typing_function(cache_dir):
     assert _key(kernel_with(intrinsic(8))) != _key(kernel_with(intrinsic(4)))
 
 
+def test_foreign_functions_are_described_by_name_and_signature(cache_dir):
+    # cuda.declare_device's descriptor (sphgpu._dmma's tensor-core instruction): its repr holds
+    # an address, but its code is in a sphgpu file, so name and signature describe it
+    class ExternFunction:
+        def __init__(self, name, sig):
+            self.name, self.sig = name, sig
+
+    def kernel_with(obj):
+        def kernel(out):
+            out[0] = obj(1)
+        return kernel
+
+    one = _key(kernel_with(ExternFunction("f", "float64(float64)")))
+    assert one is not None
+    assert one == _key(kernel_with(ExternFunction("f", "float64(float64)")))
+    assert one != _key(kernel_with(ExternFunction("g", "float64(float64)")))
+    assert one != _key(kernel_with(ExternFunction("f", "float64(int64)")))
+
+
 def test_values_without_a_stable_description_are_not_cached(cache_dir):
     thing = object()
 

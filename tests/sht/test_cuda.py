@@ -318,3 +318,16 @@ def test_tensor_core_alm2leg_matches_twin(rng, monkeypatch, geometry, lmax, mmax
     # each map on its own: the same within rounding of the tensor cores' sums
     for i in range(k):
         assert rel_err(leg[i], want[i]) <= TOL["cuda_vs_twin"]
+
+
+def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_lists():
+    from sphgpu.sht import _cuda
+    for k in (4, 8, 16):
+        assert set(_cuda.MMA_CANDIDATES) <= set(_cuda._candidates("alm2leg", k))
+    for name, k in (("alm2leg", 1), ("alm2leg", 3), ("leg2alm", 8)):
+        assert not any(c[0] == "mma" for c in _cuda._candidates(name, k))
+    assert _cuda._check_launch(["mma", 4]) == ("mma", 4)
+    assert _cuda._check_launch([128, 4]) == (128, 4)
+    for bad in (["mma"], ["mma", 0], ["simd", 4], [], "mma"):
+        with pytest.raises(ValueError):
+            _cuda._check_launch(bad)
