@@ -62,6 +62,15 @@ _check = legendre.rescale
 _coefficients = cuda.jit(device=True)(legendre.recurrence_coefficients)
 
 
+@cuda.jit(device=True)
+def _zero_pair(leg, nmaps, rn, rs, col):
+    """leg[:nmaps, rn, col] = 0 and, for a mirror ring (rs >= 0), leg[:nmaps, rs, col] = 0."""
+    for i in range(nmaps):
+        leg[i, rn, col] = 0j
+        if rs >= 0:
+            leg[i, rs, col] = 0j
+
+
 @cuda.jit(cache=True)
 def coefficient_tables_kernel(lmax, mstart, alpha, scale):
     """The tables of :func:`legendre.coefficient_tables` on the device, equal to the host's bit
@@ -159,10 +168,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
             for r in range(RP):
                 p = p0 + r
                 if p < npairs:
-                    for i in range(K):
-                        leg[i, north[p], col] = 0j
-                        if south[p] >= 0:
-                            leg[i, south[p], col] = 0j
+                    _zero_pair(leg, K, north[p], south[p], col)
             return
         sa = cuda.shared.array(SA2, float64)     # alpha_l, two chunk buffers
         sv = cuda.shared.array(SV2, float64)     # s_l * a_lm, two chunk buffers
@@ -354,10 +360,7 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
             # every pair of this block stays negligible for this m (the same for the block)
             p = pb + t
             if p < npairs:
-                for i in range(nmaps):
-                    leg[i, north[p], col] = 0j
-                    if south[p] >= 0:
-                        leg[i, south[p], col] = 0j
+                _zero_pair(leg, nmaps, north[p], south[p], col)
             return
         sa = cuda.shared.array(SA2, float64)           # alpha_l, two chunk buffers
         sv = cuda.shared.array(SV2, float64)           # s_l * a_lm: [buffer][l][map re, im]
