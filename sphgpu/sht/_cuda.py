@@ -213,9 +213,19 @@ MMA_CANDIDATES = [("mma", 4), ("mma", 8)]
 
 def _candidates(name, nmaps):
     """What the autotuner tries for launches of ``nmaps`` maps of kernel ``name``."""
-    if name == "alm2leg" and nmaps in MMA_MAPS:
+    if name == "alm2leg" and nmaps in MMA_MAPS and _has_m16n8k4():
         return CANDIDATES[name] + MMA_CANDIDATES
     return CANDIDATES[name]
+
+
+def _has_m16n8k4():
+    """Whether the current GPU has the FP64 m16n8k4 tensor-core instruction (sm_90 and later;
+    :mod:`sphgpu._dmma`); the simulator's twin stands in for it."""
+    if SIMULATOR:
+        return True
+    import cupy
+
+    return int(cupy.cuda.Device().compute_capability) >= 90
 
 
 def _kernel(name, nmaps, tpb, rp, *extra):
