@@ -207,14 +207,17 @@ CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
 #: MMA_CANDIDATES measured fastest for that many maps (the CANDIDATES shapes then take the
 #: group MAPS_PER_LAUNCH maps a launch)
 MMA_MAPS = (16, 8, 4)
-#: the tensor-core kernel's launch shapes: ("mma", warps a block)
-MMA_CANDIDATES = [("mma", 4), ("mma", 8)]
+#: the tensor-core kernels' launch shapes: ("mma", warps a block); leg2alm's takes
+#: _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch
+#: (leg2alm with 2 and 8 warps measured slower than 4 at nside 1024 and 2048 on an H200)
+MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 4)]}
 
 
 def _candidates(name, nmaps):
     """What the autotuner tries for launches of ``nmaps`` maps of kernel ``name``."""
-    if name == "alm2leg" and nmaps in MMA_MAPS and _has_m16n8k4():
-        return CANDIDATES[name] + MMA_CANDIDATES
+    mma = nmaps in MMA_MAPS if name == "alm2leg" else nmaps == K.LEG2ALM_MMA_MAPS
+    if mma and _has_m16n8k4():
+        return CANDIDATES[name] + MMA_CANDIDATES[name]
     return CANDIDATES[name]
 
 
@@ -355,12 +358,25 @@ def _leg2alm(leg, pl, xp, orders=None):
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
     grid = (1, mvals.shape[0])
-    for i in range(0, nmaps, K.LEG2ALM_MAX_MAPS):
-        j = min(i + K.LEG2ALM_MAX_MAPS, nmaps)
-        tpb, rp, *extra = _launch(pl, "leg2alm", j - i)
-        _go(_kernel("leg2alm", j - i, tpb, rp, *extra), grid, tpb,
-            xp.ascontiguousarray(leg[i:j]), astart, mvals, pl.lmax, pl.alpha, pl.scale,
-            pl.mstart, pl.mu, pl.x, pl.sin, pl.north, pl.south, pl.first, out[i:j])
+    args = (astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x, pl.sin,
+            pl.north, pl.south, pl.first)
+    # LEG2ALM_MAX_MAPS maps a launch; where the autotuner runs, groups of LEG2ALM_MMA_MAPS
+    # may go to the tensor-core kernel instead
+    per, big = K.LEG2ALM_MAX_MAPS, K.LEG2ALM_MMA_MAPS
+    i = 0
+    while i < nmaps:
+        g = big if _tuned(pl) and nmaps - i >= big else min(per, nmaps - i)
+        shape = _launch(pl, "leg2alm", g)
+        if shape[0] == "mma":
+            _go(K.leg2alm_mma_kernel(shape[1]), grid, 32 * shape[1],
+                xp.ascontiguousarray(leg[i:i + g]), *args, out[i:i + g])
+        else:
+            tpb, rp, *extra = shape
+            for a in range(i, i + g, per):
+                b = min(a + per, i + g)
+                _go(_kernel("leg2alm", b - a, tpb, rp, *extra), grid, tpb,
+                    xp.ascontiguousarray(leg[a:b]), *args, out[a:b])
+        i += g
     return out.view(np.complex128)
 
 

@@ -31,11 +31,12 @@ from . import legendre
 # kernels are cached on disk (cache=True); they inline legendre's device functions
 refresh_kernel_cache(__file__, legendre.__file__)
 
-__all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "alm2leg_mma_kernel", "leg2alm_kernel", "chirp_kernel",
+__all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "alm2leg_mma_kernel", "leg2alm_kernel", "leg2alm_mma_kernel", "chirp_kernel",
            "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
            "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "weighted_rings_kernel",
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
-           "LEG2ALM_MAX_MAPS", "CHECK_EVERY", "MMA_CHUNK"]
+           "LEG2ALM_MAX_MAPS", "CHECK_EVERY", "MMA_CHUNK",
+           "LEG2ALM_MMA_MAPS"]
 
 # default launch shapes (used where the autotuner is off): the fastest of its candidates
 # (_cuda.CANDIDATES; measured in README, *Performance*, "Launch shapes")
@@ -696,6 +697,161 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     # a += would stall this warp, and the block at the next barrier, on the load
                     cuda.atomic.add(alm, (c // 2, 2 * (abase + l0 + j) + (c & 1)),
                                     ((s0 + s1) + (s2 + s3)) * ss[so + u64(j)])
+                it += 1
+
+    return kernel
+
+
+#: maps of one tensor-core leg2alm launch (:func:`leg2alm_mma_kernel`)
+LEG2ALM_MMA_MAPS = 8
+
+
+@functools.lru_cache(maxsize=None)
+def leg2alm_mma_kernel(warps: int = 8):
+    """Adjoint Legendre step for LEG2ALM_MMA_MAPS = 8 maps on the FP64 tensor cores.
+
+    For one m, 16 l of one parity and 4 ring pairs, the sums over ring pairs are a matrix
+    product: D = F^T Lambda, with F^T (16 x 4) the real and imaginary parts of the 8 maps' ring
+    values (north + south for even l - m, north - south for odd) and Lambda (4 pairs x 8 l) the
+    Legendre values. A warp owns 32 ring pairs at a time: each lane runs one pair's recurrence,
+    16 l at a time, into shared memory, and the warp sums its pairs with 8 m16n8k4 products per
+    parity (:mod:`sphgpu._dmma`); the F fragments stay in registers while the warp walks over l.
+
+    Launch: grid (1, nm), block 32 * warps; the block owns every a_lm of order m = mvals[column]
+    and walks over the ring pairs in groups of 32 * warps (lane L of warp w takes pair
+    32 * w + L of a group). Arguments as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each
+    warp writes its sums to its slice of a shared buffer, and after one barrier the block adds
+    the slices up and, times s_l, into a_lm (global atomics); two buffers alternate. (Warps
+    adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
+    H200.)
+    """
+    K = LEG2ALM_MMA_MAPS
+    mma = _dmma.device_function()
+    sync_warp = _dmma.warp_barrier
+    W = warps
+    TPB = 32 * W
+    TL = CHECK_EVERY                   # l per step; the rescaling check runs once a step
+    NC = 2 * K                         # components (map, re/im): the 16 rows of F^T
+    SL = 34                            # = 2 (mod 8): a B fragment (pairs 4 apart from l rows
+    #                                    2 apart) hits each bank pair twice
+    LV = TL * SL
+    RB = W * TL * NC                   # one buffer of the warps' sums
+    LVW, RED2 = LV * W, 2 * RB         # compile-time shapes
+    SCR = _dmma.SCRATCH * W
+    u64 = numba.uint64
+
+    @cuda.jit
+    def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
+               alm):
+        col = cuda.blockIdx.y
+        m = mvals[col]
+        t = cuda.threadIdx.x
+        lane = t % 32
+        g = lane // 4          # fragment row (components g, g + 8) and column (pair of 4)
+        c = lane % 4
+        npairs = x.shape[0]
+        sl = cuda.shared.array(LVW, float64)           # values: [warp][l][pair]
+        red = cuda.shared.array(RED2, float64)   # sums: [buffer][warp][l][component]
+        scratch = cuda.shared.array(SCR, float64)
+        fa = cuda.local.array((8, 2, 2), float64)      # F^T fragments: [pair quad][parity][a0, a1]
+        acc = cuda.local.array((2, 4), float64)        # D fragments: [parity][d0..d3]
+        al = cuda.local.array(TL, float64)
+        base = tstart[m]
+        abase = astart[col]
+        fm = first[m]
+        wl = u64((t // 32) * LV)
+        nsteps = (lmax - m) // TL + 1
+        ngroups = (npairs + TPB - 1) // TPB if fm < npairs else 0
+        i0 = g // 2            # the maps of this lane's A rows g and g + 8, and re or im
+        i1 = 4 + g // 2
+        im = g % 2
+        it = 0
+        # groups before first[m] hold only pairs that are negligible for this m
+        for grp in range(fm // TPB, ngroups):
+            p = grp * TPB + t
+            cur = 0.0
+            prev = 0.0
+            kk = 0
+            xv = 0.0
+            if p < npairs and p >= fm:
+                xv = x[p]
+                v, kk = _start(mu[m], m, sin[p])
+                prev = -v              # one uniform step gives y_m = lambda_mm
+            for ks in range(8):
+                q = grp * TPB + (t - lane) + 4 * ks + c
+                for h in range(2):
+                    fa[ks, h, 0] = 0.0
+                    fa[ks, h, 1] = 0.0
+                if q < npairs and q >= fm:
+                    rn = north[q]
+                    rs = south[q]
+                    n0 = leg[i0, rn, col]
+                    n1 = leg[i1, rn, col]
+                    s0 = leg[i0, rs, col] if rs >= 0 else 0j
+                    s1 = leg[i1, rs, col] if rs >= 0 else 0j
+                    if im:
+                        fa[ks, 0, 0] = n0.imag + s0.imag
+                        fa[ks, 1, 0] = n0.imag - s0.imag
+                        fa[ks, 0, 1] = n1.imag + s1.imag
+                        fa[ks, 1, 1] = n1.imag - s1.imag
+                    else:
+                        fa[ks, 0, 0] = n0.real + s0.real
+                        fa[ks, 1, 0] = n0.real - s0.real
+                        fa[ks, 0, 1] = n1.real + s1.real
+                        fa[ks, 1, 1] = n1.real - s1.real
+            for st in range(nsteps):
+                l0 = m + st * TL
+                for j in range(TL):
+                    al[j] = alpha[base + l0 + j] if l0 + j <= lmax else 0.0
+                # the warp's reads of the previous step's values are done
+                sync_warp()
+                lb = wl + u64(lane)
+                if kk == 0:
+                    for j in range(TL):
+                        nxt = (al[j] * xv) * cur - prev
+                        prev = cur
+                        cur = nxt
+                        sl[lb + u64(j * SL)] = nxt
+                else:
+                    # values still below 2**-HALF_BITS (k < 0) count for nothing
+                    for j in range(TL):
+                        nxt = (al[j] * xv) * cur - prev
+                        prev = cur
+                        cur = nxt
+                        sl[lb + u64(j * SL)] = 0.0
+                    prev, cur, kk = _check(prev, cur, kk)
+                sync_warp()
+                for h in range(2):
+                    for i in range(4):
+                        acc[h, i] = 0.0
+                for ks in range(8):
+                    for h in range(2):
+                        # B[pair 4 ks + c][l 2 g + h of the step]
+                        b = sl[wl + u64((2 * g + h) * SL + 4 * ks + c)]
+                        d = mma(fa[ks, h, 0], fa[ks, h, 1], b, acc[h, 0], acc[h, 1], acc[h, 2],
+                                acc[h, 3], scratch)
+                        for i in range(4):
+                            acc[h, i] = d[i]
+                # D[component g + 8 (i // 2)][l index 2 c + i % 2 of parity h]: l0 + 2 n + h
+                rb = u64((it & 1) * RB)
+                rw = rb + u64((t // 32) * TL * NC)
+                for h in range(2):
+                    for i in range(4):
+                        j = 2 * (2 * c + (i & 1)) + h
+                        red[rw + u64(j * NC + g + 8 * (i >> 1))] = acc[h, i]
+                # the buffer of the step before was read before this barrier; this one is
+                # written again two steps on, after the next barrier
+                cuda.syncthreads()
+                for e in range(t, TL * NC, TPB):
+                    j = e // NC
+                    l = l0 + j
+                    if l <= lmax:
+                        v = 0.0
+                        for w in range(W):
+                            v += red[rb + u64(w * TL * NC + e)]
+                        comp = e - j * NC
+                        cuda.atomic.add(alm, (comp // 2, 2 * (abase + l) + (comp & 1)),
+                                        v * scale[base + l])
                 it += 1
 
     return kernel

@@ -322,12 +322,35 @@ def test_tensor_core_alm2leg_matches_twin(rng, monkeypatch, geometry, lmax, mmax
 
 def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_lists():
     from sphgpu.sht import _cuda
-    for k in (4, 8, 16):
-        assert set(_cuda.MMA_CANDIDATES) <= set(_cuda._candidates("alm2leg", k))
-    for name, k in (("alm2leg", 1), ("alm2leg", 3), ("leg2alm", 8)):
+    for name, k in (("alm2leg", 4), ("alm2leg", 8), ("alm2leg", 16), ("leg2alm", 8)):
+        assert set(_cuda.MMA_CANDIDATES[name]) <= set(_cuda._candidates(name, k))
+    for name, k in (("alm2leg", 1), ("alm2leg", 3), ("leg2alm", 2), ("leg2alm", 16)):
         assert not any(c[0] == "mma" for c in _cuda._candidates(name, k))
     assert _cuda._check_launch(["mma", 4]) == ("mma", 4)
     assert _cuda._check_launch([128, 4]) == (128, 4)
     for bad in (["mma"], ["mma", 0], ["simd", 4], [], "mma"):
         with pytest.raises(ValueError):
             _cuda._check_launch(bad)
+
+
+# the tensor-core leg2alm: a group of 8 maps and the rest by the plain kernel; two groups of
+# ring pairs a block (nside 17: 34 pairs, one warp); polar rings whose values start below
+# 2**-300; mmax < lmax
+@pytest.mark.parametrize("geometry, lmax, mmax, k, warps", [
+    (RingGeometry.healpix(17), 20, 6, 9, 1),
+    (RingGeometry.healpix(3), 33, 33, 8, 2),
+    (RingGeometry(np.array([1e-3, 2e-3, 0.05, 1.0, np.pi - 2e-3, np.pi - 1e-3]), np.zeros(6),
+                  np.full(6, 8), np.arange(6) * 8, np.ones(6)), 40, 40, 8, 1),
+])
+def test_tensor_core_leg2alm_matches_twin(rng, monkeypatch, geometry, lmax, mmax, k, warps):
+    from sphgpu.sht import _cuda
+    pl = _cuda._Plan(geometry, lmax, mmax)
+    monkeypatch.setattr(_cuda, "_tuned", lambda pl: True)
+    pl.launch["leg2alm|maps=8"] = ("mma", warps)
+    pl.launch["leg2alm"] = _cuda.LAUNCH["leg2alm"]        # the map left over
+    shape = (k, geometry.nrings, mmax + 1)
+    leg = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    back = _step(_cuda._leg2alm, leg, pl)
+    want = _cpu.twin_leg2alm(leg, AlmLayout(lmax, mmax), geometry)
+    for i in range(k):
+        assert rel_err(back[i], want[i]) <= TOL["cuda_vs_twin"]
