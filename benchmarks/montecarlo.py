@@ -117,10 +117,17 @@ def bench_cluster(s, args, k):
         first = time.perf_counter() - t0
         warm_rate, _ = rate_of(run, whole(k * args.warm))
         n = whole(sims_for(args.gpu_seconds, warm_rate))
+        # which workers held the plan and which processes ran, before and after the timed
+        # run (a worker without the plan was once left idle: sphgpu.sims._dask)
+        holders = lambda: len(client.who_has([mc._plan_future[1]])[mc._plan_future[1].key])
+        pids = client.run(os.getpid)
+        before = holders()
         with get_task_stream(client) as stream:
             rate, dt = rate_of(run, n)
         row = dict(rate=rate, seconds=dt, nsims=n, first_s=first, batch_size=b,
-                   per_worker=per_worker(client, stream.data))
+                   per_worker=per_worker(client, stream.data),
+                   plan_holders_before=before, plan_holders_after=holders(),
+                   workers_restarted=sorted(set(pids.items()) ^ set(client.run(os.getpid).items())))
         if k == max(args.gpus):
             row["check_equal_to_one_gpu"] = check_same(s, args, mc)
         # the plan it keeps on the workers goes before they do (the scheduler logs an error

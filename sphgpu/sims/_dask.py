@@ -19,10 +19,16 @@ IN_FLIGHT = 2
 def _scattered_plan(mc, client):
     """The future of ``mc.plan`` on every worker, sent once per client and kept on ``mc``: the
     plan holds the mask and noise maps (400 MB each at nside 2048), which a run of a few
-    seconds should not send again."""
+    seconds should not send again. A worker that lacks it (one that joined or was restarted
+    since) gets a copy first: the scheduler would otherwise give every batch to the workers
+    that hold the plan rather than move 800 MB, and leave that worker idle."""
     kept = getattr(mc, "_plan_future", None)
     if kept is not None and kept[0] is client and kept[1].status == "finished":
-        return kept[1]
+        future = kept[1]
+        missing = set(_cluster.workers(client)) - set(client.who_has([future]).get(future.key, ()))
+        if missing:
+            client.replicate([future], workers=sorted(missing), n=len(missing))
+        return future
     future = client.scatter([mc.plan], broadcast=True, hash=False)[0]
     mc._plan_future = (client, future)
     return future
