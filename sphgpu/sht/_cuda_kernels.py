@@ -707,7 +707,7 @@ LEG2ALM_MMA_MAPS = 8
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_mma_kernel(warps: int = 8):
+def leg2alm_mma_kernel(warps: int = 4):
     """Adjoint Legendre step for LEG2ALM_MMA_MAPS = 8 maps on the FP64 tensor cores.
 
     For one m, 16 l of one parity and 4 ring pairs, the sums over ring pairs are a matrix
@@ -723,7 +723,7 @@ def leg2alm_mma_kernel(warps: int = 8):
     warp writes its sums to its slice of a shared buffer, and after one barrier the block adds
     the slices up and, times s_l, into a_lm (global atomics); two buffers alternate. (Warps
     adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
-    H200.)
+    H200, the slices 9.4 ms: README, *Performance*, "Batches".)
     """
     K = LEG2ALM_MMA_MAPS
     mma = _dmma.device_function()
@@ -732,8 +732,8 @@ def leg2alm_mma_kernel(warps: int = 8):
     TPB = 32 * W
     TL = CHECK_EVERY                   # l per step; the rescaling check runs once a step
     NC = 2 * K                         # components (map, re/im): the 16 rows of F^T
-    SL = 34                            # = 2 (mod 8): a B fragment (pairs 4 apart from l rows
-    #                                    2 apart) hits each bank pair twice
+    SL = 34                            # = 2 (mod 8): the lanes of a B fragment (l rows 2 apart,
+    #                                    4 consecutive pairs) hit each bank pair twice
     LV = TL * SL
     RB = W * TL * NC                   # one buffer of the warps' sums
     LVW, RED2 = LV * W, 2 * RB         # compile-time shapes
