@@ -20,8 +20,9 @@ def _scattered_plan(mc, client):
     """The future of ``mc.plan`` on every worker, sent once per client and kept on ``mc``: the
     plan holds the mask and noise maps (400 MB each at nside 2048), which a run of a few
     seconds should not send again. A worker that lacks it (one that joined or was restarted
-    since) gets a copy first: the scheduler would otherwise give every batch to the workers
-    that hold the plan rather than move 800 MB, and leave that worker idle."""
+    since) gets a copy first: the scheduler may prefer the workers that hold the plan to moving
+    800 MB, and leave that worker idle (a suspected cause, not established, of one idle worker
+    of four on an H200 machine: README, *Monte Carlo*)."""
     kept = getattr(mc, "_plan_future", None)
     if kept is not None and kept[0] is client and kept[1].status == "finished":
         future = kept[1]
