@@ -312,11 +312,37 @@ def _orders(pl, orders):
     return orders
 
 
+def _groups(pl, name, nmaps, per, mma_sizes):
+    """The groups a batch of ``nmaps`` maps goes in through kernel ``name``: (first map, maps,
+    launch shape). Where the autotuner runs, the largest of ``mma_sizes`` that fits (the
+    tensor-core kernel's group sizes, which the tuner may also give the plain kernel);
+    otherwise ``per`` maps, the rest last. A plain shape takes its group ``per`` maps a launch
+    (:func:`_plain_launches`)."""
+    i = 0
+    while i < nmaps:
+        g = next((s for s in mma_sizes if s <= nmaps - i), 0) if _tuned(pl) else 0
+        g = g or min(per, nmaps - i)
+        yield i, g, _launch(pl, name, g)
+        i += g
+
+
+def _plain_launches(i, g, per):
+    """(first, end) of the plain kernel's launches of ``per`` maps over maps i..i+g."""
+    return [(a, min(a + per, i + g)) for a in range(i, i + g, per)]
+
+
+def _legendre_args(pl, mvals, astart):
+    """The arguments the Legendre kernels take between their input and output arrays."""
+    return (astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x, pl.sin,
+            pl.north, pl.south, pl.first)
+
+
 def _alm2leg(alm, pl, xp, orders=None):
     mvals, astart, _ = _orders(pl, orders)
     alm = xp.ascontiguousarray(alm)
     nmaps = alm.shape[0]
     leg = xp.empty((nmaps, pl.nrings, mvals.shape[0]), dtype=np.complex128)
+    args = _legendre_args(pl, mvals, astart)
     # maps share one recurrence a few at a time, the last launch taking the rest; below
     # LARGE_LMAX the rows of a polarized batch go three at a time, one launch for 3 rows
     # being faster than 2 + 1 there (README, *Polarization*). Where the autotuner runs, groups
@@ -325,13 +351,7 @@ def _alm2leg(alm, pl, xp, orders=None):
         per = MAPS_PER_LAUNCH
     else:
         per = 3 if nmaps % 3 == 0 else MAPS_PER_LAUNCH_BELOW
-    i = 0
-    while i < nmaps:
-        g = next((g for g in MMA_MAPS if g <= nmaps - i), 0) if _tuned(pl) else 0
-        g = g or min(per, nmaps - i)
-        shape = _launch(pl, "alm2leg", g)
-        args = (astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x, pl.sin,
-                pl.north, pl.south, pl.first)
+    for i, g, shape in _groups(pl, "alm2leg", nmaps, per, MMA_MAPS):
         if shape[0] == "mma":
             warps = shape[1]
             grid = (math.ceil(pl.npairs / (32 * warps)), mvals.shape[0])
@@ -340,11 +360,9 @@ def _alm2leg(alm, pl, xp, orders=None):
         else:
             tpb, rp, *regs = shape
             grid = (math.ceil(pl.npairs / (tpb * rp)), mvals.shape[0])
-            for a in range(i, i + g, per):
-                b = min(a + per, i + g)
+            for a, b in _plain_launches(i, g, per):
                 _go(_kernel("alm2leg", b - a, tpb, rp, *regs), grid, tpb, alm[a:b], *args,
                     leg[a:b])
-        i += g
     return leg
 
 
@@ -355,28 +373,23 @@ def _tuned(pl):
 
 def _leg2alm(leg, pl, xp, orders=None):
     mvals, astart, nalm = _orders(pl, orders)
+    leg = xp.ascontiguousarray(leg)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
     grid = (1, mvals.shape[0])
-    args = (astart, mvals, pl.lmax, pl.alpha, pl.scale, pl.mstart, pl.mu, pl.x, pl.sin,
-            pl.north, pl.south, pl.first)
+    args = _legendre_args(pl, mvals, astart)
     # LEG2ALM_MAX_MAPS maps a launch; where the autotuner runs, groups of LEG2ALM_MMA_MAPS
     # may go to the tensor-core kernel instead
-    per, big = K.LEG2ALM_MAX_MAPS, K.LEG2ALM_MMA_MAPS
-    i = 0
-    while i < nmaps:
-        g = big if _tuned(pl) and nmaps - i >= big else min(per, nmaps - i)
-        shape = _launch(pl, "leg2alm", g)
+    per = K.LEG2ALM_MAX_MAPS
+    for i, g, shape in _groups(pl, "leg2alm", nmaps, per, (K.LEG2ALM_MMA_MAPS,)):
         if shape[0] == "mma":
-            _go(K.leg2alm_mma_kernel(shape[1]), grid, 32 * shape[1],
-                xp.ascontiguousarray(leg[i:i + g]), *args, out[i:i + g])
+            _go(K.leg2alm_mma_kernel(shape[1]), grid, 32 * shape[1], leg[i:i + g], *args,
+                out[i:i + g])
         else:
             tpb, rp, *extra = shape
-            for a in range(i, i + g, per):
-                b = min(a + per, i + g)
-                _go(_kernel("leg2alm", b - a, tpb, rp, *extra), grid, tpb,
-                    xp.ascontiguousarray(leg[a:b]), *args, out[a:b])
-        i += g
+            for a, b in _plain_launches(i, g, per):
+                _go(_kernel("leg2alm", b - a, tpb, rp, *extra), grid, tpb, leg[a:b], *args,
+                    out[a:b])
     return out.view(np.complex128)
 
 
