@@ -6,10 +6,10 @@ Numba's dispatcher types every argument, wraps every array (a CuPy array becomes
 which also synchronizes the stream CuPy names in it) and builds a launch configuration at each
 call: about 45 us a launch on the H200 machine, and a 4-launch sort then spent 0.26 ms on the
 host against 0.18 ms on the GPU. Here the kernel is compiled once per kind of arguments
-(dtype, ndim; every array must be C-contiguous) and launched through ``cuda.core`` with the
-parameters flattened as Numba's kernel ABI lays them out: an array is (meminfo, parent, size,
-itemsize, data pointer, *shape, *strides in bytes), a scalar a ctypes value of its type. CuPy
-arrays go in as they are. Where this Numba lacks the pieces (another version), the dispatcher
+(dtype, ndim; every array must be C-contiguous) and launched by ``cuLaunchKernel`` with the
+parameters flattened as Numba's kernel ABI lays them out (:func:`_slots`), packed by one
+``struct`` call into a buffer kept per kernel and thread (:class:`_Launcher`). CuPy arrays go
+in as they are. Where this Numba lacks the pieces (another version), the dispatcher
 launches as usual, with Numba views of the CuPy arrays. Under Numba's simulator (NumPy arrays)
 the dispatcher always launches. Launches through the dispatcher silence its low-occupancy
 warning ("Grid size N will likely result in GPU under-utilization"): the sort's small grids
@@ -26,6 +26,8 @@ about a second of every first call.
 from __future__ import annotations
 
 import ctypes
+import struct
+import threading
 
 import numpy as np
 
@@ -38,19 +40,18 @@ __all__ = ["launch", "launch_default", "kernel_params", "FAST", "LOADED_FROM_DIS
 
 #: launch compiled kernels directly (False: through Numba's dispatcher; for comparisons)
 FAST = True
-_compiled = {}            # (dispatcher, argument kinds) -> the CUfunction's cuda.core Kernel
+_compiled = {}            # (dispatcher, argument kinds) -> _Launcher, or None (the dispatcher)
 #: the cuda.core ObjectCode of each kernel this process loaded from sphgpu's disk cache (kept
 #: alive while its kernel may run)
 LOADED_FROM_DISK = []
 #: (qualified name, cache key or None) of each kernel this process had Numba compile or load
 THROUGH_NUMBA = []
-_configs = {}             # (grid, block) -> cuda.core LaunchConfig
-_core_streams = {}        # id of a Numba stream (0: the default) -> cuda.core Stream
-_C_SCALARS = {np.dtype(t): c for t, c in (
-    (np.int8, ctypes.c_int8), (np.int16, ctypes.c_int16), (np.int32, ctypes.c_int32),
-    (np.int64, ctypes.c_int64), (np.uint8, ctypes.c_uint8), (np.uint16, ctypes.c_uint16),
-    (np.uint32, ctypes.c_uint32), (np.uint64, ctypes.c_uint64),
-    (np.float32, ctypes.c_float), (np.float64, ctypes.c_double))}
+_core_streams = {}        # id of a Numba stream (0: the default) -> (stream, its handle)
+#: struct codes of a NumPy scalar parameter in its 8-byte slot (little-endian, value first)
+_SLOT = {np.dtype(t): c for t, c in (
+    (np.bool_, "?7x"), (np.int8, "b7x"), (np.int16, "h6x"), (np.int32, "i4x"), (np.int64, "q"),
+    (np.uint8, "B7x"), (np.uint16, "H6x"), (np.uint32, "I4x"), (np.uint64, "Q"),
+    (np.float32, "f4x"), (np.float64, "d"))}
 
 
 def _kind(a):
@@ -78,22 +79,81 @@ def _numba_type(a):
     return types.Array(from_dtype(a.dtype), a.ndim, "C")
 
 
+def _slots(kinds):
+    """The struct format of Numba's kernel ABI for arguments of these kinds, every parameter
+    in an 8-byte slot: an array is (meminfo, parent, size, itemsize, data pointer, *shape,
+    *strides in bytes), a scalar its value (int64 for a Python int, float64 for a float)."""
+    fmt = []
+    for k in kinds:
+        if k is int:
+            fmt.append("q")
+        elif k is float:
+            fmt.append("d")
+        elif k[1] == 0:
+            code = _SLOT.get(k[0])
+            if code is None:
+                raise TypeError(f"cannot launch with a scalar of dtype {k[0]}")
+            fmt.append(code)
+        else:
+            fmt.append("qqqqQ" + "q" * (2 * k[1]))
+    return struct.Struct("<" + "".join(fmt))
+
+
 def kernel_params(args):
-    """The flat parameter list of Numba's kernel ABI for ``args`` (C-contiguous device arrays
-    with ``data.ptr`` (CuPy), NumPy scalars, Python ints and floats)."""
+    """The values of Numba's kernel ABI for ``args`` (C-contiguous device arrays with
+    ``data.ptr`` (CuPy), NumPy scalars, Python ints and floats), in :func:`_slots` order."""
     flat = []
     for a in args:
-        if isinstance(a, int):
-            flat.append(ctypes.c_int64(a))
-        elif isinstance(a, float):
-            flat.append(ctypes.c_double(a))
-        elif isinstance(a, np.generic):
-            flat.append(_C_SCALARS[a.dtype](a))
+        if type(a) is int or type(a) is float or isinstance(a, np.generic):
+            flat.append(a)
         else:
             if not a.flags.c_contiguous:
                 raise ValueError("kernel arrays must be C-contiguous")
-            flat += [0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides]
+            flat += (0, 0, a.size, a.itemsize, a.data.ptr)
+            flat += a.shape
+            flat += a.strides
     return flat
+
+
+class _Launcher:
+    """One compiled kernel for one kind of arguments, launched by ``cuLaunchKernel`` (through
+    CuPy's binding of it) with the parameters packed into a buffer made once per thread: the
+    driver copies them at the call, so the buffer can be packed again for the next launch.
+    About 5 us of host time a launch, against about 30 through ``cuda.core.launch``, which
+    converts each of a sort pass's 60-odd parameters on its own (H100 machine, 2026-11-27)."""
+
+    def __init__(self, handle, kinds):
+        self.handle = handle                 # the cuda.core Kernel (kept alive)
+        self.address = int(handle.handle)
+        self.packer = _slots(kinds)
+        self.local = threading.local()
+
+    def buffers(self):
+        found = getattr(self.local, "buffers", None)
+        if found is None:
+            n = self.packer.size // 8
+            values = ctypes.create_string_buffer(max(8, self.packer.size))
+            base = ctypes.addressof(values)
+            pointers = (ctypes.c_void_p * max(1, n))(*[base + 8 * i for i in range(n)])
+            found = self.local.buffers = (values, pointers, ctypes.addressof(pointers))
+        return found
+
+    def __call__(self, grid, block, stream, args):
+        values, _, pointers = self.buffers()
+        self.packer.pack_into(values, 0, *kernel_params(args))
+        g = _dim3(grid)
+        b = _dim3(block)
+        _driver_launch(self.address, g[0], g[1], g[2], b[0], b[1], b[2], 0,
+                       _stream_handle(stream), pointers, 0)
+
+
+def _driver_launch(*args):
+    """CuPy's ``cuLaunchKernel`` (imported on first use: the CPU paths never load CuPy)."""
+    global _driver_launch
+    from cupy.cuda import driver
+
+    _driver_launch = driver.launchKernel
+    return _driver_launch(*args)
 
 
 def launch(kernel, grid, block, stream, *args):
@@ -108,19 +168,16 @@ def launch(kernel, grid, block, stream, *args):
     if SIMULATOR:
         _dispatch(kernel, grid, block, stream, args)
         return
-    key = (kernel, tuple(map(_kind, args)))
-    handle = _compiled.get(key, False) if FAST else None
-    if handle is False:
-        handle = _compiled[key] = _compile(kernel, args)
-    if handle is None:
+    kinds = tuple(map(_kind, args))
+    key = (kernel, kinds)
+    launcher = _compiled.get(key, False) if FAST else None
+    if launcher is False:
+        handle = _compile(kernel, args)
+        launcher = _compiled[key] = None if handle is None else _Launcher(handle, kinds)
+    if launcher is None:
         _dispatch(kernel, grid, block, _numba_stream(stream), [_numba_view(a) for a in args])
         return
-    from cuda.core import launch as core_launch
-
-    config = _configs.get((grid, block))
-    if config is None:
-        config = _configs[(grid, block)] = _config(grid, block)
-    core_launch(_core_stream(stream), config, handle, *kernel_params(args))
+    launcher(grid, block, stream, args)
 
 
 def launch_default(kernel, grid, block, *args):
@@ -174,32 +231,30 @@ def _object_code(cubin):
 
 
 def _dim3(d):
-    d = (d,) if isinstance(d, int) else tuple(d)
+    if type(d) is int:
+        return d, 1, 1
+    d = tuple(d)
     return d + (1,) * (3 - len(d))
 
 
-def _config(grid, block):
-    from cuda.core import LaunchConfig
-
-    return LaunchConfig(grid=_dim3(grid), block=_dim3(block), shmem_size=0)
-
-
-def _core_stream(stream):
-    """The cuda.core stream of ``stream``: 0 (the legacy default) and Numba streams made once
-    per stream; a CuPy stream wrapped at each launch (a few us), since caching it by its id
-    would keep every short-lived one alive (convolve makes a side stream per call)."""
-    if stream and hasattr(stream, "ptr"):
-        from cuda.core import Stream
-
-        return Stream.from_handle(stream.ptr)
-    key = id(stream) if stream else 0
-    found = _core_streams.get(key)
+def _stream_handle(stream):
+    """The CUstream of ``stream`` as an int: 0 for the legacy default stream, a CuPy stream's
+    ``ptr``, a Numba stream's handle (looked up once per stream, kept with the stream so that
+    its id stays its own while it lives)."""
+    if not stream:
+        return 0
+    ptr = getattr(stream, "ptr", None)
+    if ptr is not None:
+        return ptr
+    found = _core_streams.get(id(stream))
     if found is None:
-        from numba.cuda.cudadrv import driver
-
-        # the Numba stream is kept with it: the id stays its own while it lives
-        found = _core_streams[key] = (stream, driver._to_core_stream(stream))
+        found = _core_streams[id(stream)] = (stream, _numba_stream_handle(stream))
     return found[1]
+
+
+def _numba_stream_handle(stream):
+    handle = stream.handle                   # a ctypes c_void_p, or cuda-python's CUstream
+    return int(getattr(handle, "value", handle) or 0)
 
 
 def _numba_stream(stream):

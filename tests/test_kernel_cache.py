@@ -23,6 +23,9 @@ def _factory(n, table):
     return kernel
 
 
+COMPILED, LOADED = 1, 2           # the handles of a compiled and of a loaded kernel
+
+
 class Dispatcher:
     """A stand-in for a ``@cuda.jit`` dispatcher that records its compilations."""
 
@@ -34,7 +37,7 @@ class Dispatcher:
     def compile(self, argtypes):
         self.compiled += 1
         library = types.SimpleNamespace(
-            get_cufunc=lambda: types.SimpleNamespace(kernel="compiled handle"),
+            get_cufunc=lambda: types.SimpleNamespace(kernel=types.SimpleNamespace(handle=COMPILED)),
             get_cubin=lambda: types.SimpleNamespace(code=b"\x7fELF cubin bytes"),
             _entry_name="_Z6kernel", _setup_functions=[])
         return types.SimpleNamespace(_codelibrary=library)
@@ -146,13 +149,11 @@ def test_a_new_process_loads_the_stored_cubin_without_compiling(cache_dir, monke
             loaded.append(cubin)
 
         def get_kernel(self, name):
-            return f"loaded {name}"
+            assert name == "_Z6kernel"
+            return types.SimpleNamespace(handle=LOADED)
 
-    core = types.SimpleNamespace(launch=lambda stream, config, handle, *p: launched.append(handle),
-                                 LaunchConfig=lambda **kw: kw)
-    monkeypatch.setitem(__import__("sys").modules, "cuda.core", core)
     monkeypatch.setattr(_fast_launch, "SIMULATOR", False)
-    monkeypatch.setattr(_fast_launch, "_core_stream", lambda s: "stream")
+    monkeypatch.setattr(_fast_launch, "_driver_launch", lambda f, *rest: launched.append(f))
     monkeypatch.setattr(_fast_launch, "_object_code", ObjectCode)
     kern = Dispatcher(_factory(2, np.zeros(1)))
     out = np.zeros(4).view(DeviceArray)
@@ -162,15 +163,15 @@ def test_a_new_process_loads_the_stored_cubin_without_compiling(cache_dir, monke
         _fast_launch.launch(kern, 1, 32, 0, out)
 
     new_process()
-    assert kern.compiled == 1 and launched == ["compiled handle"]
+    assert kern.compiled == 1 and launched == [COMPILED]
     files = list((cache_dir / "kernels").glob("*.cubin"))
     assert len(files) == 1 and files[0].read_bytes() == b"_Z6kernel\n\x7fELF cubin bytes"
     assert "_factory.<locals>.kernel" in files[0].with_suffix(".txt").read_text()
     new_process()
-    assert kern.compiled == 1 and launched[-1] == "loaded _Z6kernel"
+    assert kern.compiled == 1 and launched[-1] == LOADED
     files[0].write_bytes(b"_Z6kernel\ngarbage")
     new_process()
-    assert kern.compiled == 2 and launched[-1] == "compiled handle"
+    assert kern.compiled == 2 and launched[-1] == COMPILED
     assert files[0].read_bytes() == b"_Z6kernel\n\x7fELF cubin bytes"
 
 

@@ -145,7 +145,8 @@ def max_items(radix_bits: int, threads: int, key_bytes: int, with_perm: bool) ->
 
 
 @functools.lru_cache(maxsize=None)
-def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED):
+def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, transform=UNSIGNED,
+                     copies: int | None = None):
     """Digit counts of all passes at once, scanned into each digit's start by the block that
     finishes last, and the look-back words of all passes cleared: one launch before the passes.
 
@@ -166,34 +167,42 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     a ticket, so the last ticket sees every count), not by a kernel of its own: at PIC sizes a
     sort takes about as long on the GPU as the host takes to issue a launch, and the launch
     saved is host time the caller waits for.
+
+    ``copies``: the block's counts are kept in that many copies, warp w adding into copy
+    w % copies (default :func:`histogram_copies`). With few digits (the PIC sort's 2 x 32)
+    every warp of a block otherwise adds into the same few words, and the shared-memory
+    atomics on one word wait for each other.
     """
     R = 1 << radix_bits
     SIZE = passes * R
+    COPIES = copies or histogram_copies(passes, radix_bits, threads)
+    CSIZE = COPIES * SIZE
     UNROLL = 4
     wide = wide_type(key_type)
     to_radix = radix_key(key_type, transform)
     scan_rows = _row_scan(passes, radix_bits, threads)
 
     @cuda.jit(device=True, inline=True)
-    def count_digits(key, counts, key_bits):
-        """Add the key's digit of every pass to the block's counts (row p at p * R)."""
+    def count_digits(key, counts, key_bits, row0):
+        """Add the key's digit of every pass to the counts at row0 (row p at row0 + p * R)."""
         u = to_radix(key)
         for p in range(passes):
             shift = p * radix_bits
             bits = min(radix_bits, key_bits - shift)
             mask = (1 << bits) - 1
             d = uint32((u >> wide(shift)) & wide(mask))
-            cuda.atomic.add(counts, uint32(uint32(p * R) + d), uint32(1))
+            cuda.atomic.add(counts, row0 + uint32(p * R) + d, uint32(1))
 
     @cuda.jit(cache=True)
     def kernel(keys, key_bits, hist, status, digit_start, constant, ticket):
         # uint32: a count, and a digit's start, is at most n < 2**32 (MAX_KEYS); the last
         # block scans in this array and one more of its size, 8 B a digit in all
-        counts = cuda.shared.array(SIZE, uint32)
+        counts = cuda.shared.array(CSIZE, uint32)
         held = cuda.local.array(UNROLL, key_type)
         last = cuda.shared.array(1, int32)
         t = cuda.threadIdx.x
-        for j in range(t, SIZE, threads):
+        row0 = uint32(((t // WARP) % COPIES) * SIZE)
+        for j in range(t, CSIZE, threads):
             counts[j] = 0
         cuda.syncthreads()
         n = keys.shape[0]
@@ -209,17 +218,19 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
                 for u in range(UNROLL):
                     held[u] = keys[uint64(first + u * stride)]
                 for u in range(UNROLL):
-                    count_digits(held[u], counts, key_bits)
+                    count_digits(held[u], counts, key_bits, row0)
             else:
                 for u in range(UNROLL):
                     i = first + u * stride
                     held[u] = keys[uint64(i)] if i < n else key_type(0)
                 for u in range(UNROLL):
                     if first + u * stride < n:
-                        count_digits(held[u], counts, key_bits)
+                        count_digits(held[u], counts, key_bits, row0)
         cuda.syncthreads()
         for j in range(t, SIZE, threads):
             c = counts[j]
+            for k in range(1, COPIES):
+                c += counts[j + k * SIZE]
             if c != 0:
                 cuda.atomic.add(hist, j, int64(c))
         # the block's counts before its ticket, as a grid barrier orders them: every thread's
@@ -239,6 +250,20 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
             ticket[0] = 0
 
     return kernel
+
+
+#: shared memory the histogram kernel's copies of the counts may take (bytes)
+HIST_COPIES_BYTES = 16 * 1024
+
+
+def histogram_copies(passes: int, radix_bits: int, threads: int) -> int:
+    """Copies of the counts for :func:`histogram_kernel`: one a warp where they fit in
+    HIST_COPIES_BYTES (a power of two, so that each copy serves as many warps), at least one."""
+    size = 4 * passes * (1 << radix_bits)
+    copies = 1
+    while 2 * copies <= max(1, threads // WARP) and 2 * copies * size <= HIST_COPIES_BYTES:
+        copies *= 2
+    return copies
 
 
 def _row_scan(passes: int, radix_bits: int, threads: int):

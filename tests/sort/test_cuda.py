@@ -169,11 +169,15 @@ def test_scratch_is_reused_and_left_clean(rng):
     assert all(a is b for a, b in zip([s.hist for s in _cuda._SCRATCH.values()], held))
 
 
-@pytest.mark.parametrize("dtype, key_bits, radix_bits", [(np.uint32, 13, 5), (np.uint64, 64, 8)])
-def test_histogram_of_all_passes_counts_and_scans_every_digit(dtype, key_bits, radix_bits, rng):
+@pytest.mark.parametrize("dtype, key_bits, radix_bits, threads, copies", [
+    (np.uint32, 13, 5, 32, None), (np.uint64, 64, 8, 32, None), (np.uint32, 10, 5, 128, 4),
+    (np.uint32, 10, 5, 128, 2)])
+def test_histogram_of_all_passes_counts_and_scans_every_digit(dtype, key_bits, radix_bits,
+                                                              threads, copies, rng):
     """Each digit's start in each pass is the exclusive cumulative count of the smaller digits,
     written by whichever of the 3 blocks finishes last, which leaves the counts and its
-    ticket zero for the next sort (twice in a row, to see that)."""
+    ticket zero for the next sort (twice in a row, to see that); with the block's counts
+    split into copies (several warps a block) too."""
     import numba
 
     n = 500
@@ -183,12 +187,13 @@ def test_histogram_of_all_passes_counts_and_scans_every_digit(dtype, key_bits, r
     R = 1 << radix_bits
     hist = np.zeros(passes * R, np.int64)
     ticket = np.zeros(1, np.uint32)
-    kernel = K.histogram_kernel(passes, radix_bits, 32, numba.from_dtype(keys.dtype))
+    kernel = K.histogram_kernel(passes, radix_bits, threads, numba.from_dtype(keys.dtype),
+                                copies=copies)
     for _ in range(2):
         status = np.full(77, 9, np.uint32)
         digit_start = np.full((passes, R), -1, np.int64)
         constant = np.full(passes, 7, np.int32)
-        kernel[3, 32](keys, key_bits, hist, status, digit_start, constant, ticket)
+        kernel[3, threads](keys, key_bits, hist, status, digit_start, constant, ticket)
         assert not status.any() and not hist.any() and ticket[0] == 0
         for p in range(passes):
             bits = min(radix_bits, key_bits - p * radix_bits)
@@ -196,6 +201,13 @@ def test_histogram_of_all_passes_counts_and_scans_every_digit(dtype, key_bits, r
             count = np.bincount(digits.astype(np.int64), minlength=R)
             np.testing.assert_array_equal(digit_start[p], np.cumsum(count) - count)
             assert constant[p] == int(count.max() == n)
+
+
+def test_histogram_copies_one_a_warp_within_the_budget():
+    assert K.histogram_copies(2, 5, 256) == 8          # PIC: 2 x 32 digits, 8 warps
+    assert K.histogram_copies(4, 8, 256) == 4          # 4 KiB of counts a copy, 16 KiB in all
+    assert K.histogram_copies(8, 8, 256) == 2
+    assert K.histogram_copies(2, 5, 32) == 1
 
 
 def test_balanced_radix_bits():
