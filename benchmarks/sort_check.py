@@ -254,6 +254,7 @@ def compare_variants(cupy, rng, args, result):
     for relaxed, threads, items, regs in shapes:
         K.LOOKBACK_RELAXED = relaxed
         K.onesweep_kernel.cache_clear()
+        _cuda._plan.cache_clear()
         launch = dict(threads=threads, items=items, max_registers=regs)
         ok = check_one(cupy, rng, (1 << 20) + 7, np.uint32, 32, 8, **launch)
         result["checks"].append({"n": (1 << 20) + 7, "relaxed": relaxed, **launch, "ok": ok})
@@ -270,6 +271,7 @@ def compare_variants(cupy, rng, args, result):
               f"({peers['pic_argsort'] / pic:.2f}x)", flush=True)
     K.LOOKBACK_RELAXED = True
     K.onesweep_kernel.cache_clear()
+    _cuda._plan.cache_clear()
     for label, x, kb, rb, perm in (("2^25 keys", d, 32, 8, False),
                                    ("2^25 keys+perm", d, 32, 8, True),
                                    ("PIC 8M", cells, 10, 5, True)):

@@ -107,7 +107,11 @@ def kernel_params(args):
         if type(a) is int or type(a) is float or isinstance(a, np.generic):
             flat.append(a)
         else:
-            if not a.flags.c_contiguous:
+            try:
+                contiguous = a._c_contiguous     # CuPy's own flag: a.flags builds an object
+            except AttributeError:
+                contiguous = a.flags.c_contiguous
+            if not contiguous:
                 raise ValueError("kernel arrays must be C-contiguous")
             flat += (0, 0, a.size, a.itemsize, a.data.ptr)
             flat += a.shape

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -191,19 +192,16 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
         items = tuned[1] if tuned and tuned[0] == radix_bits else None
     if n <= 1 or key_bits == 0:
         return _unmoved(keys, want_perm, host, xp)
-    passes = math.ceil(key_bits / radix_bits)
-    kt, wide = _key_types(keys.dtype)
-    threads, items = launch_shape(radix_bits, keys.dtype.itemsize, want_perm, items, threads)
-    ntiles = math.ceil(n / (threads * items))
+    plan = _plan(keys.dtype, n, key_bits, radix_bits, want_perm, items, threads,
+                 max_registers, transform)
     stream, stream_key = _stream(xp)
-    scratch = _scratch(xp, stream_key, keys.dtype, n, passes, radix_bits, ntiles, want_perm)
+    scratch = _scratch(xp, stream_key, keys.dtype, n, plan.passes, radix_bits, plan.ntiles,
+                       want_perm)
     try:
-        blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
-        _launch(K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform), blocks,
-                HIST_THREADS, stream, keys, key_bits, scratch.hist, scratch.status_flat,
-                scratch.digit_start, scratch.constant, scratch.ticket)
+        _launch(plan.histogram, plan.blocks, HIST_THREADS, stream, keys, key_bits, scratch.hist,
+                scratch.status_flat, scratch.digit_start, scratch.constant, scratch.ticket)
         trace("histogram and digit scan")
-        if keys.dtype.itemsize == 1 and key_bits == 8 and passes == 1 and not want_perm:
+        if plan.fill:
             # every key of a digit has the same bits: write the runs, rank nothing
             words = xp.empty(math.ceil(n / 4), dtype=np.uint32)
             trace("buffers")
@@ -213,39 +211,72 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
             trace("fill")
             out = words.view(np.uint8)[:n]
             return (out.get(), None) if host else (out, None)
-        # made while the GPU counts: a small sort's time is mostly the host's
-        out = xp.empty_like(keys)
+        # made while the GPU counts: a small sort's time is mostly the host's (xp.empty, not
+        # empty_like: 5 against 19 us of host time on an H100 machine)
+        out = xp.empty(n, dtype=keys.dtype)
         perm = xp.empty(n, dtype=np.int64) if want_perm else None
         trace("buffers")
-        cache = max_registers is None          # (see onesweep_kernel's cache)
-        if max_registers is None:
-            max_registers = (MAX_REGISTERS if keys.dtype.itemsize <= 4 else
-                             MAX_REGISTERS_WIDE_PERM if want_perm else MAX_REGISTERS_WIDE)
-        shift_bits = K.status_shift(n)
         src_keys, src_perm = keys, scratch.unused
-        for p in range(passes):
-            shift = p * radix_bits
-            bits = min(radix_bits, key_bits - shift)
+        last = plan.passes - 1
+        for p, (kernel, shift) in enumerate(zip(plan.kernels, plan.shifts)):
             # the last pass writes the result; counting back from it, passes alternate between
             # the result and one scratch buffer
-            dst_keys = out if (passes - 1 - p) % 2 == 0 else scratch.keys
+            dst_keys = out if (last - p) % 2 == 0 else scratch.keys
             if not want_perm:
-                mode, dst_perm = 0, scratch.unused
+                dst_perm = scratch.unused
             else:
-                mode = 1 if p == 0 else 2
-                dst_perm = perm if p == passes - 1 else scratch.perm[p % 2]
-            kernel = K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
-                                       max_registers, transform=transform, cache=cache)
-            _launch(kernel, ntiles, threads, stream, src_keys, src_perm, dst_keys, dst_perm,
-                    wide(shift), scratch.digit_start, scratch.status, scratch.constant, p)
+                dst_perm = perm if p == last else scratch.perm[p % 2]
+            _launch(kernel, plan.ntiles, plan.threads, stream, src_keys, src_perm, dst_keys,
+                    dst_perm, shift, scratch.digit_start, scratch.status, scratch.constant, p)
             src_keys, src_perm = dst_keys, dst_perm
-            trace(f"pass {p} (bits {shift}..{shift + bits - 1})")
+            trace(f"pass {p} (bits {p * radix_bits}..{min(key_bits, (p + 1) * radix_bits) - 1})")
     except BaseException:
         _SCRATCH.clear()          # its histogram may no longer be zero
         raise
     if host:
         return out.get(), (perm.get() if want_perm else None)
     return out, perm
+
+
+class _Plan(NamedTuple):
+    """What a sort of one shape launches, worked out once (:func:`_plan`)."""
+    passes: int
+    ntiles: int
+    threads: int
+    blocks: int           # of the histogram kernel
+    histogram: object
+    fill: bool            # 8-bit keys alone: runs written from the digit starts, no pass
+    kernels: tuple        # one pass kernel a pass
+    shifts: tuple         # each pass's shift, as the pass kernel takes it
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(dtype, n, key_bits, radix_bits, want_perm, items, threads, max_registers, transform):
+    """The :class:`_Plan` of a sort: kernels, launch shapes and shifts. Cached, since at PIC
+    sizes the host's time to the first launch is part of what the caller waits for."""
+    passes = math.ceil(key_bits / radix_bits)
+    kt, wide = _key_types(dtype)
+    itemsize = np.dtype(dtype).itemsize
+    threads, items = launch_shape(radix_bits, itemsize, want_perm, items, threads)
+    ntiles = math.ceil(n / (threads * items))
+    blocks = max(1, min(math.ceil(n / (HIST_THREADS * HIST_ITEMS)), HIST_MAX_BLOCKS))
+    histogram = K.histogram_kernel(passes, radix_bits, HIST_THREADS, kt, transform)
+    fill = itemsize == 1 and key_bits == 8 and passes == 1 and not want_perm
+    cache = max_registers is None          # (see onesweep_kernel's cache)
+    if max_registers is None:
+        max_registers = (MAX_REGISTERS if itemsize <= 4 else
+                         MAX_REGISTERS_WIDE_PERM if want_perm else MAX_REGISTERS_WIDE)
+    shift_bits = K.status_shift(n)
+    kernels, shifts = [], []
+    for p in range(0 if fill else passes):
+        shift = p * radix_bits
+        bits = min(radix_bits, key_bits - shift)
+        mode = 0 if not want_perm else 1 if p == 0 else 2
+        kernels.append(K.onesweep_kernel(bits, threads, items, kt, mode, shift_bits,
+                                         max_registers, transform=transform, cache=cache))
+        shifts.append(wide(shift))
+    return _Plan(passes, ntiles, threads, blocks, histogram, fill, tuple(kernels),
+                 tuple(shifts))
 
 
 @functools.lru_cache(maxsize=None)

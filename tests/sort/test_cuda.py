@@ -26,6 +26,15 @@ pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or sim
 
 
 @pytest.fixture(autouse=True)
+def _fresh_plans():
+    """Sort plans hold the kernels they were built with: tests that replace a kernel factory
+    must not find a plan made before (or leave theirs to the next test)."""
+    _cuda._plan.cache_clear()
+    yield
+    _cuda._plan.cache_clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_simulator_barriers(monkeypatch):
     """The simulator's block manager polls its threads; with Python's default 5 ms switch
     interval each barrier costs milliseconds, and shorter slices make these tests ~3x faster.
