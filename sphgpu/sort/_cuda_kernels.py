@@ -170,8 +170,10 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
 
     ``copies``: the block's counts are kept in that many copies, warp w adding into copy
     w % copies (default :func:`histogram_copies`). With few digits (the PIC sort's 2 x 32)
-    every warp of a block otherwise adds into the same few words, and the shared-memory
-    atomics on one word wait for each other.
+    every warp of a block otherwise adds into the same few words, and shared-memory atomics on
+    one word wait for each other. Measured on the PIC sort (H100, CUDA events, the host's time
+    to the launch included): 56-59 us for the stage with a copy a warp against 58-68 us with
+    one, within the spread of the runs; kept since it costs no pass and no launch.
     """
     R = 1 << radix_bits
     SIZE = passes * R
