@@ -109,17 +109,17 @@ def test_stream_handles():
     Numba stream by its handle (ctypes or cuda-python), looked up once and kept with it."""
     from sphgpu import _fast_launch as _launch
 
-    _launch._core_streams.clear()
+    _launch._numba_streams.clear()
     assert _launch._stream_handle(0) == 0
     assert _launch._stream_handle(types.SimpleNamespace(ptr=1234)) == 1234
-    assert _launch._core_streams == {}
+    assert _launch._numba_streams == {}
     numba_stream = types.SimpleNamespace(handle=ctypes.c_void_p(777))
     assert _launch._stream_handle(numba_stream) == 777
-    assert _launch._core_streams[id(numba_stream)] == (numba_stream, 777)
+    assert _launch._numba_streams[id(numba_stream)] == (numba_stream, 777)
 
     class CUstream:
         def __int__(self):
             return 888
 
     assert _launch._numba_stream_handle(types.SimpleNamespace(handle=CUstream())) == 888
-    _launch._core_streams.clear()
+    _launch._numba_streams.clear()
