@@ -46,7 +46,7 @@ _compiled = {}            # (dispatcher, argument kinds) -> _Launcher, or None (
 LOADED_FROM_DISK = []
 #: (qualified name, cache key or None) of each kernel this process had Numba compile or load
 THROUGH_NUMBA = []
-_numba_streams = {}        # id of a Numba stream (0: the default) -> (stream, its handle)
+_numba_streams = {}       # id of a Numba stream -> (the stream, its handle as an int)
 #: struct codes of a NumPy scalar parameter in its 8-byte slot (little-endian, value first)
 _SLOT = {np.dtype(t): c for t, c in (
     (np.bool_, "?7x"), (np.int8, "b7x"), (np.int16, "h6x"), (np.int32, "i4x"), (np.int64, "q"),
