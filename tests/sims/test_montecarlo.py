@@ -47,8 +47,11 @@ def test_each_simulation_depends_only_on_seed_and_its_number_whatever_the_batche
     ones = make(batch_size=1).run(7, progress=False).spectra
     pieces = make().run(3, progress=False, batch_size=2).run(4, progress=False).spectra
     assert whole.shape == (7, 1, LMAX + 1)
-    np.testing.assert_array_equal(ones, whole)
-    np.testing.assert_array_equal(pieces, whole)
+    # the same random numbers; the spectra equal to rounding, not bit for bit: ducc0's adjoint
+    # transform on several threads sums in an order that varies from call to call (seen as
+    # last-bit differences between two runs of this file; none with SPHGPU_NUM_THREADS=1)
+    np.testing.assert_allclose(ones, whole, rtol=TOL["sims_same_skies_rtol"], atol=0)
+    np.testing.assert_allclose(pieces, whole, rtol=TOL["sims_same_skies_rtol"], atol=0)
     assert not np.array_equal(whole[0], whole[1])            # streams differ between sims
     other = make(seed=8).run(2, progress=False).spectra
     assert not np.array_equal(other, whole[:2])
@@ -76,6 +79,24 @@ def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
     monkeypatch.setattr(batching, "MAX_AUTO_BATCH", 1)
     assert _dask._worker_batch(client, plan, backend, resources) == 1
     assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
+
+
+def test_every_worker_runs_batches(client):
+    """Batches go to the worker with the fewest in flight, named in the submission: with 6
+    batches of 1 on two workers, each starts with IN_FLIGHT of them and none is left idle."""
+    from distributed import get_task_stream
+
+    from sphgpu.sims import _dask
+
+    with get_task_stream(client) as stream:
+        mc = make().run(6, progress=False, client=client, batch_size=1)
+    ran = {}
+    for task in stream.data:
+        if task["key"].startswith("sphgpu-sims-"):
+            ran.setdefault(task["worker"], []).append(task["key"])
+    assert sorted(ran) == sorted(client.scheduler_info()["workers"])
+    assert all(len(keys) >= _dask.IN_FLIGHT for keys in ran.values())
+    assert sum(map(len, ran.values())) == 6 and mc.nsims == 6
 
 
 def test_the_plan_is_sent_to_the_workers_once_per_client(client):
@@ -176,7 +197,7 @@ def test_covariance_and_binning():
 def test_simulate_spectra_is_a_run_montecarlo():
     mc = simulate_spectra(spectrum(), NSIDE, 3, LMAX, progress=False, seed=7, fwhm=0.15,
                           mask=apodized_mask(), noise_sigma=0.5, backend="cpu")
-    np.testing.assert_array_equal(mc.spectra, make().run(3, progress=False).spectra)
+    np.testing.assert_allclose(mc.spectra, make().run(3, progress=False).spectra, rtol=TOL["sims_same_skies_rtol"], atol=0)
     assert mc.rate > 0 and mc.seconds > 0 and "nsims=3" in repr(mc)
 
 
@@ -194,7 +215,7 @@ def test_stop_keeps_results_and_run_continues():
     assert mc.stopped and mc.nsims == 4 and seen == [(2, 10), (4, 10)]
     mc.run(6, progress=False)
     assert not mc.stopped and mc.nsims == 10
-    np.testing.assert_array_equal(mc.spectra, make().run(10, progress=False).spectra)
+    np.testing.assert_allclose(mc.spectra, make().run(10, progress=False).spectra, rtol=TOL["sims_same_skies_rtol"], atol=0)
 
 
 def test_ctrl_c_keeps_the_finished_batches():
@@ -289,7 +310,8 @@ def test_bad_bins_name_the_argument():
 
 def test_expected_spectra_function_is_the_method():
     mc = make(noise_sigma=None, mask=None)
-    np.testing.assert_array_equal(expected_spectra(mc.plan, "cpu"), mc.expected())
+    np.testing.assert_allclose(expected_spectra(mc.plan, "cpu"), mc.expected(),
+                               rtol=TOL["sims_same_skies_rtol"], atol=0)
 
 
 def test_latitude_cut_mask():
@@ -324,7 +346,7 @@ def test_a_boolean_mask_is_read_as_ones_and_zeros():
             for m in (weights, weights > 0, list(weights > 0))]
     np.testing.assert_array_equal(runs[1].plan.mask, weights)
     for r in runs[1:]:
-        np.testing.assert_array_equal(r.spectra, runs[0].spectra)
+        np.testing.assert_allclose(r.spectra, runs[0].spectra, rtol=TOL["sims_same_skies_rtol"], atol=0)
 
 
 def test_device_batches_come_in_whole_groups_of_8(monkeypatch):

@@ -9,6 +9,7 @@ import pytest
 
 from sphgpu.data import planck2018_cl
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
+from sphgpu.testing import TOL
 from sphgpu.widgets.montecarlo import (APODIZATION_DEG, RATIO_LMIN, MonteCarloModel,
                                        montecarlo_panel)
 
@@ -31,7 +32,8 @@ def test_shown_spectra_and_numbers_are_sphgpu_sims_results():
     r = m.run()
     assert m.message == "" and r.nsims == 6 and r.ran == 6
     mc, mask = direct(6)
-    np.testing.assert_array_equal(r.spectra, mc.spectra[:, 0])
+    np.testing.assert_allclose(r.spectra, mc.spectra[:, 0], rtol=TOL["sims_same_skies_rtol"],
+                               atol=0)
     assert r.w2 == pytest.approx(np.mean(mask**2)) and r.fsky == pytest.approx(mask.mean())
     rows = dict(r.numbers())
     assert rows["simulations"] == "6 of 6"
@@ -66,7 +68,10 @@ def test_more_simulations_continue_the_run_and_fewer_recompute_nothing():
     r = m.run()
     assert r.ran == 3 and r.nsims == 9
     np.testing.assert_array_equal(r.spectra[:6], first)
-    np.testing.assert_array_equal(r.spectra, direct(9)[0].spectra[:, 0])
+    # another run of the same skies: equal to rounding (ducc0 on several threads sums in an
+    # order that varies between calls)
+    np.testing.assert_allclose(r.spectra, direct(9)[0].spectra[:, 0],
+                               rtol=TOL["sims_same_skies_rtol"], atol=0)
     m.set(nsims=4)
     assert m.live
     r = m.run()
@@ -200,7 +205,8 @@ def test_a_run_whose_settings_change_describes_its_own_settings():
         assert res.target == 4 and res.backend == "cpu"
         np.testing.assert_allclose(res.model, want, rtol=1e-13)
         assert dict(res.numbers())["nside / lmax"] == "8 / 16"
-    np.testing.assert_array_equal(r.spectra, mc.spectra[:, 0])
+    np.testing.assert_allclose(r.spectra, mc.spectra[:, 0], rtol=TOL["sims_same_skies_rtol"],
+                               atol=0)
     assert m.settings != before and m.running is None
 
 
