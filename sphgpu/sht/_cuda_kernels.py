@@ -309,6 +309,37 @@ MMA_CHUNK = 32
 
 
 @functools.lru_cache(maxsize=None)
+def _steps_to_shared(steps: int, stride: int, check: bool):
+    """A device function ``(al, xv, prev, cur, kk, values, at) -> (prev, cur, kk)`` for the
+    tensor-core kernels: ``steps`` steps of one ring pair's recurrence with alpha_l from the
+    local array ``al``, value j stored at ``values[at + j * stride]`` (shared memory), or 0
+    while the pair's values are still below 2**-HALF_BITS (``kk < 0``; the steps run either way
+    so that the recurrence stays in step); with ``check``, such a pair is then rescaled and
+    re-checked (:func:`_check`). Inlined: the same code as written in place."""
+    u64 = numba.uint64
+
+    @cuda.jit(device=True, inline=True)
+    def steps_to_shared(al, xv, prev, cur, kk, values, at):
+        if kk == 0:
+            for j in range(steps):
+                nxt = (al[j] * xv) * cur - prev
+                prev = cur
+                cur = nxt
+                values[at + u64(j * stride)] = nxt
+        else:
+            for j in range(steps):
+                nxt = (al[j] * xv) * cur - prev
+                prev = cur
+                cur = nxt
+                values[at + u64(j * stride)] = 0.0
+            if check:
+                prev, cur, kk = _check(prev, cur, kk)
+        return prev, cur, kk
+
+    return steps_to_shared
+
+
+@functools.lru_cache(maxsize=None)
 def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
     """Legendre step for ``nmaps`` maps (a multiple of 4) on the FP64 tensor cores.
 
@@ -343,6 +374,7 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
     SCR = _dmma.SCRATCH * W
     SA2, SV2, LVW = 2 * TL, 2 * SV, LV * W     # compile-time shapes
     assert TL <= TPB and TL % CHECK_EVERY == 0
+    steps = _steps_to_shared(8, SL, False)     # checked every other group, below
     u64 = numba.uint64
 
     @cuda.jit
@@ -427,18 +459,7 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
                 # loop, each load came after the previous step's store and held up the step
                 for j in range(8):
                     al[j] = sa[u64(boff + 8 * gr + j)]
-                if kk == 0:
-                    for j in range(8):
-                        nxt = (al[j] * xv) * cur - prev
-                        prev = cur
-                        cur = nxt
-                        sl[lb + u64(j * SL)] = nxt
-                else:
-                    for j in range(8):
-                        nxt = (al[j] * xv) * cur - prev
-                        prev = cur
-                        cur = nxt
-                        sl[lb + u64(j * SL)] = 0.0
+                prev, cur, kk = steps(al, xv, prev, cur, kk, sl, lb)
                 # the buffer written two groups ago was read before this barrier's twin
                 sync_warp()
                 for h in range(2):
@@ -738,6 +759,7 @@ def leg2alm_mma_kernel(warps: int = 4):
     RB = W * TL * NC                   # one buffer of the warps' sums
     LVW, RED2 = LV * W, 2 * RB         # compile-time shapes
     SCR = _dmma.SCRATCH * W
+    steps = _steps_to_shared(TL, SL, True)
     u64 = numba.uint64
 
     @cuda.jit
@@ -805,21 +827,7 @@ def leg2alm_mma_kernel(warps: int = 4):
                     al[j] = alpha[base + l0 + j] if l0 + j <= lmax else 0.0
                 # the warp's reads of the previous step's values are done
                 sync_warp()
-                lb = wl + u64(lane)
-                if kk == 0:
-                    for j in range(TL):
-                        nxt = (al[j] * xv) * cur - prev
-                        prev = cur
-                        cur = nxt
-                        sl[lb + u64(j * SL)] = nxt
-                else:
-                    # values still below 2**-HALF_BITS (k < 0) count for nothing
-                    for j in range(TL):
-                        nxt = (al[j] * xv) * cur - prev
-                        prev = cur
-                        cur = nxt
-                        sl[lb + u64(j * SL)] = 0.0
-                    prev, cur, kk = _check(prev, cur, kk)
+                prev, cur, kk = steps(al, xv, prev, cur, kk, sl, wl + u64(lane))
                 sync_warp()
                 for h in range(2):
                     for i in range(4):

@@ -30,7 +30,6 @@ __all__ = ["radix_sort", "argsort", "MAX_RADIX_BITS"]
 #: Largest digit width a pass may use (65536 digit values).
 MAX_RADIX_BITS = 16
 
-_SUPPORTED = frozenset(SUPPORTED_DTYPES)     # a set: membership by hash, not 11 comparisons
 _DTYPES_TEXT = "uint8/16/32/64, int8/16/32/64, float16, float32 or float64"
 _TRANSFORMS = {"u": UNSIGNED, "i": SIGNED, "f": FLOAT}
 
@@ -73,7 +72,7 @@ def _as_keys(keys):
     if not dtype.isnative and dtype.kind in "uif":
         dtype = dtype.newbyteorder("=")
         arr = arr.astype(dtype)
-    if dtype not in _SUPPORTED:
+    if dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"keys must have dtype {_DTYPES_TEXT}, got {dtype}")
     if arr.ndim != 1:
         raise ValueError(f"keys must be 1-D, got {arr.ndim} dimensions with shape {arr.shape}")
