@@ -760,6 +760,7 @@ def leg2alm_mma_kernel(warps: int = 4):
     LVW, RED2 = LV * W, 2 * RB         # compile-time shapes
     SCR = _dmma.SCRATCH * W
     steps = _steps_to_shared(TL, SL, True)
+    RED_ITEMS = -(-TL * NC // TPB)     # sums a thread adds up after each step's barrier
     u64 = numba.uint64
 
     @cuda.jit
@@ -778,6 +779,7 @@ def leg2alm_mma_kernel(warps: int = 4):
         fa = cuda.local.array((8, 2, 2), float64)      # F^T fragments: [pair quad][parity][a0, a1]
         acc = cuda.local.array((2, 4), float64)        # D fragments: [parity][d0..d3]
         al = cuda.local.array(TL, float64)
+        sc = cuda.local.array(RED_ITEMS, float64)       # s_l of this thread's reduced sums
         base = tstart[m]
         abase = astart[col]
         fm = first[m]
@@ -821,14 +823,24 @@ def leg2alm_mma_kernel(warps: int = 4):
                         fa[ks, 1, 0] = n0.real - s0.real
                         fa[ks, 0, 1] = n1.real + s1.real
                         fa[ks, 1, 1] = n1.real - s1.real
+            # alpha_l of the group's first step; each step loads the next one's before its
+            # products, so that the recurrence does not wait on global memory
+            for j in range(TL):
+                al[j] = alpha[base + m + j] if m + j <= lmax else 0.0
             for st in range(nsteps):
                 l0 = m + st * TL
-                for j in range(TL):
-                    al[j] = alpha[base + l0 + j] if l0 + j <= lmax else 0.0
+                # s_l of the sums this thread reduces after the barrier, loaded now for the
+                # same reason
+                for q in range(RED_ITEMS):
+                    l = l0 + (t + q * TPB) // NC
+                    sc[q] = scale[base + l] if l <= lmax and t + q * TPB < TL * NC else 0.0
                 # the warp's reads of the previous step's values are done
                 sync_warp()
                 prev, cur, kk = steps(al, xv, prev, cur, kk, sl, wl + u64(lane))
                 sync_warp()
+                ln = l0 + TL
+                for j in range(TL):
+                    al[j] = alpha[base + ln + j] if ln + j <= lmax else 0.0
                 for h in range(2):
                     for i in range(4):
                         acc[h, i] = 0.0
@@ -850,16 +862,17 @@ def leg2alm_mma_kernel(warps: int = 4):
                 # the buffer of the step before was read before this barrier; this one is
                 # written again two steps on, after the next barrier
                 cuda.syncthreads()
-                for e in range(t, TL * NC, TPB):
+                for q in range(RED_ITEMS):
+                    e = t + q * TPB
                     j = e // NC
                     l = l0 + j
-                    if l <= lmax:
+                    if l <= lmax and e < TL * NC:
                         v = 0.0
                         for w in range(W):
                             v += red[rb + u64(w * TL * NC + e)]
                         comp = e - j * NC
                         cuda.atomic.add(alm, (comp // 2, 2 * (abase + l) + (comp & 1)),
-                                        v * scale[base + l])
+                                        v * sc[q])
                 it += 1
 
     return kernel
