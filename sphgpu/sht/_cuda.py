@@ -58,6 +58,15 @@ def _grid2(rows, cols, threads=(4, 64)):
     return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
 
 
+#: the most maps one ring-pass launch takes: they are its grid's third dimension
+MAX_RING_MAPS = 65535
+
+
+def _ring_grid(cols, rows, nmaps):
+    """(grid, block) of a ring pass over ``cols`` columns of ``rows`` rows of ``nmaps`` maps."""
+    return (math.ceil(cols / K.RING_THREADS), rows, nmaps), K.RING_THREADS
+
+
 #: Bluestein lengths from here up may also be 3 * 2**a (below, fewer classes launch less)
 SMOOTH_MIN_LENGTH = 6144
 
@@ -115,6 +124,9 @@ class _Plan:
         # rings are grouped by their Bluestein length M >= 2n - 1 (_bluestein_length), two
         # rings of one length to a row (_pair_rings).
         self.phi0 = _const(geometry.phi0)
+        # e^{i n phi0} of each ring: the phase step between the orders that fold onto one mode
+        zeta = np.exp(1j * geometry.nphi * geometry.phi0)
+        self.zeta = _const(zeta)
         self.ringstart = _const(geometry.ringstart)
         self.weight = _const(geometry.weight)
         self.unit = _const(np.ones(geometry.nrings))
@@ -126,10 +138,15 @@ class _Plan:
         for k in np.unique(key):
             rings = np.flatnonzero(key == k)
             if k < 0:
-                c = dict(M=int(-k), nr=int(rings.size), n=int(-k), chirped=0,
+                n, start = int(-k), geometry.ringstart[rings]
+                # rings one after another in the map (HEALPix's equatorial belt, every ring of
+                # the iso-latitude grids): their FFTs read and write the map in place
+                block = bool(np.all(start == start[0] + n * np.arange(rings.size)))
+                c = dict(M=n, nr=int(rings.size), n=n, chirped=0,
+                         start=int(start[0]) if block else None,
                          rings=_const(rings), nphi=_const(geometry.nphi[rings]),
-                         phi0=_const(geometry.phi0[rings]),
-                         ringstart=_const(geometry.ringstart[rings]),
+                         phi0=_const(geometry.phi0[rings]), zeta=_const(zeta[rings]),
+                         ringstart=_const(start),
                          weight=_const(geometry.weight[rings]), unit=_const(np.ones(rings.size)))
             else:
                 a, b = _pair_rings(rings, geometry.nphi)
@@ -393,30 +410,45 @@ def _leg2alm(leg, pl, xp, orders=None):
     return out.view(np.complex128)
 
 
+def _map_chunks(nmaps, scale):
+    """Slices of at most MAX_RING_MAPS maps (whole periods of the ``scale`` rows)."""
+    per = MAX_RING_MAPS - MAX_RING_MAPS % scale.shape[0]
+    return [slice(i, min(i + per, nmaps)) for i in range(0, nmaps, per)]
+
+
 def _leg2map(leg, pl, xp, scale=None):
     """Ring step of a synthesis; ``scale`` (rows, nrings): spin.scale_rows fused into the fold."""
     scale = pl.unit_scale if scale is None else xp.ascontiguousarray(scale)
     leg = xp.ascontiguousarray(leg)
     nmaps = leg.shape[0]
+    if nmaps > MAX_RING_MAPS:
+        return xp.concatenate([_leg2map(leg[s], pl, xp, scale)
+                               for s in _map_chunks(nmaps, scale)])
     maps = xp.empty((nmaps, pl.npix), dtype=np.float64)
     for c in pl.classes:
-        rows = nmaps * c["nr"]
+        nr = c["nr"]
         if c["chirped"]:
-            a = xp.empty((rows, c["M"]), dtype=np.complex128)
-            _go(K.fold_pair_kernel, *_grid2(rows, c["M"]), leg, c["ring_a"], c["ring_b"],
-                c["nphi"], pl.phi0, c["nr"], scale, a)
+            a = xp.empty((nmaps * nr, c["M"]), dtype=np.complex128)
+            _go(K.fold_pair_kernel, *_ring_grid(c["M"], nr, nmaps), leg, c["ring_a"],
+                c["ring_b"], c["nphi"], pl.phi0, pl.zeta, scale, a)
             conv = _convolve(a, c, nmaps, xp)
-            _go(K.unchirp_pair_kernel, *_grid2(rows, c["nmax"]), conv, c["ring_a"], c["ring_b"],
-                c["nphi"], pl.ringstart, c["nr"], maps)
-        else:
-            # the modes q <= n/2 of the (Hermitian) ring spectra and a complex-to-real FFT:
-            # half the work of a complex one
-            a = xp.empty((rows, c["n"] // 2 + 1), dtype=np.complex128)
-            _go(K.fold_kernel, *_grid2(rows, a.shape[1]), leg, c["rings"], c["nphi"],
-                c["phi0"], c["nr"], scale, a)
-            conv = xp.fft.irfft(a, n=c["n"], axis=1, norm="forward")
-            _go(K.unchirp_kernel, *_grid2(rows, c["n"]), conv, c["nphi"], c["ringstart"],
-                c["nr"], maps)
+            _go(K.unchirp_pair_kernel, *_ring_grid(c["nmax"], nr, nmaps), conv, c["ring_a"],
+                c["ring_b"], c["nphi"], pl.ringstart, maps)
+            continue
+        # the modes q <= n/2 of the (Hermitian) ring spectra and a complex-to-real FFT: half
+        # the work of a complex one
+        n = c["n"]
+        a = xp.empty((nmaps * nr, n // 2 + 1), dtype=np.complex128)
+        _go(K.fold_kernel, *_ring_grid(a.shape[1], nr, nmaps), leg, c["rings"], c["nphi"],
+            c["phi0"], c["zeta"], scale, a)
+        if c["start"] is None:
+            conv = xp.fft.irfft(a, n=n, axis=1, norm="forward")
+            _go(K.unchirp_kernel, *_ring_grid(n, nr, nmaps), conv, c["nphi"], c["ringstart"],
+                maps)
+            continue
+        block = maps[:, c["start"]:c["start"] + nr * n]
+        for i in range(nmaps):
+            _real_fft(c, a[i * nr:(i + 1) * nr], block[i].reshape(nr, n), xp)
     return maps
 
 
@@ -426,33 +458,63 @@ def _map2leg(maps, pl, xp, quadrature=True, scale=None):
     scale = pl.unit_scale if scale is None else xp.ascontiguousarray(scale)
     maps = xp.ascontiguousarray(maps)
     nmaps = maps.shape[0]
+    if nmaps > MAX_RING_MAPS:
+        return xp.concatenate([_map2leg(maps[s], pl, xp, quadrature, scale)
+                               for s in _map_chunks(nmaps, scale)])
     leg = xp.empty((nmaps, pl.nrings, pl.mmax + 1), dtype=np.complex128)
     for c in pl.classes:
-        rows = nmaps * c["nr"]
+        nr = c["nr"]
         if c["chirped"]:
-            a = xp.empty((rows, c["M"]), dtype=np.complex128)
-            _go(K.chirp_map_pair_kernel, *_grid2(rows, c["M"]),
+            a = xp.empty((nmaps * nr, c["M"]), dtype=np.complex128)
+            _go(K.chirp_map_pair_kernel, *_ring_grid(c["M"], nr, nmaps),
                 maps, c["ring_a"], c["ring_b"], c["nphi"], pl.ringstart,
-                pl.weight if quadrature else pl.unit, c["nr"], a)
+                pl.weight if quadrature else pl.unit, a)
             conv = _convolve(a, c, nmaps, xp)
-            _go(K.unfold_pair_kernel, *_grid2(rows, pl.mmax + 1),
-                conv, c["ring_a"], c["ring_b"], c["nphi"], pl.phi0, c["nr"], scale, leg)
-        else:     # a real-to-complex FFT of the real ring values: half the work
-            a = xp.empty((rows, c["n"]), dtype=np.float64)
-            _go(K.weighted_rings_kernel, *_grid2(rows, c["n"]),
-                maps, c["ringstart"], c["weight"] if quadrature else c["unit"], c["nr"], a)
+            _go(K.unfold_pair_kernel, *_ring_grid(pl.mmax + 1, nr, nmaps),
+                conv, c["ring_a"], c["ring_b"], c["nphi"], pl.phi0, scale, leg)
+            continue
+        # a real-to-complex FFT of the real ring values (half the work of a complex one), the
+        # quadrature weights applied to its modes in the unfold
+        n = c["n"]
+        if c["start"] is None:
+            a = xp.empty((nmaps * nr, n), dtype=np.float64)
+            _go(K.gather_rings_kernel, *_ring_grid(n, nr, nmaps), maps, c["ringstart"], a)
             conv = xp.fft.rfft(a, axis=1)
-            _go(K.unfold_kernel, *_grid2(rows, pl.mmax + 1), conv, c["rings"], c["nphi"],
-                c["phi0"], c["nr"], scale, leg)
+        else:
+            conv = xp.empty((nmaps * nr, n // 2 + 1), dtype=np.complex128)
+            block = maps[:, c["start"]:c["start"] + nr * n]
+            for i in range(nmaps):
+                _real_fft(c, block[i].reshape(nr, n), conv[i * nr:(i + 1) * nr], xp)
+        _go(K.unfold_kernel, *_ring_grid(pl.mmax + 1, nr, nmaps), conv, c["rings"], c["nphi"],
+            c["phi0"], c["weight"] if quadrature else c["unit"], scale, leg)
     return leg
+
+
+def _real_fft(c, src, dst, xp):
+    """The real FFTs of a plain class's nr rings of n, from ``src`` into ``dst`` (both C
+    contiguous): float64 (nr, n) -> complex128 (nr, n//2 + 1) forward, or back (unnormalised,
+    ``src`` overwritten), through a cuFFT plan kept in the class, so that a ring block of the
+    map is read or written where it lies."""
+    forward = src.dtype == np.float64
+    if xp is np:
+        dst[...] = (np.fft.rfft(src, axis=1) if forward
+                    else np.fft.irfft(src, n=c["n"], axis=1, norm="forward"))
+        return
+    from cupy.cuda import cufft
+
+    key = "r2c" if forward else "c2r"
+    if key not in c:
+        c[key] = cufft.Plan1d(c["n"], cufft.CUFFT_D2Z if forward else cufft.CUFFT_Z2D, c["nr"])
+    c[key].fft(src, dst, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
 
 
 def _convolve(a, c, nmaps, xp):
     """sum_q a_q e^{2 pi i j q / n} for each row of a Bluestein class: the circular
-    convolution with the ring's chirp (cuFFT on the GPU)."""
+    convolution with the ring's chirp (cuFFT on the GPU). The chirp's spectrum carries the
+    1/M of the inverse FFT, which therefore needs no pass of its own."""
     f = xp.fft.fft(a, axis=1).reshape(nmaps, c["nr"], c["M"])
     f *= c["chirp_f"][None]
-    return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1)
+    return xp.fft.ifft(f.reshape(nmaps * c["nr"], c["M"]), axis=1, norm="forward")
 
 
 @quiet()

@@ -33,10 +33,10 @@ refresh_kernel_cache(__file__, legendre.__file__)
 
 __all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "alm2leg_mma_kernel", "leg2alm_kernel", "leg2alm_mma_kernel", "chirp_kernel",
            "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
-           "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "weighted_rings_kernel",
+           "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "gather_rings_kernel",
            "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_MAX_MAPS", "CHECK_EVERY", "MMA_CHUNK",
-           "LEG2ALM_MMA_MAPS"]
+           "LEG2ALM_MMA_MAPS", "RING_THREADS"]
 
 # default launch shapes (used where the autotuner is off): the fastest of its candidates
 # (_cuda.CANDIDATES; measured in README, *Performance*, "Launch shapes")
@@ -891,56 +891,85 @@ def _load_rings(leg, rn, rs, col, ln, r):
 
 
 # ----------------------------------------------------------------------------- ring FFT passes
+#: threads a block of the ring passes, along a row (the pixels or modes of a ring). The passes'
+#: grids are (column blocks, rows of a class, maps): a warp's lanes take consecutive columns of
+#: one row, and the row and map come from the block index, with no integer division by rows.
+RING_THREADS = 128
+
+
 @cuda.jit(device=True, inline=True)
-def _chirp(t, n):
-    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact
-    r = (t * t) % (2 * n)
-    ang = math.pi * float64(r) / float64(n)
+def _ring_thread():
+    # (column, row of the class, map) of this thread in a ring pass's grid
+    return (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x, cuda.blockIdx.y,
+            cuda.blockIdx.z)
+
+
+@cuda.jit(device=True, inline=True)
+def _cis(ang):
     return complex(math.cos(ang), math.sin(ang))
 
 
-#: terms of a fold between exact phase factors: in between, e^{i m phi0} steps by e^{i n phi0}
+@cuda.jit(device=True, inline=True)
+def _chirp(t, n):
+    # z_t = exp(i pi t^2 / n); t^2 mod 2n in integers keeps the angle small and exact (32-bit
+    # unsigned where t^2 fits: a 64-bit remainder is a long software sequence on the GPU)
+    if n < 46341:
+        r = float64(numba.uint32(t) * numba.uint32(t) % numba.uint32(2 * n))
+    else:
+        r = float64((t * t) % (2 * n))
+    return _cis(math.pi * r / float64(n))
+
+
+@cuda.jit(device=True, inline=True)
+def _row_scale(scale, i, ring):
+    # the sin^-s factor of map i's row (scale rows repeat over the maps), 1 for a scalar
+    rows = scale.shape[0]
+    return scale[numba.int64(numba.uint32(i) % numba.uint32(rows)) if rows > 1 else 0, ring]
+
+
+#: terms of a fold between exact phase factors: in between, zeta^c steps by one multiply
 FOLD_ANCHOR = 16
 
 
 @cuda.jit(device=True, inline=True)
-def _fold_sum(leg, i, ring, n, p0, m0, sign):
-    # sum over m = m0, m0 + n, ... <= mmax of Delta_m e^{i sign m phi0}. A short ring sums
-    # thousands of m (2 (mmax+1) / n), and a sine and cosine per term made the shortest rings'
-    # threads the whole fold's tail; the phase now advances by one complex multiply and is
-    # recomputed exactly every FOLD_ANCHOR terms, so rounding grows over at most that many
+def _zeta_sum(leg, i, ring, m0, n, p0, z, conj):
+    # sum over c >= 0 with m = m0 + c n <= mmax of D_m z^c, D = Delta or its conjugate, z =
+    # e^{i n p0}. A short ring sums thousands of m (2 (mmax+1) / n); z^c advances by one
+    # complex multiply and is recomputed exactly every FOLD_ANCHOR terms, so rounding grows over
+    # at most that many
+    # (while loops: a range with a step known only at run time costs a 64-bit division)
     mmax = leg.shape[2] - 1
     v = 0j
-    ang = sign * n * p0
-    step = complex(math.cos(ang), math.sin(ang))
-    for start in range(m0, mmax + 1, n * FOLD_ANCHOR):
-        ang = sign * start * p0
-        w = complex(math.cos(ang), math.sin(ang))
-        for m in range(start, min(start + n * FOLD_ANCHOR, mmax + 1), n):
+    c = 0
+    m = m0
+    while m <= mmax:
+        w = _cis(c * n * p0) if c > 0 else complex(1.0, 0.0)
+        end = min(m + n * FOLD_ANCHOR, mmax + 1)
+        while m < end:
             d = leg[i, ring, m]
-            v += (d.conjugate() if sign < 0 else d) * w
-            w *= step
+            v += (d.conjugate() if conj else d) * w
+            w *= z
+            m += n
+        c += FOLD_ANCHOR
     return v
 
 
 @cuda.jit(device=True, inline=True)
-def _fold(leg, i, ring, n, p0, q):
+def _fold(leg, i, ring, n, p0, zeta, q):
     # mode q of a ring of n pixels: sum over m in [-mmax, mmax] with m = q (mod n) of
-    # Delta_m e^{i m phi0}, Delta_{-m} the conjugate of Delta_m
-    return (_fold_sum(leg, i, ring, n, p0, q, 1)                       # +m = q (mod n)
-            + _fold_sum(leg, i, ring, n, p0, n - q if q > 0 else n, -1))  # -m = q, m >= 1
-
-
-@cuda.jit(device=True, inline=True)
-def _unfold(g, m, p0, s):
-    # Delta_m of a ring from its mode g = sum_j s_j e^{-2 pi i j q / n}, q = m mod n
-    ang = -m * p0
-    return g * complex(math.cos(ang), math.sin(ang)) * s
+    # Delta_m e^{i m phi0}, Delta_{-m} the conjugate of Delta_m. With e_q = e^{i q phi0} and
+    # zeta = e^{i n phi0}: m = q + c n has the phase e_q zeta^c, and -m with m = n - q + c n
+    # (n + c n for q = 0) has e_q conj(zeta)^(c+1): one sine and cosine a thread, not one a sum
+    zc = zeta.conjugate()
+    v = (_zeta_sum(leg, i, ring, q, n, p0, zeta, False)
+         + zc * _zeta_sum(leg, i, ring, n - q if q > 0 else n, n, -p0, zc, True))
+    return _cis(q * p0) * v
 
 
 @cuda.jit(cache=True)
 def chirp_kernel(nphi, out):
-    """B rows for Bluestein: out[row, t] = conj(z_t) for |t| < n (t < 0 at M + t), else 0.
+    """B rows for Bluestein: out[row, t] = conj(z_t) / M for |t| < n (t < 0 at M + t), else 0
+    (the 1/M of the inverse FFT of the convolution rides on them).
 
     Launch: 2-D grid covering (nrows, M); nphi (nrows,) int64, out (nrows, M) complex128.
     """
@@ -953,7 +982,7 @@ def chirp_kernel(nphi, out):
             v = _chirp(t, n).conjugate()
         elif t > M - n:
             v = _chirp(M - t, n).conjugate()
-        out[row, t] = v
+        out[row, t] = v / float64(M)
 
 
 # A Bluestein class runs two rings of one length n per row (HEALPix has each polar length
@@ -962,8 +991,10 @@ def chirp_kernel(nphi, out):
 # Analysis: the DFT S of x_a + i x_b splits by S_a[q] = (S[q] + conj S[n-q]) / 2 and
 # S_b[q] = (S[q] - conj S[n-q]) / 2i. Half the rows, half the FFT work. A row whose ring b
 # is -1 carries ring a alone.
+# Every ring pass below runs on a grid of (column blocks of RING_THREADS, rows, maps) and writes
+# row r of map i at row i * nr + r of its (maps * nr, columns) buffer.
 @cuda.jit(cache=True)
-def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, nmaps_rows, scale, out):
+def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, zeta, scale, out):
     """alm2map ring pass 1 of a Bluestein class: fold Delta_m of each row's two rings onto
     their n Fourier modes and chirp them.
 
@@ -971,59 +1002,53 @@ def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, nmaps_rows, scale, out):
     F(q) = sum over m in [-mmax, mmax], m = q (mod n) of Delta_m e^{i m phi0} of the ring
     (Delta_{-m} = conj Delta_m) and s = scale[i % scale.shape[0], ring] (the sin^-s factor of
     a spin row, 1 otherwise).
-    Launch: 2-D grid covering out (nmaps*nr, M). leg (nmaps, nrings, mmax+1) complex128;
-    ring_a, ring_b, nphi (nr,) int64 describe this class's rows; phi0 (nrings,) float64 of all
-    rings; nmaps_rows = nr; scale (rows, nrings) float64.
+    Launch: grid (ceil(M / RING_THREADS), nr, nmaps), RING_THREADS threads. leg (nmaps, nrings,
+    mmax+1) complex128; ring_a, ring_b, nphi (nr,) int64 describe this class's rows; phi0
+    (nrings,) float64 and zeta (nrings,) complex128 (e^{i nphi phi0}) of all rings; scale
+    (rows, nrings) float64; out (nmaps*nr, M) complex128.
     """
-    R, q = cuda.grid(2)
-    if R < out.shape[0] and q < out.shape[1]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
+    q, row, i = _ring_thread()
+    if q < out.shape[1]:
         n = nphi[row]
         v = 0j
         if q < n:
             a = ring_a[row]
             b = ring_b[row]
-            s = scale[i % scale.shape[0]]
-            v = _fold(leg, i, a, n, phi0[a], q) * s[a]
+            v = _fold(leg, i, a, n, phi0[a], zeta[a], q) * _row_scale(scale, i, a)
             if b >= 0:
-                v += 1j * (_fold(leg, i, b, n, phi0[b], q) * s[b])
+                v += 1j * (_fold(leg, i, b, n, phi0[b], zeta[b], q) * _row_scale(scale, i, b))
             v *= _chirp(q, n)
-        out[R, q] = v
+        out[i * ring_a.shape[0] + row, q] = v
 
 
 @cuda.jit(cache=True)
-def unchirp_pair_kernel(conv, ring_a, ring_b, nphi, ringstart, nmaps_rows, maps):
+def unchirp_pair_kernel(conv, ring_a, ring_b, nphi, ringstart, maps):
     """alm2map ring pass 2 of a Bluestein class: with v = z_j conv[i*nr + row, j], j < n,
     ring a's pixel j is Re v and ring b's Im v.
 
-    Launch: 2-D grid covering (nmaps*nr, max n of the class); ringstart (nrings,) int64.
+    Launch: grid (ceil(max n of the class / RING_THREADS), nr, nmaps), RING_THREADS threads;
+    ringstart (nrings,) int64.
     """
-    R, j = cuda.grid(2)
-    if R < conv.shape[0]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
-        n = nphi[row]
-        if j < n:
-            v = _chirp(j, n) * conv[R, j]
-            maps[i, ringstart[ring_a[row]] + j] = v.real
-            b = ring_b[row]
-            if b >= 0:
-                maps[i, ringstart[b] + j] = v.imag
+    j, row, i = _ring_thread()
+    n = nphi[row]
+    if j < n:
+        v = _chirp(j, n) * conv[i * ring_a.shape[0] + row, j]
+        maps[i, ringstart[ring_a[row]] + j] = v.real
+        b = ring_b[row]
+        if b >= 0:
+            maps[i, ringstart[b] + j] = v.imag
 
 
 @cuda.jit(cache=True)
-def chirp_map_pair_kernel(maps, ring_a, ring_b, nphi, ringstart, weight, nmaps_rows, out):
+def chirp_map_pair_kernel(maps, ring_a, ring_b, nphi, ringstart, weight, out):
     """map2alm ring pass 1 of a Bluestein class: out[i*nr + row, j] = z_j (w_a s_a[j] +
     i w_b s_b[j]) for j < n, else 0; s the rings' pixels, w their quadrature weights.
 
-    Launch: 2-D grid covering (nmaps*nr, M); ringstart (nrings,) int64, weight (nrings,)
-    float64.
+    Launch: grid (ceil(M / RING_THREADS), nr, nmaps), RING_THREADS threads; ringstart (nrings,)
+    int64, weight (nrings,) float64.
     """
-    R, j = cuda.grid(2)
-    if R < out.shape[0] and j < out.shape[1]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
+    j, row, i = _ring_thread()
+    if j < out.shape[1]:
         n = nphi[row]
         v = 0j
         if j < n:
@@ -1033,100 +1058,99 @@ def chirp_map_pair_kernel(maps, ring_a, ring_b, nphi, ringstart, weight, nmaps_r
             if b >= 0:
                 v += 1j * (weight[b] * maps[i, ringstart[b] + j])
             v *= _chirp(j, n)
-        out[R, j] = v
+        out[i * ring_a.shape[0] + row, j] = v
 
 
 @cuda.jit(cache=True)
-def unfold_pair_kernel(conv, ring_a, ring_b, nphi, phi0, nmaps_rows, scale, leg):
+def unfold_pair_kernel(conv, ring_a, ring_b, nphi, phi0, scale, leg):
     """map2alm ring pass 2 of a Bluestein class: Delta_m = s e^{-i m phi0} G(q), q = m mod n,
     for both rings of a row, G the ring's forward DFT split from the Bluestein sum
     S[q] = z_q conv[q] of the row: G_a = conj(S[q] + conj S[n-q]) / 2, G_b = conj(S[q] -
     conj S[n-q]) / 2i; s = scale[i % scale.shape[0], ring].
 
-    Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128,
-    phi0 (nrings,) float64.
+    Launch: grid (ceil((mmax+1) / RING_THREADS), nr, nmaps), RING_THREADS threads; leg (nmaps,
+    nrings, mmax+1) complex128, phi0 (nrings,) float64.
     """
-    R, m = cuda.grid(2)
-    if R < conv.shape[0] and m < leg.shape[2]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
+    m, row, i = _ring_thread()
+    if m < leg.shape[2]:
         n = nphi[row]
-        q = m % n
+        q = numba.int64(numba.uint32(m) % numba.uint32(n))
         p = n - q if q > 0 else 0
-        sq = _chirp(q, n) * conv[R, q]
-        sp = (_chirp(p, n) * conv[R, p]).conjugate()
+        R = i * ring_a.shape[0] + row
+        z = _chirp(q, n)
+        # z_{n-q} = (-1)^n z_q
+        zp = -z if (n & 1) == 1 and q > 0 else z
+        sq = z * conv[R, q]
+        sp = (zp * conv[R, p]).conjugate()
         a = ring_a[row]
         b = ring_b[row]
-        s = scale[i % scale.shape[0]]
-        leg[i, a, m] = _unfold((0.5 * (sq + sp)).conjugate(), m, phi0[a], s[a])
+        e = _cis(-m * phi0[a])
+        leg[i, a, m] = (0.5 * (sq + sp)).conjugate() * e * _row_scale(scale, i, a)
         if b >= 0:
-            leg[i, b, m] = _unfold((-0.5j * (sq - sp)).conjugate(), m, phi0[b], s[b])
+            if phi0[b] != phi0[a]:
+                e = _cis(-m * phi0[b])
+            leg[i, b, m] = (-0.5j * (sq - sp)).conjugate() * e * _row_scale(scale, i, b)
 
 
 @cuda.jit(cache=True)
-def fold_kernel(leg, rings, nphi, phi0, nmaps_rows, scale, out):
+def fold_kernel(leg, rings, nphi, phi0, zeta, scale, out):
     """alm2map ring pass 1 of a plain class (rings of one length n): the modes q <= n/2 of
     each ring's Hermitian spectrum, out[i*nr + row, q] = s F(q) (as in
     :func:`fold_pair_kernel`), for a complex-to-real FFT.
 
-    Launch: 2-D grid covering out (nmaps*nr, n//2 + 1). rings, nphi (nr,) int64 and phi0
-    (nr,) float64 describe this class's rings; nmaps_rows = nr; scale (rows, nrings) float64.
+    Launch: grid (ceil((n//2 + 1) / RING_THREADS), nr, nmaps), RING_THREADS threads. rings,
+    nphi (nr,) int64, phi0 (nr,) float64 and zeta (nr,) complex128 describe this class's
+    rings; scale (rows, nrings) float64; out (nmaps*nr, n//2 + 1) complex128.
     """
-    R, q = cuda.grid(2)
-    if R < out.shape[0] and q < out.shape[1]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
+    q, row, i = _ring_thread()
+    if q < out.shape[1]:
         ring = rings[row]
-        out[R, q] = (_fold(leg, i, ring, nphi[row], phi0[row], q)
-                     * scale[i % scale.shape[0], ring])
+        out[i * rings.shape[0] + row, q] = (_fold(leg, i, ring, nphi[row], phi0[row], zeta[row], q)
+                                            * _row_scale(scale, i, ring))
 
 
 @cuda.jit(cache=True)
-def unchirp_kernel(conv, nphi, ringstart, nmaps_rows, maps):
-    """alm2map ring pass 2 of a plain class: maps[i, ringstart + j] = conv[i*nr + row, j],
-    the real FFT's output, for j < n.
+def unchirp_kernel(conv, nphi, ringstart, maps):
+    """alm2map ring pass 2 of a plain class whose rings do not lie one after another in the
+    map: maps[i, ringstart + j] = conv[i*nr + row, j], the real FFT's output, for j < n.
 
-    Launch: 2-D grid covering (nmaps*nr, n); conv float64.
+    Launch: grid (ceil(n / RING_THREADS), nr, nmaps), RING_THREADS threads; conv float64.
     """
-    R, j = cuda.grid(2)
-    if R < conv.shape[0]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
-        if j < nphi[row]:
-            maps[i, ringstart[row] + j] = conv[R, j]
+    j, row, i = _ring_thread()
+    if j < nphi[row]:
+        maps[i, ringstart[row] + j] = conv[i * nphi.shape[0] + row, j]
 
 
 @cuda.jit(cache=True)
-def weighted_rings_kernel(maps, ringstart, weight, nmaps_rows, out):
-    """map2alm ring pass 1 of a plain class (one ring length n): out[i*nr + row, j] =
-    weight * s_j, float64 rows for a real-to-complex FFT.
+def gather_rings_kernel(maps, ringstart, out):
+    """map2alm ring pass 1 of a plain class (one ring length n) whose rings do not lie one
+    after another in the map: out[i*nr + row, j] = s_j, float64 rows for a real-to-complex FFT.
 
-    Launch: 2-D grid covering (nmaps*nr, n).
+    Launch: grid (ceil(n / RING_THREADS), nr, nmaps), RING_THREADS threads.
     """
-    R, j = cuda.grid(2)
-    if R < out.shape[0] and j < out.shape[1]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
-        out[R, j] = weight[row] * maps[i, ringstart[row] + j]
+    j, row, i = _ring_thread()
+    if j < out.shape[1]:
+        out[i * ringstart.shape[0] + row, j] = maps[i, ringstart[row] + j]
 
 
 @cuda.jit(cache=True)
-def unfold_kernel(conv, rings, nphi, phi0, nmaps_rows, scale, leg):
-    """map2alm ring pass 2 of a plain class: Delta_m = s e^{-i m phi0} G(q), q = m mod n, G
-    the real FFT of the ring, conv (nmaps*nr, n//2 + 1) (modes above n/2 are conjugates).
-    s = scale[i % scale.shape[0], ring], as in :func:`fold_kernel`.
+def unfold_kernel(conv, rings, nphi, phi0, weight, scale, leg):
+    """map2alm ring pass 2 of a plain class: Delta_m = w s e^{-i m phi0} G(q), q = m mod n, G
+    the real FFT of the ring, conv (nmaps*nr, n//2 + 1) (modes above n/2 are conjugates), w
+    the ring's quadrature weight (the FFT ran on the unweighted pixels) and s =
+    scale[i % scale.shape[0], ring], as in :func:`fold_kernel`.
 
-    Launch: 2-D grid covering (nmaps*nr, mmax+1); leg (nmaps, nrings, mmax+1) complex128.
+    Launch: grid (ceil((mmax+1) / RING_THREADS), nr, nmaps), RING_THREADS threads; weight (nr,)
+    float64; leg (nmaps, nrings, mmax+1) complex128.
     """
-    R, m = cuda.grid(2)
-    if R < conv.shape[0] and m < leg.shape[2]:
-        i = R // nmaps_rows
-        row = R - i * nmaps_rows
+    m, row, i = _ring_thread()
+    if m < leg.shape[2]:
         n = nphi[row]
-        q = m % n
+        q = numba.int64(numba.uint32(m) % numba.uint32(n))
+        R = i * rings.shape[0] + row
         g = conv[R, q] if 2 * q <= n else conv[R, n - q].conjugate()
         ring = rings[row]
-        leg[i, ring, m] = _unfold(g, m, phi0[row], scale[i % scale.shape[0], ring])
+        leg[i, ring, m] = g * _cis(-m * phi0[row]) * (weight[row] * _row_scale(scale, i, ring))
 
 
 @cuda.jit(cache=True)

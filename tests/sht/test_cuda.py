@@ -18,9 +18,16 @@ pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or sim
 # length has two rings (one FFT row) and another one ring (a row of its own); nside 2 at
 # mmax 70 folds 18-36 orders onto each mode of its 4-pixel rings, past the exact phase factor
 # that the fold recomputes every FOLD_ANCHOR terms
+_GL = RingGeometry.gauss_legendre(5)
 CASES = [(RingGeometry.healpix(2), 70, 70), (RingGeometry.healpix(1), 3, 3), (RingGeometry.healpix(3), 8, 5),
-         (RingGeometry.healpix(2), 7, 7), (RingGeometry.gauss_legendre(5), 4, 4),
-         (RingGeometry.healpix(3).rings(slice(1, 11)), 8, 8)]
+         (RingGeometry.healpix(2), 7, 7), (_GL, 4, 4),
+         (RingGeometry.healpix(3).rings(slice(1, 11)), 8, 8),
+         # rings of one length stored in reverse order: their FFTs cannot run in place in the map
+         (RingGeometry(_GL.theta, _GL.phi0, _GL.nphi, _GL.ringstart[::-1].copy(), _GL.weight), 4, 4),
+         # odd ring lengths, and two rings of one Bluestein row with different phi0
+         (RingGeometry(np.array([0.4, 0.9, 2.2, 2.7]), np.array([0.1, 0.3, 0.2, 0.0]),
+                       np.array([5, 7, 7, 5]), np.array([0, 5, 12, 19]),
+                       np.full(4, 4 * np.pi / 24)), 6, 6)]
 
 
 @pytest.mark.parametrize("geometry, lmax, mmax", CASES)
@@ -37,6 +44,14 @@ def test_cuda_matches_cpu(geometry, lmax, mmax, rng):
     want = _cpu.analysis(maps, layout, geometry)
     got = sphgpu.map2alm(maps, lmax, mmax, iter=0, pol=False, geometry=geometry, backend="cuda")
     assert rel_err(got, want) <= TOL["vs_ducc0"]
+    # device maps in: the ring FFTs read the map in place and must leave it as it was
+    from sphgpu._device import array_module, to_host
+
+    dev = array_module().asarray(maps)
+    from_dev = sphgpu.map2alm(dev, lmax, mmax, iter=0, pol=False, geometry=geometry,
+                              backend="cuda")
+    assert rel_err(to_host(from_dev), want) <= TOL["vs_ducc0"]
+    np.testing.assert_array_equal(to_host(dev), maps)
     assert rel_err(got, reference.analysis(maps, layout, geometry)) <= TOL["vs_ducc0"]
 
 
