@@ -932,38 +932,48 @@ FOLD_ANCHOR = 16
 
 
 @cuda.jit(device=True, inline=True)
-def _zeta_sum(leg, i, ring, m0, n, p0, z, conj):
-    # sum over c >= 0 with m = m0 + c n <= mmax of D_m z^c, D = Delta or its conjugate, z =
-    # e^{i n p0}. A short ring sums thousands of m (2 (mmax+1) / n); z^c advances by one
-    # complex multiply and is recomputed exactly every FOLD_ANCHOR terms, so rounding grows over
-    # at most that many
-    # (while loops: a range with a step known only at run time costs a 64-bit division)
+def _zeta_sum(leg, i, ring, m0, n, p0, z, conj, c0, stride):
+    # sum over c = c0, c0 + stride, ... with m = m0 + c n <= mmax of D_m zeta^c, D = Delta or
+    # its conjugate, zeta = e^{i n p0} and z = zeta^stride. A short ring sums thousands of m
+    # (2 (mmax+1) / n); the phase advances by one complex multiply and is recomputed exactly
+    # every FOLD_ANCHOR terms, so rounding grows over at most that many. (While loops: a range
+    # with a step known only at run time costs a 64-bit division.)
     mmax = leg.shape[2] - 1
     v = 0j
-    c = 0
-    m = m0
+    c = c0
+    m = m0 + c0 * n
+    dm = stride * n
     while m <= mmax:
         w = _cis(c * n * p0) if c > 0 else complex(1.0, 0.0)
-        end = min(m + n * FOLD_ANCHOR, mmax + 1)
+        end = min(m + dm * FOLD_ANCHOR, mmax + 1)
         while m < end:
             d = leg[i, ring, m]
             v += (d.conjugate() if conj else d) * w
             w *= z
-            m += n
-        c += FOLD_ANCHOR
+            m += dm
+        c += stride * FOLD_ANCHOR
     return v
 
 
 @cuda.jit(device=True, inline=True)
-def _fold(leg, i, ring, n, p0, zeta, q):
-    # mode q of a ring of n pixels: sum over m in [-mmax, mmax] with m = q (mod n) of
-    # Delta_m e^{i m phi0}, Delta_{-m} the conjugate of Delta_m. With e_q = e^{i q phi0} and
-    # zeta = e^{i n phi0}: m = q + c n has the phase e_q zeta^c, and -m with m = n - q + c n
-    # (n + c n for q = 0) has e_q conj(zeta)^(c+1): one sine and cosine a thread, not one a sum
+def _fold_raw(leg, i, ring, n, p0, zeta, q, c0, stride):
+    # mode q of a ring of n pixels, over the orders' chunks c = c0 (mod stride), without the
+    # factor e_q = e^{i q phi0}: the full mode is e_q times the sum of this over c0. Mode q is
+    # the sum over m in [-mmax, mmax] with m = q (mod n) of Delta_m e^{i m phi0}, Delta_{-m}
+    # the conjugate of Delta_m. With zeta = e^{i n phi0}: m = q + c n has the phase e_q zeta^c,
+    # and -m with m = n - q + c n (n + c n for q = 0) has e_q conj(zeta)^(c+1): one sine and
+    # cosine a thread, not one a sum
     zc = zeta.conjugate()
-    v = (_zeta_sum(leg, i, ring, q, n, p0, zeta, False)
-         + zc * _zeta_sum(leg, i, ring, n - q if q > 0 else n, n, -p0, zc, True))
-    return _cis(q * p0) * v
+    z = zeta if stride == 1 else _cis(stride * n * p0)
+    return (_zeta_sum(leg, i, ring, q, n, p0, z, False, c0, stride)
+            + zc * _zeta_sum(leg, i, ring, n - q if q > 0 else n, n, -p0, z.conjugate(), True,
+                             c0, stride))
+
+
+@cuda.jit(device=True, inline=True)
+def _fold(leg, i, ring, n, p0, zeta, q):
+    # mode q of a ring of n pixels (see _fold_raw), every order in one thread
+    return _cis(q * p0) * _fold_raw(leg, i, ring, n, p0, zeta, q, 0, 1)
 
 
 @cuda.jit(cache=True)
@@ -1008,17 +1018,56 @@ def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, zeta, scale, out):
     (rows, nrings) float64; out (nmaps*nr, M) complex128.
     """
     q, row, i = _ring_thread()
+    n = nphi[row]
+    a = ring_a[row]
+    b = ring_b[row]
+    R = i * ring_a.shape[0] + row
+    if 2 * n <= RING_THREADS:
+        # a ring of n <= RING_THREADS / 2 pixels folds 2 (mmax+1) / n orders onto each mode:
+        # thousands for the shortest, one after another in one thread, each waiting on its
+        # load, made the launch's tail (1 ms at nside 2048 on an H100). The row's first block
+        # splits them: thread t sums the chunks c = t // n (mod S) of mode t % n, and the S
+        # partial sums of a mode are added in shared memory.
+        if cuda.blockIdx.x > 0:
+            if q < out.shape[1]:
+                out[R, q] = 0j
+            return
+        part = cuda.shared.array((2, RING_THREADS), numba.complex128)
+        S = RING_THREADS // n
+        t = cuda.threadIdx.x
+        mode = numba.int64(numba.uint32(t) % numba.uint32(n))
+        c0 = numba.int64(numba.uint32(t) // numba.uint32(n))
+        va = 0j
+        vb = 0j
+        if c0 < S:
+            va = _fold_raw(leg, i, a, n, phi0[a], zeta[a], mode, c0, S)
+            if b >= 0:
+                vb = _fold_raw(leg, i, b, n, phi0[b], zeta[b], mode, c0, S)
+        part[0, t] = va
+        part[1, t] = vb
+        cuda.syncthreads()
+        if t < out.shape[1]:
+            v = 0j
+            if t < n:
+                fa = 0j
+                fb = 0j
+                for j in range(S):
+                    fa += part[0, t + j * n]
+                    fb += part[1, t + j * n]
+                v = _cis(t * phi0[a]) * fa * _row_scale(scale, i, a)
+                if b >= 0:
+                    v += 1j * (_cis(t * phi0[b]) * fb * _row_scale(scale, i, b))
+                v *= _chirp(t, n)
+            out[R, t] = v
+        return
     if q < out.shape[1]:
-        n = nphi[row]
         v = 0j
         if q < n:
-            a = ring_a[row]
-            b = ring_b[row]
             v = _fold(leg, i, a, n, phi0[a], zeta[a], q) * _row_scale(scale, i, a)
             if b >= 0:
                 v += 1j * (_fold(leg, i, b, n, phi0[b], zeta[b], q) * _row_scale(scale, i, b))
             v *= _chirp(q, n)
-        out[i * ring_a.shape[0] + row, q] = v
+        out[R, q] = v
 
 
 @cuda.jit(cache=True)
