@@ -1,7 +1,8 @@
 """Where the CUDA SHT's ring step spends its time: every launch of the private ring steps
-(_leg2map, _map2leg) timed with CUDA events, summed by pass (fold, FFTs, chirp product,
-unchirp ...) and by ring class, in ms a map, with the bytes each pass must move and the rate
-that makes; for one map and for a batch, device-resident.
+(_leg2map, _map2leg) timed with CUDA events and summed by pass (fold, FFTs, chirp product,
+unchirp ...), in ms a map, every launch kept in order in the JSON; for one map and for a batch,
+device-resident. (cuFFT calls made through plans of their own, the in-place real FFTs of ring
+blocks, are in the whole step's time but in no pass.)
 
 Run on the GPU machine:  python benchmarks/profile_ring.py OUT.json [--nside 2048] [--maps 1 16]
 """
@@ -95,8 +96,6 @@ def main():
                   + ", ".join(f"{n} {v:.3f}" for n, v in sorted(by_pass.items(),
                                                                  key=lambda x: -x[1])),
                   flush=True)
-        del leg, maps
-        cupy.get_default_memory_pool().free_all_blocks()
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
 
