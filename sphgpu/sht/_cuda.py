@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -490,22 +491,32 @@ def _map2leg(maps, pl, xp, quadrature=True, scale=None):
     return leg
 
 
+#: the cuFFT plans of _real_fft, per thread: a plan holds one stream and one work area, so two
+#: threads running one plan at once could run on each other's stream (as CuPy keeps its own
+#: plan cache per thread)
+_plans = threading.local()
+
+
 def _real_fft(c, src, dst, xp):
     """The real FFTs of a plain class's nr rings of n, from ``src`` into ``dst`` (both C
     contiguous): float64 (nr, n) -> complex128 (nr, n//2 + 1) forward, or back (unnormalised,
-    ``src`` overwritten), through a cuFFT plan kept in the class, so that a ring block of the
-    map is read or written where it lies."""
+    ``src`` overwritten), through a cuFFT plan of this thread and device, so that a ring block of
+    the map is read or written where it lies."""
     forward = src.dtype == np.float64
     if xp is np:
         dst[...] = (np.fft.rfft(src, axis=1) if forward
                     else np.fft.irfft(src, n=c["n"], axis=1, norm="forward"))
         return
+    import cupy
     from cupy.cuda import cufft
 
-    key = "r2c" if forward else "c2r"
-    if key not in c:
-        c[key] = cufft.Plan1d(c["n"], cufft.CUFFT_D2Z if forward else cufft.CUFFT_Z2D, c["nr"])
-    c[key].fft(src, dst, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
+    cache = _plans.__dict__.setdefault("by_shape", {})
+    key = (forward, c["n"], c["nr"], cupy.cuda.Device().id)
+    plan = cache.get(key)
+    if plan is None:
+        plan = cache[key] = cufft.Plan1d(c["n"], cufft.CUFFT_D2Z if forward else cufft.CUFFT_Z2D,
+                                         c["nr"])
+    plan.fft(src, dst, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
 
 
 def _convolve(a, c, nmaps, xp):
