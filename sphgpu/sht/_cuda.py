@@ -55,10 +55,6 @@ _const = device_constant
 _go = _fast_launch.launch_default
 
 
-def _grid2(rows, cols, threads=(4, 64)):
-    return (math.ceil(rows / threads[0]), math.ceil(cols / threads[1])), threads
-
-
 #: the most maps one ring-pass launch takes: they are its grid's third dimension
 MAX_RING_MAPS = 65535
 
@@ -155,7 +151,7 @@ class _Plan:
                 c = dict(M=int(k), nr=int(a.size), nmax=int(nphi.max()), chirped=1,
                          ring_a=_const(a), ring_b=_const(b), nphi=_const(nphi))
                 chirp = xp.empty((c["nr"], c["M"]), dtype=np.complex128)
-                _go(K.chirp_kernel, *_grid2(c["nr"], c["M"]), c["nphi"], chirp)
+                _go(K.chirp_kernel, *_ring_grid(c["M"], c["nr"], 1), c["nphi"], chirp)
                 c["chirp_f"] = xp.fft.fft(chirp, axis=1)
             self.classes.append(c)
 

@@ -921,10 +921,16 @@ def _chirp(t, n):
 
 
 @cuda.jit(device=True, inline=True)
+def _umod(a, n):
+    # a mod n for 0 <= a, n < 2**32 in unsigned 32-bit arithmetic (no signed 64-bit remainder)
+    return numba.int64(numba.uint32(a) % numba.uint32(n))
+
+
+@cuda.jit(device=True, inline=True)
 def _row_scale(scale, i, ring):
     # the sin^-s factor of map i's row (scale rows repeat over the maps), 1 for a scalar
     rows = scale.shape[0]
-    return scale[numba.int64(numba.uint32(i) % numba.uint32(rows)) if rows > 1 else 0, ring]
+    return scale[_umod(i, rows) if rows > 1 else 0, ring]
 
 
 #: terms of a fold between exact phase factors: in between, zeta^c steps by one multiply
@@ -971,6 +977,16 @@ def _fold_raw(leg, i, ring, n, p0, zeta, q, c0, stride):
 
 
 @cuda.jit(device=True, inline=True)
+def _pair_mode(fa, fb, q, n, a, b, phi0, scale, i):
+    # out[., q] of fold_pair_kernel from the raw folds (_fold_raw) of its rings a and b:
+    # z_q (s_a e^{i q phi0_a} F_a + i s_b e^{i q phi0_b} F_b); ring b absent when b < 0
+    v = _cis(q * phi0[a]) * fa * _row_scale(scale, i, a)
+    if b >= 0:
+        v += 1j * (_cis(q * phi0[b]) * fb * _row_scale(scale, i, b))
+    return v * _chirp(q, n)
+
+
+@cuda.jit(device=True, inline=True)
 def _fold(leg, i, ring, n, p0, zeta, q):
     # mode q of a ring of n pixels (see _fold_raw), every order in one thread
     return _cis(q * p0) * _fold_raw(leg, i, ring, n, p0, zeta, q, 0, 1)
@@ -981,10 +997,11 @@ def chirp_kernel(nphi, out):
     """B rows for Bluestein: out[row, t] = conj(z_t) / M for |t| < n (t < 0 at M + t), else 0
     (the 1/M of the inverse FFT of the convolution rides on them).
 
-    Launch: 2-D grid covering (nrows, M); nphi (nrows,) int64, out (nrows, M) complex128.
+    Launch: grid (ceil(M / RING_THREADS), nrows, 1), RING_THREADS threads; nphi (nrows,)
+    int64, out (nrows, M) complex128.
     """
-    row, t = cuda.grid(2)
-    if row < out.shape[0] and t < out.shape[1]:
+    t, row, _ = _ring_thread()
+    if t < out.shape[1]:
         n = nphi[row]
         M = out.shape[1]
         v = 0j
@@ -1035,7 +1052,7 @@ def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, zeta, scale, out):
         part = cuda.shared.array((2, RING_THREADS), numba.complex128)
         S = RING_THREADS // n
         t = cuda.threadIdx.x
-        mode = numba.int64(numba.uint32(t) % numba.uint32(n))
+        mode = _umod(t, n)
         c0 = numba.int64(numba.uint32(t) // numba.uint32(n))
         va = 0j
         vb = 0j
@@ -1054,19 +1071,15 @@ def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, zeta, scale, out):
                 for j in range(S):
                     fa += part[0, t + j * n]
                     fb += part[1, t + j * n]
-                v = _cis(t * phi0[a]) * fa * _row_scale(scale, i, a)
-                if b >= 0:
-                    v += 1j * (_cis(t * phi0[b]) * fb * _row_scale(scale, i, b))
-                v *= _chirp(t, n)
+                v = _pair_mode(fa, fb, t, n, a, b, phi0, scale, i)
             out[R, t] = v
         return
     if q < out.shape[1]:
         v = 0j
         if q < n:
-            v = _fold(leg, i, a, n, phi0[a], zeta[a], q) * _row_scale(scale, i, a)
-            if b >= 0:
-                v += 1j * (_fold(leg, i, b, n, phi0[b], zeta[b], q) * _row_scale(scale, i, b))
-            v *= _chirp(q, n)
+            fa = _fold_raw(leg, i, a, n, phi0[a], zeta[a], q, 0, 1)
+            fb = _fold_raw(leg, i, b, n, phi0[b], zeta[b], q, 0, 1) if b >= 0 else 0j
+            v = _pair_mode(fa, fb, q, n, a, b, phi0, scale, i)
         out[R, q] = v
 
 
@@ -1123,7 +1136,7 @@ def unfold_pair_kernel(conv, ring_a, ring_b, nphi, phi0, scale, leg):
     m, row, i = _ring_thread()
     if m < leg.shape[2]:
         n = nphi[row]
-        q = numba.int64(numba.uint32(m) % numba.uint32(n))
+        q = _umod(m, n)
         p = n - q if q > 0 else 0
         R = i * ring_a.shape[0] + row
         z = _chirp(q, n)
@@ -1195,7 +1208,7 @@ def unfold_kernel(conv, rings, nphi, phi0, weight, scale, leg):
     m, row, i = _ring_thread()
     if m < leg.shape[2]:
         n = nphi[row]
-        q = numba.int64(numba.uint32(m) % numba.uint32(n))
+        q = _umod(m, n)
         R = i * rings.shape[0] + row
         g = conv[R, q] if 2 * q <= n else conv[R, n - q].conjugate()
         ring = rings[row]
