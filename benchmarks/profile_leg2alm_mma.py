@@ -4,7 +4,8 @@ step, device-resident, synchronised; medians of 5), and each result's difference
 shape's. (The run in README, *Performance*, "Batches", also timed accumulator chains of a
 branch that was not kept.)
 
-Run on the GPU machine:  python benchmarks/profile_leg2alm_mma.py OUT.json [NSIDE]
+Run on the GPU machine:  python benchmarks/profile_leg2alm_mma.py OUT.json [NSIDE [SHAPE ...]]
+with each SHAPE as warps or warps,max_registers (default: 4 8 2 4).
 """
 import json
 import sys
@@ -25,7 +26,8 @@ leg = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 sync = cupy.cuda.Device().synchronize
 ref = None
 out = {"machine": machine_info(), "nside": nside, "maps": 16, "rows": []}
-for launch in [("mma", 4), ("mma", 8), ("mma", 2), ("mma", 4)]:
+shapes = sys.argv[3:] or ["4", "8", "2", "4"]
+for launch in [("mma", *map(int, s.split(","))) for s in shapes]:
     pl.launch["leg2alm|maps=8"] = launch
     try:
         a = _cuda._leg2alm(leg, pl, cupy)

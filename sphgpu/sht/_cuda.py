@@ -221,10 +221,14 @@ CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
 #: MMA_CANDIDATES measured fastest for that many maps (the CANDIDATES shapes then take the
 #: group MAPS_PER_LAUNCH maps a launch)
 MMA_MAPS = (16, 8, 4)
-#: the tensor-core kernels' launch shapes: ("mma", warps a block); leg2alm's takes
-#: _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch
-#: (leg2alm with 2 and 8 warps measured slower than 4 at nside 1024 and 2048 on an H200)
-MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 4)]}
+#: the tensor-core kernels' launch shapes: ("mma", warps a block[, register limit]); leg2alm's
+#: takes _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch. leg2alm at 128 registers fits 16 warps
+#: on a multiprocessor instead of 8 (the compiler's choice is 254): on an H200 at nside 2048,
+#: 8 ms a map with 4 warps a block -> 6.1 with 8 warps at 128, 6.1 with 16, 7.0 with 4; other
+#: limits were slower, and alm2leg, whose limits were all slower, has none (README,
+#: *Performance*, "Batches")
+MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)],
+                  "leg2alm": [("mma", 8, 128), ("mma", 16, 128), ("mma", 4)]}
 
 
 def _candidates(name, nmaps):
@@ -397,7 +401,7 @@ def _leg2alm(leg, pl, xp, orders=None):
     per = K.LEG2ALM_MAX_MAPS
     for i, g, shape in _groups(pl, "leg2alm", nmaps, per, (K.LEG2ALM_MMA_MAPS,)):
         if shape[0] == "mma":
-            _go(K.leg2alm_mma_kernel(shape[1]), grid, 32 * shape[1], leg[i:i + g], *args,
+            _go(K.leg2alm_mma_kernel(*shape[1:]), grid, 32 * shape[1], leg[i:i + g], *args,
                 out[i:i + g])
         else:
             tpb, rp, *extra = shape

@@ -25,6 +25,7 @@ import numba
 from numba import cuda, float64
 
 from .. import _dmma
+from .._device import SIMULATOR
 from .._cuda_launch import refresh_kernel_cache
 from . import legendre
 
@@ -728,7 +729,7 @@ LEG2ALM_MMA_MAPS = 8
 
 
 @functools.lru_cache(maxsize=None)
-def leg2alm_mma_kernel(warps: int = 4):
+def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
     """Adjoint Legendre step for LEG2ALM_MMA_MAPS = 8 maps on the FP64 tensor cores.
 
     For one m, 16 l of one parity and 4 ring pairs, the sums over ring pairs are a matrix
@@ -744,7 +745,11 @@ def leg2alm_mma_kernel(warps: int = 4):
     warp writes its sums to its slice of a shared buffer, and after one barrier the block adds
     the slices up and, times s_l, into a_lm (global atomics); two buffers alternate. (Warps
     adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
-    H200, the slices 9.4 ms: README, *Performance*, "Batches".)
+    H200, the slices 9.4 ms: README, *Performance*, "Batches".) A slice's rows (one l each)
+    are NC + 1 doubles apart, so that the 4 lanes that write one D element each of 4 l
+    (fragment columns c) hit different banks: with NC apart they hit one bank, and the stores
+    took half of the kernel's shared-memory wavefronts (Nsight Compute on an H200).
+    ``max_registers``: the compiler's register limit (None: its own choice).
     """
     K = LEG2ALM_MMA_MAPS
     mma = _dmma.device_function()
@@ -756,14 +761,18 @@ def leg2alm_mma_kernel(warps: int = 4):
     SL = 34                            # = 2 (mod 8): the lanes of a B fragment (l rows 2 apart,
     #                                    4 consecutive pairs) hit each bank pair twice
     LV = TL * SL
-    RB = W * TL * NC                   # one buffer of the warps' sums
+    RS = NC + 1                        # row stride of a slice (docstring)
+    RB = W * TL * RS                   # one buffer of the warps' sums
     LVW, RED2 = LV * W, 2 * RB         # compile-time shapes
     SCR = _dmma.SCRATCH * W
     steps = _steps_to_shared(TL, SL, True)
     RED_ITEMS = -(-TL * NC // TPB)     # sums a thread adds up after each step's barrier
     u64 = numba.uint64
 
-    @cuda.jit
+    # Numba's CUDA simulator takes no register limit (nor needs one)
+    jit = cuda.jit(max_registers=max_registers) if max_registers and not SIMULATOR else cuda.jit
+
+    @jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                alm):
         col = cuda.blockIdx.y
@@ -854,11 +863,11 @@ def leg2alm_mma_kernel(warps: int = 4):
                             acc[h, i] = d[i]
                 # D[component g + 8 (i // 2)][l index 2 c + i % 2 of parity h]: l0 + 2 n + h
                 rb = u64((it & 1) * RB)
-                rw = rb + u64((t // 32) * TL * NC)
+                rw = rb + u64((t // 32) * TL * RS)
                 for h in range(2):
                     for i in range(4):
                         j = 2 * (2 * c + (i & 1)) + h
-                        red[rw + u64(j * NC + g + 8 * (i >> 1))] = acc[h, i]
+                        red[rw + u64(j * RS + g + 8 * (i >> 1))] = acc[h, i]
                 # the buffer of the step before was read before this barrier; this one is
                 # written again two steps on, after the next barrier
                 cuda.syncthreads()
@@ -867,10 +876,10 @@ def leg2alm_mma_kernel(warps: int = 4):
                     j = e // NC
                     l = l0 + j
                     if l <= lmax and e < TL * NC:
+                        comp = e - j * NC
                         v = 0.0
                         for w in range(W):
-                            v += red[rb + u64(w * TL * NC + e)]
-                        comp = e - j * NC
+                            v += red[rb + u64(w * TL * RS + j * RS + comp)]
                         cuda.atomic.add(alm, (comp // 2, 2 * (abase + l) + (comp & 1)),
                                         v * sc[q])
                 it += 1
