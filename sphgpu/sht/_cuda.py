@@ -223,12 +223,11 @@ CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
 MMA_MAPS = (16, 8, 4)
 #: the tensor-core kernels' launch shapes: ("mma", warps a block[, register limit]); leg2alm's
 #: takes _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch. leg2alm at 128 registers fits 16 warps
-#: on a multiprocessor instead of 8 (the compiler's choice is 254): on an H200 at nside 2048,
-#: 8 ms a map with 4 warps a block -> 6.1 with 8 warps at 128, 6.1 with 16, 7.0 with 4; other
-#: limits were slower, and alm2leg, whose limits were all slower, has none (README,
-#: *Performance*, "Batches")
-MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)],
-                  "leg2alm": [("mma", 8, 128), ("mma", 16, 128), ("mma", 4)]}
+#: on a multiprocessor instead of 8 (the compiler's choice is 254 registers): 8 warps a block at
+#: 128 took 6.1 ms a map at nside 2048 against 7.5-7.7 for 4 warps unlimited, on an H200 and an
+#: H100 (16 warps at 128: 6.1-6.2; other limits slower); alm2leg, slower at every limit tried,
+#: has none (README, *Performance*, "Batches")
+MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 8, 128), ("mma", 4)]}
 
 
 def _candidates(name, nmaps):
