@@ -225,9 +225,11 @@ MMA_MAPS = (16, 8, 4)
 #: takes _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch. leg2alm at 128 registers fits 16 warps
 #: on a multiprocessor instead of 8 (the compiler's choice is 254 registers): 8 warps a block at
 #: 128 took 6.1 ms a map at nside 2048 against 7.5-7.7 for 4 warps unlimited, on an H200 and an
-#: H100 (16 warps at 128: 6.1-6.2; other limits slower); alm2leg, slower at every limit tried,
-#: has none (README, *Performance*, "Batches")
-MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 8, 128), ("mma", 4)]}
+#: H100 (16 warps at 128: 6.1-6.2; other limits slower; at nside 1024 0.84 against 1.03 ms), so
+#: it is leg2alm's one tensor-core candidate (a tuning cache that holds the old 4-warp pick is
+#: measured again); alm2leg, slower at every limit tried, has none (README, *Performance*,
+#: "Batches")
+MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 8, 128)]}
 
 
 def _candidates(name, nmaps):
