@@ -352,17 +352,17 @@ def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_
 # the tensor-core leg2alm: a group of 8 maps and the rest by the plain kernel; two groups of
 # ring pairs a block (nside 17: 34 pairs, one warp); polar rings whose values start below
 # 2**-300; mmax < lmax; a register limit (the simulator ignores it; here the launch path)
-@pytest.mark.parametrize("geometry, lmax, mmax, k, shape", [
+@pytest.mark.parametrize("geometry, lmax, mmax, k, launch", [
     (RingGeometry.healpix(17), 20, 6, 9, ("mma", 1)),
     (RingGeometry.healpix(3), 33, 33, 8, ("mma", 2, 128)),
     (RingGeometry(np.array([1e-3, 2e-3, 0.05, 1.0, np.pi - 2e-3, np.pi - 1e-3]), np.zeros(6),
                   np.full(6, 8), np.arange(6) * 8, np.ones(6)), 40, 40, 8, ("mma", 1)),
 ])
-def test_tensor_core_leg2alm_matches_twin(rng, monkeypatch, geometry, lmax, mmax, k, shape):
+def test_tensor_core_leg2alm_matches_twin(rng, monkeypatch, geometry, lmax, mmax, k, launch):
     from sphgpu.sht import _cuda
     pl = _cuda._Plan(geometry, lmax, mmax)
     monkeypatch.setattr(_cuda, "_tuned", lambda pl: True)
-    pl.launch["leg2alm|maps=8"] = shape
+    pl.launch["leg2alm|maps=8"] = launch
     pl.launch["leg2alm"] = _cuda.LAUNCH["leg2alm"]        # the map left over
     shape = (k, geometry.nrings, mmax + 1)
     leg = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
