@@ -545,8 +545,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     that follows its last use), and a chunk's alpha_l, s_l are loaded from global memory two
     chunks ahead and stored into their slot after the chunk before theirs. (Loaded one chunk
     ahead, just before the steps, the first step of the chunk waited for those loads: Nsight
-    Compute on an H100 put 8 % of the kernel's stall samples there.) One block per m: the m with most work (m = 0)
-    still takes well under a millisecond.
+    Compute on an H100 put 8 % of the kernel's stall samples there.) One block per m: the m
+    with most work (m = 0) still takes well under a millisecond.
     A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
     until then they are held as zeros and loaded at the check that finds k = 0; the check runs
     once per chunk, only in threads that still hold such a pair.
@@ -603,14 +603,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
             ss[u] = scale[base + m + u] if m + u <= lmax else 0.0
         # na, ns hold the values of the chunk after the current one (chunks run 0 .. nch - 1
         # for every group), loaded from global memory a whole chunk before they are stored
-        l1 = m + CH if nch > 1 else m
-        for e in range(NPT):
-            u = t + e * TPB
-            na[e] = 0.0
-            ns[e] = 0.0
-            if u < CH and l1 + u <= lmax:
-                na[e] = alpha[base + l1 + u]
-                ns[e] = scale[base + l1 + u]
+        _chunk_values(alpha, scale, base, m + CH if nch > 1 else m, lmax, t, TPB, CH, na, ns)
         cuda.syncthreads()
         it = 0                                    # chunks done by the block, over all groups
         # groups before first[m] hold only pairs that are negligible for this m
@@ -701,17 +694,12 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                     c2 -= nch
                 if c2 >= nch:
                     c2 = 0
-                ln2 = m + c2 * CH
                 for e in range(NPT):
                     u = t + e * TPB
                     if u < CH:
                         sa[no + u64(u)] = na[e]
                         ss[no + u64(u)] = ns[e]
-                    na[e] = 0.0
-                    ns[e] = 0.0
-                    if u < CH and ln2 + u <= lmax:
-                        na[e] = alpha[base + ln2 + u]
-                        ns[e] = scale[base + ln2 + u]
+                _chunk_values(alpha, scale, base, m + c2 * CH, lmax, t, TPB, CH, na, ns)
                 # a chunk in which no thread held a counting pair adds only zeros: skip it
                 anywrote = cuda.syncthreads_or(1 if wrote else 0)
                 # reduce over the block's threads: SPLIT threads per (j, component), each
@@ -906,6 +894,19 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
                 it += 1
 
     return kernel
+
+
+@cuda.jit(device=True, inline=True)
+def _chunk_values(alpha, scale, base, l, lmax, t, tpb, ch, na, ns):
+    # na, ns = alpha_l, s_l of the chunk from l (this thread's values: l + t, l + t + tpb, ...;
+    # 0 past lmax or past the chunk's ch values)
+    for e in range(na.shape[0]):
+        u = t + e * tpb
+        na[e] = 0.0
+        ns[e] = 0.0
+        if u < ch and l + u <= lmax:
+            na[e] = alpha[base + l + u]
+            ns[e] = scale[base + l + u]
 
 
 @cuda.jit(device=True)
