@@ -31,8 +31,9 @@ def auto_batch_size(plan, name) -> int:
         # whole groups of 8, rounded up where that takes at most 0.35 of what is free: the
         # CUDA synthesis may take 16, 8 or 4 maps a launch on the tensor cores, where at
         # nside 2048 on an H200 16 maps took 4.5 ms a map, 8 5.2, and 4 plain maps 7.0
-        # (benchmarks/results/runs/sht_batch_h200_1127_before_ring.json), and the Monte Carlo ran 37.9 simulations
-        # a second in batches of 8, 39.3 in batches of 16 (35.0 in batches of 13 before)
+        # (benchmarks/results/runs/sht_batch_h200_1127_before_ring.json), and the Monte Carlo
+        # ran 37.9 simulations a second in batches of 8, 39.3 in batches of 16 (35.0 in
+        # batches of 13 before)
         up = -(-size // 8) * 8
         if up <= MAX_AUTO_BATCH and up * per_sim <= 1.4 * budget:
             return up

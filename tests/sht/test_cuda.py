@@ -23,7 +23,8 @@ CASES = [(RingGeometry.healpix(2), 70, 70), (RingGeometry.healpix(1), 3, 3), (Ri
          (RingGeometry.healpix(2), 7, 7), (_GL, 4, 4),
          (RingGeometry.healpix(3).rings(slice(1, 11)), 8, 8),
          # rings of one length stored in reverse order: their FFTs cannot run in place in the map
-         (RingGeometry(_GL.theta, _GL.phi0, _GL.nphi, _GL.ringstart[::-1].copy(), _GL.weight), 4, 4),
+         (RingGeometry(_GL.theta, _GL.phi0, _GL.nphi, _GL.ringstart[::-1].copy(),
+                       _GL.weight), 4, 4),
          # odd ring lengths, and two rings of one Bluestein row with different phi0
          (RingGeometry(np.array([0.4, 0.9, 2.2, 2.7]), np.array([0.1, 0.3, 0.2, 0.0]),
                        np.array([5, 7, 7, 5]), np.array([0, 5, 12, 19]),
