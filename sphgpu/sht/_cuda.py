@@ -216,6 +216,11 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
 #: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024).
 CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
               "leg2alm": [(32, 8), (64, 8), (32, 8, 12)]}
+#: what the autotuner tries instead for launches of one map: leg2alm with a register limit of
+#: 168 (after the chunk of 16), at which 12 warps fit on a multiprocessor instead of 8; it was
+#: faster than every unlimited shape at nside 512-2048 (README, *Performance*, "Launch
+#: shapes"), and at 2 maps a launch the same limit spills (2.8x slower)
+ONE_MAP_CANDIDATES = {"leg2alm": [(32, 8, 16, 168), (64, 8, 16, 168)]}
 #: maps of one tensor-core alm2leg launch (:func:`_cuda_kernels.alm2leg_mma_kernel`), largest
 #: first: a batch goes in groups of these, each group by whichever of CANDIDATES and
 #: MMA_CANDIDATES measured fastest for that many maps (the CANDIDATES shapes then take the
@@ -234,6 +239,8 @@ MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 8, 12
 
 def _candidates(name, nmaps):
     """What the autotuner tries for launches of ``nmaps`` maps of kernel ``name``."""
+    if nmaps == 1:
+        return ONE_MAP_CANDIDATES.get(name, CANDIDATES[name])
     mma = nmaps in MMA_MAPS if name == "alm2leg" else nmaps == K.LEG2ALM_MMA_MAPS
     if mma and _has_m16n8k4():
         return CANDIDATES[name] + MMA_CANDIDATES[name]
@@ -263,11 +270,12 @@ AUTOTUNE_MIN_LMAX = 512
 def _launch(pl, name=None, nmaps=1):
     """Launch parameters of the Legendre kernel ``name`` ("alm2leg" or "leg2alm"; None: a dict
     of both) for launches of ``nmaps`` maps on this plan: measured once per device, problem
-    size, kernel and maps a launch by trying its CANDIDATES on the plan itself, then kept in
-    the tuning cache (:mod:`sphgpu._tuning`, file sht_launch.json). Each kernel is tuned when
-    first needed, so an alm2map compiles no leg2alm variant. Maps a launch count because they
-    change the registers and shared memory of a block: on an H100 at nside 2048, leg2alm's
-    chunk of 12 (CANDIDATES) was 7 % faster with 2 maps a launch and slower with 1.
+    size, kernel and maps a launch by trying its candidates (:func:`_candidates`) on the plan
+    itself, then kept in the tuning cache (:mod:`sphgpu._tuning`, file sht_launch.json). Each
+    kernel is tuned when first needed, so an alm2map compiles no leg2alm variant. Maps a
+    launch count because they change the registers and shared memory of a block: on an H100 at
+    nside 2048, leg2alm's chunk of 12 (CANDIDATES) was 7 % faster with 2 maps a launch and
+    slower with 1, and its register limit of 168 (ONE_MAP_CANDIDATES) pays with 1 only.
     ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
     if name is None:
         return {k: _launch(pl, k) for k in CANDIDATES}
@@ -301,7 +309,7 @@ def _check_launch(value):
 
 
 def _measure(pl, name, nmaps=1, slot=None):
-    """The fastest of CANDIDATES[name] on this plan, launches of ``nmaps`` maps of random
+    """The fastest of :func:`_candidates` on this plan, launches of ``nmaps`` maps of random
     data."""
     import cupy
 

@@ -46,7 +46,7 @@ ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking
 LEG2ALM_THREADS = 32       # threads per block in leg2alm
 LEG2ALM_PAIRS = 8          # ring pairs per thread in leg2alm
 LEG2ALM_MAX_MAPS = 2       # maps per leg2alm launch (shared memory grows with it)
-LEG2ALM_UNROLL = 8         # recurrence steps per pass of leg2alm's innermost loop (even)
+LEG2ALM_UNROLL = 4         # recurrence steps per pass of leg2alm's innermost loop (even)
 ALM2LEG_UNROLL = 8         # recurrence steps per pass of alm2leg's innermost loop (even)
 
 #: recurrence steps between rescaling checks. Over 16 steps |y| grows at most by the product of
@@ -522,12 +522,15 @@ def _leg2alm_chunk(nmaps: int, threads: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
-                   chunk: int | None = None):
+                   chunk: int | None = None, max_registers: int | None = None):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
     ``chunk``: the l values per reduction step (even, at most CHECK_EVERY, the sums' two buffers
     within 48 KiB); default the largest that fits (:func:`_leg2alm_chunk`). A smaller chunk
     takes less shared memory a block, so more blocks fit on a multiprocessor.
+    ``max_registers``: the compiler's register limit (None: its own choice; ignored by the
+    simulator). One map at 168 registers (the compiler takes 201) fits 12 warps on a
+    multiprocessor instead of 8 without spilling (README, *Performance*, "Launch shapes").
 
     Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
@@ -573,10 +576,16 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     # steps per pass of the innermost loop: even, dividing the chunk
     U = max(u for u in range(2, min(CH, LEG2ALM_UNROLL) + 1, 2) if CH % u == 0)
     u64 = numba.uint64
+    # Numba's disk cache tells kernels apart by the values of their closure, not by jit
+    # options: the kernel reads REGS, so each register limit is cached as a kernel of its own
+    REGS = 0 if SIMULATOR else (max_registers or 0)
+    jit = cuda.jit(cache=True, max_registers=REGS) if REGS else cuda.jit(cache=True)
 
-    @cuda.jit(cache=True)
+    @jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
                alm):
+        if REGS < 0:          # never (see REGS)
+            return
         col = cuda.blockIdx.y
         m = mvals[col]
         t = cuda.threadIdx.x

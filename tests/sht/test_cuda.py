@@ -163,7 +163,7 @@ def test_autotuner_measures_once_and_caches_on_disk(tmp_path, monkeypatch, rng):
     for name, choice in launch.items():
         (key, stored), = [(k, v) for k, v in cache.items() if f"|{name}|" in k]
         assert "lmax=599" in key and tuple(stored) == choice
-        assert choice in _cuda.CANDIDATES[name]
+        assert choice in _cuda._candidates(name, 1)
     fresh = _cuda._Plan(g, 599, 599)                # a new plan reads the file, measures nothing
     monkeypatch.setattr(_cuda, "_measure", lambda *a: pytest.fail("measured twice"))
     assert _cuda._launch(fresh) == launch
@@ -266,18 +266,19 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
     # even and at most CHECK_EVERY
     from sphgpu.sht import _cuda
     from sphgpu.sht import _cuda_kernels as K
-    for tpb, _, *chunk in _cuda.CANDIDATES["leg2alm"]:
-        for nmaps in range(1, K.LEG2ALM_MAX_MAPS + 1):
-            ch = chunk[0] if chunk else K._leg2alm_chunk(nmaps, tpb)
-            assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
-            assert 8 * (2 * ch * 2 * nmaps * (tpb + 1) + 6 * ch) <= 48 * 1024
+    shapes = [(s, k) for k in range(1, K.LEG2ALM_MAX_MAPS + 1) for s in _cuda._candidates("leg2alm", k)]
+    for (tpb, _, *chunk), nmaps in shapes:
+        ch = chunk[0] if chunk else K._leg2alm_chunk(nmaps, tpb)
+        assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
+        assert 8 * (2 * ch * 2 * nmaps * (tpb + 1) + 6 * ch) <= 48 * 1024
     with pytest.raises(ValueError, match="shared memory"):
         K._leg2alm_chunk(2, 4096)
 
 
-@pytest.mark.parametrize("launch", [(4, 2, 4), (4, 3, 6), (2, 2, 2)])
+@pytest.mark.parametrize("launch", [(4, 2, 4), (4, 3, 6), (2, 2, 2), (4, 2, 4, 168)])
 def test_leg2alm_smaller_chunks_match_twin(rng, monkeypatch, launch):
-    # chunks of 2-6 l values (the third launch parameter): the same sums
+    # chunks of 2-6 l values (the third launch parameter): the same sums; a fourth parameter,
+    # the register limit, goes to the compiler (on a GPU; the simulator has none)
     from sphgpu.sht import _cuda
     g, layout = RingGeometry.healpix(2), AlmLayout(9, 6)
     monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": launch})
@@ -342,6 +343,12 @@ def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_
         assert set(_cuda.MMA_CANDIDATES[name]) <= set(_cuda._candidates(name, k))
     for name, k in (("alm2leg", 1), ("alm2leg", 3), ("leg2alm", 2), ("leg2alm", 16)):
         assert not any(c[0] == "mma" for c in _cuda._candidates(name, k))
+    # register-limited leg2alm shapes are tried for single-map launches only (they spill with
+    # two maps); alm2leg has one list for all
+    assert _cuda._candidates("leg2alm", 1) == _cuda.ONE_MAP_CANDIDATES["leg2alm"]
+    assert all(len(c) == 4 for c in _cuda._candidates("leg2alm", 1))
+    assert all(len(c) < 4 for k in (2, 3, 8) for c in _cuda._candidates("leg2alm", k))
+    assert _cuda._candidates("alm2leg", 1) == _cuda.CANDIDATES["alm2leg"]
     assert _cuda._check_launch(["mma", 4]) == ("mma", 4)
     assert _cuda._check_launch(["mma", 8, 128]) == ("mma", 8, 128)
     assert _cuda._check_launch([128, 4]) == (128, 4)
