@@ -266,7 +266,8 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
     # even and at most CHECK_EVERY
     from sphgpu.sht import _cuda
     from sphgpu.sht import _cuda_kernels as K
-    shapes = [(s, k) for k in range(1, K.LEG2ALM_MAX_MAPS + 1) for s in _cuda._candidates("leg2alm", k)]
+    shapes = [(s, k) for k in range(1, K.LEG2ALM_MAX_MAPS + 1)
+              for s in _cuda._candidates("leg2alm", k)]
     for (tpb, _, *chunk), nmaps in shapes:
         ch = chunk[0] if chunk else K._leg2alm_chunk(nmaps, tpb)
         assert ch % 2 == 0 and 2 <= ch <= K.CHECK_EVERY
