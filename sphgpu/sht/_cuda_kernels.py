@@ -64,6 +64,16 @@ _check = legendre.rescale
 _coefficients = cuda.jit(device=True)(legendre.recurrence_coefficients)
 
 
+def _jit(max_registers=None, cache=True):
+    """cuda.jit for a kernel, with the register limit ``max_registers`` where one is given
+    (the simulator takes none). Numba's disk cache tells kernels apart by the source and the
+    values they close over, not by their jit options: a cached kernel with a limit must close
+    over it, or the kernels of two limits would share one cache entry."""
+    if max_registers and not SIMULATOR:
+        return cuda.jit(cache=cache, max_registers=max_registers)
+    return cuda.jit(cache=cache)
+
+
 @cuda.jit(device=True)
 def _zero_pair(leg, nmaps, rn, rs, col):
     """leg[:nmaps, rn, col] = 0 and, for a mirror ring (rs >= 0), leg[:nmaps, rs, col] = 0."""
@@ -149,8 +159,8 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     SV = 2 * K * TPB                   # one buffer of s_l * a_lm: (map, re/im, l) flattened
     SA2, SV2 = 2 * TPB, 2 * SV         # two buffers each (compile-time shapes)
     u64 = numba.uint64                 # unsigned shared-memory indices: no negative-index wrap
-    # Numba's cache key leaves out max_registers: only the default limit is cached
-    jit = cuda.jit(max_registers=max_registers) if max_registers else cuda.jit(cache=True)
+    # this kernel does not close over its limit, so only the default limit is cached (_jit)
+    jit = _jit(max_registers, cache=not max_registers)
     # steps per pass of the innermost loop: a whole group for one map (fewest loop and address
     # instructions), two for more maps, whose shared-memory loads need more registers
     U = min(G, ALM2LEG_UNROLL if K == 1 else 2)
@@ -576,10 +586,9 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     # steps per pass of the innermost loop: even, dividing the chunk
     U = max(u for u in range(2, min(CH, LEG2ALM_UNROLL) + 1, 2) if CH % u == 0)
     u64 = numba.uint64
-    # Numba's disk cache tells kernels apart by the values of their closure, not by jit
-    # options: the kernel reads REGS, so each register limit is cached as a kernel of its own
+    # the kernel reads REGS, so each register limit is cached as a kernel of its own (_jit)
     REGS = 0 if SIMULATOR else (max_registers or 0)
-    jit = cuda.jit(cache=True, max_registers=REGS) if REGS else cuda.jit(cache=True)
+    jit = _jit(REGS)
 
     @jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
@@ -787,8 +796,8 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
     RED_ITEMS = -(-TL * NC // TPB)     # sums a thread adds up after each step's barrier
     u64 = numba.uint64
 
-    # Numba's CUDA simulator takes no register limit (nor needs one)
-    jit = cuda.jit(max_registers=max_registers) if max_registers and not SIMULATOR else cuda.jit
+    # not cached: the kernel links the CUDA C of _dmma, which Numba's disk cache cannot hold
+    jit = _jit(max_registers, cache=False)
 
     @jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
