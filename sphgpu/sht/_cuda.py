@@ -219,8 +219,12 @@ CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
 #: what the autotuner tries instead for launches of one map: leg2alm with a register limit of
 #: 168 (after the chunk of 16), at which 12 warps fit on a multiprocessor instead of 8; it was
 #: faster than every unlimited shape at nside 512-2048 (README, *Performance*, "Launch
-#: shapes"), and at 2 maps a launch the same limit spills (2.8x slower)
-ONE_MAP_CANDIDATES = {"leg2alm": [(32, 8, 16, 168), (64, 8, 16, 168)]}
+#: shapes"), and at 2 maps a launch the same limit spills (2.8x slower). The fifth entry
+#: splits each m over 4 or 2 blocks: with one block per m, the blocks of the smallest m (the
+#: most work) ran on after the rest; split, nside 2048 took 13.4 ms instead of 14.1-14.3 on an
+#: H200, and 0.45 instead of 0.59-0.63 at nside 512 (64 threads a block, or 6 or more blocks
+#: per m, were slower)
+ONE_MAP_CANDIDATES = {"leg2alm": [(32, 8, 16, 168, 4), (32, 8, 16, 168, 2)]}
 #: maps of one tensor-core alm2leg launch (:func:`_cuda_kernels.alm2leg_mma_kernel`), largest
 #: first: a batch goes in groups of these, each group by whichever of CANDIDATES and
 #: MMA_CANDIDATES measured fastest for that many maps (the CANDIDATES shapes then take the
@@ -403,17 +407,19 @@ def _leg2alm(leg, pl, xp, orders=None):
     leg = xp.ascontiguousarray(leg)
     nmaps = leg.shape[0]
     out = xp.zeros((nmaps, 2 * nalm), dtype=np.float64)
-    grid = (1, mvals.shape[0])
+    nm = mvals.shape[0]
     args = _legendre_args(pl, mvals, astart)
     # LEG2ALM_MAX_MAPS maps a launch; where the autotuner runs, groups of LEG2ALM_MMA_MAPS
     # may go to the tensor-core kernel instead
     per = K.LEG2ALM_MAX_MAPS
     for i, g, shape in _groups(pl, "leg2alm", nmaps, per, (K.LEG2ALM_MMA_MAPS,)):
         if shape[0] == "mma":
-            _go(K.leg2alm_mma_kernel(*shape[1:]), grid, 32 * shape[1], leg[i:i + g], *args,
+            _go(K.leg2alm_mma_kernel(*shape[1:]), (1, nm), 32 * shape[1], leg[i:i + g], *args,
                 out[i:i + g])
         else:
+            # (threads, pairs[, chunk[, register limit[, blocks per m]]])
             tpb, rp, *extra = shape
+            grid = (extra[2] if len(extra) > 2 else 1, nm)
             for a, b in _plain_launches(i, g, per):
                 _go(_kernel("leg2alm", b - a, tpb, rp, *extra), grid, tpb, leg[a:b], *args,
                     out[a:b])

@@ -532,7 +532,7 @@ def _leg2alm_chunk(nmaps: int, threads: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2ALM_PAIRS,
-                   chunk: int | None = None, max_registers: int | None = None):
+                   chunk: int | None = None, max_registers: int | None = None, split: int = 1):
     """Adjoint Legendre step for ``nmaps <= LEG2ALM_MAX_MAPS`` maps.
 
     ``chunk``: the l values per reduction step (even, at most CHECK_EVERY, the sums' two buffers
@@ -541,10 +541,15 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     ``max_registers``: the compiler's register limit (None: its own choice; ignored by the
     simulator). One map at 168 registers (the compiler takes 201) fits 12 warps on a
     multiprocessor instead of 8 without spilling (README, *Performance*, "Launch shapes").
+    ``split``: blocks per m (the launch grid's x size); block x takes every ``split``-th group
+    of ring pairs from x on, and the blocks of one m add into the same a_lm. One block per m
+    leaves the last multiprocessors running the few blocks of the smallest m (the most work)
+    after the others are done; split blocks shorten that tail.
 
-    Launch: grid (1, nm), block ``threads``; blockIdx.y is the column of order
-    m = mvals[column] and the block owns every a_lm of that m, walking over the ring pairs in
-    groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of each group).
+    Launch: grid (split, nm), block ``threads``; blockIdx.y is the column of order
+    m = mvals[column] and the blocks of that column own every a_lm of that m, walking over the
+    ring pairs in groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of
+    each group).
     Arguments:
         leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
         astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
@@ -553,7 +558,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     Each thread sums its pairs' terms in registers; every CH values of l (a chunk,
     :func:`_leg2alm_chunk`) the threads write those sums to shared memory and the block adds
     them up and into a_lm (with atomic adds, only so that the warp need not wait for the old
-    value). One barrier per chunk: the sums alternate between two buffers and alpha_l, s_l
+    value, and so that the blocks of one m may add into the same a_lm). One barrier per chunk:
+    the sums alternate between two buffers and alpha_l, s_l
     rotate through three (a buffer is refilled only after every thread has passed the barrier
     that follows its last use), and a chunk's alpha_l, s_l are loaded from global memory two
     chunks ahead and stored into their slot after the chunk before theirs. (Loaded one chunk
@@ -589,6 +595,9 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     # the kernel reads REGS, so each register limit is cached as a kernel of its own (_jit)
     REGS = 0 if SIMULATOR else (max_registers or 0)
     jit = _jit(REGS)
+    BPM = split          # blocks per m
+    if split < 1:
+        raise ValueError(f"leg2alm: split={split} must be at least 1")
 
     @jit
     def kernel(leg, astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first,
@@ -626,7 +635,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         it = 0                                    # chunks done by the block, over all groups
         # groups before first[m] hold only pairs that are negligible for this m
         ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
-        for g in range(fm // (RP * TPB), ngroups):
+        for g in range(fm // (RP * TPB) + cuda.blockIdx.x, ngroups, BPM):
             low = False          # some pair of this thread still below 2**-HALF_BITS
             live = False         # some pair of this thread already counts (k = 0)
             for r in range(RP):

@@ -276,10 +276,13 @@ def test_leg2alm_chunks_fit_shared_memory_and_the_rescaling_bound():
         K._leg2alm_chunk(2, 4096)
 
 
-@pytest.mark.parametrize("launch", [(4, 2, 4), (4, 3, 6), (2, 2, 2), (4, 2, 4, 168)])
+@pytest.mark.parametrize("launch", [(4, 2, 4), (4, 3, 6), (2, 2, 2), (4, 2, 4, 168),
+                                    (2, 1, 2, 168, 2), (2, 1, 4, 168, 3)])
 def test_leg2alm_smaller_chunks_match_twin(rng, monkeypatch, launch):
     # chunks of 2-6 l values (the third launch parameter): the same sums; a fourth parameter,
-    # the register limit, goes to the compiler (on a GPU; the simulator has none)
+    # the register limit, goes to the compiler (on a GPU; the simulator has none); a fifth,
+    # blocks per m, splits each m's ring pairs over 2 or 3 blocks (here 6 pairs in groups of 2:
+    # some blocks take one group, some two)
     from sphgpu.sht import _cuda
     g, layout = RingGeometry.healpix(2), AlmLayout(9, 6)
     monkeypatch.setattr(_cuda, "LAUNCH", {"alm2leg": (2, 3), "leg2alm": launch})
@@ -295,6 +298,8 @@ def test_leg2alm_chunk_must_be_even_and_fit():
     for bad in (3, 18, 2 * K.CHECK_EVERY):
         with pytest.raises(ValueError, match="chunk"):
             K.leg2alm_kernel(2, 32, 8, bad)
+    with pytest.raises(ValueError, match="split=0"):
+        K.leg2alm_kernel(1, 32, 8, 16, 168, 0)
 
 
 def test_odd_pairs_per_thread_match_twin(rng, monkeypatch):
@@ -347,7 +352,7 @@ def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_
     # register-limited leg2alm shapes are tried for single-map launches only (they spill with
     # two maps); alm2leg has one list for all
     assert _cuda._candidates("leg2alm", 1) == _cuda.ONE_MAP_CANDIDATES["leg2alm"]
-    assert all(len(c) == 4 for c in _cuda._candidates("leg2alm", 1))
+    assert all(len(c) == 5 for c in _cuda._candidates("leg2alm", 1))
     assert all(len(c) < 4 for k in (2, 3, 8) for c in _cuda._candidates("leg2alm", k))
     assert _cuda._candidates("alm2leg", 1) == _cuda.CANDIDATES["alm2leg"]
     assert _cuda._check_launch(["mma", 4]) == ("mma", 4)
