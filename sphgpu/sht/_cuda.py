@@ -213,9 +213,11 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
 #: each is a kernel compiled on the first call in a new process (the disk cache serves later
 #: processes): those within 4 % of the best in the measurements of README, *Performance*
 #: ("Launch shapes"), and leg2alm's chunk of 12, which lets 8 blocks share a multiprocessor
-#: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024).
+#: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024); that chunk
+#: again with each m over 2 blocks (the fifth entry; 255 registers, the most a thread may have,
+#: is no limit): 11.1 ms a map at nside 2048 against 11.6 for 2 maps a launch on an H200.
 CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
-              "leg2alm": [(32, 8), (64, 8), (32, 8, 12)]}
+              "leg2alm": [(32, 8), (64, 8), (32, 8, 12), (32, 8, 12, 255, 2)]}
 #: what the autotuner tries instead for launches of one map: leg2alm with a register limit of
 #: 168 (after the chunk of 16), at which 12 warps fit on a multiprocessor instead of 8; it was
 #: faster than every unlimited shape at nside 512-2048 (README, *Performance*, "Launch

@@ -353,7 +353,9 @@ def test_tensor_core_launch_choices_are_candidates_for_4_8_16_maps_and_cache_as_
     # two maps); alm2leg has one list for all
     assert _cuda._candidates("leg2alm", 1) == _cuda.ONE_MAP_CANDIDATES["leg2alm"]
     assert all(len(c) == 5 for c in _cuda._candidates("leg2alm", 1))
-    assert all(len(c) < 4 for k in (2, 3, 8) for c in _cuda._candidates("leg2alm", k))
+    # (their one fifth entry, blocks per m, has 255 registers: no limit)
+    assert all(len(c) < 4 or c[3] == 255 for k in (2, 3, 8)
+               for c in _cuda._candidates("leg2alm", k))
     assert _cuda._candidates("alm2leg", 1) == _cuda.CANDIDATES["alm2leg"]
     assert _cuda._check_launch(["mma", 4]) == ("mma", 4)
     assert _cuda._check_launch(["mma", 8, 128]) == ("mma", 8, 128)
