@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 
+from . import _host_threads
+
 __all__ = ["check_int", "check_finite", "check_fits_in_memory", "as_real_array", "as_complex_array", "as_maps",
            "is_device_array", "UNSEEN"]
 
@@ -64,14 +66,10 @@ def check_finite(name: str, a) -> None:
 PARALLEL_MIN_ELEMENTS = 1 << 21
 #: elements one thread reduces at a time: both reductions read them while they are in cache
 _BLOCK = 1 << 16
-_pool = None
 
 
 def _threads() -> int:
-    """Threads for host reductions: SPHGPU_NUM_THREADS if set (as for ducc0), else the cores
-    (at most 16: two reductions of a map saturate the memory bus well before)."""
-    n = int(os.environ.get("SPHGPU_NUM_THREADS", "0") or 0)
-    return max(1, n if n > 0 else min(os.cpu_count() or 1, 16))
+    return _host_threads.count()
 
 
 def _block_min_max(flat, start, stop, out_lo, out_hi, slot):
@@ -86,29 +84,22 @@ def _block_min_max(flat, start, stop, out_lo, out_hi, slot):
 
 def min_max(a) -> tuple[float, float]:
     """(minimum, maximum) of a real array, host or device, as floats; NaN if ``a`` holds a NaN
-    (as NumPy's). A large NumPy array is cut into one span a thread (NumPy's reductions let
-    other threads run), each read once block by block: one 400 MB map took 31-44 ms on one
-    thread for its two reductions (a 2-core development machine)."""
+    (as NumPy's). A large NumPy array is cut into one span a thread, each read once block by
+    block (:mod:`sphgpu._host_threads`): an nside 2048 map's check took 17-22 ms instead of
+    54-55 on the 16-core host of an H200 machine (README, *Performance*)."""
     if not isinstance(a, np.ndarray):
         xp = _array_module(a)
         return float(xp.min(a)), float(xp.max(a))
     nthreads = _threads()
     if a.size < PARALLEL_MIN_ELEMENTS or nthreads == 1 or not a.flags.c_contiguous:
         return float(a.min()), float(a.max())
-    global _pool
-    if _pool is None or _pool._max_workers != nthreads:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = ThreadPoolExecutor(nthreads, thread_name_prefix="sphgpu-minmax")
     flat = a.reshape(-1)
-    span = -(-flat.size // nthreads)
-    span = -(-span // _BLOCK) * _BLOCK
-    starts = range(0, flat.size, span)
-    lo = np.empty(len(starts))
-    hi = np.empty(len(starts))
-    futures = [_pool.submit(_block_min_max, flat, s, min(s + span, flat.size), lo, hi, k)
-               for k, s in enumerate(starts)]
-    for f in futures:
+    parts = _host_threads.spans(flat.size, nthreads, _BLOCK)
+    lo = np.empty(len(parts))
+    hi = np.empty(len(parts))
+    pool = _host_threads.pool()
+    for f in [pool.submit(_block_min_max, flat, s, e, lo, hi, k)
+              for k, (s, e) in enumerate(parts)]:
         f.result()
     return float(np.min(lo)), float(np.max(hi))
 

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import _fast_launch
-from .._device import SIMULATOR, to_host
+from .._device import SIMULATOR, to_device, to_host
 from .._device import array_module as _xp
 from .._device import device_constant as _const
 from ._cuda_kernels import realspace_kernel
@@ -97,7 +97,7 @@ def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     tpb = THREADS_PER_BLOCK if tpb is None else int(tpb)
     rowmax = ROW_MAX if rowmax is None else int(rowmax)
     host = isinstance(maps, np.ndarray) and xp is not np
-    d = xp.ascontiguousarray(xp.asarray(maps), dtype=np.float64)
+    d = xp.ascontiguousarray(to_device(maps), dtype=np.float64)
     out = xp.empty_like(d)
     fold = fold_of(plan) if fold is None else int(fold)
     if fold not in (1, 4) or (fold == 4 and np.any(plan.nphi % 4)):

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _fast_launch, _tuning
 from .._cuda_launch import quiet
-from .._device import SIMULATOR, device_constant, free_device_bytes, to_host
+from .._device import SIMULATOR, device_constant, free_device_bytes, to_device, to_host
 from .._device import array_module as _xp
 from ..alm import AlmLayout
 from . import _cuda_kernels as K
@@ -44,9 +44,6 @@ MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
 MIN_PLAIN_RINGS = 3 if SIMULATOR else 64   # rings of one length that get a plain FFT
 
 
-def to_device(a):
-    """A device (CuPy) view of ``a``; host arrays are copied once. NumPy under the simulator."""
-    return _xp().asarray(a)
 
 
 _const = device_constant
@@ -553,7 +550,7 @@ def _run(data, layout, geometry, steps):
     xp = _xp()
     pl = plan(geometry, layout.lmax, layout.mmax)
     host = isinstance(data, np.ndarray) and xp is not np
-    d = xp.asarray(data)
+    d = to_device(data)
     outs = []
     for i, j in _batches(pl, d.shape[0]):
         r = d[i:j]
@@ -595,7 +592,7 @@ def _run_spin(data, spin, layout, geometry, forward):
     xp = _xp()
     pl = plan(geometry, layout.lmax + spin, layout.mmax)
     host = isinstance(data, np.ndarray) and xp is not np
-    d = xp.asarray(data)
+    d = to_device(data)
     rows = d.shape[1]
     if forward:
         def one(a):
@@ -630,7 +627,7 @@ def analysis_spin(maps, spin, layout, geometry):
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
     xp = _xp()
-    out = run(xp.asarray(data), xp)
+    out = run(to_device(data), xp)
     return to_host(out) if isinstance(data, np.ndarray) and xp is not np else out
 
 
