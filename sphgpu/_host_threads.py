@@ -12,6 +12,7 @@ __all__ = ["count", "pool", "spans"]
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+_pid = None                 # the process that made _pool: a forked child has none of its threads
 
 
 def count() -> int:
@@ -22,12 +23,14 @@ def count() -> int:
 
 
 def pool() -> ThreadPoolExecutor:
-    """The shared pool of :func:`count` threads (made at first use, remade if that changes)."""
-    global _pool
+    """The shared pool of :func:`count` threads (made at first use, and again if that count
+    changes or in a child process forked after it was made, where its threads do not exist)."""
+    global _pool, _pid
     n = count()
     with _lock:
-        if _pool is None or _pool._max_workers != n:
+        if _pool is None or _pool._max_workers != n or _pid != os.getpid():
             _pool = ThreadPoolExecutor(n, thread_name_prefix="sphgpu-host")
+            _pid = os.getpid()
         return _pool
 
 

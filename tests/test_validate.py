@@ -55,3 +55,16 @@ def test_as_maps_zeroes_unseen_on_the_threaded_path(threaded, rng):
     m[0, 7] = np.nan
     with pytest.raises(ValueError, match="maps contains NaN or infinite values at 1 pixels"):
         V.as_maps("maps", m)
+
+
+def test_a_forked_child_gets_a_pool_of_its_own(threaded, rng):
+    # a pool's threads do not survive fork: a child reusing the parent's pool would wait forever
+    import multiprocessing as mp
+    from sphgpu import _host_threads
+    a = rng.standard_normal(4099)
+    assert V.min_max(a) == (a.min(), a.max())       # the parent's pool has started its threads
+    parent = _host_threads.pool()
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as p:
+        got = p.apply_async(V.min_max, (a,)).get(timeout=60)
+    assert got == (a.min(), a.max()) and _host_threads.pool() is parent
