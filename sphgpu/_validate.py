@@ -68,10 +68,6 @@ PARALLEL_MIN_ELEMENTS = 1 << 21
 _BLOCK = 1 << 16
 
 
-def _threads() -> int:
-    return _host_threads.count()
-
-
 def _block_min_max(flat, start, stop, out_lo, out_hi, slot):
     lo, hi = [], []
     for i in range(start, stop, _BLOCK):
@@ -90,7 +86,7 @@ def min_max(a) -> tuple[float, float]:
     if not isinstance(a, np.ndarray):
         xp = _array_module(a)
         return float(xp.min(a)), float(xp.max(a))
-    nthreads = _threads()
+    nthreads = _host_threads.count()
     if a.size < PARALLEL_MIN_ELEMENTS or nthreads == 1 or not a.flags.c_contiguous:
         return float(a.min()), float(a.max())
     flat = a.reshape(-1)

@@ -13,7 +13,7 @@ def threaded(monkeypatch):
     # the threaded path at test sizes: 3 threads, spans of several blocks and a ragged end
     monkeypatch.setattr(V, "PARALLEL_MIN_ELEMENTS", 1000)
     monkeypatch.setattr(V, "_BLOCK", 64)
-    monkeypatch.setattr(V, "_threads", lambda: 3)
+    monkeypatch.setattr(V._host_threads, "count", lambda: 3)
 
 
 @pytest.mark.parametrize("n", [1000, 1001, 4099])

@@ -44,8 +44,6 @@ MIN_FFT_LENGTH = 16 if SIMULATOR else 1024
 MIN_PLAIN_RINGS = 3 if SIMULATOR else 64   # rings of one length that get a plain FFT
 
 
-
-
 _const = device_constant
 # launches with little host time: the dispatcher took about 90 us a launch, and a ring step
 # makes about 40
