@@ -51,7 +51,7 @@ def is_device_array(a) -> bool:
 
 def check_finite(name: str, a) -> None:
     """Raise ValueError if ``a`` (host or device array) holds NaN or infinity."""
-    if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.dtype.kind in "fc":
+    if isinstance(a, np.ndarray) and a.size and a.flags.c_contiguous and a.dtype.kind in "fc":
         # a NaN makes the minimum NaN, an infinity the minimum or maximum infinite
         lo, hi = min_max(a.view(a.real.dtype) if a.dtype.kind == "c" else a)
         finite = math.isfinite(lo) and math.isfinite(hi)

@@ -47,6 +47,11 @@ def test_check_finite_on_the_threaded_path(threaded, rng, dtype):
         V.check_finite("alm", a)
 
 
+def test_check_finite_passes_an_empty_array():
+    # nothing to check (the caller names what an empty input means, as the simulations do)
+    V.check_finite("cls", np.zeros((3, 0)))
+
+
 def test_as_maps_zeroes_unseen_on_the_threaded_path(threaded, rng):
     m = rng.standard_normal((2, 3000))
     m[1, 2500] = V.UNSEEN
