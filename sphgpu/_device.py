@@ -81,15 +81,13 @@ def to_device(a):
     stream = cupy.cuda.get_current_stream()
     bufs = [cupyx.empty_pinned(UPLOAD_CHUNK_BYTES, np.uint8) for _ in range(2)]
     done = [None, None]
-    pool = _host_threads.pool()
     for k, s in enumerate(range(0, src.size, UPLOAD_CHUNK_BYTES)):
         e = min(s + UPLOAD_CHUNK_BYTES, src.size)
         buf = bufs[k % 2]
         if done[k % 2] is not None:
             done[k % 2].synchronize()          # the copy out of this buffer has finished
-        parts = _host_threads.spans(e - s, _host_threads.count(), 1 << 16)
-        for f in [pool.submit(np.copyto, buf[i:j], src[s + i:s + j]) for i, j in parts]:
-            f.result()
+        _host_threads.run_spans(
+            lambda _, i, j: np.copyto(buf[i:j], src[s + i:s + j]), e - s, 1 << 16)
         runtime.memcpyAsync(out.data.ptr + s, buf.ctypes.data, e - s,
                             runtime.memcpyHostToDevice, stream.ptr)
         done[k % 2] = stream.record()

@@ -8,7 +8,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["count", "pool", "spans"]
+__all__ = ["count", "pool", "spans", "run_spans"]
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -40,3 +40,12 @@ def spans(n: int, parts: int, align: int = 1) -> list[tuple[int, int]]:
     step = -(-n // max(1, parts))
     step = -(-step // align) * align
     return [(s, min(s + step, n)) for s in range(0, n, step)] if n else []
+
+
+def run_spans(fn, n: int, align: int = 1) -> int:
+    """``fn(k, start, stop)`` for each span k of :func:`spans` (n, :func:`count`, align), on
+    the pool, waiting for all (an error in one is raised here); returns the number of spans."""
+    parts = spans(n, count(), align)
+    for f in [pool().submit(fn, k, s, e) for k, (s, e) in enumerate(parts)]:
+        f.result()
+    return len(parts)

@@ -68,16 +68,6 @@ PARALLEL_MIN_ELEMENTS = 1 << 21
 _BLOCK = 1 << 16
 
 
-def _block_min_max(flat, start, stop, out_lo, out_hi, slot):
-    lo, hi = [], []
-    for i in range(start, stop, _BLOCK):
-        b = flat[i:min(i + _BLOCK, stop)]
-        lo.append(b.min())
-        hi.append(b.max())
-    out_lo[slot] = np.min(lo)       # NaN-propagating, unlike Python's min
-    out_hi[slot] = np.max(hi)
-
-
 def min_max(a) -> tuple[float, float]:
     """(minimum, maximum) of a real array, host or device, as floats; NaN if ``a`` holds a NaN
     (as NumPy's). A large NumPy array is cut into one span a thread, each read once block by
@@ -90,14 +80,20 @@ def min_max(a) -> tuple[float, float]:
     if a.size < PARALLEL_MIN_ELEMENTS or nthreads == 1 or not a.flags.c_contiguous:
         return float(a.min()), float(a.max())
     flat = a.reshape(-1)
-    parts = _host_threads.spans(flat.size, nthreads, _BLOCK)
-    lo = np.empty(len(parts))
-    hi = np.empty(len(parts))
-    pool = _host_threads.pool()
-    for f in [pool.submit(_block_min_max, flat, s, e, lo, hi, k)
-              for k, (s, e) in enumerate(parts)]:
-        f.result()
-    return float(np.min(lo)), float(np.max(hi))
+    lo = np.empty(nthreads)
+    hi = np.empty(nthreads)
+
+    def span(k, start, stop):
+        blo, bhi = [], []
+        for i in range(start, stop, _BLOCK):
+            b = flat[i:min(i + _BLOCK, stop)]
+            blo.append(b.min())
+            bhi.append(b.max())
+        lo[k] = np.min(blo)          # NaN-propagating, unlike Python's min
+        hi[k] = np.max(bhi)
+
+    n = _host_threads.run_spans(span, flat.size, _BLOCK)
+    return float(np.min(lo[:n])), float(np.max(hi[:n]))
 
 
 def _array_module(a):

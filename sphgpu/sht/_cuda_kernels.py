@@ -564,8 +564,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     that follows its last use), and a chunk's alpha_l, s_l are loaded from global memory two
     chunks ahead and stored into their slot after the chunk before theirs. (Loaded one chunk
     ahead, just before the steps, the first step of the chunk waited for those loads: Nsight
-    Compute on an H100 put 8 % of the kernel's stall samples there.) One block per m: the m
-    with most work (m = 0) still takes well under a millisecond.
+    Compute on an H100 put 8 % of the kernel's stall samples there.)
     A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
     until then they are held as zeros and loaded at the check that finds k = 0; the check runs
     once per chunk, only in threads that still hold such a pair.
@@ -595,7 +594,6 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     # the kernel reads REGS, so each register limit is cached as a kernel of its own (_jit)
     REGS = 0 if SIMULATOR else (max_registers or 0)
     jit = _jit(REGS)
-    BPM = split          # blocks per m
     if split < 1:
         raise ValueError(f"leg2alm: split={split} must be at least 1")
 
@@ -635,7 +633,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         it = 0                                    # chunks done by the block, over all groups
         # groups before first[m] hold only pairs that are negligible for this m
         ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
-        for g in range(fm // (RP * TPB) + cuda.blockIdx.x, ngroups, BPM):
+        for g in range(fm // (RP * TPB) + cuda.blockIdx.x, ngroups, split):
             low = False          # some pair of this thread still below 2**-HALF_BITS
             live = False         # some pair of this thread already counts (k = 0)
             for r in range(RP):
