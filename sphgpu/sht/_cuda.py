@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 
 import numpy as np
@@ -24,7 +25,8 @@ from .._device import SIMULATOR, device_constant, free_device_bytes, to_device, 
 from .._device import array_module as _xp
 from ..alm import AlmLayout
 from . import _cuda_kernels as K
-from . import legendre
+from . import _resample_kernels as RK
+from . import legendre, theta_resample
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host", "plan",
@@ -96,6 +98,8 @@ class _Plan:
 
     def __init__(self, geometry, lmax, mmax):
         xp = _xp()
+        self.geometry = geometry
+        self.is_resampling_source = False   # the Fejer plan of a _Resampler never resamples
         self.lmax, self.mmax = lmax, mmax
         self.launch = {}               # kernel name -> launch shape, chosen at first use (_launch)
         self.nrings, self.npix = geometry.nrings, geometry.npix
@@ -175,7 +179,47 @@ class _Plan:
         the plan itself holds two float64 coefficient tables of the alm length."""
         leg = 16 * self.nrings * (self.mmax + 1)
         fft = max((3 if c["chirped"] else 2) * 16 * c["nr"] * c["M"] for c in self.classes)
-        return leg + fft
+        rs = _resampler(self)
+        return leg + fft + (rs.bytes_per_map() if rs is not None else 0)
+
+    @functools.cached_property
+    def resampler(self):
+        """The :class:`_Resampler` from Fejer rings to this plan's rings (built when first
+        used)."""
+        return _Resampler(self.geometry, self.lmax, self.mmax)
+
+
+class _Resampler:
+    """A theta resampling on the device (:mod:`sphgpu.sht.theta_resample`): its tables and the
+    plan of the Fejer rings that the Legendre steps run on instead of the grid's rings."""
+
+    def __init__(self, geometry, lmax, mmax):
+        rp = theta_resample.resample_plan(geometry, lmax)
+        self.rp = rp
+        self.plan = plan(rp.fejer, lmax, mmax)
+        self.plan.is_resampling_source = True
+        self.pairs = (mmax + 2) // 2
+        self.spectral = _const(rp.spectral)
+        self.first = _const(rp.first)
+        self.weights = _const(rp.weights)
+        self.spread = tuple(_const(a) for a in theta_resample.spread_tables(rp))
+
+    def bytes_per_map(self):
+        """Device bytes of one map's Fejer rings and of the circle and grid it goes through."""
+        return 16 * (self.rp.n * (self.plan.mmax + 1) + self.pairs * (2 * self.rp.n + self.rp.N))
+
+
+def _resampler(pl):
+    """pl's :class:`_Resampler` where its transforms resample, else None.
+    ``SPHGPU_THETA_RESAMPLE``: "auto" (default; :func:`theta_resample.worth_it`), "0" (never) or
+    "1" (always, on any grid: tests use it at small sizes)."""
+    mode = os.environ.get("SPHGPU_THETA_RESAMPLE", "auto").strip().lower()
+    if mode not in ("auto", "0", "1"):
+        raise ValueError(f"SPHGPU_THETA_RESAMPLE must be auto, 0 or 1, got {mode!r}")
+    if pl.is_resampling_source:
+        return None
+    on = mode == "1" or (mode == "auto" and theta_resample.worth_it(pl.geometry, pl.lmax))
+    return pl.resampler if on else None
 
 
 @functools.lru_cache(maxsize=8)
@@ -394,6 +438,86 @@ def _alm2leg(alm, pl, xp, orders=None):
     return leg
 
 
+#: rows of the resampling grid (interpolation) or grid points (its transpose) a block takes
+RESAMPLE_RUN = 16
+
+
+def _rows_grid(pairs, rows, nmaps=1):
+    return (math.ceil(pairs / RK.THREADS), rows, nmaps), RK.THREADS
+
+
+def _fft_rows(a, forward, xp):
+    """In place, the FFT along axis 1 of ``a`` (k, length, P) complex128, C-contiguous: forward
+    (e^-) or unnormalised inverse (e^+); on the GPU a strided cuFFT plan, so that the pairs stay
+    the contiguous axis."""
+    if xp is np:
+        a[...] = np.fft.fft(a, axis=1) if forward else np.fft.ifft(a, axis=1, norm="forward")
+        return
+    import cupy
+    from cupy.cuda import cufft
+
+    k, n, P = a.shape
+    cache = _plans.__dict__.setdefault("strided", {})
+    key = (n, P, cupy.cuda.Device().id)
+    p = cache.get(key)
+    if p is None:
+        p = cache[key] = cufft.PlanNd((n,), [n], P, 1, [n], P, 1, cufft.CUFFT_Z2Z, P, "C", -1, None)
+    for i in range(k):
+        p.fft(a[i], a[i], cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
+
+
+def _resample(leg_f, rs, xp):
+    """Delta_m on the Fejer rings (k, n, nm) -> on the plan's rings (k, nrings, nm), one map at
+    a time (the oversampled grid of one map is about 4 (lmax+1)^2 complex values)."""
+    k, n, nm = leg_f.shape
+    nrings = rs.rp.nrings
+    out = xp.empty((k, nrings, nm), dtype=np.complex128)
+    h = xp.empty((1, 2 * n, rs.pairs), dtype=np.complex128)
+    u = xp.empty((1, rs.rp.N, rs.pairs), dtype=np.complex128)
+    for i in range(k):
+        _go(RK.pair_kernel, *_rows_grid(rs.pairs, n), leg_f[i:i + 1], h)
+        _fft_rows(h, True, xp)
+        _go(RK.spectral_kernel, *_rows_grid(rs.pairs, rs.rp.N), h, rs.spectral, u)
+        _fft_rows(u, False, xp)
+        _go(RK.interp_kernel, *_rows_grid(rs.pairs, math.ceil(nrings / RESAMPLE_RUN)), u,
+            rs.first, rs.weights, RESAMPLE_RUN, out[i:i + 1])
+    return out
+
+
+def _resample_adjoint(leg, rs, xp):
+    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm)."""
+    k, _, nm = leg.shape
+    n, N = rs.rp.n, rs.rp.N
+    out = xp.empty((k, n, nm), dtype=np.complex128)
+    h = xp.empty((1, 2 * n, rs.pairs), dtype=np.complex128)
+    u = xp.empty((1, N, rs.pairs), dtype=np.complex128)
+    for i in range(k):
+        _go(RK.spread_kernel, *_rows_grid(rs.pairs, math.ceil(N / RESAMPLE_RUN)), leg[i:i + 1],
+            *rs.spread, RESAMPLE_RUN, u)
+        _fft_rows(u, True, xp)
+        _go(RK.spectral_adjoint_kernel, *_rows_grid(rs.pairs, 2 * n), u, rs.spectral, h)
+        _fft_rows(h, False, xp)
+        _go(RK.unpair_kernel, *_rows_grid(rs.pairs, n), h, out[i:i + 1])
+    return out
+
+
+def _synthesis_legendre(alm, pl, xp):
+    """The Legendre step of a whole transform: on the plan's rings, or on Fejer rings and
+    resampled to them (:func:`_resampler`)."""
+    rs = _resampler(pl)
+    if rs is None:
+        return _alm2leg(alm, pl, xp)
+    return _resample(_alm2leg(alm, rs.plan, xp), rs, xp)
+
+
+def _analysis_legendre(leg, pl, xp):
+    """The adjoint Legendre step of a whole transform (see :func:`_synthesis_legendre`)."""
+    rs = _resampler(pl)
+    if rs is None:
+        return _leg2alm(leg, pl, xp)
+    return _leg2alm(_resample_adjoint(xp.ascontiguousarray(leg), rs, xp), rs.plan, xp)
+
+
 def _tuned(pl):
     """Whether launches on this plan are chosen by measurement (:func:`_launch`)."""
     return not (SIMULATOR or pl.lmax < AUTOTUNE_MIN_LMAX or not _tuning.enabled())
@@ -561,12 +685,12 @@ def _run(data, layout, geometry, steps):
 
 def synthesis(alm, layout, geometry):
     """alm (k, nalm) complex128, host or device -> maps (k, npix) float64 of the same kind."""
-    return _run(alm, layout, geometry, (_alm2leg, _leg2map))
+    return _run(alm, layout, geometry, (_synthesis_legendre, _leg2map))
 
 
 def analysis(maps, layout, geometry):
     """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm) complex128."""
-    return _run(maps, layout, geometry, (_map2leg, _leg2alm))
+    return _run(maps, layout, geometry, (_map2leg, _analysis_legendre))
 
 
 def _eth(xp, c, t, j, bar, transpose=False):
@@ -595,13 +719,14 @@ def _run_spin(data, spin, layout, geometry, forward):
     if forward:
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
-                                      lambda c, ext: _alm2leg(c, pl, xp),
+                                      lambda c, ext: _synthesis_legendre(c, pl, xp),
                                       lambda leg, s: _leg2map(leg, pl, xp, s), xp, _eth)
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
                                      lambda m, s: _map2leg(m, pl, xp, scale=s),
-                                     lambda leg, ext: _leg2alm(leg, pl, xp), xp, _eth)
+                                     lambda leg, ext: _analysis_legendre(leg, pl, xp), xp,
+                                     _eth)
     outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
     return to_host(out) if host else out

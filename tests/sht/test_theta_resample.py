@@ -1,0 +1,123 @@
+"""The theta resampling (Legendre steps on Fejer rings, resampled to the grid's rings): the NumPy
+reference against the direct Legendre sum and trigonometric polynomials, its transpose, and the
+CUDA kernels (Numba's simulator in CI) against the reference and against ducc0."""
+
+import numpy as np
+import pytest
+
+import sphgpu
+from sphgpu import AlmLayout, RingGeometry
+from sphgpu.backends import cuda_available
+from sphgpu.sht import _cpu, theta_resample as tr
+from sphgpu.testing import TOL, random_alm, rel_err
+
+#: the resampling itself, on values of unit size: the kernel's truncation and the FFTs' rounding
+#: (measured: 2.7e-14 to 6e-14 at lmax 32-256)
+RESAMPLE_TOL = 2e-13
+
+
+def _trig(theta, ce, co):
+    """e(theta) = sum_k ce_k cos k theta and o(theta) = sum_k co_k sin k theta, (rings, 2)."""
+    k = np.arange(ce.shape[0])
+    return np.stack([np.cos(np.outer(theta, k)) @ ce, np.sin(np.outer(theta, k)) @ co], axis=1)
+
+
+@pytest.mark.parametrize("nside, lmax", [(16, 32), (13, 26), (64, 128), (128, 256)])
+def test_forward_interpolates_trigonometric_polynomials(nside, lmax, rng):
+    g = RingGeometry.healpix(nside)
+    rp = tr.resample_plan(g, lmax)
+    assert rp.n >= lmax + 1 and rp.n % 2 == 0 and rp.N >= 4 * (lmax + 1)
+    ce = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
+    co = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
+    got = tr.forward(_trig(rp.fejer.theta, ce, co)[None], rp)[0]
+    want = _trig(g.theta, ce, co)
+    assert np.abs(got - want).max() <= RESAMPLE_TOL * np.abs(want).max()
+
+
+@pytest.mark.parametrize("nside, lmax, mmax", [(16, 32, 32), (13, 26, 20), (32, 64, 63)])
+def test_forward_equals_the_legendre_sum_on_the_grid(nside, lmax, mmax, rng):
+    g = RingGeometry.healpix(nside)
+    layout = AlmLayout(lmax, mmax)
+    alm = random_alm(rng, layout, k=2)
+    rp = tr.resample_plan(g, lmax)
+    want = _cpu.twin_alm2leg(alm, layout, g)
+    got = tr.forward(_cpu.twin_alm2leg(alm, layout, rp.fejer), rp)
+    assert got.shape == want.shape
+    assert rel_err(got, want) <= RESAMPLE_TOL
+
+
+@pytest.mark.parametrize("nside, lmax, mmax", [(16, 32, 32), (13, 26, 21)])
+def test_adjoint_is_the_transpose_and_gives_the_grids_leg2alm(nside, lmax, mmax, rng):
+    g = RingGeometry.healpix(nside)
+    layout = AlmLayout(lmax, mmax)
+    rp = tr.resample_plan(g, lmax)
+    x = rng.standard_normal((2, rp.n, mmax + 1)) + 1j * rng.standard_normal((2, rp.n, mmax + 1))
+    y = rng.standard_normal((2, g.nrings, mmax + 1)) + 1j * rng.standard_normal((2, g.nrings, mmax + 1))
+    lhs, rhs = np.vdot(y, tr.forward(x, rp)), np.vdot(tr.adjoint(y, rp), x)
+    assert abs(lhs - rhs) <= 1e-13 * abs(lhs)
+    want = _cpu.twin_leg2alm(y, layout, g)
+    got = _cpu.twin_leg2alm(tr.adjoint(y, rp), layout, rp.fejer)
+    assert rel_err(got, want) <= RESAMPLE_TOL
+
+
+def test_spread_tables_hold_every_window_once(rng):
+    g = RingGeometry.healpix(8)
+    rp = tr.resample_plan(g, 16)
+    ptr, ring, w_even, w_odd = tr.spread_tables(rp)
+    assert ptr[0] == 0 and ptr[-1] == ring.size == 2 * g.nrings * rp.width
+    np.testing.assert_allclose(np.bincount(ring, weights=w_even), rp.weights.sum(1))
+    np.testing.assert_allclose(np.bincount(ring, weights=w_odd), 0, atol=1e-15)
+
+
+def test_worth_it_only_for_many_rings():
+    assert tr.worth_it(RingGeometry.healpix(256), 512)
+    assert not tr.worth_it(RingGeometry.healpix(256), 767)          # 3 nside - 1: 1023 rings
+    assert not tr.worth_it(RingGeometry.gauss_legendre(513), 512)
+    assert not tr.worth_it(RingGeometry.healpix(64), 128)           # below MIN_LMAX
+
+
+cuda = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
+
+# tiny sizes for the simulator: HEALPix with mmax < lmax and an odd number of orders, an odd
+# nside, and more Fejer rings than grid rings (valid, only not worth it)
+CASES = [(RingGeometry.healpix(4), 8, 8), (RingGeometry.healpix(3), 8, 5),
+         (RingGeometry.healpix(5), 9, 9), (RingGeometry.healpix(2), 7, 6)]
+
+
+@cuda
+@pytest.mark.parametrize("geometry, lmax, mmax", CASES)
+def test_cuda_resampling_matches_the_reference_and_ducc0(geometry, lmax, mmax, rng, monkeypatch):
+    from sphgpu._device import array_module, to_host
+    from sphgpu.sht import _cuda
+
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    layout = AlmLayout(lmax, mmax)
+    pl = _cuda.plan(geometry, lmax, mmax)
+    rs = _cuda._resampler(pl)
+    xp = array_module()
+    legf = rng.standard_normal((2, rs.rp.n, mmax + 1)) + 1j * rng.standard_normal((2, rs.rp.n, mmax + 1))
+    got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
+    assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
+    legh = rng.standard_normal((2, geometry.nrings, mmax + 1)) + 0j
+    got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
+    assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
+    # whole public transforms through the resampling, against ducc0
+    alms = random_alm(rng, layout, k=2)
+    maps = sphgpu.alm2map(alms, lmax=lmax, mmax=mmax, pol=False, geometry=geometry, backend="cuda")
+    assert rel_err(maps, _cpu.synthesis(alms, layout, geometry)) <= TOL["vs_ducc0"]
+    back = sphgpu.map2alm(maps, lmax, mmax, iter=0, pol=False, geometry=geometry, backend="cuda")
+    assert rel_err(back, _cpu.analysis(maps, layout, geometry)) <= TOL["vs_ducc0"]
+
+
+@cuda
+def test_cuda_polarized_transforms_resample(rng, monkeypatch):
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    geometry, lmax = RingGeometry.healpix(4), 8
+    layout = AlmLayout(lmax, lmax)
+    alms = np.stack([random_alm(rng, layout, k=1)[0] for _ in range(3)])[None]
+    alms[:, :, :lmax + 1] = alms[:, :, :lmax + 1].real
+    want = _cpu.synthesis_spin(alms, 2, layout, geometry)
+    got = sphgpu.alm2map(alms[0], lmax=lmax, pol=True, geometry=geometry, backend="cuda")
+    assert rel_err(got, want[0]) <= TOL["vs_ducc0"]
+    back = sphgpu.map2alm(got, lmax, iter=0, pol=True, geometry=geometry, backend="cuda")
+    assert rel_err(back, _cpu.analysis_spin(want, 2, layout, geometry)[0]) <= TOL["vs_ducc0"]
