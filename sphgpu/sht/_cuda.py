@@ -202,11 +202,48 @@ class _Resampler:
         self.spectral = _const(rp.spectral)
         self.first = _const(rp.first)
         self.weights = _const(rp.weights)
-        self.spread = tuple(_const(a) for a in theta_resample.spread_tables(rp))
+        spread = theta_resample.spread_tables(rp)
+        self.spread = tuple(_const(a) for a in spread)
+        self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
+        tiles, ring0 = _spread_tiles(spread[0], spread[1])
+        self.spread_tiles, self.spread_ring0 = _const(tiles), _const(ring0)
 
     def bytes_per_map(self):
         """Device bytes of one map's Fejer rings and of the circle and grid it goes through."""
         return 16 * (self.rp.n * (self.plan.mmax + 1) + self.pairs * (2 * self.rp.n + self.rp.N))
+
+
+def _interp_tiles(first, width):
+    """Where each tile of target rings starts (and the end), consecutive rings whose windows
+    span at most SEGMENT grid points (rings sorted by theta)."""
+    starts, r0 = [0], 0
+    for r in range(1, first.shape[0]):
+        if first[r] + width - first[r0] > RK.SEGMENT:
+            starts.append(r)
+            r0 = r
+    return np.asarray(starts + [first.shape[0]], dtype=np.int64)
+
+
+def _spread_tiles(ptr, ring):
+    """(tiles, ring0): where each tile of grid points starts (and the end), at most SPAN
+    consecutive points whose windows come from at most RING_TILE consecutive rings, the first
+    of them ring0 of the tile."""
+    starts, ring0 = [0], []
+    lo, hi = np.iinfo(np.int64).max, -1
+    for g in range(ptr.shape[0] - 1):
+        r = ring[ptr[g]:ptr[g + 1]]
+        glo, ghi = (r.min(), r.max()) if r.size else (lo, hi)
+        if ghi - glo >= RK.RING_TILE:
+            raise ValueError("a grid point's windows span more rings than a tile holds")
+        if max(hi, ghi) - min(lo, glo) >= RK.RING_TILE or g - starts[-1] >= RK.SPAN:
+            starts.append(g)
+            ring0.append(lo if hi >= 0 else 0)
+            lo, hi = np.iinfo(np.int64).max, -1
+        if r.size:
+            lo, hi = min(lo, glo), max(hi, ghi)
+    ring0.append(lo if hi >= 0 else 0)
+    return (np.asarray(starts + [ptr.shape[0] - 1], dtype=np.int64),
+            np.asarray(ring0, dtype=np.int64))
 
 
 def _resampler(pl):
@@ -216,10 +253,15 @@ def _resampler(pl):
     mode = os.environ.get("SPHGPU_THETA_RESAMPLE", "auto").strip().lower()
     if mode not in ("auto", "0", "1"):
         raise ValueError(f"SPHGPU_THETA_RESAMPLE must be auto, 0 or 1, got {mode!r}")
-    if pl.is_resampling_source:
+    if pl.is_resampling_source or not np.all(np.diff(pl.geometry.theta) > 0):
         return None
     on = mode == "1" or (mode == "auto" and theta_resample.worth_it(pl.geometry, pl.lmax))
-    return pl.resampler if on else None
+    if not on:
+        return None
+    try:
+        return pl.resampler
+    except ValueError:      # rings too dense for the transpose's tiles: resampling cannot pay
+        return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -438,66 +480,63 @@ def _alm2leg(alm, pl, xp, orders=None):
     return leg
 
 
-#: rows of the resampling grid (interpolation) or grid points (its transpose) a block takes
-RESAMPLE_RUN = 16
-
-
-def _rows_grid(pairs, rows, nmaps=1):
-    return (math.ceil(pairs / RK.THREADS), rows, nmaps), RK.THREADS
-
-
 def _fft_rows(a, forward, xp):
-    """In place, the FFT along axis 1 of ``a`` (k, length, P) complex128, C-contiguous: forward
-    (e^-) or unnormalised inverse (e^+); on the GPU a strided cuFFT plan, so that the pairs stay
-    the contiguous axis."""
+    """In place, the FFT along the last axis of ``a`` (k, P, length) complex128, C-contiguous:
+    forward (e^-) or unnormalised inverse (e^+); on the GPU one cuFFT plan of this thread and
+    device per length and row count."""
     if xp is np:
-        a[...] = np.fft.fft(a, axis=1) if forward else np.fft.ifft(a, axis=1, norm="forward")
+        a[...] = np.fft.fft(a, axis=2) if forward else np.fft.ifft(a, axis=2, norm="forward")
         return
     import cupy
     from cupy.cuda import cufft
 
-    k, n, P = a.shape
-    cache = _plans.__dict__.setdefault("strided", {})
-    key = (n, P, cupy.cuda.Device().id)
+    k, rows, n = a.shape
+    cache = _plans.__dict__.setdefault("by_shape", {})
+    key = ("c2c", n, rows, cupy.cuda.Device().id)
     p = cache.get(key)
     if p is None:
-        p = cache[key] = cufft.PlanNd((n,), [n], P, 1, [n], P, 1, cufft.CUFFT_Z2Z, P, "C", -1, None)
+        p = cache[key] = cufft.Plan1d(n, cufft.CUFFT_Z2Z, rows)
     for i in range(k):
         p.fft(a[i], a[i], cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
+
+
+def _tiles_grid(pairs, tiles, nmaps=1):
+    return (math.ceil(pairs / RK.TILE_PAIRS), tiles, nmaps), RK.THREADS
 
 
 def _resample(leg_f, rs, xp):
     """Delta_m on the Fejer rings (k, n, nm) -> on the plan's rings (k, nrings, nm), one map at
     a time (the oversampled grid of one map is about 4 (lmax+1)^2 complex values)."""
     k, n, nm = leg_f.shape
-    nrings = rs.rp.nrings
-    out = xp.empty((k, nrings, nm), dtype=np.complex128)
-    h = xp.empty((1, 2 * n, rs.pairs), dtype=np.complex128)
-    u = xp.empty((1, rs.rp.N, rs.pairs), dtype=np.complex128)
+    N, P = rs.rp.N, rs.pairs
+    out = xp.empty((k, rs.rp.nrings, nm), dtype=np.complex128)
+    h = xp.empty((1, P, 2 * n), dtype=np.complex128)
+    u = xp.empty((1, P, N), dtype=np.complex128)
     for i in range(k):
-        _go(RK.pair_kernel, *_rows_grid(rs.pairs, n), leg_f[i:i + 1], h)
+        _go(RK.pair_kernel, *_tiles_grid(P, math.ceil(n / RK.RING_TILE)), leg_f[i:i + 1], h)
         _fft_rows(h, True, xp)
-        _go(RK.spectral_kernel, *_rows_grid(rs.pairs, rs.rp.N), h, rs.spectral, u)
+        _go(RK.spectral_kernel, (math.ceil(N / RK.THREADS), P, 1), RK.THREADS, h, rs.spectral, u)
         _fft_rows(u, False, xp)
-        _go(RK.interp_kernel, *_rows_grid(rs.pairs, math.ceil(nrings / RESAMPLE_RUN)), u,
-            rs.first, rs.weights, RESAMPLE_RUN, out[i:i + 1])
+        _go(RK.interp_kernel, *_tiles_grid(P, rs.interp_tiles.shape[0] - 1), u, rs.first,
+            rs.weights, rs.interp_tiles, out[i:i + 1])
     return out
 
 
 def _resample_adjoint(leg, rs, xp):
     """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm)."""
     k, _, nm = leg.shape
-    n, N = rs.rp.n, rs.rp.N
+    n, N, P = rs.rp.n, rs.rp.N, rs.pairs
     out = xp.empty((k, n, nm), dtype=np.complex128)
-    h = xp.empty((1, 2 * n, rs.pairs), dtype=np.complex128)
-    u = xp.empty((1, N, rs.pairs), dtype=np.complex128)
+    h = xp.empty((1, P, 2 * n), dtype=np.complex128)
+    u = xp.empty((1, P, N), dtype=np.complex128)
     for i in range(k):
-        _go(RK.spread_kernel, *_rows_grid(rs.pairs, math.ceil(N / RESAMPLE_RUN)), leg[i:i + 1],
-            *rs.spread, RESAMPLE_RUN, u)
+        _go(RK.spread_kernel, *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
+            *rs.spread, rs.spread_tiles, rs.spread_ring0, u)
         _fft_rows(u, True, xp)
-        _go(RK.spectral_adjoint_kernel, *_rows_grid(rs.pairs, 2 * n), u, rs.spectral, h)
+        _go(RK.spectral_adjoint_kernel, (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
+            rs.spectral, h)
         _fft_rows(h, False, xp)
-        _go(RK.unpair_kernel, *_rows_grid(rs.pairs, n), h, out[i:i + 1])
+        _go(RK.unpair_kernel, *_tiles_grid(P, math.ceil(n / RK.RING_TILE)), h, out[i:i + 1])
     return out
 
 

@@ -1,134 +1,231 @@
 """@cuda.jit kernels of the theta resampling (:mod:`sphgpu.sht.theta_resample`).
 
-Every array is laid out with the pair of orders p (m = 2p and 2p + 1) along its last, contiguous
-axis, so that a warp's lanes read and write consecutive pairs; the FFTs in between run along the
-middle axis (strided cuFFT plans, :mod:`sphgpu.sht._cuda`). Launch: grids (ceil(P / THREADS),
-rows, maps), THREADS threads, with P = ceil(nm / 2) pairs; the interpolation and its adjoint
-take ``run`` consecutive rows a block, so that the rows their windows share stay in L1.
+The Legendre and ring steps hold Delta_m as ``leg`` (k, rings, nm), the orders contiguous; the
+FFTs along theta are fastest with theta contiguous (a strided cuFFT along the rings of ``leg``
+measured 3-4x slower on an H200), so the circle ``h`` (k, P, 2n) and the oversampled grid ``u``
+(k, P, N) hold one pair of orders p (m = 2p, 2p + 1) a row. The kernels that go between the two
+layouts work on tiles in shared memory: rows of one layout are read and written whole by
+consecutive lanes.
+
+Tiles: a block takes TILE_PAIRS pairs (grid x) and one tile of rings, Fejer rings or grid points
+(grid y); ``tiles`` (ntiles + 1,) int64 holds where each tile starts, chosen on the host so that
+the grid points a tile of rings reads, or the rings a tile of grid points reads, fit in shared
+memory (:mod:`sphgpu.sht._cuda`). Grid z: the maps.
 """
 
 from __future__ import annotations
 
-from numba import cuda
+from numba import cuda, complex128
 
 from .._cuda_launch import refresh_kernel_cache
 
 refresh_kernel_cache(__file__)
 
-__all__ = ["THREADS", "pair_kernel", "spectral_kernel", "interp_kernel", "spread_kernel",
-           "spectral_adjoint_kernel", "unpair_kernel"]
+__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "pair_kernel", "spectral_kernel",
+           "interp_kernel", "spread_kernel", "spectral_adjoint_kernel", "unpair_kernel"]
 
-THREADS = 128
-
-
-@cuda.jit(device=True, inline=True)
-def _lane():
-    return cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x, cuda.blockIdx.y, cuda.blockIdx.z
+THREADS = 256
+#: pairs of orders a tile (32 orders: a 512-byte row segment of leg)
+TILE_PAIRS = 16
+#: grid points of u a tile of target rings may read on each side (theta and -theta)
+SEGMENT = 64
+#: rings of leg a tile may read (spread), or Fejer rings a tile (pair, unpair)
+RING_TILE = 64
+#: grid points a tile of the spread writes (its shared memory stays within 48 KB)
+SPAN = 48
+# rows of the shared tiles, padded by one value (bank spread); plain int globals, which Numba
+# takes as compile-time constants in a shared array's shape (an expression there is not)
+_ROW = TILE_PAIRS + 1
+_SEG_ROW = SEGMENT + 1
 
 
 @cuda.jit(cache=True)
 def pair_kernel(leg, h):
-    """h = e + o on the circle: h[i, j, p] = e_j + o_j, h[i, 2n-1-j, p] = e_j - o_j, with e and
-    o the columns 2p and 2p + 1 of leg (k, n, nm) (o = 0 past the last column); h (k, 2n, P).
-    Grid rows: the n Fejer rings."""
-    p, j, i = _lane()
-    if p >= h.shape[2]:
-        return
-    e = leg[i, j, 2 * p]
-    o = leg[i, j, 2 * p + 1] if 2 * p + 1 < leg.shape[2] else 0j
-    h[i, j, p] = e + o
-    h[i, h.shape[1] - 1 - j, p] = e - o
+    """h = e + o on the circle: h[i, p, j] = e_j + o_j, h[i, p, 2n-1-j] = e_j - o_j, with e and
+    o the columns 2p and 2p + 1 of leg (k, n, nm) (o = 0 past the last column); h (k, P, 2n).
+    Grid (ceil(P / TILE_PAIRS), ceil(n / RING_TILE), k), THREADS threads."""
+    e_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    o_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    tid = cuda.threadIdx.x
+    p0 = cuda.blockIdx.x * TILE_PAIRS
+    j0 = cuda.blockIdx.y * RING_TILE
+    i = cuda.blockIdx.z
+    n, nm = leg.shape[1], leg.shape[2]
+    for idx in range(tid, RING_TILE * 2 * TILE_PAIRS, THREADS):
+        jj, col = idx // (2 * TILE_PAIRS), idx % (2 * TILE_PAIRS)
+        c = 2 * p0 + col
+        v = leg[i, j0 + jj, c] if j0 + jj < n and c < nm else 0j
+        if col % 2 == 0:
+            e_s[jj, col // 2] = v
+        else:
+            o_s[jj, col // 2] = v
+    cuda.syncthreads()
+    for idx in range(tid, TILE_PAIRS * RING_TILE, THREADS):
+        pp, jj = idx // RING_TILE, idx % RING_TILE
+        if p0 + pp < h.shape[1] and j0 + jj < n:
+            e = e_s[jj, pp]
+            o = o_s[jj, pp]
+            h[i, p0 + pp, j0 + jj] = e + o
+            h[i, p0 + pp, 2 * n - 1 - j0 - jj] = e - o
 
 
 @cuda.jit(cache=True)
 def spectral_kernel(c, spectral, u):
-    """u[i, g] = c[i, k mod 2n] * spectral[k + L] for the modes |k| <= L (row g = k mod N),
-    zero elsewhere; c (k, 2n, P) the FFT of h, u (k, N, P), spectral (2L + 1,). Grid rows: N."""
-    p, g, i = _lane()
-    if p >= u.shape[2]:
+    """u[i, p, g] = c[i, p, k mod 2n] * spectral[k + L] for the modes |k| <= L (g = k mod N),
+    zero elsewhere; c (k, P, 2n) the FFT of h, u (k, P, N), spectral (2L + 1,). Grid
+    (ceil(N / THREADS), P, k), THREADS threads."""
+    g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    p, i = cuda.blockIdx.y, cuda.blockIdx.z
+    N = u.shape[2]
+    if g >= N:
         return
     L = (spectral.shape[0] - 1) // 2
-    N = u.shape[1]
     k = g if g <= L else g - N
     if k < -L:
-        u[i, g, p] = 0j
+        u[i, p, g] = 0j
     else:
-        u[i, g, p] = c[i, k + c.shape[1] if k < 0 else k, p] * spectral[k + L]
+        u[i, p, g] = c[i, p, k + c.shape[2] if k < 0 else k] * spectral[k + L]
 
 
 @cuda.jit(cache=True)
-def interp_kernel(u, first, weights, run, out):
+def interp_kernel(u, first, weights, tiles, out):
     """out[i, r, 2p] = (a + b) / 2 and out[i, r, 2p + 1] = (a - b) / 2, with a = h(theta_r) and
-    b = h(-theta_r) interpolated from the grid u (k, N, P) with the ring's window (first[r],
-    weights[r]); out (k, nrings, nm). Grid rows: ceil(nrings / run)."""
-    p, blk, i = _lane()
-    if p >= u.shape[2]:
-        return
-    N = u.shape[1]
+    b = h(-theta_r) interpolated from the grid u (k, P, N) over the ring's window (first[r],
+    weights[r]); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] read at most SEGMENT
+    grid points from first[tiles[y]] on, and their mirror images. Grid (ceil(P / TILE_PAIRS),
+    ntiles, k), THREADS threads."""
+    ud = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
+    um = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
+    tid = cuda.threadIdx.x
+    p0 = cuda.blockIdx.x * TILE_PAIRS
+    r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
+    i = cuda.blockIdx.z
+    P, N = u.shape[1], u.shape[2]
+    W = weights.shape[1]
+    j0 = first[r0]
+    seg = first[r1 - 1] + W - j0
+    for idx in range(tid, TILE_PAIRS * seg, THREADS):
+        pp, s = idx // seg, idx % seg
+        j = j0 + s
+        if p0 + pp < P:
+            ud[pp, s] = u[i, p0 + pp, j + N if j < 0 else j]
+            um[pp, s] = u[i, p0 + pp, N - j if j > 0 else -j]
+    cuda.syncthreads()
     nm = out.shape[2]
-    r_end = min((blk + 1) * run, first.shape[0])
-    for r in range(blk * run, r_end):
-        a = 0j
-        b = 0j
-        g = first[r]
-        for t in range(weights.shape[1]):
-            w = weights[r, t]
-            a += w * u[i, g + N if g < 0 else g, p]
-            b += w * u[i, N - g if g > 0 else -g, p]
-            g += 1
-        out[i, r, 2 * p] = 0.5 * (a + b)
-        if 2 * p + 1 < nm:
-            out[i, r, 2 * p + 1] = 0.5 * (a - b)
+    for idx in range(tid, (r1 - r0) * TILE_PAIRS, THREADS):
+        r, pp = r0 + idx // TILE_PAIRS, idx % TILE_PAIRS
+        if p0 + pp < P:
+            # real and imaginary parts apart: a real weight times a complex value is then two
+            # fused multiply-adds, not a complex product
+            ar = 0.0
+            ai = 0.0
+            br = 0.0
+            bi = 0.0
+            s = first[r] - j0
+            for t in range(W):
+                w = weights[r, t]
+                x = ud[pp, s + t]
+                y = um[pp, s + t]
+                ar += w * x.real
+                ai += w * x.imag
+                br += w * y.real
+                bi += w * y.imag
+            c = 2 * (p0 + pp)
+            out[i, r, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
+            if c + 1 < nm:
+                out[i, r, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
 
 
 @cuda.jit(cache=True)
-def spread_kernel(leg, ptr, ring, w_even, w_odd, run, u):
-    """The transpose of :func:`interp_kernel`: u[i, g, p] = sum over the windows that cover g of
+def spread_kernel(leg, ptr, ring, w_even, w_odd, tiles, ring0, u):
+    """The transpose of :func:`interp_kernel`: u[i, p, g] = sum over the windows that cover g of
     w_even * E_r + w_odd * O_r, E and O the columns 2p and 2p + 1 of leg (k, nrings, nm); the
-    entries of grid point g are ptr[g]..ptr[g+1] of (ring, w_even, w_odd), w_even = w / 2 and
-    w_odd = +-w / 2 (+ for a window at theta_r, - at -theta_r). u (k, N, P). Grid rows:
-    ceil(N / run)."""
-    p, blk, i = _lane()
-    if p >= u.shape[2]:
-        return
-    nm = leg.shape[2]
-    g_end = min((blk + 1) * run, u.shape[1])
-    for g in range(blk * run, g_end):
-        acc = 0j
+    entries of grid point g are ptr[g]..ptr[g+1] of (ring, w_even, w_odd) (w_even = w / 2, w_odd
+    = +-w / 2: + for a window at theta_r, - at -theta_r). The tile's grid points
+    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + RING_TILE - 1 at most.
+    u (k, P, N). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
+    e_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    o_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    u_s = cuda.shared.array((SPAN, _ROW), complex128)
+    tid = cuda.threadIdx.x
+    p0 = cuda.blockIdx.x * TILE_PAIRS
+    g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
+    ra = ring0[cuda.blockIdx.y]
+    i = cuda.blockIdx.z
+    nrings, nm = leg.shape[1], leg.shape[2]
+    P = u.shape[1]
+    for idx in range(tid, RING_TILE * 2 * TILE_PAIRS, THREADS):
+        rr, col = idx // (2 * TILE_PAIRS), idx % (2 * TILE_PAIRS)
+        c = 2 * p0 + col
+        v = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
+        if col % 2 == 0:
+            e_s[rr, col // 2] = v
+        else:
+            o_s[rr, col // 2] = v
+    cuda.syncthreads()
+    # lanes take the pairs of one grid point, so that they read its entries together, and the
+    # sums go through shared memory to be written a row of u at a time
+    span = g1 - g0
+    for idx in range(tid, span * TILE_PAIRS, THREADS):
+        gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+        g = g0 + gg
+        xr = 0.0
+        xi = 0.0
         for e in range(ptr[g], ptr[g + 1]):
-            r = ring[e]
-            acc += w_even[e] * leg[i, r, 2 * p]
-            if 2 * p + 1 < nm:
-                acc += w_odd[e] * leg[i, r, 2 * p + 1]
-        u[i, g, p] = acc
+            rr = ring[e] - ra
+            we = w_even[e]
+            wo = w_odd[e]
+            a = e_s[rr, pp]
+            b = o_s[rr, pp]
+            xr += we * a.real + wo * b.real
+            xi += we * a.imag + wo * b.imag
+        u_s[gg, pp] = complex(xr, xi)
+    cuda.syncthreads()
+    for idx in range(tid, span * TILE_PAIRS, THREADS):
+        pp, gg = idx // span, idx % span
+        if p0 + pp < P:
+            u[i, p0 + pp, g0 + gg] = u_s[gg, pp]
 
 
 @cuda.jit(cache=True)
 def spectral_adjoint_kernel(d, spectral, c):
-    """c[i, q] = d[i, k mod N] * conj(spectral[k + L]) for the modes |k| <= L (row q = k mod
-    2n), zero elsewhere; d (k, N, P) the forward FFT of the spread grid, c (k, 2n, P). Grid
-    rows: 2n."""
-    p, q, i = _lane()
-    if p >= c.shape[2]:
+    """c[i, p, q] = d[i, p, k mod N] * conj(spectral[k + L]) for the modes |k| <= L (q = k mod
+    2n), zero elsewhere; d (k, P, N) the forward FFT of the spread grid, c (k, P, 2n). Grid
+    (ceil(2n / THREADS), P, k), THREADS threads."""
+    q = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    p, i = cuda.blockIdx.y, cuda.blockIdx.z
+    n2 = c.shape[2]
+    if q >= n2:
         return
     L = (spectral.shape[0] - 1) // 2
-    n2 = c.shape[1]
     k = q if q <= L else q - n2
     if k < -L:
-        c[i, q, p] = 0j
+        c[i, p, q] = 0j
     else:
-        c[i, q, p] = d[i, k + d.shape[1] if k < 0 else k, p] * spectral[k + L].conjugate()
+        c[i, p, q] = d[i, p, k + d.shape[2] if k < 0 else k] * spectral[k + L].conjugate()
 
 
 @cuda.jit(cache=True)
 def unpair_kernel(t, leg):
     """The transpose of :func:`pair_kernel`: leg[i, j, 2p] = t_j + t_{2n-1-j} and leg[i, j,
-    2p + 1] = t_j - t_{2n-1-j}; t (k, 2n, P), leg (k, n, nm). Grid rows: the n Fejer rings."""
-    p, j, i = _lane()
-    if p >= t.shape[2]:
-        return
-    x = t[i, j, p]
-    y = t[i, t.shape[1] - 1 - j, p]
-    leg[i, j, 2 * p] = x + y
-    if 2 * p + 1 < leg.shape[2]:
-        leg[i, j, 2 * p + 1] = x - y
+    2p + 1] = t_j - t_{2n-1-j}; t (k, P, 2n), leg (k, n, nm). Grid as :func:`pair_kernel`."""
+    x_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    y_s = cuda.shared.array((RING_TILE, _ROW), complex128)
+    tid = cuda.threadIdx.x
+    p0 = cuda.blockIdx.x * TILE_PAIRS
+    j0 = cuda.blockIdx.y * RING_TILE
+    i = cuda.blockIdx.z
+    n, nm = leg.shape[1], leg.shape[2]
+    for idx in range(tid, TILE_PAIRS * RING_TILE, THREADS):
+        pp, jj = idx // RING_TILE, idx % RING_TILE
+        if p0 + pp < t.shape[1] and j0 + jj < n:
+            x_s[jj, pp] = t[i, p0 + pp, j0 + jj]
+            y_s[jj, pp] = t[i, p0 + pp, 2 * n - 1 - j0 - jj]
+    cuda.syncthreads()
+    for idx in range(tid, RING_TILE * 2 * TILE_PAIRS, THREADS):
+        jj, col = idx // (2 * TILE_PAIRS), idx % (2 * TILE_PAIRS)
+        c = 2 * p0 + col
+        if j0 + jj < n and c < nm:
+            x = x_s[jj, col // 2]
+            y = y_s[jj, col // 2]
+            leg[i, j0 + jj, c] = x + y if col % 2 == 0 else x - y

@@ -46,13 +46,13 @@ MIN_RING_RATIO = 1.5
 MIN_LMAX = 256
 
 
-def _smooth(n, even=False):
-    """The smallest integer >= n whose prime factors are 2, 3, 5 and 7 (cuFFT's fast radices),
-    and even if ``even``."""
+def _smooth(n, even=False, primes=(2, 3, 5, 7)):
+    """The smallest integer >= n whose prime factors are ``primes`` (cuFFT's fast radices), and
+    even if ``even``."""
     m = max(int(n), 1)
     while True:
         k = m
-        for p in (2, 3, 5, 7):
+        for p in primes:
             while k % p == 0:
                 k //= p
         if k == 1 and (m % 2 == 0 or not even):
@@ -124,7 +124,9 @@ def resample_plan(geometry: RingGeometry, lmax: int) -> ResamplePlan:
     n = _smooth(lmax + 1, even=True)
     while n % 2 or _smooth(2 * n) != 2 * n:
         n = _smooth(n + 1, even=True)
-    N = _smooth(math.ceil(OVERSAMPLING * 2 * n), even=True)
+    # the grid's oversampling is of the band limit (the kernel's correction is exact there);
+    # lengths 2^a 3^b: cuFFT took 0.84 ms for 2049 rows of 16464 = 2^4 3 7^3 on an H200
+    N = _smooth(math.ceil(OVERSAMPLING * 2 * lmax), even=True, primes=(2, 3))
     width, beta = WIDTH, BETA_PER_W * WIDTH
     k = np.arange(-lmax, lmax + 1)
     step = 2 * math.pi / N

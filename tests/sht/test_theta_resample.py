@@ -26,7 +26,7 @@ def _trig(theta, ce, co):
 def test_forward_interpolates_trigonometric_polynomials(nside, lmax, rng):
     g = RingGeometry.healpix(nside)
     rp = tr.resample_plan(g, lmax)
-    assert rp.n >= lmax + 1 and rp.n % 2 == 0 and rp.N >= 4 * (lmax + 1)
+    assert rp.n >= lmax + 1 and rp.n % 2 == 0 and rp.N >= 4 * lmax
     ce = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
     co = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
     got = tr.forward(_trig(rp.fejer.theta, ce, co)[None], rp)[0]
@@ -121,3 +121,33 @@ def test_cuda_polarized_transforms_resample(rng, monkeypatch):
     assert rel_err(got, want[0]) <= TOL["vs_ducc0"]
     back = sphgpu.map2alm(got, lmax, iter=0, pol=True, geometry=geometry, backend="cuda")
     assert rel_err(back, _cpu.analysis_spin(want, 2, layout, geometry)[0]) <= TOL["vs_ducc0"]
+
+
+@cuda
+def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
+    """Small tiles (the kernels' shared shapes follow the module's constants in the simulator),
+    so that the interpolation and its transpose cross tiles of rings, grid points and pairs."""
+    from sphgpu._device import SIMULATOR, array_module, to_host
+    from sphgpu.sht import _cuda, _resample_kernels as RK
+
+    if not SIMULATOR:
+        pytest.skip("the tile sizes are compile-time constants on a GPU")
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    for name, value in (("TILE_PAIRS", 4), ("SEGMENT", 20), ("RING_TILE", 24), ("SPAN", 6),
+                        ("_ROW", 5), ("_SEG_ROW", 21)):
+        monkeypatch.setattr(RK, name, value)
+    geometry, lmax = RingGeometry.healpix(6), 12
+    _cuda.plan.cache_clear()
+    try:
+        rs = _cuda._resampler(_cuda.plan(geometry, lmax, lmax))
+        assert rs is not None
+        assert rs.interp_tiles.shape[0] > 3 and rs.spread_tiles.shape[0] > 3
+        xp = array_module()
+        legf = rng.standard_normal((1, rs.rp.n, lmax + 1)) + 1j * rng.standard_normal((1, rs.rp.n, lmax + 1))
+        got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
+        assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
+        legh = rng.standard_normal((1, geometry.nrings, lmax + 1)) + 1j * rng.standard_normal((1, geometry.nrings, lmax + 1))
+        got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
+        assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
+    finally:
+        _cuda.plan.cache_clear()
