@@ -202,10 +202,12 @@ class _Resampler:
         self.spectral = _const(rp.spectral)
         self.first = _const(rp.first)
         self.weights = _const(rp.weights)
-        spread = theta_resample.spread_tables(rp)
-        self.spread = tuple(_const(a) for a in spread)
+        if rp.width != RK.WIDTH:
+            raise ValueError(f"the kernels are compiled for windows of {RK.WIDTH} points")
+        ranges = theta_resample.spread_ranges(rp)
+        self.spread = tuple(_const(a) for a in ranges)
         self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
-        tiles, ring0 = _spread_tiles(spread[0], spread[1])
+        tiles, ring0 = _spread_tiles(*ranges[1:3], *ranges[4:6])
         self.spread_tiles, self.spread_ring0 = _const(tiles), _const(ring0)
 
     def bytes_per_map(self):
@@ -218,31 +220,32 @@ def _interp_tiles(first, width):
     span at most SEGMENT grid points (rings sorted by theta)."""
     starts, r0 = [0], 0
     for r in range(1, first.shape[0]):
-        if first[r] + width - first[r0] > RK.SEGMENT:
+        if first[r] + width - first[r0] > RK.SEGMENT or r - r0 >= RK.RING_TILE:
             starts.append(r)
             r0 = r
     return np.asarray(starts + [first.shape[0]], dtype=np.int64)
 
 
-def _spread_tiles(ptr, ring):
+def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
     """(tiles, ring0): where each tile of grid points starts (and the end), at most SPAN
-    consecutive points whose windows come from at most RING_TILE consecutive rings, the first
-    of them ring0 of the tile."""
+    consecutive points whose rings (:func:`theta_resample.spread_ranges`) lie within RING_TILE
+    consecutive rings from ring0 of the tile on."""
+    big = np.iinfo(np.int64).max
+    lo = np.minimum(np.where(hi_d > lo_d, lo_d, big), np.where(hi_m > lo_m, lo_m, big))
+    hi = np.maximum(np.where(hi_d > lo_d, hi_d, -1), np.where(hi_m > lo_m, hi_m, -1))
+    if np.any(hi - np.where(hi >= 0, lo, 0) > RK.RING_TILE):
+        raise ValueError("a grid point's windows span more rings than a tile holds")
     starts, ring0 = [0], []
-    lo, hi = np.iinfo(np.int64).max, -1
-    for g in range(ptr.shape[0] - 1):
-        r = ring[ptr[g]:ptr[g + 1]]
-        glo, ghi = (r.min(), r.max()) if r.size else (lo, hi)
-        if ghi - glo >= RK.RING_TILE:
-            raise ValueError("a grid point's windows span more rings than a tile holds")
-        if max(hi, ghi) - min(lo, glo) >= RK.RING_TILE or g - starts[-1] >= RK.SPAN:
+    tlo, thi = big, -1
+    for g in range(lo.shape[0]):
+        if max(thi, hi[g]) - min(tlo, lo[g]) > RK.RING_TILE or g - starts[-1] >= RK.SPAN:
             starts.append(g)
-            ring0.append(lo if hi >= 0 else 0)
-            lo, hi = np.iinfo(np.int64).max, -1
-        if r.size:
-            lo, hi = min(lo, glo), max(hi, ghi)
-    ring0.append(lo if hi >= 0 else 0)
-    return (np.asarray(starts + [ptr.shape[0] - 1], dtype=np.int64),
+            ring0.append(tlo if thi >= 0 else 0)
+            tlo, thi = big, -1
+        if hi[g] >= 0:
+            tlo, thi = min(tlo, lo[g]), max(thi, hi[g])
+    ring0.append(tlo if thi >= 0 else 0)
+    return (np.asarray(starts + [lo.shape[0]], dtype=np.int64),
             np.asarray(ring0, dtype=np.int64))
 
 
@@ -531,7 +534,7 @@ def _resample_adjoint(leg, rs, xp):
     u = xp.empty((1, P, N), dtype=np.complex128)
     for i in range(k):
         _go(RK.spread_kernel, *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
-            *rs.spread, rs.spread_tiles, rs.spread_ring0, u)
+            rs.first, rs.weights, *rs.spread, rs.spread_tiles, rs.spread_ring0, u)
         _fft_rows(u, True, xp)
         _go(RK.spectral_adjoint_kernel, (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
             rs.spectral, h)

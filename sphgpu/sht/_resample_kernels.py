@@ -15,11 +15,12 @@ memory (:mod:`sphgpu.sht._cuda`). Grid z: the maps.
 
 from __future__ import annotations
 
-from numba import cuda, complex128
+from numba import cuda, complex128, float64, int64
 
 from .._cuda_launch import refresh_kernel_cache
+from . import theta_resample
 
-refresh_kernel_cache(__file__)
+refresh_kernel_cache(__file__, theta_resample.__file__)
 
 __all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "pair_kernel", "spectral_kernel",
            "interp_kernel", "spread_kernel", "spectral_adjoint_kernel", "unpair_kernel"]
@@ -31,8 +32,10 @@ TILE_PAIRS = 16
 SEGMENT = 64
 #: rings of leg a tile may read (spread), or Fejer rings a tile (pair, unpair)
 RING_TILE = 64
-#: grid points a tile of the spread writes (its shared memory stays within 48 KB)
+#: grid points a tile of the spread writes
 SPAN = 48
+#: points of a ring's window (the kernels' loops over it unroll)
+WIDTH = theta_resample.WIDTH
 # rows of the shared tiles, padded by one value (bank spread); plain int globals, which Numba
 # takes as compile-time constants in a shared array's shape (an expression there is not)
 _ROW = TILE_PAIRS + 1
@@ -91,39 +94,42 @@ def spectral_kernel(c, spectral, u):
 def interp_kernel(u, first, weights, tiles, out):
     """out[i, r, 2p] = (a + b) / 2 and out[i, r, 2p + 1] = (a - b) / 2, with a = h(theta_r) and
     b = h(-theta_r) interpolated from the grid u (k, P, N) over the ring's window (first[r],
-    weights[r]); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] read at most SEGMENT
-    grid points from first[tiles[y]] on, and their mirror images. Grid (ceil(P / TILE_PAIRS),
-    ntiles, k), THREADS threads."""
+    weights[r], WIDTH points); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] (at
+    most RING_TILE) read at most SEGMENT grid points from first[tiles[y]] on, and their mirror
+    images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
     ud = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
     um = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
+    w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
     tid = cuda.threadIdx.x
     p0 = cuda.blockIdx.x * TILE_PAIRS
     r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
     i = cuda.blockIdx.z
     P, N = u.shape[1], u.shape[2]
-    W = weights.shape[1]
     j0 = first[r0]
-    seg = first[r1 - 1] + W - j0
-    for idx in range(tid, TILE_PAIRS * seg, THREADS):
-        pp, s = idx // seg, idx % seg
+    seg = first[r1 - 1] + WIDTH - j0
+    for idx in range(tid, TILE_PAIRS * SEGMENT, THREADS):
+        pp, s = idx // SEGMENT, idx % SEGMENT
         j = j0 + s
-        if p0 + pp < P:
+        if p0 + pp < P and s < seg:
             ud[pp, s] = u[i, p0 + pp, j + N if j < 0 else j]
             um[pp, s] = u[i, p0 + pp, N - j if j > 0 else -j]
+    for idx in range(tid, (r1 - r0) * WIDTH, THREADS):
+        w_s[idx // WIDTH, idx % WIDTH] = weights[r0 + idx // WIDTH, idx % WIDTH]
     cuda.syncthreads()
     nm = out.shape[2]
     for idx in range(tid, (r1 - r0) * TILE_PAIRS, THREADS):
-        r, pp = r0 + idx // TILE_PAIRS, idx % TILE_PAIRS
+        rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
         if p0 + pp < P:
             # real and imaginary parts apart: a real weight times a complex value is then two
-            # fused multiply-adds, not a complex product
+            # fused multiply-adds, not a complex product; WIDTH is a constant, so the loop
+            # unrolls and its loads overlap
             ar = 0.0
             ai = 0.0
             br = 0.0
             bi = 0.0
-            s = first[r] - j0
-            for t in range(W):
-                w = weights[r, t]
+            s = first[r0 + rr] - j0
+            for t in range(WIDTH):
+                w = w_s[rr, t]
                 x = ud[pp, s + t]
                 y = um[pp, s + t]
                 ar += w * x.real
@@ -131,22 +137,23 @@ def interp_kernel(u, first, weights, tiles, out):
                 br += w * y.real
                 bi += w * y.imag
             c = 2 * (p0 + pp)
-            out[i, r, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
+            out[i, r0 + rr, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
             if c + 1 < nm:
-                out[i, r, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
+                out[i, r0 + rr, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
 
 
 @cuda.jit(cache=True)
-def spread_kernel(leg, ptr, ring, w_even, w_odd, tiles, ring0, u):
-    """The transpose of :func:`interp_kernel`: u[i, p, g] = sum over the windows that cover g of
-    w_even * E_r + w_odd * O_r, E and O the columns 2p and 2p + 1 of leg (k, nrings, nm); the
-    entries of grid point g are ptr[g]..ptr[g+1] of (ring, w_even, w_odd) (w_even = w / 2, w_odd
-    = +-w / 2: + for a window at theta_r, - at -theta_r). The tile's grid points
-    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + RING_TILE - 1 at most.
-    u (k, P, N). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
+def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, ring0, u):
+    """The transpose of :func:`interp_kernel`: u[i, p, g] = sum of weights[r, j - first[r]] (E_r
+    + O_r) / 2 over the rings lo_d[g]..hi_d[g] - 1 with j = j_d[g], plus the same with (E_r -
+    O_r) / 2 over lo_m[g]..hi_m[g] - 1 with j = j_m[g] (:func:`theta_resample.spread_ranges`);
+    E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The tile's grid points
+    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + RING_TILE - 1 at
+    most. u (k, P, N). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
     e_s = cuda.shared.array((RING_TILE, _ROW), complex128)
     o_s = cuda.shared.array((RING_TILE, _ROW), complex128)
-    u_s = cuda.shared.array((SPAN, _ROW), complex128)
+    w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
+    f_s = cuda.shared.array(RING_TILE, int64)
     tid = cuda.threadIdx.x
     p0 = cuda.blockIdx.x * TILE_PAIRS
     g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
@@ -162,29 +169,33 @@ def spread_kernel(leg, ptr, ring, w_even, w_odd, tiles, ring0, u):
             e_s[rr, col // 2] = v
         else:
             o_s[rr, col // 2] = v
+    for idx in range(tid, RING_TILE * WIDTH, THREADS):
+        rr = idx // WIDTH
+        if ra + rr < nrings:
+            w_s[rr, idx % WIDTH] = 0.5 * weights[ra + rr, idx % WIDTH]
+            if idx % WIDTH == 0:
+                f_s[rr] = first[ra + rr]
     cuda.syncthreads()
-    # lanes take the pairs of one grid point, so that they read its entries together, and the
-    # sums go through shared memory to be written a row of u at a time
-    span = g1 - g0
-    for idx in range(tid, span * TILE_PAIRS, THREADS):
-        gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+    # lanes take consecutive grid points of one pair: rows of u are written whole
+    for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
+        pp, gg = idx // SPAN, idx % SPAN
         g = g0 + gg
-        xr = 0.0
-        xi = 0.0
-        for e in range(ptr[g], ptr[g + 1]):
-            rr = ring[e] - ra
-            we = w_even[e]
-            wo = w_odd[e]
-            a = e_s[rr, pp]
-            b = o_s[rr, pp]
-            xr += we * a.real + wo * b.real
-            xi += we * a.imag + wo * b.imag
-        u_s[gg, pp] = complex(xr, xi)
-    cuda.syncthreads()
-    for idx in range(tid, span * TILE_PAIRS, THREADS):
-        pp, gg = idx // span, idx % span
-        if p0 + pp < P:
-            u[i, p0 + pp, g0 + gg] = u_s[gg, pp]
+        if g < g1 and p0 + pp < P:
+            xr = 0.0
+            xi = 0.0
+            j = j_d[g]
+            for r in range(lo_d[g] - ra, hi_d[g] - ra):
+                w = w_s[r, j - f_s[r]]
+                a = e_s[r, pp] + o_s[r, pp]
+                xr += w * a.real
+                xi += w * a.imag
+            j = j_m[g]
+            for r in range(lo_m[g] - ra, hi_m[g] - ra):
+                w = w_s[r, j - f_s[r]]
+                a = e_s[r, pp] - o_s[r, pp]
+                xr += w * a.real
+                xi += w * a.imag
+            u[i, p0 + pp, g] = complex(xr, xi)
 
 
 @cuda.jit(cache=True)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..geometry import RingGeometry
 
-__all__ = ["ResamplePlan", "worth_it", "resample_plan", "spread_tables", "forward", "adjoint"]
+__all__ = ["ResamplePlan", "worth_it", "resample_plan", "spread_ranges", "forward", "adjoint"]
 
 #: kernel width W (grid points) and oversampling of the interpolation grid: an
 #: exponential-of-semicircle kernel exp(beta (sqrt(1 - (2y/W)^2) - 1)) with beta = BETA_PER_W * W.
@@ -138,21 +138,26 @@ def resample_plan(geometry: RingGeometry, lmax: int) -> ResamplePlan:
     return ResamplePlan(lmax, n, N, width, fejer, spectral, first, weights)
 
 
-def spread_tables(rp: ResamplePlan):
-    """The windows of :func:`forward` by grid point, for the transpose's gather: (ptr (N+1,),
-    ring, w_even, w_odd), int64 and float64 arrays with the entries of grid point g at
-    ptr[g]..ptr[g+1]. An entry adds w_even * E_r + w_odd * O_r to g, E and O the ring's even and
-    odd columns: w / 2 and w / 2 for a window at theta_r, w / 2 and -w / 2 at -theta_r."""
-    W = rp.width
-    j = rp.first[:, None] + np.arange(W)
-    ring = np.repeat(np.arange(rp.nrings, dtype=np.int64), W)
-    g = np.concatenate([(j % rp.N).ravel(), (-j % rp.N).ravel()])
-    w = 0.5 * np.concatenate([rp.weights.ravel(), rp.weights.ravel()])
-    sign = np.concatenate([np.ones(ring.size), -np.ones(ring.size)])
-    order = np.argsort(g, kind="stable")
-    ptr = np.zeros(rp.N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(g, minlength=rp.N), out=ptr[1:])
-    return ptr, np.concatenate([ring, ring])[order], w[order], (sign * w)[order]
+def spread_ranges(rp: ResamplePlan):
+    """The windows of :func:`forward` by grid point, for the transpose's gather (rings sorted by
+    theta): (j_d, lo_d, hi_d, j_m, lo_m, hi_m), int64 arrays of shape (N,). Grid point g takes
+    the window position j_d (g or g - N) of the rings lo_d..hi_d - 1 at theta_r, and j_m (-g or
+    N - g) of the rings lo_m..hi_m - 1 at -theta_r: ring r adds weights[r, j - first[r]] times
+    (E_r + O_r) / 2 at theta_r and (E_r - O_r) / 2 at -theta_r."""
+    W, N, first = rp.width, rp.N, rp.first
+    if np.any(np.diff(first) < 0):
+        raise ValueError("the target rings must be sorted by theta")
+    g = np.arange(N, dtype=np.int64)
+    top = first[-1] + W                                    # window positions lie below
+    j_d = np.where(g < top, g, g - N)
+    j_m = np.where(-g >= first[0], -g, N - g)
+
+    def rings_covering(j):
+        lo = np.searchsorted(first + W - 1, j, side="left")
+        hi = np.searchsorted(first, j, side="right")
+        return lo.astype(np.int64), np.maximum(hi, lo).astype(np.int64)
+
+    return (j_d, *rings_covering(j_d), j_m, *rings_covering(j_m))
 
 
 def _pairs_of(leg):

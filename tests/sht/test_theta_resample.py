@@ -60,13 +60,20 @@ def test_adjoint_is_the_transpose_and_gives_the_grids_leg2alm(nside, lmax, mmax,
     assert rel_err(got, want) <= RESAMPLE_TOL
 
 
-def test_spread_tables_hold_every_window_once(rng):
-    g = RingGeometry.healpix(8)
-    rp = tr.resample_plan(g, 16)
-    ptr, ring, w_even, w_odd = tr.spread_tables(rp)
-    assert ptr[0] == 0 and ptr[-1] == ring.size == 2 * g.nrings * rp.width
-    np.testing.assert_allclose(np.bincount(ring, weights=w_even), rp.weights.sum(1))
-    np.testing.assert_allclose(np.bincount(ring, weights=w_odd), 0, atol=1e-15)
+@pytest.mark.parametrize("nside, lmax", [(8, 16), (64, 128)])
+def test_spread_ranges_hold_every_window_point_once(nside, lmax):
+    g = RingGeometry.healpix(nside)
+    rp = tr.resample_plan(g, lmax)
+    j_d, lo_d, hi_d, j_m, lo_m, hi_m = tr.spread_ranges(rp)
+    points = [set(), set()]
+    for gp in range(rp.N):
+        for side, (j, lo, hi) in enumerate(((j_d, lo_d, hi_d), (j_m, lo_m, hi_m))):
+            for r in range(lo[gp], hi[gp]):
+                t = j[gp] - rp.first[r]
+                assert 0 <= t < rp.width and (j[gp] - (gp if side == 0 else -gp)) % rp.N == 0
+                points[side].add((r, t))
+    want = {(r, t) for r in range(g.nrings) for t in range(rp.width)}
+    assert points[0] == want and points[1] == want
 
 
 def test_worth_it_only_for_many_rings():
