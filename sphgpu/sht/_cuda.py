@@ -228,17 +228,17 @@ def _interp_tiles(first, width):
 
 def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
     """(tiles, ring0): where each tile of grid points starts (and the end), at most SPAN
-    consecutive points whose rings (:func:`theta_resample.spread_ranges`) lie within RING_TILE
-    consecutive rings from ring0 of the tile on."""
+    consecutive points whose rings (:func:`theta_resample.spread_ranges`) lie within
+    SPREAD_RINGS consecutive rings from ring0 of the tile on."""
     big = np.iinfo(np.int64).max
     lo = np.minimum(np.where(hi_d > lo_d, lo_d, big), np.where(hi_m > lo_m, lo_m, big))
     hi = np.maximum(np.where(hi_d > lo_d, hi_d, -1), np.where(hi_m > lo_m, hi_m, -1))
-    if np.any(hi - np.where(hi >= 0, lo, 0) > RK.RING_TILE):
+    if np.any(hi - np.where(hi >= 0, lo, 0) > RK.SPREAD_RINGS):
         raise ValueError("a grid point's windows span more rings than a tile holds")
     starts, ring0 = [0], []
     tlo, thi = big, -1
     for g in range(lo.shape[0]):
-        if max(thi, hi[g]) - min(tlo, lo[g]) > RK.RING_TILE or g - starts[-1] >= RK.SPAN:
+        if max(thi, hi[g]) - min(tlo, lo[g]) > RK.SPREAD_RINGS or g - starts[-1] >= RK.SPAN:
             starts.append(g)
             ring0.append(tlo if thi >= 0 else 0)
             tlo, thi = big, -1

@@ -22,7 +22,7 @@ from . import theta_resample
 
 refresh_kernel_cache(__file__, theta_resample.__file__)
 
-__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "pair_kernel", "spectral_kernel",
+__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "SPREAD_RINGS", "pair_kernel", "spectral_kernel",
            "interp_kernel", "spread_kernel", "spectral_adjoint_kernel", "unpair_kernel"]
 
 THREADS = 256
@@ -32,8 +32,10 @@ TILE_PAIRS = 16
 SEGMENT = 64
 #: rings of leg a tile may read (spread), or Fejer rings a tile (pair, unpair)
 RING_TILE = 64
-#: grid points a tile of the spread writes
-SPAN = 48
+#: grid points a tile of the spread writes, and the rings it may read (its shared memory stays
+#: within 48 KB)
+SPAN = 32
+SPREAD_RINGS = 48
 #: points of a ring's window (the kernels' loops over it unroll)
 WIDTH = theta_resample.WIDTH
 # rows of the shared tiles, padded by one value (bank spread); plain int globals, which Numba
@@ -148,12 +150,13 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
     + O_r) / 2 over the rings lo_d[g]..hi_d[g] - 1 with j = j_d[g], plus the same with (E_r -
     O_r) / 2 over lo_m[g]..hi_m[g] - 1 with j = j_m[g] (:func:`theta_resample.spread_ranges`);
     E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The tile's grid points
-    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + RING_TILE - 1 at
+    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at
     most. u (k, P, N). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
-    e_s = cuda.shared.array((RING_TILE, _ROW), complex128)
-    o_s = cuda.shared.array((RING_TILE, _ROW), complex128)
-    w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
-    f_s = cuda.shared.array(RING_TILE, int64)
+    s_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E + O) / 2
+    d_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E - O) / 2
+    w_s = cuda.shared.array((SPREAD_RINGS, WIDTH), float64)
+    f_s = cuda.shared.array(SPREAD_RINGS, int64)
+    u_s = cuda.shared.array((SPAN, _ROW), complex128)
     tid = cuda.threadIdx.x
     p0 = cuda.blockIdx.x * TILE_PAIRS
     g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
@@ -161,41 +164,47 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
     i = cuda.blockIdx.z
     nrings, nm = leg.shape[1], leg.shape[2]
     P = u.shape[1]
-    for idx in range(tid, RING_TILE * 2 * TILE_PAIRS, THREADS):
-        rr, col = idx // (2 * TILE_PAIRS), idx % (2 * TILE_PAIRS)
-        c = 2 * p0 + col
-        v = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
-        if col % 2 == 0:
-            e_s[rr, col // 2] = v
-        else:
-            o_s[rr, col // 2] = v
-    for idx in range(tid, RING_TILE * WIDTH, THREADS):
+    for idx in range(tid, SPREAD_RINGS * TILE_PAIRS, THREADS):
+        rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+        c = 2 * (p0 + pp)
+        e = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
+        o = leg[i, ra + rr, c + 1] if ra + rr < nrings and c + 1 < nm else 0j
+        s_s[rr, pp] = 0.5 * (e + o)
+        d_s[rr, pp] = 0.5 * (e - o)
+    for idx in range(tid, SPREAD_RINGS * WIDTH, THREADS):
         rr = idx // WIDTH
         if ra + rr < nrings:
-            w_s[rr, idx % WIDTH] = 0.5 * weights[ra + rr, idx % WIDTH]
+            w_s[rr, idx % WIDTH] = weights[ra + rr, idx % WIDTH]
             if idx % WIDTH == 0:
                 f_s[rr] = first[ra + rr]
     cuda.syncthreads()
-    # lanes take consecutive grid points of one pair: rows of u are written whole
+    # lanes take the pairs of one grid point: the tile's rows are read along the pairs, and
+    # the point's ring range and weights are the same for all of them
     for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
-        pp, gg = idx // SPAN, idx % SPAN
+        gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
         g = g0 + gg
-        if g < g1 and p0 + pp < P:
+        if g < g1:
             xr = 0.0
             xi = 0.0
             j = j_d[g]
             for r in range(lo_d[g] - ra, hi_d[g] - ra):
                 w = w_s[r, j - f_s[r]]
-                a = e_s[r, pp] + o_s[r, pp]
+                a = s_s[r, pp]
                 xr += w * a.real
                 xi += w * a.imag
             j = j_m[g]
             for r in range(lo_m[g] - ra, hi_m[g] - ra):
                 w = w_s[r, j - f_s[r]]
-                a = e_s[r, pp] - o_s[r, pp]
+                a = d_s[r, pp]
                 xr += w * a.real
                 xi += w * a.imag
-            u[i, p0 + pp, g] = complex(xr, xi)
+            u_s[gg, pp] = complex(xr, xi)
+    cuda.syncthreads()
+    span = g1 - g0
+    for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
+        pp, gg = idx // SPAN, idx % SPAN
+        if gg < span and p0 + pp < P:
+            u[i, p0 + pp, g0 + gg] = u_s[gg, pp]
 
 
 @cuda.jit(cache=True)
