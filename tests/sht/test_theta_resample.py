@@ -77,10 +77,10 @@ def test_spread_ranges_hold_every_window_point_once(nside, lmax):
 
 
 def test_worth_it_only_for_many_rings():
-    assert tr.worth_it(RingGeometry.healpix(256), 512)
-    assert not tr.worth_it(RingGeometry.healpix(256), 767)          # 3 nside - 1: 1023 rings
-    assert not tr.worth_it(RingGeometry.gauss_legendre(513), 512)
-    assert not tr.worth_it(RingGeometry.healpix(64), 128)           # below MIN_LMAX
+    assert tr.worth_it(RingGeometry.healpix(2048), 4096)
+    assert not tr.worth_it(RingGeometry.healpix(2048), 6143)        # 3 nside - 1: 8191 rings
+    assert not tr.worth_it(RingGeometry.gauss_legendre(4097), 4096)
+    assert not tr.worth_it(RingGeometry.healpix(1024), 2048)        # below MIN_LMAX
 
 
 cuda = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU or simulator")
