@@ -2,7 +2,10 @@
 
 alm2map = Legendre step (:func:`_cuda_kernels.alm2leg_kernel`, Delta_m(theta) for every ring and
 m) + ring step (fold the m modes of each ring onto its n pixels, Bluestein FFT of length M for
-every ring class, unchirp into the map). map2alm's single pass is the exact adjoint. Everything
+every ring class, unchirp into the map). On grids with many more rings than the band limit needs
+(HEALPix from lmax 3072), the Legendre step runs on Fejer rings and is resampled to the grid's
+rings (:mod:`sphgpu.sht.theta_resample`, kernels :mod:`sphgpu.sht._resample_kernels`).
+map2alm's single pass is the exact adjoint. Everything
 stays on the device: NumPy in gives NumPy out (one copy each way); CuPy or Numba device arrays in
 give device arrays out with no host copy.
 
@@ -252,7 +255,8 @@ def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
 def _resampler(pl):
     """pl's :class:`_Resampler` where its transforms resample, else None.
     ``SPHGPU_THETA_RESAMPLE``: "auto" (default; :func:`theta_resample.worth_it`), "0" (never) or
-    "1" (always, on any grid: tests use it at small sizes)."""
+    "1" (on any grid whose rings are sorted by theta and not too dense for the transpose's
+    tiles: tests use it at small sizes)."""
     mode = os.environ.get("SPHGPU_THETA_RESAMPLE", "auto").strip().lower()
     if mode not in ("auto", "0", "1"):
         raise ValueError(f"SPHGPU_THETA_RESAMPLE must be auto, 0 or 1, got {mode!r}")
