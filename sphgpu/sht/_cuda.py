@@ -203,6 +203,7 @@ class _Resampler:
         self.plan.is_resampling_source = True
         self.pairs = (mmax + 2) // 2
         self.spectral = _const(rp.spectral)
+        self.spectral_conj = _const(np.conj(rp.spectral))
         self.first = _const(rp.first)
         self.weights = _const(rp.weights)
         if rp.width != RK.WIDTH:
@@ -540,8 +541,8 @@ def _resample_adjoint(leg, rs, xp):
         _go(RK.spread_kernel, *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
             rs.first, rs.weights, *rs.spread, rs.spread_tiles, rs.spread_ring0, u)
         _fft_rows(u, True, xp)
-        _go(RK.spectral_adjoint_kernel, (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
-            rs.spectral, h)
+        _go(RK.spectral_kernel, (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
+            rs.spectral_conj, h)
         _fft_rows(h, False, xp)
         _go(RK.unpair_kernel, *_tiles_grid(P, math.ceil(n / RK.RING_TILE)), h, out[i:i + 1])
     return out

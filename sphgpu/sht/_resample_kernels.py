@@ -23,7 +23,7 @@ from . import theta_resample
 refresh_kernel_cache(__file__, theta_resample.__file__)
 
 __all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "SPREAD_RINGS", "pair_kernel", "spectral_kernel",
-           "interp_kernel", "spread_kernel", "spectral_adjoint_kernel", "unpair_kernel"]
+           "interp_kernel", "spread_kernel", "unpair_kernel"]
 
 THREADS = 256
 #: pairs of orders a tile (32 orders: a 512-byte row segment of leg)
@@ -44,6 +44,13 @@ _ROW = TILE_PAIRS + 1
 _SEG_ROW = SEGMENT + 1
 
 
+@cuda.jit(device=True, inline=True)
+def _ring_tile():
+    # (thread, first pair, first Fejer ring, map) of a block of pair_kernel or unpair_kernel
+    return (cuda.threadIdx.x, cuda.blockIdx.x * TILE_PAIRS, cuda.blockIdx.y * RING_TILE,
+            cuda.blockIdx.z)
+
+
 @cuda.jit(cache=True)
 def pair_kernel(leg, h):
     """h = e + o on the circle: h[i, p, j] = e_j + o_j, h[i, p, 2n-1-j] = e_j - o_j, with e and
@@ -51,10 +58,7 @@ def pair_kernel(leg, h):
     Grid (ceil(P / TILE_PAIRS), ceil(n / RING_TILE), k), THREADS threads."""
     e_s = cuda.shared.array((RING_TILE, _ROW), complex128)
     o_s = cuda.shared.array((RING_TILE, _ROW), complex128)
-    tid = cuda.threadIdx.x
-    p0 = cuda.blockIdx.x * TILE_PAIRS
-    j0 = cuda.blockIdx.y * RING_TILE
-    i = cuda.blockIdx.z
+    tid, p0, j0, i = _ring_tile()
     n, nm = leg.shape[1], leg.shape[2]
     for idx in range(tid, RING_TILE * 2 * TILE_PAIRS, THREADS):
         jj, col = idx // (2 * TILE_PAIRS), idx % (2 * TILE_PAIRS)
@@ -75,21 +79,23 @@ def pair_kernel(leg, h):
 
 
 @cuda.jit(cache=True)
-def spectral_kernel(c, spectral, u):
-    """u[i, p, g] = c[i, p, k mod 2n] * spectral[k + L] for the modes |k| <= L (g = k mod N),
-    zero elsewhere; c (k, P, 2n) the FFT of h, u (k, P, N), spectral (2L + 1,). Grid
-    (ceil(N / THREADS), P, k), THREADS threads."""
+def spectral_kernel(src, factor, dst):
+    """dst[i, p, g] = src[i, p, k mod A] * factor[k + L] for the modes |k| <= L (g = k mod B),
+    zero elsewhere; src (k, P, A), dst (k, P, B), factor (2L + 1,). The resampling moves the
+    FFT of h (A = 2n) onto the grid (B = N) with factor = spectral, its transpose the grid's FFT
+    back (A = N, B = 2n) with conj(spectral). Grid (ceil(B / THREADS), P, k), THREADS
+    threads."""
     g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     p, i = cuda.blockIdx.y, cuda.blockIdx.z
-    N = u.shape[2]
-    if g >= N:
+    B = dst.shape[2]
+    if g >= B:
         return
-    L = (spectral.shape[0] - 1) // 2
-    k = g if g <= L else g - N
+    L = (factor.shape[0] - 1) // 2
+    k = g if g <= L else g - B
     if k < -L:
-        u[i, p, g] = 0j
+        dst[i, p, g] = 0j
     else:
-        u[i, p, g] = c[i, p, k + c.shape[2] if k < 0 else k] * spectral[k + L]
+        dst[i, p, g] = src[i, p, k + src.shape[2] if k < 0 else k] * factor[k + L]
 
 
 @cuda.jit(cache=True)
@@ -144,6 +150,20 @@ def interp_kernel(u, first, weights, tiles, out):
                 out[i, r0 + rr, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
 
 
+@cuda.jit(device=True)
+def _window_sum(j, r0, r1, w_s, f_s, v_s, pp, xr, xi):
+    # (xr, xi) plus the sum over the tile's rings r0..r1-1 of the weight of window position j
+    # times v_s[r, pp], real and imaginary parts apart. A plain device function (LLVM inlines
+    # it): Numba's own inliner has failed on loops in device functions on numba-cuda 0.30
+    # (sphgpu/sht/_cuda_kernels.py, _coefficients)
+    for r in range(r0, r1):
+        w = w_s[r, j - f_s[r]]
+        a = v_s[r, pp]
+        xr += w * a.real
+        xi += w * a.imag
+    return xr, xi
+
+
 @cuda.jit(cache=True)
 def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, ring0, u):
     """The transpose of :func:`interp_kernel`: u[i, p, g] = sum of weights[r, j - first[r]] (E_r
@@ -184,20 +204,8 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
         gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
         g = g0 + gg
         if g < g1:
-            xr = 0.0
-            xi = 0.0
-            j = j_d[g]
-            for r in range(lo_d[g] - ra, hi_d[g] - ra):
-                w = w_s[r, j - f_s[r]]
-                a = s_s[r, pp]
-                xr += w * a.real
-                xi += w * a.imag
-            j = j_m[g]
-            for r in range(lo_m[g] - ra, hi_m[g] - ra):
-                w = w_s[r, j - f_s[r]]
-                a = d_s[r, pp]
-                xr += w * a.real
-                xi += w * a.imag
+            xr, xi = _window_sum(j_d[g], lo_d[g] - ra, hi_d[g] - ra, w_s, f_s, s_s, pp, 0.0, 0.0)
+            xr, xi = _window_sum(j_m[g], lo_m[g] - ra, hi_m[g] - ra, w_s, f_s, d_s, pp, xr, xi)
             u_s[gg, pp] = complex(xr, xi)
     cuda.syncthreads()
     span = g1 - g0
@@ -208,33 +216,12 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
 
 
 @cuda.jit(cache=True)
-def spectral_adjoint_kernel(d, spectral, c):
-    """c[i, p, q] = d[i, p, k mod N] * conj(spectral[k + L]) for the modes |k| <= L (q = k mod
-    2n), zero elsewhere; d (k, P, N) the forward FFT of the spread grid, c (k, P, 2n). Grid
-    (ceil(2n / THREADS), P, k), THREADS threads."""
-    q = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    p, i = cuda.blockIdx.y, cuda.blockIdx.z
-    n2 = c.shape[2]
-    if q >= n2:
-        return
-    L = (spectral.shape[0] - 1) // 2
-    k = q if q <= L else q - n2
-    if k < -L:
-        c[i, p, q] = 0j
-    else:
-        c[i, p, q] = d[i, p, k + d.shape[2] if k < 0 else k] * spectral[k + L].conjugate()
-
-
-@cuda.jit(cache=True)
 def unpair_kernel(t, leg):
     """The transpose of :func:`pair_kernel`: leg[i, j, 2p] = t_j + t_{2n-1-j} and leg[i, j,
     2p + 1] = t_j - t_{2n-1-j}; t (k, P, 2n), leg (k, n, nm). Grid as :func:`pair_kernel`."""
     x_s = cuda.shared.array((RING_TILE, _ROW), complex128)
     y_s = cuda.shared.array((RING_TILE, _ROW), complex128)
-    tid = cuda.threadIdx.x
-    p0 = cuda.blockIdx.x * TILE_PAIRS
-    j0 = cuda.blockIdx.y * RING_TILE
-    i = cuda.blockIdx.z
+    tid, p0, j0, i = _ring_tile()
     n, nm = leg.shape[1], leg.shape[2]
     for idx in range(tid, TILE_PAIRS * RING_TILE, THREADS):
         pp, jj = idx // RING_TILE, idx % RING_TILE
