@@ -188,8 +188,19 @@ class _Plan:
     @functools.cached_property
     def resampler(self):
         """The :class:`_Resampler` from Fejer rings to this plan's rings (built when first
-        used)."""
-        return _Resampler(self.geometry, self.lmax, self.mmax)
+        used), or None where the plan cannot resample: the Fejer plan of a resampler itself, or
+        rings not sorted by theta or too dense for the transpose's tiles."""
+        if self.is_resampling_source:
+            return None
+        try:
+            return _Resampler(self.geometry, self.lmax, self.mmax)
+        except ValueError:
+            return None
+
+    @functools.cached_property
+    def resamples_by_default(self):
+        """Whether resampling pays here (:func:`theta_resample.worth_it`)."""
+        return theta_resample.worth_it(self.geometry, self.lmax)
 
 
 class _Resampler:
@@ -207,7 +218,7 @@ class _Resampler:
         self.first = _const(rp.first)
         self.weights = _const(rp.weights)
         if rp.width != RK.WIDTH:
-            raise ValueError(f"the kernels are compiled for windows of {RK.WIDTH} points")
+            raise RuntimeError(f"the kernels are compiled for windows of {RK.WIDTH} points")
         ranges = theta_resample.spread_ranges(rp)
         self.spread = tuple(_const(a) for a in ranges)
         self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
@@ -255,21 +266,14 @@ def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
 
 def _resampler(pl):
     """pl's :class:`_Resampler` where its transforms resample, else None.
-    ``SPHGPU_THETA_RESAMPLE``: "auto" (default; :func:`theta_resample.worth_it`), "0" (never) or
-    "1" (on any grid whose rings are sorted by theta and not too dense for the transpose's
-    tiles: tests use it at small sizes)."""
+    ``SPHGPU_THETA_RESAMPLE``: "auto" (default; :attr:`_Plan.resamples_by_default`), "0" (never)
+    or "1" (wherever the plan can, :attr:`_Plan.resampler`: tests use it at small sizes)."""
     mode = os.environ.get("SPHGPU_THETA_RESAMPLE", "auto").strip().lower()
     if mode not in ("auto", "0", "1"):
         raise ValueError(f"SPHGPU_THETA_RESAMPLE must be auto, 0 or 1, got {mode!r}")
-    if pl.is_resampling_source or not np.all(np.diff(pl.geometry.theta) > 0):
+    if mode == "0" or (mode == "auto" and not pl.resamples_by_default):
         return None
-    on = mode == "1" or (mode == "auto" and theta_resample.worth_it(pl.geometry, pl.lmax))
-    if not on:
-        return None
-    try:
-        return pl.resampler
-    except ValueError:      # rings too dense for the transpose's tiles: resampling cannot pay
-        return None
+    return pl.resampler
 
 
 @functools.lru_cache(maxsize=8)
@@ -495,15 +499,10 @@ def _fft_rows(a, forward, xp):
     if xp is np:
         a[...] = np.fft.fft(a, axis=2) if forward else np.fft.ifft(a, axis=2, norm="forward")
         return
-    import cupy
     from cupy.cuda import cufft
 
     k, rows, n = a.shape
-    cache = _plans.__dict__.setdefault("by_shape", {})
-    key = ("c2c", n, rows, cupy.cuda.Device().id)
-    p = cache.get(key)
-    if p is None:
-        p = cache[key] = cufft.Plan1d(n, cufft.CUFFT_Z2Z, rows)
+    p = _fft_plan(n, cufft.CUFFT_Z2Z, rows)
     for i in range(k):
         p.fft(a[i], a[i], cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
 
@@ -690,16 +689,24 @@ def _real_fft(c, src, dst, xp):
         dst[...] = (np.fft.rfft(src, axis=1) if forward
                     else np.fft.irfft(src, n=c["n"], axis=1, norm="forward"))
         return
+    from cupy.cuda import cufft
+
+    plan = _fft_plan(c["n"], cufft.CUFFT_D2Z if forward else cufft.CUFFT_Z2D, c["nr"])
+    plan.fft(src, dst, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
+
+
+def _fft_plan(n, kind, rows):
+    """The cuFFT plan of ``rows`` transforms of length ``n`` and type ``kind`` (cufft.CUFFT_*)
+    of this thread and device (:data:`_plans`)."""
     import cupy
     from cupy.cuda import cufft
 
     cache = _plans.__dict__.setdefault("by_shape", {})
-    key = (forward, c["n"], c["nr"], cupy.cuda.Device().id)
+    key = (n, kind, rows, cupy.cuda.Device().id)
     plan = cache.get(key)
     if plan is None:
-        plan = cache[key] = cufft.Plan1d(c["n"], cufft.CUFFT_D2Z if forward else cufft.CUFFT_Z2D,
-                                         c["nr"])
-    plan.fft(src, dst, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
+        plan = cache[key] = cufft.Plan1d(n, kind, rows)
+    return plan
 
 
 def _convolve(a, c, nmaps, xp):
