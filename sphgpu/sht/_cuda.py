@@ -309,7 +309,10 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
 #: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024); that chunk
 #: again with each m over 2 blocks (the fifth entry; 255 registers, the most a thread may have,
 #: is no limit): 11.1 ms a map at nside 2048 against 11.6 for 2 maps a launch on an H200.
-CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8)],
+#: alm2leg's (64, 4) is for the 2058 Fejer ring pairs of lmax 4096 (theta resampling): 5.41 ms
+#: against 5.59 for (128, 4) and 6.39-6.45 for the others, one map on an H200
+#: (benchmarks/results/runs/fejer_launch_shapes_h200.json).
+CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8), (64, 4)],
               "leg2alm": [(32, 8), (64, 8), (32, 8, 12), (32, 8, 12, 255, 2)]}
 #: what the autotuner tries instead for launches of one map: leg2alm with a register limit of
 #: 168 (after the chunk of 16), at which 12 warps fit on a multiprocessor instead of 8; it was

@@ -74,6 +74,17 @@ def _jit(max_registers=None, cache=True):
     return cuda.jit(cache=cache)
 
 
+@cuda.jit(device=True, inline=True)
+def _tile_shift(npairs, covered):
+    # How far the Legendre kernels' tiles of ring pairs (``covered`` pairs in all, the launch's
+    # whole tiles) start before pair 0: the last tile then ends on the last pair, and the
+    # ragged tile lies at the pole, where first[m] skips it for all but the smallest orders.
+    # Tiles that start at pair 0 leave the ragged one at the equator, alive for every m: on
+    # the 2058 Fejer ring pairs of lmax 4096, leg2alm's groups of 256 pairs were 9 for every
+    # m, the 9th holding 10 pairs
+    return covered - npairs
+
+
 @cuda.jit(device=True)
 def _zero_pair(leg, nmaps, rn, rs, col):
     """leg[:nmaps, rn, col] = 0 and, for a mirror ring (rs >= 0), leg[:nmaps, rs, col] = 0."""
@@ -131,7 +142,9 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
-    consecutive ring pairs from (b * threads + t) * pairs. Arguments:
+    consecutive ring pairs from (b * threads + t) * pairs - shift, where shift = grid x *
+    threads * pairs - npairs puts the last tile's end on the last pair (:func:`_tile_shift`).
+    Arguments:
         alm (nmaps, nalm) complex128 holding the orders mvals, coefficient (l, mvals[c]) at
             alm[:, astart[c] + l]; astart, mvals (nm,) int64 (0..mmax and the m-major
             offsets for a whole transform; a packed subset for :mod:`sphgpu.sht.stages`),
@@ -172,14 +185,15 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
         m = mvals[col]
         t = cuda.threadIdx.x
         npairs = x.shape[0]
-        p0 = (cuda.blockIdx.x * TPB + t) * RP
+        shift = _tile_shift(npairs, cuda.gridDim.x * TPB * RP)
+        p0 = (cuda.blockIdx.x * TPB + t) * RP - shift
         fm = first[m]
-        if (cuda.blockIdx.x + 1) * RP * TPB <= fm or fm >= npairs:
+        if (cuda.blockIdx.x + 1) * RP * TPB - shift <= fm or fm >= npairs:
             # every pair of this block stays negligible for this m: write zeros, skip the work
             # (the same for the whole block: no thread of it reaches a barrier)
             for r in range(RP):
                 p = p0 + r
-                if p < npairs:
+                if 0 <= p < npairs:
                     _zero_pair(leg, K, north[p], south[p], col)
             return
         sa = cuda.shared.array(SA2, float64)     # alpha_l, two chunk buffers
@@ -298,7 +312,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                 sv[2 * noff * K + (2 * i + 1) * TPB + t] = nim[i] * sc
         for r in range(RP):
             p = p0 + r
-            if p < npairs:
+            if 0 <= p < npairs:
                 rn = north[p]
                 rs = south[p]
                 if kk[r] < 0:          # never reached a non-negligible value
@@ -364,7 +378,8 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
     and l, against 2 + 2 nmaps in :func:`alm2leg_kernel` (README, *Performance*, "Batches").
 
     Launch: grid (ceil(npairs / (32 * warps)), nm), block 32 * warps; lane L of warp w of
-    block b owns ring pair 32 * (b * warps + w) + L. Arguments as :func:`alm2leg_kernel`. The
+    block b owns ring pair 32 * (b * warps + w) + L - shift (:func:`_tile_shift`). Arguments as
+    :func:`alm2leg_kernel`. The
     block stages alpha_l and s_l * a_lm of MMA_CHUNK consecutive l in shared memory, in two
     alternating buffers with one barrier per chunk, the next chunk loaded from global memory
     before the barrier and stored after the chunk's steps.
@@ -398,12 +413,12 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
         g = lane // 4          # fragment row (ring pairs g, g + 8 of a tile) and column
         c = lane % 4
         npairs = x.shape[0]
-        pb = cuda.blockIdx.x * TPB
+        pb = cuda.blockIdx.x * TPB - _tile_shift(npairs, cuda.gridDim.x * TPB)
         fm = first[m]
         if pb + TPB <= fm or fm >= npairs:
             # every pair of this block stays negligible for this m (the same for the block)
             p = pb + t
-            if p < npairs:
+            if 0 <= p < npairs:
                 _zero_pair(leg, nmaps, north[p], south[p], col)
             return
         sa = cuda.shared.array(SA2, float64)           # alpha_l, two chunk buffers
@@ -504,7 +519,7 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
                     sv[q + u64(1)] = v.imag
         for q in range(4):
             p = pw + 8 * q + g         # tile q // 2, fragment row g + 8 (q % 2)
-            if p < npairs:
+            if 0 <= p < npairs:
                 rn = north[p]
                 rs = south[p]
                 mt = q // 2
@@ -549,7 +564,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     Launch: grid (split, nm), block ``threads``; blockIdx.y is the column of order
     m = mvals[column] and the blocks of that column own every a_lm of that m, walking over the
     ring pairs in groups of ``threads * pairs`` (thread t owns ``pairs`` consecutive ones of
-    each group).
+    each group), the first starting ``shift`` pairs before pair 0 (:func:`_tile_shift`).
     Arguments:
         leg (nmaps, nrings, nm) complex128 (weighted ring Fourier coefficients),
         astart, mvals, lmax, alpha, scale, tstart, mu, x, sin, north, south, first as in
@@ -633,11 +648,12 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
         it = 0                                    # chunks done by the block, over all groups
         # groups before first[m] hold only pairs that are negligible for this m
         ngroups = (npairs + RP * TPB - 1) // (RP * TPB) if fm < npairs else 0
-        for g in range(fm // (RP * TPB) + cuda.blockIdx.x, ngroups, split):
+        shift = _tile_shift(npairs, ngroups * RP * TPB)
+        for g in range((fm + shift) // (RP * TPB) + cuda.blockIdx.x, ngroups, split):
             low = False          # some pair of this thread still below 2**-HALF_BITS
             live = False         # some pair of this thread already counts (k = 0)
             for r in range(RP):
-                p = (g * TPB + t) * RP + r
+                p = (g * TPB + t) * RP + r - shift
                 cur[r] = 0.0
                 prev[r] = 0.0
                 kk[r] = 0
@@ -707,7 +723,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                             prev[r] = c0
                             kk[r] = k
                             if k == 0:
-                                p = (g * TPB + t) * RP + r
+                                p = (g * TPB + t) * RP + r - shift
                                 _load_rings(leg, north[p], south[p], col, ln, r)
                                 live = True
                             else:
@@ -775,7 +791,7 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
 
     Launch: grid (1, nm), block 32 * warps; the block owns every a_lm of order m = mvals[column]
     and walks over the ring pairs in groups of 32 * warps (lane L of warp w takes pair
-    32 * w + L of a group). Arguments as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each
+    32 * w + L of a group), the first starting before pair 0 (:func:`_tile_shift`). Arguments as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each
     warp writes its sums to its slice of a shared buffer, and after one barrier the block adds
     the slices up and, times s_l, into a_lm (global atomics); two buffers alternate. (Warps
     adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
@@ -833,9 +849,10 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
         i1 = 4 + g // 2
         im = g % 2
         it = 0
+        shift = _tile_shift(npairs, ngroups * TPB)
         # groups before first[m] hold only pairs that are negligible for this m
-        for grp in range(fm // TPB, ngroups):
-            p = grp * TPB + t
+        for grp in range((fm + shift) // TPB, ngroups):
+            p = grp * TPB + t - shift
             cur = 0.0
             prev = 0.0
             kk = 0
@@ -845,7 +862,7 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
                 v, kk = _start(mu[m], m, sin[p])
                 prev = -v              # one uniform step gives y_m = lambda_mm
             for ks in range(8):
-                q = grp * TPB + (t - lane) + 4 * ks + c
+                q = grp * TPB + (t - lane) + 4 * ks + c - shift
                 for h in range(2):
                     fa[ks, h, 0] = 0.0
                     fa[ks, h, 1] = 0.0
