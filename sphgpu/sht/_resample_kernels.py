@@ -2,8 +2,11 @@
 
 The Legendre and ring steps hold Delta_m as ``leg`` (k, rings, nm), the orders contiguous; the
 FFTs along theta are fastest with theta contiguous (a strided cuFFT along the rings of ``leg``
-measured 3-4x slower on an H200), so the circle ``h`` (k, P, 2n) and the oversampled grid ``u``
-(k, P, N) hold one pair of orders p (m = 2p, 2p + 1) a row. The kernels that go between the two
+measured 3-4x slower on an H200), so the circle ``h`` (k, P, 2n) holds one pair of orders p
+(m = 2p, 2p + 1) a row, and the oversampled grid ``u`` (k, P, S, M) one pair's N = S M points as
+S rows, its phases: grid point j = S y + s is u[i, p, s, y]. A phase's inverse FFT makes its
+points from the modes congruent mod M, and cuFFT transforms rows of M <= 4096 points in one pass,
+where rows of 16384 took two (:data:`sphgpu.sht._cuda.GRID_ROW`). The kernels that go between the two
 layouts work on tiles in shared memory: rows of one layout are read and written whole by
 consecutive lanes.
 
@@ -15,6 +18,8 @@ memory (:mod:`sphgpu.sht._cuda`). Grid z: the maps.
 
 from __future__ import annotations
 
+import functools
+
 from numba import cuda, complex128, float64, int64
 
 from .._cuda_launch import refresh_kernel_cache
@@ -22,8 +27,8 @@ from . import theta_resample
 
 refresh_kernel_cache(__file__, theta_resample.__file__)
 
-__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "SPREAD_RINGS", "pair_kernel", "spectral_kernel",
-           "interp_kernel", "spread_kernel", "unpair_kernel"]
+__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "SPREAD_RINGS", "pair_kernel",
+           "to_grid_kernel", "from_grid_kernel", "interp_kernel", "spread_kernel", "unpair_kernel"]
 
 THREADS = 256
 #: pairs of orders a tile (32 orders: a 512-byte row segment of leg)
@@ -78,30 +83,83 @@ def pair_kernel(leg, h):
             h[i, p0 + pp, 2 * n - 1 - j0 - jj] = e - o
 
 
-@cuda.jit(cache=True)
-def spectral_kernel(src, factor, dst):
-    """dst[i, p, g] = src[i, p, k mod A] * factor[k + L] for the modes |k| <= L (g = k mod B),
-    zero elsewhere; src (k, P, A), dst (k, P, B), factor (2L + 1,). The resampling moves the
-    FFT of h (A = 2n) onto the grid (B = N) with factor = spectral, its transpose the grid's FFT
-    back (A = N, B = 2n) with conj(spectral). Grid (ceil(B / THREADS), P, k), THREADS
-    threads."""
-    g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    p, i = cuda.blockIdx.y, cuda.blockIdx.z
-    B = dst.shape[2]
-    if g >= B:
-        return
-    L = (factor.shape[0] - 1) // 2
-    k = g if g <= L else g - B
-    if k < -L:
-        dst[i, p, g] = 0j
-    else:
-        dst[i, p, g] = src[i, p, k + src.shape[2] if k < 0 else k] * factor[k + L]
+@functools.lru_cache(maxsize=None)
+def to_grid_kernel(phases: int):
+    """The grid's spectrum by phase: u[i, p, s, q] = sum over the modes k = q (mod M), |k| <= L,
+    of c[i, p, k mod A] * spectral[k] e^(2 pi i k s / N), s < S = ``phases``; c (k, P, A) the
+    FFT of h (A = 2n), u (k, P, S, M), factor (2, 2L + 1): spectral[k] and e^(2 pi i k / N),
+    whose powers give the phases' factors. Grid (ceil(M / THREADS), P, k), THREADS threads.
+    A thread takes a point of every phase, so that each mode and factor is read once (with
+    the phases' factors read from a table, a thread a point took 0.63 ms at lmax 4096 on an
+    H100, reading the L2 cache about five times what it wrote)."""
+    S = phases
+
+    @cuda.jit(cache=True)
+    def kernel(c, factor, u):
+        q = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        p, i = cuda.blockIdx.y, cuda.blockIdx.z
+        M = u.shape[3]
+        if q >= M:
+            return
+        A = c.shape[2]
+        L = (factor.shape[1] - 1) // 2
+        acc = cuda.local.array(S, complex128)
+        for s in range(S):
+            acc[s] = 0j
+        for k in range(q - ((q + L) // M) * M, L + 1, M):     # from the lowest mode >= -L
+            v = c[i, p, k + A if k < 0 else k] * factor[0, k + L]
+            w = factor[1, k + L]
+            for s in range(S):
+                acc[s] += v
+                v *= w
+        for s in range(S):
+            u[i, p, s, q] = acc[s]
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def from_grid_kernel(phases: int):
+    """The transpose of :func:`to_grid_kernel`: c[i, p, g] = sum over s of u[i, p, s, k mod M]
+    * conj(spectral[k] e^(2 pi i k s / N)) for the modes |k| <= L (g = k mod A), zero
+    elsewhere; u (k, P, S, M) the FFTs of the phases, c (k, P, A). Grid (ceil(A / THREADS), P,
+    k), THREADS threads."""
+    S = phases
+
+    @cuda.jit(cache=True)
+    def kernel(u, factor, c):
+        g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        p, i = cuda.blockIdx.y, cuda.blockIdx.z
+        A = c.shape[2]
+        if g >= A:
+            return
+        M = u.shape[3]
+        L = (factor.shape[1] - 1) // 2
+        k = g if g <= L else g - A
+        acc = 0j
+        if k >= -L:
+            q = k % M                                # Python's modulo: >= 0
+            f = factor[0, k + L].conjugate()
+            w = factor[1, k + L].conjugate()
+            for s in range(S):
+                acc += u[i, p, s, q] * f
+                f *= w
+        c[i, p, g] = acc
+
+    return kernel
+
+
+@cuda.jit(device=True, inline=True)
+def _point(j, N, S):
+    # (phase, position in its row) of grid point j, -N < j < N (points wrap mod N)
+    j = j + N if j < 0 else j
+    return j % S, j // S
 
 
 @cuda.jit(cache=True)
 def interp_kernel(u, first, weights, tiles, out):
     """out[i, r, 2p] = (a + b) / 2 and out[i, r, 2p + 1] = (a - b) / 2, with a = h(theta_r) and
-    b = h(-theta_r) interpolated from the grid u (k, P, N) over the ring's window (first[r],
+    b = h(-theta_r) interpolated from the grid u (k, P, S, M) over the ring's window (first[r],
     weights[r], WIDTH points); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] (at
     most RING_TILE) read at most SEGMENT grid points from first[tiles[y]] on, and their mirror
     images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
@@ -112,15 +170,18 @@ def interp_kernel(u, first, weights, tiles, out):
     p0 = cuda.blockIdx.x * TILE_PAIRS
     r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
     i = cuda.blockIdx.z
-    P, N = u.shape[1], u.shape[2]
+    P, S = u.shape[1], u.shape[2]
+    N = S * u.shape[3]
     j0 = first[r0]
     seg = first[r1 - 1] + WIDTH - j0
     for idx in range(tid, TILE_PAIRS * SEGMENT, THREADS):
         pp, s = idx // SEGMENT, idx % SEGMENT
         j = j0 + s
         if p0 + pp < P and s < seg:
-            ud[pp, s] = u[i, p0 + pp, j + N if j < 0 else j]
-            um[pp, s] = u[i, p0 + pp, N - j if j > 0 else -j]
+            ph, y = _point(j, N, S)
+            ud[pp, s] = u[i, p0 + pp, ph, y]
+            ph, y = _point(-j, N, S)
+            um[pp, s] = u[i, p0 + pp, ph, y]
     for idx in range(tid, (r1 - r0) * WIDTH, THREADS):
         w_s[idx // WIDTH, idx % WIDTH] = weights[r0 + idx // WIDTH, idx % WIDTH]
     cuda.syncthreads()
@@ -171,7 +232,7 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
     O_r) / 2 over lo_m[g]..hi_m[g] - 1 with j = j_m[g] (:func:`theta_resample.spread_ranges`);
     E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The tile's grid points
     tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at
-    most. u (k, P, N). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
+    most. u (k, P, S, M) (the module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
     s_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E + O) / 2
     d_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E - O) / 2
     w_s = cuda.shared.array((SPREAD_RINGS, WIDTH), float64)
@@ -183,7 +244,7 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
     ra = ring0[cuda.blockIdx.y]
     i = cuda.blockIdx.z
     nrings, nm = leg.shape[1], leg.shape[2]
-    P = u.shape[1]
+    P, S = u.shape[1], u.shape[2]
     for idx in range(tid, SPREAD_RINGS * TILE_PAIRS, THREADS):
         rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
         c = 2 * (p0 + pp)
@@ -212,7 +273,8 @@ def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, 
     for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
         pp, gg = idx // SPAN, idx % SPAN
         if gg < span and p0 + pp < P:
-            u[i, p0 + pp, g0 + gg] = u_s[gg, pp]
+            g = g0 + gg
+            u[i, p0 + pp, g % S, g // S] = u_s[gg, pp]
 
 
 @cuda.jit(cache=True)

@@ -158,3 +158,36 @@ def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
         assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
     finally:
         _cuda.plan.cache_clear()
+
+
+@cuda
+@pytest.mark.parametrize("grid_row, phases", [(24, 2), (16, 3), (12, 4)])
+def test_cuda_resampling_with_the_grid_in_phases(grid_row, phases, rng, monkeypatch):
+    """Short grid rows (GRID_ROW), so that the N = 48 grid points go as 2, 3 or 4 phases."""
+    from sphgpu._device import array_module, to_host
+    from sphgpu.sht import _cuda
+
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    monkeypatch.setattr(_cuda, "GRID_ROW", grid_row)
+    geometry, lmax, mmax = RingGeometry.healpix(6), 12, 11
+    _cuda.plan.cache_clear()
+    try:
+        rs = _cuda._resampler(_cuda.plan(geometry, lmax, mmax))
+        assert rs.rp.N == 48 and rs.phases == phases
+        xp = array_module()
+        legf = rng.standard_normal((2, rs.rp.n, mmax + 1)) + 1j * rng.standard_normal((2, rs.rp.n, mmax + 1))
+        got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
+        assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
+        legh = rng.standard_normal((2, geometry.nrings, mmax + 1)) + 1j * rng.standard_normal((2, geometry.nrings, mmax + 1))
+        got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
+        assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
+    finally:
+        _cuda.plan.cache_clear()
+
+
+def test_grid_phases_are_the_fewest_rows_that_fit():
+    from sphgpu.sht import _cuda
+
+    assert _cuda.GRID_ROW == 4096
+    # lmax 4096: N = 16384 as 4 rows of 4096; lmax 3072: N = 12288 as 3; small grids whole
+    assert [_cuda._grid_phases(N) for N in (16384, 12288, 48, 4096, 4098)] == [4, 3, 1, 1, 2]
