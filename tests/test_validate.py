@@ -105,6 +105,27 @@ def test_device_checks_find_every_bad_value_in_one_pass(rng):
         V.as_maps("maps", cupy.asarray(bad))
 
 
+@pytest.mark.gpu
+def test_alm2map_finishes_its_deferred_nan_check(rng):
+    """alm2map starts the NaN check of device a_lm, queues the transform, then finishes the
+    check: NaN anywhere still raises, naming alm, and clean a_lm pass."""
+    import cupy
+
+    import sphgpu
+
+    pending = []
+    alm = cupy.asarray(rng.standard_normal(45) + 1j * rng.standard_normal(45))
+    assert V.as_complex_array("alm", alm, pending=pending) is not None and len(pending) == 1
+    pending[0]()
+    for pos in (0, 20, 44):
+        bad = alm.copy()
+        bad[pos] = complex(np.inf, 0.0)
+        with pytest.raises(ValueError, match="alm contains NaN or infinite values"):
+            sphgpu.alm2map(bad, 4, 8, pol=False, backend="cuda")
+    maps = sphgpu.alm2map(alm, 4, 8, pol=False, backend="cuda")
+    assert maps.shape == (192,) and bool(cupy.isfinite(maps).all())
+
+
 def test_count_kernel_in_the_simulator(rng):
     """The kernel behind the device checks, in Numba's simulator (the GPU test above runs it
     through CuPy)."""

@@ -544,7 +544,7 @@ def _resample(leg_f, rs, xp):
         _go(RK.to_grid_kernel(S), (math.ceil(M / RK.THREADS), P, 1), RK.THREADS, h,
             rs.grid_factor, u)
         _fft_rows(u.reshape(1, P * S, M), False, xp)
-        _go(RK.interp_kernel, *_tiles_grid(P, rs.interp_tiles.shape[0] - 1), u, rs.first,
+        _go(RK.interp_kernel(S), *_tiles_grid(P, rs.interp_tiles.shape[0] - 1), u, rs.first,
             rs.weights, rs.interp_tiles, out[i:i + 1])
     return out
 
@@ -558,7 +558,7 @@ def _resample_adjoint(leg, rs, xp):
     h = xp.empty((1, P, 2 * n), dtype=np.complex128)
     u = xp.empty((1, P, S, M), dtype=np.complex128)
     for i in range(k):
-        _go(RK.spread_kernel, *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
+        _go(RK.spread_kernel(S), *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
             rs.first, rs.weights, *rs.spread, rs.spread_tiles, rs.spread_ring0, u)
         _fft_rows(u.reshape(1, P * S, M), True, xp)
         _go(RK.from_grid_kernel(S), (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,

@@ -156,59 +156,68 @@ def _point(j, N, S):
     return j % S, j // S
 
 
-@cuda.jit(cache=True)
-def interp_kernel(u, first, weights, tiles, out):
+@functools.lru_cache(maxsize=None)
+def interp_kernel(phases: int):
     """out[i, r, 2p] = (a + b) / 2 and out[i, r, 2p + 1] = (a - b) / 2, with a = h(theta_r) and
     b = h(-theta_r) interpolated from the grid u (k, P, S, M) over the ring's window (first[r],
     weights[r], WIDTH points); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] (at
     most RING_TILE) read at most SEGMENT grid points from first[tiles[y]] on, and their mirror
-    images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
-    ud = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
-    um = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
-    w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
-    tid = cuda.threadIdx.x
-    p0 = cuda.blockIdx.x * TILE_PAIRS
-    r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
-    i = cuda.blockIdx.z
-    P, S = u.shape[1], u.shape[2]
-    N = S * u.shape[3]
-    j0 = first[r0]
-    seg = first[r1 - 1] + WIDTH - j0
-    for idx in range(tid, TILE_PAIRS * SEGMENT, THREADS):
-        pp, s = idx // SEGMENT, idx % SEGMENT
-        j = j0 + s
-        if p0 + pp < P and s < seg:
-            ph, y = _point(j, N, S)
-            ud[pp, s] = u[i, p0 + pp, ph, y]
-            ph, y = _point(-j, N, S)
-            um[pp, s] = u[i, p0 + pp, ph, y]
-    for idx in range(tid, (r1 - r0) * WIDTH, THREADS):
-        w_s[idx // WIDTH, idx % WIDTH] = weights[r0 + idx // WIDTH, idx % WIDTH]
-    cuda.syncthreads()
-    nm = out.shape[2]
-    for idx in range(tid, (r1 - r0) * TILE_PAIRS, THREADS):
-        rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
-        if p0 + pp < P:
-            # real and imaginary parts apart: a real weight times a complex value is then two
-            # fused multiply-adds, not a complex product; WIDTH is a constant, so the loop
-            # unrolls and its loads overlap
-            ar = 0.0
-            ai = 0.0
-            br = 0.0
-            bi = 0.0
-            s = first[r0 + rr] - j0
-            for t in range(WIDTH):
-                w = w_s[rr, t]
-                x = ud[pp, s + t]
-                y = um[pp, s + t]
-                ar += w * x.real
-                ai += w * x.imag
-                br += w * y.real
-                bi += w * y.imag
-            c = 2 * (p0 + pp)
-            out[i, r0 + rr, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
-            if c + 1 < nm:
-                out[i, r0 + rr, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
+    images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads.
+    ``phases``: S of u, a constant of the compiled kernel, so that a grid point's phase and
+    position divide by a constant (a 64-bit division by a runtime value takes about 70
+    instructions; 0.64 -> 0.61 ms at lmax 4096 on an H100)."""
+    S = phases
+
+    @cuda.jit(cache=True)
+    def kernel(u, first, weights, tiles, out):
+        ud = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
+        um = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
+        w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
+        tid = cuda.threadIdx.x
+        p0 = cuda.blockIdx.x * TILE_PAIRS
+        r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
+        i = cuda.blockIdx.z
+        P = u.shape[1]
+        N = S * u.shape[3]
+        j0 = first[r0]
+        seg = first[r1 - 1] + WIDTH - j0
+        for idx in range(tid, TILE_PAIRS * SEGMENT, THREADS):
+            pp, s = idx // SEGMENT, idx % SEGMENT
+            j = j0 + s
+            if p0 + pp < P and s < seg:
+                ph, y = _point(j, N, S)
+                ud[pp, s] = u[i, p0 + pp, ph, y]
+                ph, y = _point(-j, N, S)
+                um[pp, s] = u[i, p0 + pp, ph, y]
+        for idx in range(tid, (r1 - r0) * WIDTH, THREADS):
+            w_s[idx // WIDTH, idx % WIDTH] = weights[r0 + idx // WIDTH, idx % WIDTH]
+        cuda.syncthreads()
+        nm = out.shape[2]
+        for idx in range(tid, (r1 - r0) * TILE_PAIRS, THREADS):
+            rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+            if p0 + pp < P:
+                # real and imaginary parts apart: a real weight times a complex value is then two
+                # fused multiply-adds, not a complex product; WIDTH is a constant, so the loop
+                # unrolls and its loads overlap
+                ar = 0.0
+                ai = 0.0
+                br = 0.0
+                bi = 0.0
+                s = first[r0 + rr] - j0
+                for t in range(WIDTH):
+                    w = w_s[rr, t]
+                    x = ud[pp, s + t]
+                    y = um[pp, s + t]
+                    ar += w * x.real
+                    ai += w * x.imag
+                    br += w * y.real
+                    bi += w * y.imag
+                c = 2 * (p0 + pp)
+                out[i, r0 + rr, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
+                if c + 1 < nm:
+                    out[i, r0 + rr, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
+
+    return kernel
 
 
 @cuda.jit(device=True)
@@ -225,56 +234,63 @@ def _window_sum(j, r0, r1, w_s, f_s, v_s, pp, xr, xi):
     return xr, xi
 
 
-@cuda.jit(cache=True)
-def spread_kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, ring0, u):
+@functools.lru_cache(maxsize=None)
+def spread_kernel(phases: int):
     """The transpose of :func:`interp_kernel`: u[i, p, g] = sum of weights[r, j - first[r]] (E_r
     + O_r) / 2 over the rings lo_d[g]..hi_d[g] - 1 with j = j_d[g], plus the same with (E_r -
     O_r) / 2 over lo_m[g]..hi_m[g] - 1 with j = j_m[g] (:func:`theta_resample.spread_ranges`);
     E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The tile's grid points
     tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at
-    most. u (k, P, S, M) (the module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads."""
-    s_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E + O) / 2
-    d_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E - O) / 2
-    w_s = cuda.shared.array((SPREAD_RINGS, WIDTH), float64)
-    f_s = cuda.shared.array(SPREAD_RINGS, int64)
-    u_s = cuda.shared.array((SPAN, _ROW), complex128)
-    tid = cuda.threadIdx.x
-    p0 = cuda.blockIdx.x * TILE_PAIRS
-    g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
-    ra = ring0[cuda.blockIdx.y]
-    i = cuda.blockIdx.z
-    nrings, nm = leg.shape[1], leg.shape[2]
-    P, S = u.shape[1], u.shape[2]
-    for idx in range(tid, SPREAD_RINGS * TILE_PAIRS, THREADS):
-        rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
-        c = 2 * (p0 + pp)
-        e = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
-        o = leg[i, ra + rr, c + 1] if ra + rr < nrings and c + 1 < nm else 0j
-        s_s[rr, pp] = 0.5 * (e + o)
-        d_s[rr, pp] = 0.5 * (e - o)
-    for idx in range(tid, SPREAD_RINGS * WIDTH, THREADS):
-        rr = idx // WIDTH
-        if ra + rr < nrings:
-            w_s[rr, idx % WIDTH] = weights[ra + rr, idx % WIDTH]
-            if idx % WIDTH == 0:
-                f_s[rr] = first[ra + rr]
-    cuda.syncthreads()
-    # lanes take the pairs of one grid point: the tile's rows are read along the pairs, and
-    # the point's ring range and weights are the same for all of them
-    for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
-        gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
-        g = g0 + gg
-        if g < g1:
-            xr, xi = _window_sum(j_d[g], lo_d[g] - ra, hi_d[g] - ra, w_s, f_s, s_s, pp, 0.0, 0.0)
-            xr, xi = _window_sum(j_m[g], lo_m[g] - ra, hi_m[g] - ra, w_s, f_s, d_s, pp, xr, xi)
-            u_s[gg, pp] = complex(xr, xi)
-    cuda.syncthreads()
-    span = g1 - g0
-    for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
-        pp, gg = idx // SPAN, idx % SPAN
-        if gg < span and p0 + pp < P:
+    most. u (k, P, S, M) (the module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads. ``phases``: S of u (see
+    :func:`interp_kernel`)."""
+    S = phases
+
+    @cuda.jit(cache=True)
+    def kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, ring0, u):
+        s_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E + O) / 2
+        d_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E - O) / 2
+        w_s = cuda.shared.array((SPREAD_RINGS, WIDTH), float64)
+        f_s = cuda.shared.array(SPREAD_RINGS, int64)
+        u_s = cuda.shared.array((SPAN, _ROW), complex128)
+        tid = cuda.threadIdx.x
+        p0 = cuda.blockIdx.x * TILE_PAIRS
+        g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
+        ra = ring0[cuda.blockIdx.y]
+        i = cuda.blockIdx.z
+        nrings, nm = leg.shape[1], leg.shape[2]
+        P = u.shape[1]
+        for idx in range(tid, SPREAD_RINGS * TILE_PAIRS, THREADS):
+            rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+            c = 2 * (p0 + pp)
+            e = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
+            o = leg[i, ra + rr, c + 1] if ra + rr < nrings and c + 1 < nm else 0j
+            s_s[rr, pp] = 0.5 * (e + o)
+            d_s[rr, pp] = 0.5 * (e - o)
+        for idx in range(tid, SPREAD_RINGS * WIDTH, THREADS):
+            rr = idx // WIDTH
+            if ra + rr < nrings:
+                w_s[rr, idx % WIDTH] = weights[ra + rr, idx % WIDTH]
+                if idx % WIDTH == 0:
+                    f_s[rr] = first[ra + rr]
+        cuda.syncthreads()
+        # lanes take the pairs of one grid point: the tile's rows are read along the pairs, and
+        # the point's ring range and weights are the same for all of them
+        for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
+            gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
             g = g0 + gg
-            u[i, p0 + pp, g % S, g // S] = u_s[gg, pp]
+            if g < g1:
+                xr, xi = _window_sum(j_d[g], lo_d[g] - ra, hi_d[g] - ra, w_s, f_s, s_s, pp, 0.0, 0.0)
+                xr, xi = _window_sum(j_m[g], lo_m[g] - ra, hi_m[g] - ra, w_s, f_s, d_s, pp, xr, xi)
+                u_s[gg, pp] = complex(xr, xi)
+        cuda.syncthreads()
+        span = g1 - g0
+        for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
+            pp, gg = idx // SPAN, idx % SPAN
+            if gg < span and p0 + pp < P:
+                g = g0 + gg
+                u[i, p0 + pp, g % S, g // S] = u_s[gg, pp]
+
+    return kernel
 
 
 @cuda.jit(cache=True)

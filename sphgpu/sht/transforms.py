@@ -129,7 +129,8 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     -------
     array, float64, shape (npix,), (3, npix), (k, npix) or (k, 3, npix); device in, device out.
     """
-    arr = as_complex_array("alm", alm, allow_batch=3)
+    pending = []          # the device array's NaN check, finished after the transform is queued
+    arr = as_complex_array("alm", alm, allow_batch=3, pending=pending)
     polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
@@ -145,6 +146,8 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
         maps = impl.synthesis_spin(_rows(arr, 3), 2, layout, geometry)
     else:
         maps = impl.synthesis(_rows(arr, 0), layout, geometry)
+    for finish in pending:
+        finish()
     return like_input(maps.reshape(lead + (geometry.npix,)), alm)
 
 

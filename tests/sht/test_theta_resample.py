@@ -134,7 +134,7 @@ def test_cuda_polarized_transforms_resample(rng, monkeypatch):
 def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
     """Small tiles (the kernels' shared shapes follow the module's constants in the simulator),
     so that the interpolation and its transpose cross tiles of rings, grid points and pairs."""
-    from sphgpu._device import SIMULATOR, array_module, to_host
+    from sphgpu._device import SIMULATOR
     from sphgpu.sht import _cuda, _resample_kernels as RK
 
     if not SIMULATOR:
@@ -149,22 +149,29 @@ def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
         rs = _cuda._resampler(_cuda.plan(geometry, lmax, lmax))
         assert rs is not None
         assert rs.interp_tiles.shape[0] > 3 and rs.spread_tiles.shape[0] > 3
-        xp = array_module()
-        legf = rng.standard_normal((1, rs.rp.n, lmax + 1)) + 1j * rng.standard_normal((1, rs.rp.n, lmax + 1))
-        got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
-        assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
-        legh = rng.standard_normal((1, geometry.nrings, lmax + 1)) + 1j * rng.standard_normal((1, geometry.nrings, lmax + 1))
-        got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
-        assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
+        _check_both_directions(rs, 1, geometry.nrings, lmax, rng)
     finally:
         _cuda.plan.cache_clear()
+
+
+def _check_both_directions(rs, k, nrings, mmax, rng):
+    """The CUDA resampling of ``rs`` and its transpose against the NumPy reference, k maps."""
+    from sphgpu._device import array_module, to_host
+    from sphgpu.sht import _cuda
+
+    xp = array_module()
+    legf = rng.standard_normal((k, rs.rp.n, mmax + 1)) + 1j * rng.standard_normal((k, rs.rp.n, mmax + 1))
+    got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
+    assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
+    legh = rng.standard_normal((k, nrings, mmax + 1)) + 1j * rng.standard_normal((k, nrings, mmax + 1))
+    got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
+    assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
 
 
 @cuda
 @pytest.mark.parametrize("grid_row, phases", [(24, 2), (16, 3), (12, 4)])
 def test_cuda_resampling_with_the_grid_in_phases(grid_row, phases, rng, monkeypatch):
     """Short grid rows (GRID_ROW), so that the N = 48 grid points go as 2, 3 or 4 phases."""
-    from sphgpu._device import array_module, to_host
     from sphgpu.sht import _cuda
 
     monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
@@ -174,13 +181,7 @@ def test_cuda_resampling_with_the_grid_in_phases(grid_row, phases, rng, monkeypa
     try:
         rs = _cuda._resampler(_cuda.plan(geometry, lmax, mmax))
         assert rs.rp.N == 48 and rs.phases == phases
-        xp = array_module()
-        legf = rng.standard_normal((2, rs.rp.n, mmax + 1)) + 1j * rng.standard_normal((2, rs.rp.n, mmax + 1))
-        got = to_host(_cuda._resample(xp.asarray(legf), rs, xp))
-        assert rel_err(got, tr.forward(legf, rs.rp)) <= 1e-14
-        legh = rng.standard_normal((2, geometry.nrings, mmax + 1)) + 1j * rng.standard_normal((2, geometry.nrings, mmax + 1))
-        got = to_host(_cuda._resample_adjoint(xp.asarray(legh), rs, xp))
-        assert rel_err(got, tr.adjoint(legh, rs.rp)) <= 1e-14
+        _check_both_directions(rs, 2, geometry.nrings, mmax, rng)
     finally:
         _cuda.plan.cache_clear()
 
