@@ -20,7 +20,13 @@ import os
 import threading
 import warnings
 
-__all__ = ["quiet", "refresh_kernel_cache", "UNDER_UTILIZATION"]
+import numba
+
+__all__ = ["quiet", "refresh_kernel_cache", "UNDER_UTILIZATION", "SIMULATOR"]
+
+#: whether CUDA kernels run in Numba's simulator (here, not in :mod:`sphgpu._device`, so that
+#: the kernel launcher, which the argument checks use, imports nothing that imports them)
+SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
 #: the message of Numba's low-occupancy warning (a regular expression, matched at the start of
 #: the message; Numba may put terminal colour codes before it, NUMBA_COLOR_SCHEME)

@@ -6,16 +6,14 @@ arrays; on a GPU it runs on CuPy arrays, which Numba kernels take without copies
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from . import _host_threads
+from ._cuda_launch import SIMULATOR
 from ._validate import is_device_array
 
 __all__ = ["SIMULATOR", "array_module", "device_constant", "to_device", "to_host",
            "like_input", "free_device_bytes"]
-
-SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
 
 def array_module():

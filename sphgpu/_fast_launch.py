@@ -32,8 +32,7 @@ import threading
 import numpy as np
 
 from . import _kernel_cache
-from ._cuda_launch import quiet
-from ._device import SIMULATOR
+from ._cuda_launch import SIMULATOR, quiet
 
 __all__ = ["launch", "launch_default", "kernel_params", "FAST", "LOADED_FROM_DISK",
            "THROUGH_NUMBA"]
