@@ -72,13 +72,11 @@ _BLOCK = 1 << 16
 
 
 def min_max(a) -> tuple[float, float]:
-    """(minimum, maximum) of a real array, host or device, as floats; NaN if ``a`` holds a NaN
-    (as NumPy's). A large NumPy array is cut into one span a thread, each read once block by
-    block (:mod:`sphgpu._host_threads`): an nside 2048 map's check took 17-22 ms instead of
-    54-55 on the 16-core host of an H200 machine (README, *Performance*)."""
-    if not isinstance(a, np.ndarray):
-        xp = _array_module(a)
-        return float(xp.min(a)), float(xp.max(a))
+    """(minimum, maximum) of a real NumPy array as floats; NaN if ``a`` holds a NaN (as
+    NumPy's). A large array is cut into one span a thread, each read once block by block
+    (:mod:`sphgpu._host_threads`): an nside 2048 map's check took 17-22 ms instead of 54-55 on
+    the 16-core host of an H200 machine (README, *Performance*). Device arrays are checked by
+    :func:`count_outside` instead."""
     nthreads = _host_threads.count()
     if a.size < PARALLEL_MIN_ELEMENTS or nthreads == 1 or not a.flags.c_contiguous:
         return float(a.min()), float(a.max())
