@@ -6,6 +6,7 @@ import math
 import numbers
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -105,38 +106,56 @@ def count_outside(a, lower: float) -> int:
     return int(_count_on_device(a, lower)[0])
 
 
-def _count_on_device(a, lower):
-    """The count of :func:`count_outside`, launched: a (1,) int64 CuPy array, not waited for."""
+def _count_on_device(a, lower, stream=0):
+    """The count of :func:`count_outside`, launched on ``stream`` (0: the legacy default
+    stream; or a CuPy stream, on which the count is then also allocated): a (1,) int64 CuPy
+    array, not waited for."""
     import cupy
 
     from . import _check_kernels as CK
-    from ._fast_launch import launch_default
+    from ._fast_launch import launch
 
     flat = a.reshape(-1)
-    count = cupy.zeros(1, dtype=np.int64)
+    if stream:
+        with stream:
+            count = cupy.zeros(1, dtype=np.int64)
+    else:
+        count = cupy.zeros(1, dtype=np.int64)
     blocks = max(1, min(CK.MAX_BLOCKS, -(-flat.size // CK.THREADS)))
-    launch_default(CK.count_outside_kernel, blocks, CK.THREADS, flat, float(lower), count)
+    launch(CK.count_outside_kernel, blocks, CK.THREADS, stream, flat, float(lower), count)
     return count
 
 
-def _finite_check_started(name, a):
-    """Start :func:`check_finite` of a C-contiguous real CuPy array on the GPU and return a
-    callable that finishes it: it waits for the count alone (an event after its copy to the
-    host), not for work queued after it, and raises check_finite's ValueError."""
-    import cupy
-    import cupyx
+#: per thread: {device id: the non-blocking stream of the deferred checks}
+_check_streams = threading.local()
 
-    count = _count_on_device(a, -math.inf)
-    host = cupyx.empty_pinned((1,), dtype=np.int64)
-    stream = cupy.cuda.get_current_stream()
-    cupy.cuda.runtime.memcpyAsync(host.ctypes.data, count.data.ptr, 8,
-                                  cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-    done = cupy.cuda.Event(block=False, disable_timing=True)
-    done.record(stream)
+
+def _check_stream():
+    import cupy
+
+    streams = _check_streams.__dict__.setdefault("by_device", {})
+    dev = cupy.cuda.Device().id
+    if dev not in streams:
+        streams[dev] = cupy.cuda.Stream(non_blocking=True)
+    return streams[dev]
+
+
+def _finite_check_deferred(name, a):
+    """:func:`check_finite` of a C-contiguous real CuPy array, to be run later: marks where
+    ``a`` is ready on the current stream (an event) and returns a callable that counts on a
+    stream of its own from that mark on, so that the count runs beside whatever was queued in
+    between, waits for the count alone, and raises check_finite's ValueError."""
+    import cupy
+
+    ready = cupy.cuda.Event(block=False, disable_timing=True)
+    ready.record()
 
     def finish():
-        done.synchronize()
-        if host[0]:
+        stream = _check_stream()
+        stream.wait_event(ready)
+        found = _count_on_device(a, -math.inf, stream).get(stream=stream)
+        stream.synchronize()
+        if found[0]:
             raise ValueError(f"{name} contains NaN or infinite values")
 
     return finish
@@ -148,7 +167,7 @@ def _real_view(a, xp):
     if not isinstance(a, xp.ndarray) or not a.size or not a.flags.c_contiguous \
             or a.dtype.kind not in "fc":
         return None
-    return a.view(a.real.dtype) if a.dtype.kind == "c" else a
+    return a.view(a.dtype.char.lower()) if a.dtype.kind == "c" else a   # complex128 -> float64
 
 
 def _array_module(a):
@@ -175,11 +194,11 @@ def _finish(name, arr, allow_batch, dtype, pending=None):
         arr = np.ascontiguousarray(arr, dtype=dtype)
     else:
         arr = _device_as(arr, dtype)
-    real = None if pending is None else _real_view(arr, _array_module(arr))
-    if real is not None and not isinstance(real, np.ndarray):
-        pending.append(_finite_check_started(name, real))
-    else:
-        check_finite(name, arr)
+        if pending is not None:
+            # C-contiguous and of dtype now: its real view is one view away
+            pending.append(_finite_check_deferred(name, arr.view(np.dtype(dtype).char.lower())))
+            return arr
+    check_finite(name, arr)
     return arr
 
 
@@ -220,11 +239,11 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
                      pending: list | None = None):
     """Validate spherical-harmonic coefficients: complex, finite; 1-D or 2-D (a batch).
 
-    ``pending``: for a CuPy array, start the NaN check on the GPU and append to this list a
-    callable that finishes it (and raises, naming ``name``), instead of waiting for it here.
-    alm2map calls it after it has queued the transform, so that the GPU does not wait for the
-    host between the check and the transform: the wait, and the host's work before the
-    transform's first launch, had left an H100 idle for 0.3-1.0 ms of a 10 ms call."""
+    ``pending``: for a CuPy array, append to this list a callable that runs the NaN check (and
+    raises, naming ``name``) instead of running it here (:func:`_finite_check_deferred`).
+    alm2map calls it after it has queued the transform, whose first kernel then starts without
+    waiting for the check or for the host's work around it: they had left an H100 idle for
+    0.3-1.0 ms of a 10 ms call, and the count then runs beside the transform."""
     if is_device_array(a):
         arr = a
     else:

@@ -15,6 +15,7 @@ NumPy arrays and NumPy FFTs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -300,16 +301,34 @@ def plan(geometry, lmax, mmax):
 
 def _batches(pl, nmaps, rows=1):
     """Split nmaps into groups that fit in free device memory, or say how much is needed;
-    ``rows`` maps travel together (the Q and U, or I, Q and U, of a spin transform)."""
-    need = pl.bytes_per_map() * rows
-    if SIMULATOR:
+    ``rows`` maps travel together (the Q and U, or I, Q and U, of a spin transform). One map
+    (or set) goes whole without asking the driver, whose memGetInfo took 0.05 ms of the host's
+    time before a 10 ms transform's first launch; where it does not fit,
+    :func:`_memory_named` says so in the same words."""
+    if SIMULATOR or nmaps == 1:
         return [(0, nmaps)]
     free = free_device_bytes()
-    per = int(0.8 * free) // need
+    per = int(0.8 * free) // (pl.bytes_per_map() * rows)
     if per < 1:
-        raise MemoryError(f"this transform needs about {need / 2**30:.2f} GiB of GPU memory per map "
-                          f"for lmax={pl.lmax}, npix={pl.npix}, but {free / 2**30:.2f} GiB is free")
+        raise _memory_error(pl, rows, free)
     return [(i, min(i + per, nmaps)) for i in range(0, nmaps, per)]
+
+
+def _memory_error(pl, rows, free):
+    need = pl.bytes_per_map() * rows
+    return MemoryError(f"this transform needs about {need / 2**30:.2f} GiB of GPU memory per map "
+                       f"for lmax={pl.lmax}, npix={pl.npix}, but {free / 2**30:.2f} GiB is free")
+
+
+@contextlib.contextmanager
+def _memory_named(pl, rows=1):
+    """CuPy's OutOfMemoryError (a MemoryError) inside, as :func:`_batches`'s MemoryError."""
+    try:
+        yield
+    except MemoryError as e:
+        if type(e) is MemoryError:
+            raise
+        raise _memory_error(pl, rows, free_device_bytes()) from e
 
 
 #: default launch parameters (threads per block, ring pairs per thread) of the Legendre kernels,
@@ -742,18 +761,18 @@ def _convolve(a, c, nmaps, xp):
     return xp.fft.ifft(f, axis=1, norm="forward")
 
 
-@quiet()
 def _run(data, layout, geometry, steps):
     xp = _xp()
     pl = plan(geometry, layout.lmax, layout.mmax)
     host = isinstance(data, np.ndarray) and xp is not np
     d = to_device(data)
     outs = []
-    for i, j in _batches(pl, d.shape[0]):
-        r = d[i:j]
-        for step in steps:
-            r = step(r, pl, xp)
-        outs.append(r)
+    with _memory_named(pl):
+        for i, j in _batches(pl, d.shape[0]):
+            r = d[i:j]
+            for step in steps:
+                r = step(r, pl, xp)
+            outs.append(r)
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
     return to_host(out) if host else out
 
@@ -780,7 +799,6 @@ def _eth(xp, c, t, j, bar, transpose=False):
     return out.reshape(shape)
 
 
-@quiet()
 def _run_spin(data, spin, layout, geometry, forward):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
@@ -802,7 +820,8 @@ def _run_spin(data, spin, layout, geometry, forward):
                                      lambda m, s: _map2leg(m, pl, xp, scale=s),
                                      lambda leg, ext: _analysis_legendre(leg, pl, xp), xp,
                                      _eth)
-    outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
+    with _memory_named(pl, rows):
+        outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)
     return to_host(out) if host else out
 
@@ -821,7 +840,6 @@ def analysis_spin(maps, spin, layout, geometry):
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)
 # ``nthreads`` (host threads) is part of every backend's stage signature; the GPU ignores it.
-@quiet()
 def _stage(data, run):
     """run(device array) with NumPy in -> NumPy out, device in -> device out."""
     xp = _xp()

@@ -1050,9 +1050,20 @@ def _fold_raw(leg, i, ring, n, p0, zeta, q, c0, stride):
 
 
 @cuda.jit(device=True, inline=True)
+def _real_mean(f):
+    # mode 0 of a real ring is real: the other orders that fold onto it come with their
+    # conjugates, and Delta_0's imaginary part (from those of the a_l0, which healpy and ducc0
+    # ignore) is no part of the ring; in a Bluestein row it would land in the other ring
+    return complex(f.real, 0.0)
+
+
+@cuda.jit(device=True, inline=True)
 def _pair_mode(fa, fb, q, n, a, b, phi0, scale, i):
     # out[., q] of fold_pair_kernel from the raw folds (_fold_raw) of its rings a and b:
     # z_q (s_a e^{i q phi0_a} F_a + i s_b e^{i q phi0_b} F_b); ring b absent when b < 0
+    if q == 0:
+        fa = _real_mean(fa)
+        fb = _real_mean(fb)
     v = _cis(q * phi0[a]) * fa * _row_scale(scale, i, a)
     if b >= 0:
         v += 1j * (_cis(q * phi0[b]) * fb * _row_scale(scale, i, b))
@@ -1240,8 +1251,10 @@ def fold_kernel(leg, rings, nphi, phi0, zeta, scale, out):
     q, row, i = _ring_thread()
     if q < out.shape[1]:
         ring = rings[row]
-        out[i * rings.shape[0] + row, q] = (_fold(leg, i, ring, nphi[row], phi0[row], zeta[row], q)
-                                            * _row_scale(scale, i, ring))
+        f = _fold(leg, i, ring, nphi[row], phi0[row], zeta[row], q)
+        if q == 0:
+            f = _real_mean(f)
+        out[i * rings.shape[0] + row, q] = f * _row_scale(scale, i, ring)
 
 
 @cuda.jit(cache=True)

@@ -65,6 +65,29 @@ def _step(step, a, pl):
     return to_host(step(xp.asarray(a), pl, xp))
 
 
+@pytest.mark.parametrize("geometry, lmax, mmax", CASES)
+def test_imaginary_parts_of_the_m0_coefficients_are_ignored_as_healpy_does(geometry, lmax, mmax,
+                                                                          rng):
+    """Complex a_l0 (random coefficients drawn without care): healpy and ducc0 read only
+    their real parts, and so must every ring step, the Bluestein rows (where the imaginary
+    part would land in the row's other ring) and the real FFTs; scalar, polarized and spin."""
+    layout = AlmLayout(lmax, mmax)
+    alms = rng.standard_normal((3, layout.size)) + 1j * rng.standard_normal((3, layout.size))
+    real0 = alms.copy()
+    real0[:, :lmax + 1] = real0[:, :lmax + 1].real
+    for pol in (False, True):
+        got = sphgpu.alm2map(alms, lmax=lmax, mmax=mmax, pol=pol, geometry=geometry,
+                             backend="cuda")
+        want = sphgpu.alm2map(real0, lmax=lmax, mmax=mmax, pol=pol, geometry=geometry,
+                              backend="cpu")
+        assert rel_err(got, want) <= TOL["vs_ducc0"]
+    got = sphgpu.alm2map_spin(alms[1:], spin=1, lmax=lmax, mmax=mmax, geometry=geometry,
+                              backend="cuda")
+    want = sphgpu.alm2map_spin(real0[1:], spin=1, lmax=lmax, mmax=mmax, geometry=geometry,
+                               backend="cpu")
+    assert rel_err(got, want) <= TOL["vs_ducc0"]
+
+
 def test_bluestein_rows_pair_rings_of_one_length():
     from sphgpu.sht._cuda import _pair_rings
 
@@ -205,8 +228,38 @@ def test_running_out_of_gpu_memory_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1 << 20, 1 << 40))
     monkeypatch.setattr(cupy, "get_default_memory_pool",
                         lambda: type("Pool", (), {"free_bytes": lambda self: 0})())
+    alms = np.zeros((2, AlmLayout(256).size), complex)
     with pytest.raises(MemoryError, match="GiB of GPU memory per map"):
-        sphgpu.alm2map(np.zeros(AlmLayout(256).size, complex), 128, backend="cuda")
+        sphgpu.alm2map(alms, 128, pol=False, backend="cuda")
+    # one map asks the driver nothing before it runs: CuPy's error on the way says the same
+    monkeypatch.undo()
+    from sphgpu.sht import _cuda
+
+    def out_of_memory(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 1 << 30)
+
+    monkeypatch.setattr(_cuda, "_leg2map", out_of_memory)
+    with pytest.raises(MemoryError, match="GiB of GPU memory per map for lmax=256, npix=196608"):
+        sphgpu.alm2map(alms[0], 128, backend="cuda")
+
+
+def test_out_of_memory_inside_a_transform_is_named(monkeypatch):
+    """A MemoryError subclass inside a transform (CuPy's OutOfMemoryError) comes out as the
+    batches' MemoryError with the transform's size; a plain MemoryError passes as it is."""
+    from sphgpu.sht import _cuda
+
+    class OutOfMemory(MemoryError):
+        pass
+
+    monkeypatch.setattr(_cuda, "free_device_bytes", lambda: 3 << 29)
+    pl = _cuda.plan(RingGeometry.healpix(4), 8, 8)
+    with pytest.raises(MemoryError, match=r"per map for lmax=8, npix=192, but 1.50 GiB is free") as e:
+        with _cuda._memory_named(pl):
+            raise OutOfMemory("out of memory allocating 1 GiB")
+    assert isinstance(e.value.__cause__, OutOfMemory)
+    with pytest.raises(MemoryError, match="^as it was$"):
+        with _cuda._memory_named(pl):
+            raise MemoryError("as it was")
 
 
 @pytest.mark.slow
