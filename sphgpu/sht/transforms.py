@@ -129,7 +129,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     -------
     array, float64, shape (npix,), (3, npix), (k, npix) or (k, 3, npix); device in, device out.
     """
-    pending = []          # the device array's NaN check, finished after the transform is queued
+    pending = []          # the device array's NaN check, run after the transform is queued
     arr = as_complex_array("alm", alm, allow_batch=3, pending=pending)
     polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
     geometry = resolve_geometry(nside, geometry)
