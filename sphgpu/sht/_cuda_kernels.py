@@ -23,6 +23,7 @@ import math
 
 import numba
 from numba import cuda, float64
+from numba.cuda import libdevice
 
 from .. import _dmma
 from .._device import SIMULATOR
@@ -977,9 +978,16 @@ def _ring_thread():
             cuda.blockIdx.z)
 
 
-@cuda.jit(device=True, inline=True)
-def _cis(ang):
-    return complex(math.cos(ang), math.sin(ang))
+if SIMULATOR:        # the simulator has no libdevice
+    @cuda.jit(device=True, inline=True)
+    def _cis(ang):
+        return complex(math.cos(ang), math.sin(ang))
+else:
+    @cuda.jit(device=True, inline=True)
+    def _cis(ang):
+        # libdevice's sincos: one argument reduction for both (cos and sin apart make two)
+        s, c = libdevice.sincos(ang)
+        return complex(c, s)
 
 
 @cuda.jit(device=True, inline=True)
