@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -106,8 +107,8 @@ def count_outside(a, lower: float) -> int:
     return int(_count_on_device(a, lower)[0])
 
 
-def _count_on_device(a, lower, stream=0):
-    """The count of :func:`count_outside`, launched on ``stream`` (0: the legacy default
+def _count_on_device(a, lower, stream=None):
+    """The count of :func:`count_outside`, launched on ``stream`` (None: the legacy default
     stream; or a CuPy stream, on which the count is then also allocated): a (1,) int64 CuPy
     array, not waited for."""
     import cupy
@@ -116,13 +117,11 @@ def _count_on_device(a, lower, stream=0):
     from ._fast_launch import launch
 
     flat = a.reshape(-1)
-    if stream:
-        with stream:
-            count = cupy.zeros(1, dtype=np.int64)
-    else:
+    with contextlib.nullcontext() if stream is None else stream:
         count = cupy.zeros(1, dtype=np.int64)
     blocks = max(1, min(CK.MAX_BLOCKS, -(-flat.size // CK.THREADS)))
-    launch(CK.count_outside_kernel, blocks, CK.THREADS, stream, flat, float(lower), count)
+    launch(CK.count_outside_kernel, blocks, CK.THREADS, 0 if stream is None else stream, flat,
+           float(lower), count)
     return count
 
 
@@ -194,9 +193,9 @@ def _finish(name, arr, allow_batch, dtype, pending=None):
         arr = np.ascontiguousarray(arr, dtype=dtype)
     else:
         arr = _device_as(arr, dtype)
-        if pending is not None:
-            # C-contiguous and of dtype now: its real view is one view away
-            pending.append(_finite_check_deferred(name, arr.view(np.dtype(dtype).char.lower())))
+        real = None if pending is None else _real_view(arr, _array_module(arr))
+        if real is not None:
+            pending.append(_finite_check_deferred(name, real))
             return arr
     check_finite(name, arr)
     return arr

@@ -380,10 +380,9 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
 
     Launch: grid (ceil(npairs / (32 * warps)), nm), block 32 * warps; lane L of warp w of
     block b owns ring pair 32 * (b * warps + w) + L - shift (:func:`_tile_shift`). Arguments as
-    :func:`alm2leg_kernel`. The
-    block stages alpha_l and s_l * a_lm of MMA_CHUNK consecutive l in shared memory, in two
-    alternating buffers with one barrier per chunk, the next chunk loaded from global memory
-    before the barrier and stored after the chunk's steps.
+    :func:`alm2leg_kernel`. The block stages alpha_l and s_l * a_lm of MMA_CHUNK consecutive l
+    in shared memory, in two alternating buffers with one barrier per chunk, the next chunk
+    loaded from global memory before the barrier and stored after the chunk's steps.
     """
     assert nmaps % 4 == 0, "the tensor-core Legendre step takes maps in groups of 4"
     mma = _dmma.device_function()
@@ -792,9 +791,10 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
 
     Launch: grid (1, nm), block 32 * warps; the block owns every a_lm of order m = mvals[column]
     and walks over the ring pairs in groups of 32 * warps (lane L of warp w takes pair
-    32 * w + L of a group), the first starting before pair 0 (:func:`_tile_shift`). Arguments as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each
-    warp writes its sums to its slice of a shared buffer, and after one barrier the block adds
-    the slices up and, times s_l, into a_lm (global atomics); two buffers alternate. (Warps
+    32 * w + L of a group), the first starting before pair 0 (:func:`_tile_shift`). Arguments
+    as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each warp writes its sums to its slice
+    of a shared buffer, and after one barrier the block adds the slices up and, times s_l, into
+    a_lm (global atomics); two buffers alternate. (Warps
     adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
     H200, the slices 9.4 ms: README, *Performance*, "Batches".) A slice's rows (one l each)
     are NC + 1 doubles apart, so that the 4 lanes that write one D element each of 4 l
