@@ -35,13 +35,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import time
 import types
 
 import numpy as np
 
 from . import _tuning
+from ._atomic import atomic_write
 
 __all__ = ["enabled", "directory", "key", "load", "store", "package_digest", "fingerprint",
            "Uncacheable"]
@@ -222,14 +222,8 @@ def store(key_: str, cubin: bytes, entry: str) -> None:
     try:
         os.makedirs(d, exist_ok=True)
         _prune_once(d)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(entry.encode("ascii") + b"\n" + bytes(cubin))
-            os.replace(tmp, _path(key_))
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        with atomic_write(_path(key_)) as tmp, open(tmp, "wb") as f:
+            f.write(entry.encode("ascii") + b"\n" + bytes(cubin))
         if key_ in _texts:           # what the key stands for, for a person reading the cache
             with open(_path(key_)[:-len(".cubin")] + ".txt", "w") as f:
                 f.write(_texts[key_])

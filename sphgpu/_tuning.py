@@ -18,10 +18,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 import warnings
+
+from ._atomic import atomic_write
 
 try:
     import fcntl
@@ -149,15 +150,8 @@ def store(name: str, key: str, value) -> None:
         with _locked(path):
             cache = _load(path)
             cache[key] = value
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{name}.",
-                                       suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    json.dump(cache, f, indent=1)
-                os.replace(tmp, path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            with atomic_write(path) as tmp, open(tmp, "w") as f:
+                json.dump(cache, f, indent=1)
     except OSError:
         pass
 
