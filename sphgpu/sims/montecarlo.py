@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from .. import backends
-from .._validate import as_real_array, check_int
+from .._validate import as_maps, as_real_array, check_int
 from ..sht.spectra import _beam_rows, _field_spectra, _fwhm_radians
 from .batching import auto_batch_size
 from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectrum_names,
@@ -53,13 +53,18 @@ def _spectra_table(name, cls, pol, new, lmax):
 
 
 def _pixel_values(name, value, npix, rows):
-    """A scalar or a per-pixel map ((npix,), or (rows, npix) for I, Q, U), finite, >= 0."""
+    """A scalar or a per-pixel map ((npix,), or (rows, npix) for I, Q, U), finite, >= 0.
+
+    Maps are read as healpy reads them (:func:`sphgpu._validate.as_maps`): the masked pixels
+    of a ``numpy.ma`` array and pixels equal to ``healpy.UNSEEN`` count as 0 (np.asarray
+    would keep what lies under a numpy.ma mask, and a masked mask would observe the full sky).
+    """
     if np.isscalar(value):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
             raise TypeError(f"{name} must be a number or a map, got {type(value).__name__}")
         arr = np.float64(value)
     else:
-        arr = as_real_array(name, value)
+        arr = as_maps(name, value, max_ndim=2)[0]
         if arr.shape not in {(npix,), (rows, npix)}:
             want = f"({npix},)" + (f" or ({rows}, {npix})" if rows > 1 else "")
             raise ValueError(f"{name} has shape {arr.shape}: give a HEALPix map of shape {want}")
@@ -147,10 +152,12 @@ class MonteCarlo:
         Gaussian).
     mask : array_like, optional
         Weights per pixel, shape (npix,), binary or apodized (>= 0), applied to every map;
-        booleans are read as 1 (True, observed) and 0; None: the full sky.
+        booleans are read as 1 (True, observed) and 0; the masked pixels of a ``numpy.ma``
+        array and ``healpy.UNSEEN`` pixels as 0 (healpy's masked maps); None: the full sky.
     noise_sigma : float or array_like, optional
         White noise: standard deviation per pixel in muK, a number or a map (npix,) (or
         (3, npix) for I, Q, U). The same value applies to I, Q and U unless given per row.
+        Masked (``numpy.ma``) and ``healpy.UNSEEN`` pixels of a map get no noise.
     noise_cls : array_like, optional
         Noise spectra in muK^2 (as ``cls``), added to the a_lm after the beam.
     iter : int

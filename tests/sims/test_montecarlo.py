@@ -349,6 +349,32 @@ def test_a_boolean_mask_is_read_as_ones_and_zeros():
         np.testing.assert_allclose(r.spectra, runs[0].spectra, rtol=TOL["sims_same_skies_rtol"], atol=0)
 
 
+def test_a_numpy_ma_mask_weighs_its_masked_pixels_zero():
+    """healpy's masked maps: a numpy.ma mask (or UNSEEN pixels) observes nothing under its
+    mask, as the equivalent 0/1 weights do (it had been read as its data: the full sky)."""
+    from sphgpu._validate import UNSEEN
+    from sphgpu.sims import latitude_cut_mask
+
+    weights = latitude_cut_mask(NSIDE, 30, apodization_deg=10)
+    hidden = weights == 0
+    masked = [np.ma.masked_array(np.ones(NPIX), mask=hidden),       # mask over plain ones
+              np.ma.masked_array(np.where(hidden, 1.0, weights), mask=hidden),
+              np.ma.masked_array(~hidden, mask=hidden),             # a boolean one
+              np.where(hidden, UNSEEN, weights)]                    # healpy.UNSEEN pixels
+    want = [(~hidden).astype(float), weights, (~hidden).astype(float), weights]
+    # noise as a masked map too: masked pixels get no noise, like sigma 0 there
+    sigma = np.ma.masked_array(np.full(NPIX, 5.0), mask=hidden)
+    for m, w in zip(masked, want):
+        got, ref = (MonteCarlo(spectrum(), NSIDE, LMAX, mask=a, noise_sigma=s, seed=4,
+                               backend="cpu").run(2, progress=False)
+                    for a, s in ((m, sigma), (w, np.where(hidden, 0.0, 5.0))))
+        np.testing.assert_array_equal(got.plan.mask, w)
+        np.testing.assert_allclose(got.spectra, ref.spectra, rtol=TOL["sims_same_skies_rtol"],
+                                   atol=0)
+    full = MonteCarlo(spectrum(), NSIDE, LMAX, seed=4, backend="cpu").run(2, progress=False)
+    assert np.all(np.abs(got.spectra - full.spectra) > 1e-3 * full.spectra.max())
+
+
 def test_device_batches_come_in_whole_groups_of_8(monkeypatch):
     # the tensor-core synthesis takes 16, 8 or 4 maps a launch: a device batch of 13 would run
     # 8 + 4 + 1, so batches from free memory (a quarter of it) come in groups of 8, rounded up
