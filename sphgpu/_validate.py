@@ -218,14 +218,36 @@ def as_real_array(name: str, a, *, allow_batch: bool = True, dtype=np.float64):
     return _finish(name, _real_input(name, a), allow_batch, dtype)
 
 
+def _item_shape(x) -> str:
+    try:
+        return str(np.shape(x))
+    except ValueError:                      # itself ragged
+        return "ragged"
+
+
+def _host_asarray(name, a, what):
+    """``np.asarray(a)``, with a ValueError naming ``name`` and the items' shapes for a ragged
+    list (e.g. ``alm2map([a1, a2_shorter])``), where NumPy's own message names neither."""
+    try:
+        return np.asarray(a)
+    except ValueError:
+        if not isinstance(a, (list, tuple)):
+            raise
+        shapes = ", ".join(_item_shape(x) for x in a[:8]) + (", ..." if len(a) > 8 else "")
+        raise ValueError(f"{name} is a list of {len(a)} items of different shapes ({shapes}): "
+                         f"every {what} must have the same length; give equal-length items or one "
+                         "array of shape (k, n)") from None
+
+
 def _real_input(name, a):
-    """``a`` as an array (device arrays as they are) of a real numeric dtype, or TypeError."""
+    """``a`` as an array (device arrays as they are) of a real numeric dtype, or TypeError
+    (ValueError for a ragged list)."""
     if is_device_array(a):
         arr = a
     else:
         if isinstance(a, (str, bytes)) or a is None:
             raise TypeError(f"{name} must be an array of real numbers, got {type(a).__name__}")
-        arr = np.asarray(a)
+        arr = _host_asarray(name, a, "row (map or spectrum)")
     kind = np.dtype(arr.dtype).kind
     if kind == "c":
         raise TypeError(f"{name} must be real, got complex dtype {arr.dtype}")
@@ -248,7 +270,7 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
     else:
         if isinstance(a, (str, bytes)) or a is None:
             raise TypeError(f"{name} must be an array of complex numbers, got {type(a).__name__}")
-        arr = np.asarray(a)
+        arr = _host_asarray(name, a, "a_lm set")
     if np.dtype(arr.dtype).kind != "c":
         raise TypeError(f"{name} must be complex (complex64 or complex128), got dtype {arr.dtype}")
     return _finish(name, arr, allow_batch, dtype, pending)
@@ -264,11 +286,16 @@ def _holds_masked(a) -> bool:
     return any(np.ma.isMaskedArray(x) or _holds_masked(x) for x in a)
 
 
-def _masked_stack(a):
+def _masked_stack(a, name="maps"):
     """One masked array of a (nested) list of maps, the items' masks kept: ``np.asarray``
     would drop them, and what lies under a mask would enter the transform."""
     if isinstance(a, (list, tuple)):
-        return np.ma.stack([_masked_stack(x) for x in a])
+        items = [_masked_stack(x, name) for x in a]
+        if len({x.shape for x in items}) > 1:
+            shapes = ", ".join(str(x.shape) for x in items[:8])
+            raise ValueError(f"{name} is a list of {len(items)} maps of different shapes "
+                             f"({shapes}): every map must have the same number of pixels")
+        return np.ma.stack(items)
     return np.ma.asarray(a)
 
 
@@ -285,7 +312,7 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     """
     mask = None
     if _holds_masked(a):
-        a = _masked_stack(a)
+        a = _masked_stack(a, name)
     if np.ma.isMaskedArray(a):
         mask = np.ma.getmaskarray(a)
         a = np.ma.getdata(a)

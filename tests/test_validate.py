@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import sphgpu
 from sphgpu import _validate as V
 
 
@@ -141,3 +142,31 @@ def test_count_kernel_in_the_simulator(rng):
         count = np.zeros(1, dtype=np.int64)
         CK.count_outside_kernel[5, 32](a, lower, count)
         assert count[0] == want
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda a, b: sphgpu.alm2map([a, b], 2, pol=False, backend="cpu"), "alm"),
+    (lambda a, b: sphgpu.alm2cl([a, b]), "alms1"),
+    (lambda a, b: sphgpu.map2alm([np.zeros(48), np.zeros(12)], pol=False, backend="cpu"),
+     "maps"),
+    (lambda a, b: sphgpu.map2alm([np.ma.zeros(48), np.ma.zeros(12)], pol=False,
+                                 backend="cpu"), "maps"),
+])
+def test_a_ragged_list_is_refused_naming_the_argument(call, name):
+    """[a1, a2_shorter] failed in np.asarray with NumPy's 'inhomogeneous shape' (no name)."""
+    a1, a2 = np.zeros(10, complex), np.zeros(6, complex)     # lmax 3 and lmax 2
+    with pytest.raises(ValueError, match=rf"^{name}\b.*different shapes"):
+        call(a1, a2)
+
+
+def test_ragged_checks_in_the_validators():
+    from sphgpu._validate import as_complex_array, as_maps, as_real_array
+
+    with pytest.raises(ValueError, match=r"^cls .*\(5,\), \(3,\)"):
+        as_real_array("cls", [np.ones(5), np.ones(3)])
+    with pytest.raises(ValueError, match=r"^alm .*\(4,\), ragged"):
+        as_complex_array("alm", [np.ones(4, complex), [1j, [2j]]])
+    with pytest.raises(ValueError, match=r"^m .*different shapes"):
+        as_maps("m", [np.ones(12), np.ones(48)])
+    # equal lengths still pass
+    assert as_real_array("cls", [np.ones(3), np.ones(3)]).shape == (2, 3)
