@@ -20,9 +20,19 @@ from dataclasses import dataclass, field
 import ducc0
 import numpy as np
 
-from ._validate import check_int
+from ._validate import check_fits_in_memory, check_int
 
-__all__ = ["RingGeometry"]
+__all__ = ["RingGeometry", "MAX_NSIDE"]
+
+#: HEALPix's largest resolution (as in HEALPix and healpy): 12 * nside**2 pixels must fit in
+#: a 64-bit integer, and at nside 2**30 they do not (1.3e19 > 9.2e18)
+MAX_NSIDE = 2**29
+#: the largest pixel count of any grid: pixel indices are int64
+_MAX_NPIX = np.iinfo(np.int64).max
+#: bytes per ring while a grid is built: about 16 float64/int64 arrays of one value per ring
+#: (the ring number, its distance from the pole, theta three ways, nphi, phi0, ringstart, the
+#: weights, and their temporaries in _build_healpix; ducc0's rules need fewer)
+_BUILD_BYTES_PER_RING = 128
 
 _KINDS = ("healpix", "gauss-legendre", "clenshaw-curtis", "fejer1", "custom")
 
@@ -111,8 +121,21 @@ class RingGeometry:
         -------
         RingGeometry
             ``kind="healpix"``, ``4*nside - 1`` rings, north to south.
+
+        Raises
+        ------
+        ValueError
+            ``nside`` above :data:`MAX_NSIDE` (2**29, HEALPix's limit).
+        MemoryError
+            The rings alone need more memory than this machine has (said before allocating).
         """
-        return _healpix(check_int("nside", nside, minimum=1))
+        nside = check_int("nside", nside, minimum=1)
+        if nside > MAX_NSIDE:
+            raise ValueError(f"nside={nside} is above HEALPix's largest, 2**29 = {MAX_NSIDE}: "
+                             f"its 12 * nside**2 = {12 * nside**2:.3g} pixels do not fit in "
+                             "64-bit integers")
+        _check_rings_fit(4 * nside - 1, f"nside={nside}")
+        return _healpix(nside)
 
     @classmethod
     def _build_healpix(cls, nside: int) -> "RingGeometry":
@@ -150,9 +173,17 @@ class RingGeometry:
         -------
         RingGeometry
             ``kind="gauss-legendre"``, rings north to south.
+
+        Raises
+        ------
+        ValueError
+            ``ntheta * nphi`` pixels do not fit in 64-bit integers.
+        MemoryError
+            The rings alone need more memory than this machine has (said before allocating).
         """
         ntheta = check_int("ntheta", ntheta, minimum=1)
         nphi = 2 * ntheta - 1 if nphi is None else check_int("nphi", nphi, minimum=1)
+        _check_regular_size(ntheta, nphi)
         theta = ducc0.misc.GL_thetas(ntheta)                  # north pole first
         return cls._regular(theta, _ring_weights("GL", ntheta) / nphi, nphi, "gauss-legendre")
 
@@ -179,9 +210,15 @@ class RingGeometry:
         -------
         RingGeometry
             ``kind="clenshaw-curtis"`` or ``"fejer1"``, rings north to south.
+
+        Raises
+        ------
+        ValueError, MemoryError
+            As :meth:`gauss_legendre`.
         """
         ntheta = check_int("ntheta", ntheta, minimum=2 if poles else 1)
         nphi = 2 * ntheta if nphi is None else check_int("nphi", nphi, minimum=1)
+        _check_regular_size(ntheta, nphi)
         if poles:
             theta = np.pi * np.arange(ntheta) / (ntheta - 1)
             kind = "clenshaw-curtis"
@@ -281,6 +318,7 @@ class RingGeometry:
         numpy.ndarray
             float64, shape ``(npix,)``, steradians.
         """
+        self._check_pixels_fit(1, "pixel_weights")
         w = np.zeros(self.npix)
         for wr, n, s in zip(self.weight, self.nphi, self.ringstart):
             w[s:s + n] = wr
@@ -333,6 +371,7 @@ class RingGeometry:
         theta, phi : numpy.ndarray
             float64, shape ``(npix,)`` each, radians.
         """
+        self._check_pixels_fit(2, "pixel_angles")
         theta = np.empty(self.npix)
         phi = np.empty(self.npix)
         for t, p0, n, s in zip(self.theta, self.phi0, self.nphi, self.ringstart):
@@ -340,10 +379,31 @@ class RingGeometry:
             phi[s:s + n] = p0 + (2.0 * math.pi / n) * np.arange(n)
         return theta, phi
 
+    def _check_pixels_fit(self, arrays, what):
+        """MemoryError naming the size before ``arrays`` float64 arrays of npix are made."""
+        size = f"nside={self.nside}" if self.nside is not None else f"npix={self.npix}"
+        check_fits_in_memory(8 * arrays * self.npix, f"{what} ({arrays} x {self.npix:,} "
+                             "float64 values)", size)
+
     def __repr__(self):
         extra = f", nside={self.nside}" if self.nside is not None else ""
         return (f"RingGeometry(kind={self.kind!r}{extra}, nrings={self.nrings}, npix={self.npix}"
                 + (f", pixel_offset={self.pixel_offset}" if self.pixel_offset else "") + ")")
+
+
+def _check_rings_fit(nrings: int, asked_by: str) -> None:
+    """MemoryError naming ``asked_by`` when building ``nrings`` rings would not fit in memory
+    (NumPy would otherwise fail part-way with a size and no argument, or the machine swap)."""
+    check_fits_in_memory(_BUILD_BYTES_PER_RING * nrings, f"the {nrings:,} rings of the grid",
+                         asked_by)
+
+
+def _check_regular_size(ntheta: int, nphi: int) -> None:
+    """A regular grid's pixel count fits in int64 and its rings in memory."""
+    if ntheta * nphi > _MAX_NPIX:
+        raise ValueError(f"ntheta={ntheta} rings of nphi={nphi} pixels make {ntheta * nphi:.3g} "
+                         "pixels, more than 64-bit pixel indices can number (9.2e18)")
+    _check_rings_fit(ntheta, f"ntheta={ntheta}")
 
 
 @functools.lru_cache(maxsize=16)

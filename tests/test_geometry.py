@@ -111,3 +111,33 @@ def test_bad_geometry_input():
         RingGeometry(np.array([4.0]), [0.0], [4], [0], [1.0])
     with pytest.raises(ValueError, match="nphi"):
         RingGeometry(np.array([1.0, 2.0]), [0.0, 0.0], [4], [0, 4], [1.0, 1.0])
+
+
+def test_healpix_above_its_largest_nside_is_refused_naming_nside():
+    """nside 2**30: 12 nside**2 pixels overflow int64 (NumPy had failed allocating the rings,
+    naming neither nside nor the size)."""
+    for nside in (2**30, 2**40):
+        with pytest.raises(ValueError, match=r"nside=\d+ is above HEALPix's largest, 2\*\*29"):
+            RingGeometry.healpix(nside)
+    with pytest.raises(ValueError, match=r"ntheta=.*nphi=.*64-bit"):
+        RingGeometry.gauss_legendre(2**20, 2**60)
+    with pytest.raises(ValueError, match=r"ntheta=.*nphi=.*64-bit"):
+        RingGeometry.equiangular(2**32)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: RingGeometry.healpix(2**29), r"nside=536870912 needs 256\.0 GiB"),
+    (lambda: RingGeometry.healpix(2**24), r"nside=16777216 needs 8\.0 GiB"),
+    (lambda: RingGeometry.gauss_legendre(2**30), r"ntheta=1073741824 needs 128\.0 GiB"),
+    (lambda: RingGeometry.equiangular(2**26, poles=False), r"ntheta=67108864 needs 8\.0 GiB"),
+    (lambda: RingGeometry.healpix(2**12).pixel_angles(), r"nside=4096 needs 3\.0 GiB"),
+    (lambda: RingGeometry.healpix(2**12).pixel_weights(), r"nside=4096 needs 1\.5 GiB"),
+])
+def test_grids_too_large_for_memory_say_so_before_allocating(monkeypatch, make, words):
+    """A machine of 1 GiB: the error names the size argument and the memory it needs, before
+    NumPy allocates anything (and it is not cached as a geometry)."""
+    from sphgpu import _validate
+
+    monkeypatch.setattr(_validate, "_physical_memory", lambda: 2**30)
+    with pytest.raises(MemoryError, match=words + r" .*this machine's 1\.0 GiB"):
+        make()
