@@ -41,12 +41,15 @@ def default_theta_grid(lmax: int, steps: int = 20) -> np.ndarray:
 
     Returns
     -------
-    ndarray, shape (<= steps,), float64
-        Radians, increasing.
+    ndarray, shape (1 to steps,), float64
+        Radians, increasing; ``[pi]`` (the whole sphere) for lmax < 12, where the first step
+        would already pass pi (an empty grid had made :func:`optimize_split` blame a
+        theta_grid its caller never gave).
     """
     step = 30.0 * ARCMIN * 4096.0 / max(lmax, 1)
     grid = step * np.arange(1, steps + 1)
-    return grid[grid <= math.pi]
+    grid = grid[grid <= math.pi]
+    return grid if grid.size else np.array([math.pi])
 
 
 @dataclass(frozen=True)
@@ -368,12 +371,17 @@ def optimize_split(kernel, *, nside, error_bound=1e-5, cost_model="measured", al
     TypeError
         If ``kernel`` is not a RadialKernel or array, or ``error_bound`` not a number.
     ValueError
-        For a bad ``nside``, ``methods``, ``theta_grid``, ``search`` or ``cost_model``, or an
-        ``error_bound`` that no allowed plan reaches.
+        For a bad ``nside``, ``methods``, ``theta_grid``, ``search`` or ``cost_model``, a
+        kernel of lmax 0, or an ``error_bound`` that no allowed plan reaches.
     """
     kernel = _check_kernel(kernel)
     nside = check_int("nside", nside, minimum=1)
     lmax = kernel.lmax
+    if lmax < 1:
+        # K_0 alone is a constant profile: no P_l(theta) part to cut at any theta_cut
+        raise ValueError(f"kernel has lmax={lmax} (only K_0, a constant profile): there is "
+                         "nothing to split; convolve it in harmonic space "
+                         "(sphgpu.convolve.convolve(maps, kernel, method='harmonic'))")
     error_bound = _check_bound(error_bound)
     alpha = DEFAULT_ALPHA if alpha is None else float(alpha)
     bad = set(methods) - {"harmonic", "split", "realspace"}

@@ -137,6 +137,23 @@ def test_unreachable_bounds_say_what_is_reachable():
         optimize_split(k, nside=32, cost_model="fast")
 
 
+def test_a_kernel_of_lmax_0_is_refused_naming_its_lmax():
+    """It had failed on the empty default theta_grid, an argument the caller never gave."""
+    for k in (RadialKernel(np.array([1.0])), [2.0]):
+        with pytest.raises(ValueError, match=r"kernel has lmax=0 .*method='harmonic'"):
+            optimize_split(k, nside=4, cost_model="paper")
+
+
+@pytest.mark.parametrize("lmax", [1, 5, 11])
+def test_small_kernels_get_a_default_theta_grid(lmax):
+    """Below lmax 12 the first 30 arcmin * 4096 / lmax step passes pi: the grid is the whole
+    sphere instead of empty, and the optimizer answers."""
+    np.testing.assert_array_equal(default_theta_grid(lmax), [np.pi])
+    assert len(default_theta_grid(12)) == 1 and default_theta_grid(12)[0] < np.pi
+    p = optimize_split(RadialKernel.gaussian(600.0, lmax), nside=4, cost_model="paper")
+    assert p.method in ("harmonic", "split", "realspace")
+
+
 def test_measured_cost_model_is_timed_once_and_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
     cm = MeasuredCostModel(16, 32, sizes="quick", harmonic_backends=("cpu",),
