@@ -10,6 +10,7 @@ from .geometry import RingGeometry
 from ._validate import UNSEEN
 from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, gauss_beam,
                   map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
+from .sht import beam2bl, bl2beam, map2alm_lsq, resize_alm, rotate_alm
 from .sort import argsort, radix_sort
 from . import sims  # Monte Carlo of spectra; a GPU-free import
 from . import tpacf  # angular correlation functions; a GPU-free import
@@ -21,6 +22,7 @@ __all__ = [
     "RingGeometry", "AlmLayout",
     "alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1", "synalm", "synfast",
     "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
+    "rotate_alm", "resize_alm", "beam2bl", "bl2beam", "map2alm_lsq",
     "radix_sort", "argsort",
     "use_backend", "cuda_available", "BackendUnavailableError", "warmup",
 ]
