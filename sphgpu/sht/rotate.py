@@ -97,8 +97,8 @@ def euler_from_matrix(matrix) -> tuple[float, float, float]:
     return psi, theta, phi
 
 
-def _layout(n, lmax, mmax):
-    layout = AlmLayout.from_size(n, lmax, mmax, name="alm")
+def _layout(name, n, lmax, mmax):
+    layout = AlmLayout.from_size(n, lmax, mmax, name=name)
     if layout.mmax != layout.lmax:
         raise ValueError(f"rotate_alm needs mmax == lmax (a rotation mixes every m of a "
                          f"degree l, as healpy requires), got lmax={layout.lmax}, "
@@ -200,7 +200,7 @@ def rotate_alm(alm, psi=0.0, theta=0.0, phi=0.0, matrix=None, lmax=None, mmax=No
         if not 1 <= a.ndim <= 2 or (a.ndim == 2 and isinstance(alm, (list, tuple))):
             raise ValueError(f"{name} must be 1-D (or a 2-D array of rows such as T, E, B), "
                              f"got shape {a.shape}")
-        layout = _layout(a.shape[-1], lmax, mmax)
+        layout = _layout(name, a.shape[-1], lmax, mmax)
         host = _host_copy(name, a)
         check_finite(name, host)
         out = host if host.flags.writeable else host.copy()
