@@ -134,8 +134,10 @@ def _write_back(a, host):
     if isinstance(a, np.ndarray):
         if not np.shares_memory(a, host):
             a[...] = host
-    elif hasattr(a, "set"):          # CuPy: one copy up into the caller's array
-        a.set(np.ascontiguousarray(host))
+    elif hasattr(a, "get"):          # CuPy: one copy up, into the caller's array (or view)
+        import cupy
+
+        a[...] = cupy.asarray(host)
     else:                            # Numba device array
         a.copy_to_device(np.ascontiguousarray(host))
 
