@@ -15,7 +15,35 @@ from ..data.pixel_window import pixel_window_table
 __all__ = ["pixwin"]
 
 
-def pixwin(nside, pol=False, lmax=None):
+def _table_from(datapath, nside):
+    """The (2, 4*nside+1) table of ``datapath/pixel_window_n%04d.fits`` (healpy's datapath)."""
+    import os
+
+    if not isinstance(datapath, (str, os.PathLike)):
+        raise TypeError(f"datapath must be a folder name, got {type(datapath).__name__}")
+    name = f"pixel_window_n{nside:04d}.fits"
+    # healpy's layout (healpy-data's repository), then HEALPix's flat one (Debian's healpy-data)
+    paths = [os.path.join(os.fspath(datapath), "pixel_window_functions", name),
+             os.path.join(os.fspath(datapath), name)]
+    path = next((p for p in paths if os.path.isfile(p)), None)
+    if path is None:
+        raise FileNotFoundError(f"datapath={datapath!r} has neither pixel_window_functions/{name} "
+                                f"(healpy's layout) nor {name}")
+    try:
+        from astropy.io import fits
+    except ImportError as err:
+        raise ImportError(f"reading {path} needs astropy (pip install astropy)") from err
+    try:
+        with fits.open(path) as hdul:
+            data = hdul[1].data
+            table = np.stack([np.asarray(data.field(0), dtype=np.float64).ravel(),
+                              np.asarray(data.field(1), dtype=np.float64).ravel()])
+    except (OSError, IndexError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a HEALPix pixel window table ({err})") from err
+    return table
+
+
+def pixwin(nside, pol=False, lmax=None, datapath=None):
     """Pixel window function of a HEALPix map of resolution ``nside``, as ``healpy.pixwin``.
 
     The window W_l is the harmonic transform of a pixel's footprint averaged over the sphere:
@@ -32,6 +60,10 @@ def pixwin(nside, pol=False, lmax=None):
     lmax : int or None, optional
         Largest multipole returned, 0 <= lmax <= 4*nside (the tables end at 4*nside).
         Default ``3*nside - 1``, as healpy.
+    datapath : str or os.PathLike, optional
+        healpy's ``datapath``: read ``pixel_window_functions/pixel_window_n%04d.fits``
+        (healpy's layout) or ``pixel_window_n%04d.fits`` (HEALPix's, as Debian installs it)
+        from this folder (needs astropy) instead of the shipped tables.
 
     Returns
     -------
@@ -49,7 +81,7 @@ def pixwin(nside, pol=False, lmax=None):
     nside = check_int("nside", nside)
     if not isinstance(pol, (bool, np.bool_)):
         raise TypeError(f"pol must be a bool, got {pol!r} of type {type(pol).__name__}")
-    table = pixel_window_table(nside)
+    table = pixel_window_table(nside) if datapath is None else _table_from(datapath, nside)
     lmax_table = table.shape[1] - 1
     if lmax is None:
         lmax = 3 * nside - 1

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
 from .._device import like_input, to_host
 from .._validate import (UNSEEN, _array_module, as_complex_array, as_maps, as_real_array,
-                         check_int, is_device_array)
+                         check_fits_in_memory, check_int, is_device_array)
 from ..alm import AlmLayout
-from .transforms import (_apply_pixwin, _check_healpix_pixwin, _check_pol, alm2map, map2alm,
-                         resolve_geometry, times_fl)
+from .beam_window import beam_rows
+from .transforms import (_apply_pixwin, _check_flag, _check_healpix_pixwin, _check_pol, alm2map,
+                         map2alm, resolve_geometry, times_fl)
 
 __all__ = ["synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing"]
 
@@ -59,13 +61,18 @@ def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
         as healpy.
     """
     fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
+    if isinstance(lmax, (float, np.floating)) and math.isfinite(lmax) and lmax == int(lmax):
+        lmax = int(lmax)                     # healpy takes lmax=1e4 (np.arange does)
     lmax = check_int("lmax", lmax, minimum=0)
-    sigma2 = (fwhm / math.sqrt(8.0 * math.log(2.0))) ** 2
+    # ell, the Gaussian and the (lmax+1, 4) product: NumPy's own failure names no argument
+    check_fits_in_memory(8 * (lmax + 1) * (6 if pol else 2), "the beam", f"lmax={lmax}")
+    sigma2 = (fwhm / np.sqrt(8.0 * np.log(2.0))) ** 2         # as healpy computes it
     l = np.arange(lmax + 1, dtype=np.float64)
     bl = np.exp(-0.5 * l * (l + 1.0) * sigma2)
     if not pol:
         return bl
-    return bl[:, None] * np.exp(np.array([0.0, 2.0, 2.0, 1.0]) * sigma2)[None, :]
+    # healpy's expression, to the last bit: exp([0, 2 sigma^2, 2 sigma^2, sigma^2])
+    return bl[:, None] * np.exp([0.0, 2 * sigma2, 2 * sigma2, sigma2])
 
 
 def almxfl(alm, fl, mmax=None, inplace=False, *, lmax=None):
@@ -189,8 +196,9 @@ def _l_index(xp, lmax, mmax, lmax_out):
     return xp.asarray(l[keep].astype(np.int32)), xp.asarray(np.flatnonzero(keep))
 
 
-def _field_spectra(cls, new, pol):
-    """The spectra of synalm/synfast as an (n, n, L) covariance table of n fields."""
+def _field_spectra(cls, new, pol, allow_negative=False):
+    """The spectra of synalm/synfast as an (n, n, L) covariance table of n fields (negative auto
+    spectra raise unless ``allow_negative``: synalm handles them as healpy)."""
     if isinstance(cls, (list, tuple)):
         rows = [None if c is None else np.asarray(c, dtype=np.float64) for c in cls]
         size = max((r.shape[0] for r in rows if r is not None), default=0)
@@ -224,13 +232,61 @@ def _field_spectra(cls, new, pol):
     cov = np.zeros((n, n, arr.shape[1]))
     for spec, (i, j) in zip(arr, order):
         cov[i, j] = cov[j, i] = spec
-    if np.any(np.diagonal(cov) < 0):
+    if not allow_negative and np.any(np.diagonal(cov) < 0):
         raise ValueError("cls: auto spectra must be non-negative")
     return cov
 
 
-def synalm(cls, lmax=None, mmax=None, new=False, *, seed=None):
+def cholesky_factors(cov):
+    """healpy's per-l factor of the covariance of n fields: the lower-triangular Cholesky factor
+    L_l with L_l L_l^T = C_l, where a pivot <= 0 (C_l not positive definite) is set to 0 and the
+    rest of its column too, as healpy's ``synalm`` does.
+
+    Parameters
+    ----------
+    cov : numpy.ndarray, float64, shape (n, n, L)
+        Symmetric covariance of n fields per multipole.
+
+    Returns
+    -------
+    factors : numpy.ndarray
+        float64, shape (L, n, n), lower triangular.
+    changed : numpy.ndarray
+        bool, shape (L,): the multipoles where L_l L_l^T differs from C_l by more than
+        1e-10 of C_l's largest entry (C_l not positive semi-definite).
+    """
+    c = np.moveaxis(np.asarray(cov, dtype=np.float64), 2, 0)
+    n = c.shape[1]
+    f = np.zeros_like(c)
+    for j in range(n):                           # column by column, healpy's order of sums
+        pivot = c[:, j, j].copy()
+        for k in range(j):
+            pivot -= f[:, j, k] * f[:, j, k]
+        d = np.sqrt(np.where(pivot > 0, pivot, 0.0))
+        f[:, j, j] = d
+        for i in range(j + 1, n):
+            t = c[:, i, j].copy()
+            for k in range(j):
+                t -= f[:, i, k] * f[:, j, k]
+            f[:, i, j] = np.where(d != 0, t / np.where(d != 0, d, 1.0), 0.0)
+    scale = np.abs(c).max(axis=(1, 2))
+    err = np.abs(np.einsum("lik,ljk->lij", f, f) - c).max(axis=(1, 2))
+    return f, err > 1e-10 * scale
+
+
+def _name_multipoles(ls):
+    shown = ", ".join(str(int(x)) for x in ls[:20])
+    return shown + (f", ... ({len(ls)} multipoles)" if len(ls) > 20 else "")
+
+
+def synalm(cls, lmax=None, mmax=None, new=False, verbose=True, *, seed=None):
     """Gaussian random a_lm with the (cross-)spectra ``cls``, as healpy's ``synalm``.
+
+    The fields are correlated per l through healpy's Cholesky factor of the covariance
+    (:func:`cholesky_factors`). Spectra that are not a covariance (an auto spectrum below 0, a
+    cross spectrum larger than its autos allow: healpy's own WMAP test spectra have EE < 0 at
+    31 multipoles) are accepted as healpy accepts them, the offending pivots set to 0, with a
+    ``UserWarning`` naming the multipoles changed.
 
     Parameters
     ----------
@@ -245,8 +301,11 @@ def synalm(cls, lmax=None, mmax=None, new=False, *, seed=None):
         Azimuthal limit; lmax by default.
     new : bool, optional
         The order of the spectra, as healpy's ``new``.
+    verbose : bool, optional
+        Accepted for healpy's signature and ignored (healpy deprecates it).
     seed : int or numpy.random.Generator, optional
-        For reproducible skies; fresh entropy when None.
+        For reproducible skies; fresh entropy when None. (healpy draws from NumPy's global
+        generator; sphgpu never touches it.)
 
     Returns
     -------
@@ -254,44 +313,39 @@ def synalm(cls, lmax=None, mmax=None, new=False, *, seed=None):
         complex128, shape ``(nalm,)`` for one spectrum, else ``(n, nalm)``: a_l0 real, Re and
         Im of a_lm (m > 0) each with half the variance; the fields correlated per l as
         ``cls`` says.
+
+    Warns
+    -----
+    UserWarning
+        ``cls`` is not positive semi-definite at some multipoles (named in the message).
     """
-    cov = _field_spectra(cls, bool(new), pol=False)
+    cov = _field_spectra(cls, _check_flag("new", new), pol=False, allow_negative=True)
     n, _, size = cov.shape
-    layout = AlmLayout(size - 1 if lmax is None else lmax, mmax)
+    if lmax is not None:
+        lmax = check_int("lmax", lmax, minimum=0)
+    lmax = size - 1 if lmax is None else lmax
+    # a_lm, the normal draws and the einsum's operands: check before NumPy allocates
+    nalm = (lmax + 1) * (lmax + 2) // 2
+    check_fits_in_memory(16 * 4 * n * nalm, f"{n} x {nalm:,} random a_lm", f"lmax={lmax}")
+    layout = AlmLayout(lmax, mmax)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     full = np.zeros((n, n, layout.lmax + 1))
     k = min(size, layout.lmax + 1)
     full[:, :, :k] = cov[:, :, :k]
-    # per l a factor F with F F^T = C: the eigen-decomposition also serves singular C (BB = 0)
-    w, v = np.linalg.eigh(np.moveaxis(full, 2, 0))
-    scale = np.maximum(np.abs(w).max(axis=1, keepdims=True), 1e-300)
-    if np.any(w < -1e-10 * scale):
-        bad = int(np.flatnonzero((w < -1e-10 * scale).any(axis=1))[0])
-        raise ValueError(f"cls is not positive semi-definite at l={bad}: the cross spectra are "
-                         "larger than the auto spectra allow")
-    f = v * np.sqrt(np.maximum(w, 0.0))[:, None, :]          # (lmax+1, n, n)
+    f, changed = cholesky_factors(full)
+    if changed.any():
+        bad = np.flatnonzero(changed)
+        warnings.warn(
+            f"cls is not positive semi-definite at l = {_name_multipoles(bad)}: as healpy, "
+            "synalm sets the Cholesky factor's non-positive pivots to 0 there (a field with "
+            "negative power gets none, and its correlations beyond what the autos allow are "
+            "dropped)", UserWarning, stacklevel=2)
     l, m = layout.lm()
     re = rng.standard_normal((n, layout.size))
     im = np.where(m == 0, 0.0, rng.standard_normal((n, layout.size)))
     z = (re + 1j * im) * np.sqrt(np.where(m == 0, 1.0, 0.5))
-    alm = np.einsum("pij,jp->ip", f[l], z)
+    alm = np.ascontiguousarray(np.einsum("pij,jp->ip", f[l], z))
     return alm[0] if n == 1 else alm
-
-
-def _beam_rows(nrows, polarized, lmax, fwhm, beam_window):
-    """(nrows, lmax+1) transfer functions: a Gaussian (T, E, B factors of gauss_beam(pol=True)
-    for a polarized set) or beam_window ((L,), or (L, >= 3) with T, E, B columns)."""
-    if beam_window is not None:
-        bw = np.asarray(beam_window, dtype=np.float64)
-        if bw.ndim == 1:
-            return np.broadcast_to(bw, (nrows, bw.shape[0]))
-        if bw.ndim == 2 and polarized and bw.shape[1] >= 3:
-            return bw[:, :3].T
-        raise ValueError(f"beam_window must be 1-D, or (L, 3 or 4) for polarized maps; got "
-                         f"shape {bw.shape}")
-    if polarized:
-        return gauss_beam(fwhm, lmax, pol=True)[:, :3].T
-    return np.broadcast_to(gauss_beam(fwhm, lmax), (nrows, lmax + 1))
 
 
 def _apply_rows(a, rows_fl, mmax, lmax):
@@ -302,15 +356,16 @@ def _apply_rows(a, rows_fl, mmax, lmax):
     return out
 
 
-def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwin=False,
-            fwhm=0.0, fwhm_arcmin=None, seed=None, alm=False, backend="auto", geometry=None):
+def synfast(cls, nside=None, lmax=None, mmax=None, alm=False, pol=True, pixwin=False, fwhm=0.0,
+            sigma=None, new=False, verbose=True, *, fwhm_arcmin=None, seed=None,
+            backend="auto", geometry=None):
     """Gaussian random map(s) with the spectra ``cls``, smoothed by a Gaussian beam (healpy's
-    ``synfast``).
+    ``synfast``, healpy's arguments in healpy's order).
 
     cls : one spectrum (L,) gives a temperature map (npix,). With ``pol=True`` (healpy's
     default) 4 or 6 spectra (order set by ``new``, see :func:`synalm`) give I, Q, U maps
     (3, npix) from T, E, B a_lm; with ``pol=False`` n(n+1)/2 spectra give n correlated spin-0
-    maps.
+    maps. Spectra that are not a covariance are handled as :func:`synalm` (and healpy) do.
 
     Parameters
     ----------
@@ -319,23 +374,28 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
     nside : int, optional
         HEALPix resolution (RING order); give this or ``geometry``.
     lmax : int, optional
-        Band limit; the grid's natural limit (3*nside-1 for HEALPix) by default.
+        Band limit; as healpy, the smaller of the spectra's last l and the grid's natural limit
+        (3*nside-1 for HEALPix).
     mmax : int, optional
         Azimuthal limit; lmax by default.
+    alm : bool, optional
+        Also return the a_lm of the maps (beam and pixel window applied, as healpy).
     pol : bool, optional
         Read 4 or 6 spectra as T, E, B (healpy's default, True) or as spin-0 fields.
-    new : bool, optional
-        The order of the spectra, as healpy's ``new``.
     pixwin : bool, optional
         Apply HEALPix's pixel window (polarization window to E, B).
     fwhm : float, optional
         Gaussian beam full width at half maximum, radians (0: no beam).
+    sigma : float, optional
+        The Gaussian's standard deviation in radians; overrides ``fwhm`` as in healpy.
+    new : bool, optional
+        The order of the spectra, as healpy's ``new``.
+    verbose : bool, optional
+        Accepted for healpy's signature and ignored (healpy deprecates it).
     fwhm_arcmin : float, optional
         The beam width in arcminutes instead.
     seed : int or numpy.random.Generator, optional
         For reproducible skies.
-    alm : bool, optional
-        Also return the a_lm of the maps (beam and pixel window applied).
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where the transforms run (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
@@ -348,28 +408,31 @@ def synfast(cls, nside=None, lmax=None, mmax=None, *, pol=True, new=False, pixwi
     alm : numpy.ndarray
         complex128, the a_lm behind the maps (beam and pixel window applied, as healpy);
         only with ``alm=True``.
+
+    Warns
+    -----
+    UserWarning
+        ``cls`` is not positive semi-definite at some multipoles (see :func:`synalm`).
     """
     geom = resolve_geometry(nside, geometry)
-    lmax = geom.natural_lmax if lmax is None else lmax
     pol = _check_pol(pol)
-    _field_spectra(cls, bool(new), pol)           # the count and order checks, up front
-    a = synalm(cls, lmax, mmax, new, seed=seed)
-    fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
-    if fwhm > 0:
-        if a.ndim == 1:
-            a = almxfl(a, gauss_beam(fwhm, lmax), mmax, lmax=lmax)
-        else:
-            a = _apply_rows(a, _beam_rows(a.shape[0], pol, lmax, fwhm, None), mmax, lmax)
-    if pixwin:
-        # on the a_lm, so that the returned a_lm are those of the maps (healpy's as well)
-        _check_healpix_pixwin(geom)
-        a = _apply_pixwin(a, geom.nside, AlmLayout(lmax, mmax), pol and a.ndim == 2)
-    m = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, backend=backend, geometry=geom)
+    alm = _check_flag("alm", alm)
+    new = _check_flag("new", new)
+    cov = _field_spectra(cls, new, pol, allow_negative=True)     # count and order, up front
+    if lmax is None:
+        lmax = min(cov.shape[2] - 1, geom.natural_lmax)
+    lmax = check_int("lmax", lmax, minimum=0)
+    asked = f"nside={geom.nside}" if geom.kind == "healpix" else f"geometry={geom!r}"
+    check_fits_in_memory(8 * geom.npix * cov.shape[0], f"{cov.shape[0]} map(s)", asked)
+    a = synalm(cls, lmax, mmax, new, seed=seed)       # contiguous: alm2map scales it in place
+    m = alm2map(a, None, lmax, mmax, pixwin, fwhm, sigma, pol and a.ndim == 2, True,
+                fwhm_arcmin=fwhm_arcmin, backend=backend, geometry=geom)
     return (m, a) if alm else m
 
 
 def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False, pol=True,
-            *, backend="auto", geometry=None):
+            use_weights=False, datapath=None, gal_cut=0, use_pixel_weights=False, *,
+            backend="auto", geometry=None):
     """Power (cross-)spectra of map(s) through :func:`map2alm` and :func:`alm2cl` (healpy's
     ``anafast``): UNSEEN and ``numpy.ma`` pixels count as zero (pseudo-spectra of the masked
     sky).
@@ -395,6 +458,9 @@ def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False
         Also return the a_lm.
     pol : bool, optional
         Read 3 rows as I, Q, U (True, healpy's default).
+    use_weights, datapath, gal_cut, use_pixel_weights : optional
+        HEALPix's ring or pixel weights and healpy's galactic cut (degrees), as in
+        :func:`map2alm`.
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where the transforms run (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
@@ -410,8 +476,9 @@ def anafast(map1, map2=None, nspec=None, lmax=None, mmax=None, iter=3, alm=False
     if map2 is not None and np.shape(map2) != np.shape(map1):
         raise ValueError(f"map2 has shape {np.shape(map2)} but map1 has {np.shape(map1)}")
     kw = dict(backend=backend, geometry=geometry)
-    a1 = map2alm(map1, lmax, mmax, iter, pol, **kw)
-    a2 = None if map2 is None else map2alm(map2, lmax, mmax, iter, pol, **kw)
+    weighting = (use_weights, datapath, gal_cut, use_pixel_weights)
+    a1 = map2alm(map1, lmax, mmax, iter, pol, *weighting, **kw)
+    a2 = None if map2 is None else map2alm(map2, lmax, mmax, iter, pol, *weighting, **kw)
     h1 = _host(a1)
     h2 = None if a2 is None else _host(a2)
     cl = alm2cl(h1, h2, mmax=mmax, lmax=_lmax_of(h1, mmax), nspec=nspec)
@@ -434,12 +501,14 @@ def _lmax_of(a, mmax):
 
 
 def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, lmax=None,
-              mmax=None, *, fwhm_arcmin=None, backend="auto", geometry=None):
+              mmax=None, use_weights=False, use_pixel_weights=False, datapath=None,
+              verbose=True, nest=False, *, gal_cut=0, fwhm_arcmin=None, backend="auto",
+              geometry=None):
     """Smooth map(s) with a Gaussian beam (``fwhm`` or ``sigma`` in radians, or ``fwhm_arcmin``)
     or any transfer function ``beam_window`` b_l: map2alm (``iter`` iterations), multiply by
-    b_l, alm2map, as healpy. I, Q, U maps (3, npix) with ``pol=True`` are smoothed as a
-    polarized field (E and B take the spin-2 Gaussian factors). UNSEEN and ``numpy.ma`` pixels
-    enter as zero and come out as ``UNSEEN`` (healpy).
+    b_l, alm2map, as healpy (healpy's arguments in healpy's order). I, Q, U maps (3, npix) with
+    ``pol=True`` are smoothed as a polarized field (E and B take the spin-2 Gaussian factors).
+    UNSEEN and ``numpy.ma`` pixels enter as zero and come out as ``UNSEEN`` (healpy).
 
     Parameters
     ----------
@@ -449,14 +518,27 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
         Gaussian beam full width at half maximum, radians.
     sigma : float, optional
         The Gaussian's standard deviation, radians, instead of ``fwhm``.
-    beam_window : array_like, shape (L,) or (L, 3 or 4), optional
-        Any transfer function b_l instead of a Gaussian (T, E, B columns for polarized maps).
+    beam_window : array_like, shape (L,), (L, n >= 3) or (3 or 4, L), optional
+        Any transfer function b_l instead of a Gaussian: (L,) for every map (healpy's), or T, E,
+        B columns (healpy's ``gauss_beam(pol=True)`` layout) or rows; the layouts and the
+        errors are those of :func:`sphgpu.sht.beam_window.parse_beam_window`. b_l past its end
+        is 0.
     pol : bool, optional
         Smooth 3 rows as I, Q, U (True, healpy's default).
     iter : int, optional
         Jacobi iterations of :func:`map2alm` (3, as healpy).
     lmax, mmax : int, optional
         Band limits; lmax defaults to the grid's natural limit, mmax to lmax.
+    use_weights, use_pixel_weights, datapath : optional
+        HEALPix's ring or pixel weights in the analysis, as in :func:`map2alm`.
+    verbose : bool, optional
+        Accepted for healpy's signature and ignored (healpy deprecates it).
+    nest : bool, optional
+        The maps are in NESTED order (healpy's ``nest``): reordered to RING for the transforms
+        and back.
+    gal_cut : float, optional
+        Degrees: healpy's galactic cut in the analysis (:func:`map2alm`; healpy's smoothing
+        has no such argument).
     fwhm_arcmin : float, optional
         The beam width in arcminutes instead.
     backend : {"auto", "cuda", "cpu", "reference"}, optional
@@ -471,6 +553,13 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     """
     arr, bad = as_maps("map_in", map_in, max_ndim=3)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="map_in")
+    nest = _check_flag("nest", nest)
+    if nest:
+        if geom.kind != "healpix":
+            raise ValueError(f"nest=True needs HEALPix maps, got {geom!r}")
+        ring_of_nest = _nest_to_ring(geom.nside)
+        arr = _reorder(arr, ring_of_nest, to_ring=True)
+        bad = None if bad is None else _reorder(bad, ring_of_nest, to_ring=True)
     lmax = geom.natural_lmax if lmax is None else check_int("lmax", lmax, minimum=0)
     if beam_window is not None:
         if sigma is not None or fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
@@ -481,21 +570,40 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
         fwhm = _fwhm_radians(sigma, None, "sigma") * math.sqrt(8.0 * math.log(2.0))
     else:
         fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
-    a = map2alm(arr, lmax, mmax, iter, pol, backend=backend, geometry=geom)
-    polarized = pol and a.ndim >= 2 and a.shape[-2] == 3
+    pol = _check_pol(pol)
+    polarized = pol and arr.ndim >= 2 and arr.shape[-2] == 3
+    # parse the beam before the transform: a bad beam_window fails at once
+    rows = beam_rows(3 if polarized else 1, polarized, lmax, fwhm, beam_window)
+    a = map2alm(arr, lmax, mmax, iter, pol, use_weights, datapath, gal_cut, use_pixel_weights,
+                backend=backend, geometry=geom)
     if polarized:
-        a = _apply_rows(a, _beam_rows(3, True, lmax, fwhm, beam_window), mmax, lmax)
+        a = _apply_rows(a, rows, mmax, lmax)
     else:
-        bl = (_beam_rows(1, False, lmax, fwhm, beam_window)[0])
-        a = almxfl(a, _named_window(bl, beam_window), mmax, lmax=lmax)
-    out = alm2map(a, lmax=lmax, mmax=mmax, pol=pol, backend=backend, geometry=geom)
+        a = almxfl(a, rows[0], mmax, lmax=lmax)
+    out = alm2map(a, None, lmax, mmax, pol=pol, backend=backend, geometry=geom)
     if bad is not None:
         out[bad] = UNSEEN
+    if nest:
+        out = _reorder(out, ring_of_nest, to_ring=False)
     return out
 
 
-def _named_window(bl, beam_window):
-    """The transfer function, with its NaN check reported against ``beam_window``."""
-    if beam_window is not None and not np.all(np.isfinite(bl)):
-        raise ValueError("beam_window contains NaN or infinite values")
-    return bl
+@functools.lru_cache(maxsize=4)
+def _nest_to_ring(nside):
+    """RING index of each NESTED pixel (int64, (12*nside**2,))."""
+    import ducc0
+
+    base = ducc0.healpix.Healpix_Base(nside, "NEST")
+    return base.nest2ring(np.arange(12 * nside * nside, dtype=np.int64))
+
+
+def _reorder(a, ring_of_nest, to_ring):
+    """NESTED maps (..., npix) to RING order (``to_ring``) or back."""
+    xp = _array_module(a)
+    idx = xp.asarray(ring_of_nest)
+    out = xp.empty_like(a)
+    if to_ring:
+        out[..., idx] = a
+    else:
+        out = a[..., idx]
+    return out

@@ -100,26 +100,88 @@ def _check_healpix_pixwin(geometry):
         raise ValueError(f"pixwin=True needs a HEALPix map, got {geometry!r}")
 
 
-def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, backend="auto",
+def _check_flag(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def gaussian_sigma(fwhm, sigma, fwhm_arcmin=None):
+    """The standard deviation (radians) of healpy's Gaussian beam from ``fwhm`` (radians),
+    ``sigma`` (radians; overrides ``fwhm`` as in healpy) or ``fwhm_arcmin``."""
+    for name, value in (("fwhm", fwhm), ("sigma", sigma), ("fwhm_arcmin", fwhm_arcmin)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        limit = 2 * np.pi * (60 * 180 / np.pi if name == "fwhm_arcmin" else 1.0)
+        if not np.isfinite(value) or value < 0 or value > limit:
+            raise ValueError(f"{name} must be finite and in [0, 2 pi] radians, got {value}")
+    if fwhm_arcmin is not None:
+        if fwhm not in (None, 0, 0.0) or sigma is not None:
+            raise ValueError("give fwhm (radians), sigma or fwhm_arcmin, not more than one")
+        fwhm = fwhm_arcmin * np.pi / (180.0 * 60.0)
+    if sigma is not None:
+        return float(sigma)
+    return float(fwhm or 0.0) / np.sqrt(8.0 * np.log(2.0))
+
+
+def _beam_factors(sigma, lmax):
+    """healpy's smoothalm factors exp(-(l(l+1) - s^2) sigma^2 / 2) for s = 0 and s = 2."""
+    ell = np.arange(lmax + 1, dtype=np.float64)
+    t = np.exp(-0.5 * ell * (ell + 1.0) * sigma ** 2)
+    return t, t * np.exp(2.0 * sigma ** 2)
+
+
+def _scale_rows(arr, ft, fp, layout, polarized, inplace, original):
+    """arr times ft[l] (rows T, or every row of a spin-0 set) and fp[l] (E, B rows of a
+    polarized set): in place when ``inplace`` and ``original`` is a contiguous complex128 array
+    (healpy's ``inplace``), else a new array."""
+    out = arr if (inplace and arr is original) else arr.copy()
+    if not polarized:
+        out[...] = times_fl(out, ft, layout)
+    else:
+        out[..., 0, :] = times_fl(out[..., 0, :], ft, layout)
+        out[..., 1:, :] = times_fl(out[..., 1:, :], fp, layout)
+    return out
+
+
+def alm2map(alms, nside=None, lmax=None, mmax=None, pixwin=False, fwhm=0.0, sigma=None,
+            pol=True, inplace=False, verbose=True, *, fwhm_arcmin=None, backend="auto",
             geometry=None):
     """Synthesize a map from spherical-harmonic coefficients (healpy's ``alm2map``).
 
+    healpy's arguments in healpy's order and defaults; sphgpu's own options are keyword-only
+    after them.
+
     Parameters
     ----------
-    alm : array, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm), complex
+    alms : array, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm), complex
         Coefficients in healpy's m-major order (:class:`sphgpu.AlmLayout`). With ``pol=True``
         three rows are T, E, B (healpy's convention) and give I, Q, U maps; with ``pol=False``
         a 2-D array is a batch of k spin-0 coefficient sets.
     nside : int, optional
         HEALPix resolution (RING order); give this or ``geometry``.
     lmax, mmax : int, optional
-        Band limits; by default inferred from the length of ``alm`` with mmax = lmax.
-    pol : bool
-        healpy's ``pol``: True (default) reads 3 rows as T, E, B.
-    pixwin : bool
+        Band limits; by default inferred from the length of ``alms`` with mmax = lmax.
+    pixwin : bool, optional
         Multiply by HEALPix's pixel window (:func:`sphgpu.pixwin`; polarization window for E, B),
         tabulated up to lmax <= 4*nside. (healpy's alm2map takes the window to 3*nside - 1 only
         and drops the a_lm above it.)
+    fwhm : float, optional
+        Full width at half maximum of a Gaussian beam applied to the a_lm, radians (0: none).
+    sigma : float, optional
+        The Gaussian's standard deviation in radians; overrides ``fwhm`` as in healpy. E and B
+        rows take the spin-2 factor exp(2 sigma^2) as healpy's ``smoothalm``.
+    pol : bool, optional
+        healpy's ``pol``: True (default) reads 3 rows as T, E, B.
+    inplace : bool, optional
+        As healpy: the beam and pixel window may be applied to ``alms`` itself (when it is a
+        contiguous complex128 array, NumPy or device); otherwise ``alms`` is left unchanged.
+    verbose : bool, optional
+        Accepted for healpy's signature and ignored (healpy deprecates it).
+    fwhm_arcmin : float, optional
+        The beam's full width at half maximum in arcminutes instead of ``fwhm``.
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where to compute (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
@@ -130,25 +192,31 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, pol=True, *, pixwin=False, ba
     array, float64, shape (npix,), (3, npix), (k, npix) or (k, 3, npix); device in, device out.
     """
     pending = []          # the device array's NaN check, run after the transform is queued
-    arr = as_complex_array("alm", alm, allow_batch=3, pending=pending)
-    polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
+    arr = as_complex_array("alms", alms, allow_batch=3, pending=pending)
+    polarized, lead = _shape_kind("alms", arr, _check_pol(pol), "a_lm set")
+    pixwin = _check_flag("pixwin", pixwin)
+    inplace = _check_flag("inplace", inplace)
+    sig = gaussian_sigma(fwhm, sigma, fwhm_arcmin)
     geometry = resolve_geometry(nside, geometry)
-    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
+    layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alms")
     check_fits_in_memory(8 * geometry.npix * max(1, arr.size // arr.shape[-1]), "the maps",
                          f"nside={geometry.nside}" if geometry.kind == "healpix"
                          else f"geometry={geometry!r}")
     impl = backends.load("sht", backend)
-    _check_kind("alm", arr, impl)
+    _check_kind("alms", arr, impl)
+    if sig > 0:
+        ft, fp = _beam_factors(sig, layout.lmax)
+        arr = _scale_rows(arr, ft, fp, layout, polarized, inplace, alms)
     if pixwin:
         _check_healpix_pixwin(geometry)
-        arr = _apply_pixwin(arr, geometry.nside, layout, polarized)
+        arr = _apply_pixwin(arr, geometry.nside, layout, polarized, inplace, alms)
     if polarized:
         maps = impl.synthesis_spin(_rows(arr, 3), 2, layout, geometry)
     else:
         maps = impl.synthesis(_rows(arr, 0), layout, geometry)
     for finish in pending:
         finish()
-    return like_input(maps.reshape(lead + (geometry.npix,)), alm)
+    return like_input(maps.reshape(lead + (geometry.npix,)), alms)
 
 
 def times_fl(alm, fl, layout):
@@ -159,16 +227,11 @@ def times_fl(alm, fl, layout):
     return alm * _array_module(alm).asarray(factor)
 
 
-def _apply_pixwin(arr, nside, layout, polarized):
+def _apply_pixwin(arr, nside, layout, polarized, inplace=False, original=None):
     from .pixwin import pixwin as _pixwin
 
     wt, wp = _pixwin(nside, pol=True, lmax=layout.lmax)
-    if not polarized:
-        return times_fl(arr, wt, layout)
-    out = arr.copy()
-    out[..., 0, :] = times_fl(arr[..., 0, :], wt, layout)
-    out[..., 1:, :] = times_fl(arr[..., 1:, :], wp, layout)
-    return out
+    return _scale_rows(arr, wt, wp, layout, polarized, inplace, original)
 
 
 def _jacobi(work, iter, analysis, synthesis):
@@ -180,19 +243,55 @@ def _jacobi(work, iter, analysis, synthesis):
     return alm
 
 
-def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, original):
+def _weighting(geometry, use_weights, use_pixel_weights, datapath, gal_cut):
+    """healpy's map2alm weighting options on a resolved grid: (the grid to analyse on, a
+    per-pixel factor for the maps or None, whether the pixel weights force iter=0)."""
+    from . import weights as _weights
+
+    use_weights = _check_flag("use_weights", use_weights)
+    use_pixel_weights = _check_flag("use_pixel_weights", use_pixel_weights)
+    if use_weights and use_pixel_weights:
+        raise ValueError("give use_weights (ring weights) or use_pixel_weights, not both "
+                         "(healpy refuses both too)")
+    if (use_weights or use_pixel_weights) and geometry.kind != "healpix":
+        raise ValueError(f"use_weights and use_pixel_weights are HEALPix's weights; the maps are "
+                         f"on {geometry!r}, whose own quadrature weights are used")
+    factor = None
+    if use_weights:
+        geometry = _weights.weighted_geometry(geometry.nside, datapath)
+    elif use_pixel_weights:
+        factor = _weights.pixel_weight_map(geometry.nside, datapath)
+    cut = _weights.gal_cut_rings(geometry, 0 if gal_cut is None else gal_cut)
+    if cut.any():
+        factor = np.ones(geometry.npix) if factor is None else factor
+        for r in np.flatnonzero(cut):
+            start = geometry.ringstart[r]
+            factor[start:start + geometry.nphi[r]] = 0.0
+    return geometry, factor, use_pixel_weights
+
+
+def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, original,
+             weighting=None):
     """The shared body of map2alm and map2alm_spin on validated maps of batch shape ``lead``,
     read as (k, rows, npix) (rows = 0: spin-0 maps (k, npix)); returns the a_lm shaped
-    lead + (nalm,), of the kind of ``original``."""
+    lead + (nalm,), of the kind of ``original``. ``weighting``: healpy's (use_weights,
+    use_pixel_weights, datapath, gal_cut)."""
     geometry = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(geometry.natural_lmax if lmax is None else lmax, mmax)
     check_fits_in_memory(16 * layout.size * max(1, arr.size // arr.shape[-1]), "the a_lm",
                          f"lmax={layout.lmax}")
     iter = check_int("iter", iter, minimum=0)
+    factor = None
+    if weighting is not None:
+        geometry, factor, pixel_weights = _weighting(geometry, *weighting)
+        if pixel_weights:
+            iter = 0              # healpy: "pixel weighting requires 0 iterations"
     impl = backends.load("sht", backend)
     _check_kind("maps", arr, impl)
     # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
     work = impl.to_device(_rows(arr, rows))
+    if factor is not None:
+        work = work * _array_module(work).asarray(factor)
     if rows:
         alm = _jacobi(work, iter,
                       lambda m: impl.analysis_spin(m, spin, layout, geometry),
@@ -205,8 +304,11 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
     return like_input(alm.reshape(lead + (layout.size,)), original)
 
 
-def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geometry=None):
-    """Spherical-harmonic coefficients of a map (healpy's ``map2alm``).
+def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, use_weights=False, datapath=None,
+            gal_cut=0, use_pixel_weights=False, verbose=True, *, backend="auto",
+            geometry=None):
+    """Spherical-harmonic coefficients of a map (healpy's ``map2alm``, healpy's arguments in
+    healpy's order).
 
     One quadrature pass (``sum weight * map * conj(Y_lm)``) followed by ``iter`` Jacobi
     iterations that correct it with the residual map, exactly as healpy does. On Gauss-Legendre
@@ -221,14 +323,33 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geo
         three rows are I, Q, U (healpy's convention) and give T, E, B.
     lmax, mmax : int, optional
         Band limits; lmax defaults to ``3*nside - 1`` (the grid's natural limit), mmax to lmax.
-    iter : int
+    iter : int, optional
         Number of Jacobi iterations (healpy's default, 3).
-    pol : bool
+    pol : bool, optional
         healpy's ``pol``: True (default) reads 3 rows as I, Q, U; False, a 2-D array is a batch.
+    use_weights : bool, optional
+        Weigh each ring by HEALPix's ring weights (pixel weight ``4 pi/npix * (1 + w_ring)``),
+        in the first pass and in every iteration, as healpy. Shipped for nside 2 ... 2048;
+        other nside from ``datapath`` or healpy-data's folder (:mod:`sphgpu.sht.weights`).
+    datapath : str or os.PathLike, optional
+        healpy's ``datapath``: the folder of the weight files (``weight_ring_n%05d.fits``,
+        ``full_weights/healpix_full_weights_nside_%04d.fits``); when given, the files must be
+        there.
+    gal_cut : float, optional
+        Degrees: pixels with latitude strictly inside [-gal_cut, gal_cut] count as zero (healpy's
+        ``gal_cut``; 0, no cut).
+    use_pixel_weights : bool, optional
+        Multiply each pixel by HEALPix's pixel weight 1 + w and make one pass (``iter`` is then
+        0, as healpy). Shipped for nside 16, 32 and 64; other nside from ``datapath`` (healpy's
+        layout) or ``$SPHGPU_HEALPIX_DATA``. Nothing is downloaded: a missing table is a
+        ``FileNotFoundError`` (healpy downloads it, or carries on unweighted when offline).
+    verbose : bool, optional
+        Accepted for healpy's signature and ignored (healpy deprecates it).
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where to compute (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
-        The grid of ``maps`` when it is not HEALPix.
+        The grid of ``maps`` when it is not HEALPix (no HEALPix weights then; ``gal_cut`` applies
+        to its rings' latitudes).
 
     Returns
     -------
@@ -237,7 +358,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, *, backend="auto", geo
     arr, _ = as_maps("maps", maps, max_ndim=3)
     polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
     return _analyse(arr, lead, 3 if polarized else 0, 2, lmax, mmax, iter, backend, geometry,
-                    maps)
+                    maps, (use_weights, use_pixel_weights, datapath, gal_cut))
 
 
 def _spin_lead(name, arr):

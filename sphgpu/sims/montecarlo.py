@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import backends
 from .._validate import as_maps, as_real_array, check_int
-from ..sht.spectra import _beam_rows, _field_spectra, _fwhm_radians
+from ..sht.beam_window import beam_rows
+from ..sht.spectra import _field_spectra, _fwhm_radians
 from .batching import auto_batch_size
 from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectrum_names,
                        transfer_factors)
@@ -148,8 +149,9 @@ class MonteCarlo:
     fwhm_arcmin : float, optional
         The same in arcminutes (instead of ``fwhm``).
     beam_window : array_like, optional
-        Any beam transfer function b_l, shape (L,), or (L, 3) for T, E, B (instead of a
-        Gaussian).
+        Any beam transfer function b_l instead of a Gaussian: shape (L,), (L, n >= 3) with T, E,
+        B columns (healpy's ``gauss_beam(pol=True)``) or (3 or 4, L) rows, read as
+        :func:`sphgpu.smoothing` reads it (:func:`sphgpu.sht.beam_window.parse_beam_window`).
     mask : array_like, optional
         Weights per pixel, shape (npix,), binary or apodized (>= 0), applied to every map;
         booleans are read as 1 (True, observed) and 0; the masked pixels of a ``numpy.ma``
@@ -204,13 +206,10 @@ class MonteCarlo:
         cov = _spectra_table("cls", cls, pol, bool(new), lmax)
         if beam_window is not None and (fwhm not in (None, 0, 0.0) or fwhm_arcmin is not None):
             raise ValueError("give beam_window or a Gaussian fwhm, not both")
-        if beam_window is not None:
-            bw = np.asarray(as_real_array("beam_window", beam_window))
-            full = np.zeros((lmax + 1,) + bw.shape[1:])
-            full[:min(len(bw), lmax + 1)] = bw[:lmax + 1]
-            rows = _beam_rows(n, pol, lmax, 0.0, full)
+        if beam_window is not None:     # the one strict parser of smoothing's beam_window
+            rows = beam_rows(n, pol, lmax, 0.0, beam_window)
         else:
-            rows = _beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
+            rows = beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
         noise_alm = None
         if noise_cls is not None:
             noise_alm = transfer_factors(_spectra_table("noise_cls", noise_cls, pol, bool(new),

@@ -167,7 +167,7 @@ def test_device_arrays_stay_on_the_device(rng):
     bad[3] = cupy.nan
     with pytest.raises(ValueError, match="maps contains NaN"):
         sphgpu.map2alm(bad, 20, backend="cuda")
-    with pytest.raises(ValueError, match="alm has"):
+    with pytest.raises(ValueError, match="alms has"):
         sphgpu.alm2map(d_alm[:-1], nside, backend="cuda")
     with pytest.raises(TypeError, match="GPU array"):
         sphgpu.alm2map(d_alm, nside, backend="cpu")
