@@ -29,9 +29,11 @@ from contextlib import contextmanager
 from .. import backends
 from ..backends import BackendUnavailableError
 
-__all__ = ["GPU", "CPU", "NoGPUWorkerError", "visible_gpus", "local_cluster", "get_client",
-           "workers", "gpu_workers", "cpu_slots", "require_gpu_worker", "task_resources",
-           "placement", "dashboard_link", "cluster_info", "show_progress"]
+__all__ = ["GPU", "CPU", "NoGPUWorkerError", "WorkersLostError", "visible_gpus",
+           "local_cluster", "get_client", "workers", "gpu_workers", "cpu_slots",
+           "require_gpu_worker", "task_resources", "placement", "eligible_workers", "scatter",
+           "result", "LOST", "ATTEMPTS", "WORKER_WAIT", "GATHER_TIMEOUT", "dashboard_link",
+           "cluster_info", "show_progress"]
 
 GPU = "GPU"    #: resource name a GPU worker declares (one per worker)
 CPU = "CPU"    #: resource name of CPU slots on the CPU workers made by local_cluster
@@ -45,6 +47,24 @@ _SHARED_OPTIONS = ("host", "interface", "protocol", "security", "silence_logs", 
 
 class NoGPUWorkerError(BackendUnavailableError):
     """A GPU task was asked for, but no worker of the cluster declares a GPU resource."""
+
+
+class WorkersLostError(RuntimeError):
+    """Work was lost with dying workers more often than sphgpu retries it (see ATTEMPTS);
+    nothing is returned rather than a partial result."""
+
+
+#: how many times work whose input was lost with its worker is sent and submitted, in all
+ATTEMPTS = 3
+#: seconds to wait for a suitable worker when none is up (e.g. all restarting after crashes)
+WORKER_WAIT = 60.0
+#: seconds the first gather of a result may take before it is cut and asked again (each
+#: later one may take twice the one before). A gather that began just before its worker was
+#: killed waits for Dask's connect timeout (distributed.comm.timeouts.connect, 30 s) trying
+#: the dead address, while the scheduler has already recomputed the result elsewhere.
+GATHER_TIMEOUT = 5.0
+#: what :func:`result` returns for a future cancelled because its input died with a worker
+LOST = type("Lost", (), {"__repr__": lambda self: "LOST", "__slots__": ()})()
 
 
 # ----------------------------------------------------------------------------- GPU discovery
@@ -416,6 +436,105 @@ def placement(client, backend: str):
     """
     name = backends.resolve_remote(backend, lambda: bool(gpu_workers(client)))
     return name, task_resources(client, "gpu" if backends.info(name).gpu else "cpu")
+
+
+# ----------------------------------------------------------------------------- faults
+def eligible_workers(client, resources) -> list[str]:
+    """Addresses of the workers that can run a task asking for ``resources`` (a dict, or
+    None for any worker), sorted."""
+    ws = workers(client)
+    if not resources:
+        return sorted(ws)
+    return sorted(a for a, w in ws.items()
+                  if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items()))
+
+
+def scatter(client, data: list, resources=None) -> list:
+    """``client.scatter(data)`` to the workers that can run tasks with ``resources``, tried
+    again (up to :data:`ATTEMPTS` times) on the workers left when one dies meanwhile.
+
+    A worker that dies while receiving makes Dask's scatter fail (CommClosedError, OSError);
+    one that died since the workers were listed makes the scheduler raise ``KeyError`` naming
+    its address. When no eligible worker is up (all restarting), waits up to WORKER_WAIT s.
+
+    Each object goes to one worker; tasks elsewhere fetch it from there. Never Dask's
+    ``broadcast=True`` (nor ``client.replicate``): the scheduler's replicate loop keeps the
+    worker list it started with, and tries a worker that died meanwhile again and again, 30 s
+    (the connect timeout) a try, without end (distributed 2026.8; seen with a worker killed
+    as an input was broadcast). Where every worker should hold a copy, scatter one to each
+    (``workers=[address]``, as :mod:`sphgpu.sims._dask` does).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    data : list
+        The objects to send (each becomes one future).
+    resources : dict, optional
+        What the tasks that use them ask for (see :func:`task_resources`).
+
+    Returns
+    -------
+    list of distributed.Future
+
+    Raises
+    ------
+    WorkersLostError
+        No eligible worker came up in WORKER_WAIT s, or every attempt met a dying worker.
+    """
+    import time
+
+    from distributed.comm import CommClosedError
+
+    for attempt in range(ATTEMPTS):
+        where = eligible_workers(client, resources)
+        deadline = time.monotonic() + WORKER_WAIT
+        while not where:                     # workers restarting after a crash come back
+            if time.monotonic() > deadline:
+                raise WorkersLostError(f"no worker that can run these tasks has been up for "
+                                       f"{WORKER_WAIT:.0f} s; no result is returned")
+            time.sleep(0.2)
+            where = eligible_workers(client, resources)
+        try:
+            return client.scatter(data, workers=where, hash=False)
+        except (CommClosedError, OSError, KeyError) as exc:
+            if isinstance(exc, KeyError) and not (exc.args and exc.args[0] in where):
+                raise                         # not the scheduler's word for a departed worker
+            if attempt == ATTEMPTS - 1:
+                raise WorkersLostError(f"sending the inputs to the workers failed {ATTEMPTS} "
+                                       f"times as workers left ({type(exc).__name__}: {exc}); "
+                                       "no result is returned") from exc
+            time.sleep(0.5 * (attempt + 1))
+
+
+def result(future):
+    """``future.result()``, or :data:`LOST` when the future is (or becomes) cancelled: its
+    input, scattered data, died with a worker, and the caller should send it again.
+
+    A gather that began just before its worker died would wait out Dask's connect timeout
+    (30 s) on the dead address; it is cut after GATHER_TIMEOUT s and asked again, by when the
+    scheduler knows where the result is (recomputed elsewhere). Each later gather may take
+    twice as long as the one before, so a large result that simply takes long to move is cut
+    a few times at most.
+
+    Raises
+    ------
+    Exception
+        The task's own error (including Dask's ``KilledWorker`` for a task that kept killing
+        its workers), with its traceback.
+    """
+    import asyncio
+    import concurrent.futures
+
+    timeout = GATHER_TIMEOUT
+    while True:
+        if future.cancelled():
+            return LOST
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            timeout *= 2
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):
+            return LOST
 
 
 # ----------------------------------------------------------------------------- notebooks

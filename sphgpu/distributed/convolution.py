@@ -314,11 +314,12 @@ def _plan_weight(kernel):
 
 
 def _send(client, data, workers, resources):
-    """Scatter ``data`` to ``workers`` (falling back to any eligible worker)."""
+    """Scatter ``data`` to ``workers`` (falling back to any eligible worker when one of them
+    dies meanwhile, or has left: the scheduler's KeyError names its address)."""
     if workers:
         try:
             return client.scatter(data, workers=list(workers), hash=False)
-        except OSError:
+        except (OSError, KeyError):
             pass
     return _scatter(client, data, resources)
 

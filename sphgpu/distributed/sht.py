@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import time
 import uuid
 
 import numpy as np
@@ -56,15 +55,11 @@ from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
 __all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
            "ATTEMPTS", "PATTERNS"]
 
-#: how many times an item whose scattered input was lost with its worker is submitted, in all
-ATTEMPTS = 3
-#: seconds to wait for a suitable worker when none is up (e.g. all restarting after crashes)
-WORKER_WAIT = 60.0
-
-
-class WorkersLostError(RuntimeError):
-    """Work was lost with dying workers more often than sphgpu retries it (see ATTEMPTS);
-    nothing is returned rather than a partial result."""
+# the fault handling lives in cluster.py (shared by every distributed capability); these names
+# stay importable from here
+ATTEMPTS = _cluster.ATTEMPTS
+WORKER_WAIT = _cluster.WORKER_WAIT
+WorkersLostError = _cluster.WorkersLostError
 PATTERNS = ("m", "rings")
 
 
@@ -76,11 +71,7 @@ def _key(stage: str) -> str:
 
 def _eligible(client, resources):
     """Workers that can run a task asking for ``resources`` (where its inputs should go)."""
-    ws = _cluster.workers(client)
-    if not resources:
-        return sorted(ws)
-    return sorted(a for a, w in ws.items()
-                  if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items()))
+    return _cluster.eligible_workers(client, resources)
 
 
 def _host_array(name, a, check):
@@ -96,29 +87,10 @@ def _is_future_list(x):
     return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(f, Future) for f in x)
 
 
-def _scatter(client, data, resources, *, broadcast=False):
-    """Send ``data`` (a list) to the workers that can run tasks with ``resources``.
-
-    A worker that dies while receiving makes the scatter fail; it is then tried again on the
-    workers left (the scheduler drops the dead one within moments).
-    """
-    from distributed.comm import CommClosedError
-
-    for attempt in range(ATTEMPTS):
-        where = _eligible(client, resources)
-        deadline = time.monotonic() + WORKER_WAIT
-        while not where:                     # workers restarting after a crash come back
-            if time.monotonic() > deadline:
-                raise WorkersLostError(f"no worker that can run these tasks has been up for "
-                                       f"{WORKER_WAIT:.0f} s; no result is returned")
-            time.sleep(0.2)
-            where = _eligible(client, resources)
-        try:
-            return client.scatter(data, workers=where, broadcast=broadcast, hash=False)
-        except (CommClosedError, OSError):
-            if attempt == ATTEMPTS - 1:
-                raise
-            time.sleep(0.5 * (attempt + 1))
+def _scatter(client, data, resources):
+    """Send ``data`` (a list) to the workers that can run tasks with ``resources``, again on
+    the workers left when one dies meanwhile (:func:`sphgpu.distributed.cluster.scatter`)."""
+    return _cluster.scatter(client, data, resources)
 
 
 def _run_items(client, n, build, *, progress=False):
@@ -127,8 +99,10 @@ def _run_items(client, n, build, *, progress=False):
     ``build(items)`` scatters the inputs of the listed items and submits their tasks,
     returning for each item the list of futures whose results make it up. An item whose
     futures are cancelled because a lost worker held its scattered input is built again (up
-    to ATTEMPTS times in all); any task error cancels everything and is raised. Returns a list
-    (per item) of lists (per future).
+    to ATTEMPTS times in all); any task error cancels everything and is raised. Results are
+    gathered one by one through :func:`sphgpu.distributed.cluster.result`, which does not
+    wait out a gather from a worker killed under it (as_completed's own gathers did: 30 s).
+    Returns a list (per item) of lists (per future).
     """
     from distributed import as_completed
 
@@ -143,15 +117,15 @@ def _run_items(client, n, build, *, progress=False):
                     owner[f] = (i, j)
             if progress:
                 _cluster.show_progress(list(owner))
-            for fut, res in as_completed(list(owner), with_results=True, raise_errors=False):
+            for fut in as_completed(list(owner)):
                 i, j = owner[fut]
-                if fut.status == "finished":
-                    parts[i][j] = res
-                elif fut.status == "cancelled":
+                if i in lost:
+                    continue
+                res = _cluster.result(fut)       # a task's error is raised here
+                if res is _cluster.LOST:
                     lost.add(i)
                 else:
-                    fut.result()            # re-raises the task's error with its traceback
-                    raise RuntimeError(f"task {fut.key} ended in state {fut.status!r}")
+                    parts[i][j] = res
         except BaseException:
             client.cancel(list(owner))
             raise
@@ -528,7 +502,9 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
 
     def build_graph():
         if pattern == "rings":
-            [alm_f] = _scatter(client, [batch], resources, broadcast=True)
+            # to one worker, the others fetch it (Dask's broadcast hangs on a dying worker,
+            # see cluster.scatter)
+            [alm_f] = _scatter(client, [batch], resources)
             key = _key("synthesis")
             return [client.submit(_rings_synthesis_task, alm_f, layout, ref, rings, name,
                                   key=(key, r), resources=resources)

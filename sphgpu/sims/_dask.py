@@ -1,13 +1,16 @@
 """A Monte Carlo's batches as Dask tasks: one task per batch, a few in flight per worker.
 
-The plan (spectra factors, mask, noise map) is sent to every worker once per client; each task
-runs :func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
+The plan (spectra factors, mask, noise map) is sent to every worker once per client (a copy
+scattered to each, see :func:`_plan_copies`); each task runs
+:func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
 spectra. Tasks are submitted as earlier ones finish, each to the worker with the fewest in
 flight, so a stop leaves little work to cancel, every worker gets batches and none holds more
 than its share.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from ..distributed import cluster as _cluster
 from .batching import auto_batch_size
@@ -17,23 +20,41 @@ from .pipeline import simulate_batch
 IN_FLIGHT = 2
 
 
-def _scattered_plan(mc, client):
-    """The future of ``mc.plan`` on every worker, sent once per client and kept on ``mc``: the
-    plan holds the mask and noise maps (400 MB each at nside 2048), which a run of a few
-    seconds should not send again. A worker that lacks it (one that joined or was restarted
-    since) gets a copy first: the scheduler may prefer the workers that hold the plan to moving
-    800 MB, and leave that worker idle (a suspected cause, not established, of one idle worker
-    of four on an H200 machine: README, *Monte Carlo*)."""
-    kept = getattr(mc, "_plan_future", None)
-    if kept is not None and kept[0] is client and kept[1].status == "finished":
-        future = kept[1]
-        missing = set(_cluster.workers(client)) - set(client.who_has([future]).get(future.key, ()))
-        if missing:
-            client.replicate([future], workers=sorted(missing), n=len(missing))
-        return future
-    future = client.scatter([mc.plan], broadcast=True, hash=False)[0]
-    mc._plan_future = (client, future)
-    return future
+def _plan_copies(mc, client, resources) -> dict:
+    """``{worker address: future of mc.plan held there}``, one copy on every eligible worker,
+    sent once per client and kept on ``mc``: the plan holds the mask and noise maps (400 MB
+    each at nside 2048), which a run of a few seconds should not send again. Workers that
+    joined (or were restarted, under a new address) since get theirs; copies of workers that
+    left are dropped.
+
+    Each copy is scattered to its worker alone, not broadcast: Dask's broadcast (and
+    ``replicate``) keeps trying a worker that died meanwhile, 30 s a try, without end (seen
+    with a worker killed as the run began). Every worker holding its own copy also keeps the
+    scheduler from preferring the workers that hold the plan and leaving one idle (a suspected
+    cause, not established, of one idle worker of four on an H200 machine: README, *Monte
+    Carlo*)."""
+    import time
+
+    kept = getattr(mc, "_plan_copies", None)
+    copies = dict(kept[1]) if kept is not None and kept[0] is client else {}
+    deadline = time.monotonic() + _cluster.WORKER_WAIT
+    while True:
+        now = _cluster.eligible_workers(client, resources)
+        copies = {w: f for w, f in copies.items() if w in now and f.status == "finished"}
+        for w in now:
+            if w not in copies:
+                try:
+                    copies[w] = client.scatter([mc.plan], workers=[w], hash=False)[0]
+                except (OSError, KeyError):   # it died or left meanwhile: the others serve
+                    pass
+        if copies:
+            mc._plan_copies = (client, copies)
+            return copies
+        if time.monotonic() > deadline:       # every worker restarting, and none came back
+            raise _cluster.WorkersLostError(
+                f"no worker that can run the simulations has been up for "
+                f"{_cluster.WORKER_WAIT:.0f} s; the {mc.nsims} finished simulations are kept")
+        time.sleep(0.2)
 
 
 def _batch_size(size, nworkers, ntodo):
@@ -41,50 +62,91 @@ def _batch_size(size, nworkers, ntodo):
     return max(1, min(size, -(-ntodo // nworkers)))
 
 
-def _worker_batch(client, plan, backend, resources):
+def _worker_batch(mc, client, backend, resources):
     """The batch size a worker's own device affords (:func:`batching.auto_batch_size` run
     there). A fixed 8 had made batches a quarter of one GPU's at nside 512 and 1024: on two
-    H200 workers the cluster ran at 0.59 and 0.80 of twice one GPU's rate."""
-    return client.submit(auto_batch_size, plan, backend, resources=resources,
-                         pure=False).result()
+    H200 workers the cluster ran at 0.59 and 0.80 of twice one GPU's rate. Asked again (with
+    the plan sent again) when the plan's copies die with their workers meanwhile."""
+    for _ in range(_cluster.ATTEMPTS):
+        worker, plan = next(iter(_plan_copies(mc, client, resources).items()))
+        size = _cluster.result(client.submit(auto_batch_size, plan, backend,
+                                             resources=resources, pure=False,
+                                             workers=[worker], allow_other_workers=True))
+        if size is not _cluster.LOST:
+            return size
+    raise _cluster.WorkersLostError(f"the Monte Carlo's plan was lost with dying workers "
+                                    f"{_cluster.ATTEMPTS} times in a row; nothing was run")
 
 
 def run_on_cluster(mc, client, todo, batch_size, show, t0):
     """Run simulations ``todo`` of ``mc`` on ``client``'s workers, keeping each batch as it
-    arrives (``mc._keep``); a stop (``mc.stop()``) or KeyboardInterrupt cancels what is left."""
+    arrives (``mc._keep``); a stop (``mc.stop()``) or KeyboardInterrupt cancels what is left.
+
+    A worker killed mid-run costs time only: Dask runs its tasks again elsewhere, a batch
+    whose plan died with the workers that held it (its future cancelled) is submitted again
+    with the plan sent again, and results are gathered by :func:`sphgpu.distributed.cluster.
+    result`, which does not wait out a gather from a dead worker. Each simulation depends only
+    on (seed, its number), so the spectra are those of a run without the kill. A batch lost
+    more than ATTEMPTS times raises WorkersLostError (finished batches stay kept)."""
     from distributed import as_completed
 
     client = _cluster.get_client(client)
     backend, resources = _cluster.placement(client, mc.backend)
-    workers = sorted(_cluster.workers(client))
-    plan = _scattered_plan(mc, client)
-    size = batch_size or mc.batch_size or _worker_batch(client, plan, backend, resources)
-    size = _batch_size(size, len(workers), len(todo))
+    size = batch_size or mc.batch_size or _worker_batch(mc, client, backend, resources)
+    size = _batch_size(size, len(_plan_copies(mc, client, resources)), len(todo))
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
 
     # batches in flight on each worker: a batch goes to the worker with fewest, named in the
     # submission, not left to the scheduler's placement (on four H200 one worker once ran no
     # batch at all). The restriction is loose: a worker that left hands its batches to others
-    load = dict.fromkeys(workers, 0)
+    copies = _plan_copies(mc, client, resources)
+    load = dict.fromkeys(copies, 0)
+    sent = {}                              # first simulation of a batch -> submissions
+    run = uuid.uuid4().hex[:8]             # task keys of this run
 
     def submit(batch):
+        attempt = sent[batch[0]] = sent.get(batch[0], 0) + 1
+        if attempt > _cluster.ATTEMPTS:
+            raise _cluster.WorkersLostError(
+                f"simulations {batch[0]}..{batch[-1]} lost their plan with dying workers "
+                f"{_cluster.ATTEMPTS} times; the {mc.nsims} finished simulations are kept")
         worker = min(load, key=load.get)
         load[worker] += 1
+        plan = copies.get(worker)
+        if plan is None or plan.status != "finished":   # its copy died: any other serves
+            plan = next(iter(copies.values()))
         future = client.submit(simulate_batch, plan, batch, backend, resources=resources,
-                               pure=False, key=f"sphgpu-sims-{batch[0]}-{plan.key[-8:]}",
+                               pure=False, key=f"sphgpu-sims-{batch[0]}-{run}-{attempt}",
                                workers=[worker], allow_other_workers=True)
         running[future] = (batch, worker)
         return future
 
+    def refresh_workers():
+        """After a loss: the workers now up (a restarted one has a new address) and a copy
+        of the plan on each."""
+        nonlocal copies
+        copies = _plan_copies(mc, client, resources)
+        for w in list(load):
+            if w not in copies:
+                del load[w]
+        for w in copies:
+            load.setdefault(w, 0)
+
     queue = list(reversed(batches))
     running = {}
-    for _ in range(min(len(queue), IN_FLIGHT * len(workers))):
+    for _ in range(min(len(queue), IN_FLIGHT * len(load))):
         submit(queue.pop())
-    pending = as_completed(list(running), with_results=True)
+    pending = as_completed(list(running))
     try:
-        for fut, spectra in pending:
+        for fut in pending:
             batch, worker = running.pop(fut)
-            load[worker] -= 1
+            if worker in load:
+                load[worker] -= 1
+            spectra = _cluster.result(fut)    # a task's error is raised here
+            if spectra is _cluster.LOST:
+                refresh_workers()
+                pending.add(submit(batch))
+                continue
             mc._keep(batch, spectra, show, t0)
             if mc._stop.is_set():
                 break

@@ -73,11 +73,10 @@ def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
     from sphgpu.sims import _dask, batching
     mc = make()
     backend, resources = cluster.placement(client, mc.backend)
-    plan = client.scatter([mc.plan], broadcast=True, hash=False)[0]
-    assert _dask._worker_batch(client, plan, backend, resources) == \
+    assert _dask._worker_batch(mc, client, backend, resources) == \
         batching.auto_batch_size(mc.plan, backend) > 1
     monkeypatch.setattr(batching, "MAX_AUTO_BATCH", 1)
-    assert _dask._worker_batch(client, plan, backend, resources) == 1
+    assert _dask._worker_batch(mc, client, backend, resources) == 1
     assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
 
 
@@ -101,9 +100,10 @@ def test_every_worker_runs_batches(client):
 
 def test_the_plan_is_sent_to_the_workers_once_per_client(client):
     mc = make().run(2, progress=False, client=client)
-    sent = mc._plan_future[1]
+    sent = dict(mc._plan_copies[1])
+    assert sorted(sent) == sorted(client.scheduler_info()["workers"])    # a copy on each
     mc.run(2, progress=False, client=client)
-    assert mc._plan_future[1] is sent and mc.nsims == 4
+    assert mc._plan_copies[1] == sent and mc.nsims == 4
 
 
 def test_cuda_path_equals_cpu_in_the_simulator():
