@@ -30,6 +30,10 @@ TOL = {
     "vs_ducc0": 1e-11,
     # healpy map2alm(iter=3) and smoothing: each Jacobi iteration adds healpy's own rounding
     "vs_healpy_iter": 1e-10,
+    # map2alm with HEALPix's ring or pixel weights (and gal_cut) against healpy with the same
+    # weight files (relative max): one pass or iterations of sums of npix terms; measured
+    # 1.4e-14 at nside 16, 1.4e-13 at nside 128 (the issue asks ~1e-12)
+    "vs_healpy_weights": 1e-12,
     # exact quadrature: map2alm(alm2map(a)) == a on Gauss-Legendre rings
     "gl_roundtrip": 1e-12,
     # sphgpu.distributed against the serial transform on the same backend: the same arithmetic,

@@ -6,12 +6,14 @@
 - ``(L,)``: one b_l for every field (healpy's ``beam_window``; for I, Q, U maps it multiplies T,
   E and B alike, as healpy's ``smoothalm``).
 - ``(L, n)`` with n >= 3: healpy's polarized layout (``gauss_beam(pol=True)`` gives n = 4), columns
-  T, E, B (further columns such as TE are not used). ``(L, 1)`` is the 1-D case.
+  T, E, B (further columns such as TE are not used); more than 4 columns only with at least as
+  many multipoles (a wider table is a transposed one). ``(L, 1)`` and ``(1, L)`` are the 1-D
+  case.
 - ``(3, L)`` or ``(4, L)`` with L > 4: the same table transposed (rows T, E, B[, TE]). A beam
   has more multipoles than columns, so a first axis of 3 or 4 facing a longer second axis can
   only be rows; when both axes are at most 4 the array is read in healpy's (L, n) layout.
-- Everything else is refused with an error naming ``beam_window``: (L, 2) (two columns are no
-  layout of healpy's), more than 2 dimensions, no multipoles, strings, booleans, complex
+- Everything else is refused with an error naming ``beam_window``: (L, 2) and (2, L) (two
+  columns are no layout of healpy's), (L, n) with n > max(L, 4), more than 2 dimensions, no multipoles, strings, booleans, complex
   numbers, ragged lists, NaN or infinity.
 
 For maps that are not polarized the T column (row) is used. Multipoles past the end of the table
@@ -78,12 +80,14 @@ def parse_beam_window(beam_window, lmax: int, polarized: bool, *,
     arr = _as_table(beam_window, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
+    elif arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 4:
+        arr = arr[0]
     rows_layout = arr.ndim == 2 and arr.shape[0] in (3, 4) and arr.shape[1] > 4
     if arr.ndim == 1:
         table = arr[None, :]
     elif rows_layout:
         table = arr[:3]
-    elif arr.ndim == 2 and arr.shape[1] >= 3:
+    elif arr.ndim == 2 and 3 <= arr.shape[1] <= max(4, arr.shape[0]):
         table = arr[:, :3].T
     else:
         raise ValueError(

@@ -61,8 +61,10 @@ def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
         as healpy.
     """
     fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
-    if isinstance(lmax, (float, np.floating)) and math.isfinite(lmax) and lmax == int(lmax):
-        lmax = int(lmax)                     # healpy takes lmax=1e4 (np.arange does)
+    if isinstance(lmax, (float, np.floating)):       # healpy takes lmax=1e4 (np.arange does)
+        if not math.isfinite(lmax) or lmax != int(lmax):
+            raise ValueError(f"lmax must be a whole number, got {lmax!r}")
+        lmax = int(lmax)
     lmax = check_int("lmax", lmax, minimum=0)
     # ell, the Gaussian and the (lmax+1, 4) product: NumPy's own failure names no argument
     check_fits_in_memory(8 * (lmax + 1) * (6 if pol else 2), "the beam", f"lmax={lmax}")
@@ -137,15 +139,15 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     lmax, mmax : int, optional
         Band limits; by default inferred from the length of ``alms1`` with mmax = lmax.
     lmax_out : int, optional
-        Largest l returned; ``lmax`` by default (entries above lmax are 0).
+        Largest l returned: ``min(lmax_out, lmax)``, as healpy; ``lmax`` by default.
     nspec : int, optional
         Keep the first nspec spectra (nspec = n: the auto spectra).
 
     Returns
     -------
     array
-        float64, shape ``(lmax_out+1,)``, ``(nspec, lmax_out+1)`` or
-        ``(k, nspec, lmax_out+1)``; units of the a_lm squared. NumPy for NumPy a_lm; device
+        float64, shape ``(L,)``, ``(nspec, L)`` or ``(k, nspec, L)`` with
+        L = min(lmax_out, lmax) + 1; units of the a_lm squared. NumPy for NumPy a_lm; device
         a_lm (CuPy or Numba) give a device array, computed on the device.
     """
     a1 = as_complex_array("alms1", alms1, allow_batch=3)
@@ -156,7 +158,9 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
         raise ValueError(f"alms2 has shape {a2.shape} but alms1 has {a1.shape}")
     xp = _array_module(a1)
     layout = AlmLayout.from_size(a1.shape[-1], lmax, mmax, name="alms1")
-    lmax_out = layout.lmax if lmax_out is None else check_int("lmax_out", lmax_out, minimum=0)
+    # healpy: lmax_out above lmax gives lmax + 1 values (nothing is invented past the a_lm)
+    lmax_out = layout.lmax if lmax_out is None else min(
+        check_int("lmax_out", lmax_out, minimum=0), layout.lmax)
     single = a1.ndim == 1
     b1 = a1.reshape((-1,) + a1.shape[-2:]) if not single else a1[None, None]
     b2 = a2.reshape(b1.shape)
@@ -303,9 +307,12 @@ def synalm(cls, lmax=None, mmax=None, new=False, verbose=True, *, seed=None):
         The order of the spectra, as healpy's ``new``.
     verbose : bool, optional
         Accepted for healpy's signature and ignored (healpy deprecates it).
-    seed : int or numpy.random.Generator, optional
-        For reproducible skies; fresh entropy when None. (healpy draws from NumPy's global
-        generator; sphgpu never touches it.)
+    seed : int, numpy.random.Generator or numpy.random.RandomState, optional
+        For reproducible skies; fresh entropy when None (sphgpu never touches NumPy's global
+        generator, which healpy draws from). A ``RandomState`` is drawn from in healpy's order,
+        so ``synalm(cls, seed=numpy.random.RandomState(s))`` equals ``numpy.random.seed(s);
+        healpy.synalm(cls)`` to rounding (``seed=numpy.random.mtrand._rand`` shares healpy's
+        global stream).
 
     Returns
     -------
@@ -328,7 +335,8 @@ def synalm(cls, lmax=None, mmax=None, new=False, verbose=True, *, seed=None):
     nalm = (lmax + 1) * (lmax + 2) // 2
     check_fits_in_memory(16 * 4 * n * nalm, f"{n} x {nalm:,} random a_lm", f"lmax={lmax}")
     layout = AlmLayout(lmax, mmax)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = (seed if isinstance(seed, (np.random.Generator, np.random.RandomState))
+           else np.random.default_rng(seed))
     full = np.zeros((n, n, layout.lmax + 1))
     k = min(size, layout.lmax + 1)
     full[:, :, :k] = cov[:, :, :k]
@@ -341,8 +349,13 @@ def synalm(cls, lmax=None, mmax=None, new=False, verbose=True, *, seed=None):
             "negative power gets none, and its correlations beyond what the autos allow are "
             "dropped)", UserWarning, stacklevel=2)
     l, m = layout.lm()
-    re = rng.standard_normal((n, layout.size))
-    im = np.where(m == 0, 0.0, rng.standard_normal((n, layout.size)))
+    if isinstance(rng, np.random.RandomState):
+        # healpy's draws: per field the real parts of every a_lm, then the imaginary parts
+        draws = np.stack([rng.standard_normal((2, layout.size)) for _ in range(n)])
+        re, im = draws[:, 0], np.where(m == 0, 0.0, draws[:, 1])
+    else:
+        re = rng.standard_normal((n, layout.size))
+        im = np.where(m == 0, 0.0, rng.standard_normal((n, layout.size)))
     z = (re + 1j * im) * np.sqrt(np.where(m == 0, 1.0, 0.5))
     alm = np.ascontiguousarray(np.einsum("pij,jp->ip", f[l], z))
     return alm[0] if n == 1 else alm
@@ -394,8 +407,9 @@ def synfast(cls, nside=None, lmax=None, mmax=None, alm=False, pol=True, pixwin=F
         Accepted for healpy's signature and ignored (healpy deprecates it).
     fwhm_arcmin : float, optional
         The beam width in arcminutes instead.
-    seed : int or numpy.random.Generator, optional
-        For reproducible skies.
+    seed : int, numpy.random.Generator or numpy.random.RandomState, optional
+        For reproducible skies; a ``RandomState`` reproduces healpy's draws (see
+        :func:`synalm`).
     backend : {"auto", "cuda", "cpu", "reference"}, optional
         Where the transforms run (see :mod:`sphgpu.backends`).
     geometry : RingGeometry, optional
@@ -549,7 +563,8 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     Returns
     -------
     numpy.ndarray
-        float64, the shape of ``map_in``.
+        float64, the shape of ``map_in``; a ``numpy.ma.MaskedArray`` (UNSEEN pixels masked) for
+        a masked ``map_in``, as healpy.
     """
     arr, bad = as_maps("map_in", map_in, max_ndim=3)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="map_in")
@@ -585,6 +600,8 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
         out[bad] = UNSEEN
     if nest:
         out = _reorder(out, ring_of_nest, to_ring=False)
+    if _is_masked(map_in):                       # healpy's accept_ma: masked in, masked out
+        out = np.ma.masked_array(out, mask=out == UNSEEN, fill_value=UNSEEN)
     return out
 
 
@@ -607,3 +624,10 @@ def _reorder(a, ring_of_nest, to_ring):
     else:
         out = a[..., idx]
     return out
+
+
+def _is_masked(m):
+    """healpy's ``is_ma``: a masked array, or a sequence of them."""
+    if isinstance(m, np.ma.MaskedArray):
+        return True
+    return isinstance(m, (list, tuple)) and len(m) > 0 and isinstance(m[0], np.ma.MaskedArray)

@@ -23,7 +23,6 @@ from .._validate import (_array_module, as_complex_array, as_maps, check_fits_in
                          check_int, is_device_array)
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
-from . import spin as spin_mod
 
 __all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1",
            "resolve_geometry", "nside_from_npix"]
@@ -380,7 +379,7 @@ def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="
     nside : int, optional
         HEALPix resolution (RING order); give this or ``geometry``.
     spin : int
-        The spin s, >= 1.
+        The spin s, >= 0 (0: the maps of -G and -C as scalars, as healpy).
     lmax, mmax : int, optional
         Band limits; by default inferred from the length of ``alms`` with mmax = lmax.
     backend : {"auto", "cuda", "cpu", "reference"}, optional
@@ -395,11 +394,14 @@ def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="
     """
     arr = as_complex_array("alms", alms, allow_batch=3)
     lead = _spin_lead("alms", arr)
-    spin = spin_mod.check_spin(spin)
+    spin = check_int("spin", spin, minimum=0)
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alms")
     impl = backends.load("sht", backend)
     _check_kind("alms", arr, impl)
+    if spin == 0:           # healpy: the spin-0 maps of -G and -C (G = -a_lm for a scalar)
+        maps = -impl.synthesis(_rows(arr, 0), layout, geometry)
+        return like_input(maps.reshape(lead + (geometry.npix,)), alms)
     maps = impl.synthesis_spin(_rows(arr, 2), spin, layout, geometry)
     return like_input(maps.reshape(lead + (geometry.npix,)), alms)
 
@@ -415,7 +417,7 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
     maps : array, shape (2, npix) or (k, 2, npix), real
         The two real maps of the field (Q, U for s = 2).
     spin : int
-        The spin s, >= 1.
+        The spin s, >= 0 (0: minus the scalar coefficients of each map, as healpy).
     lmax, mmax : int, optional
         Band limits; lmax defaults to the grid's natural limit, mmax to lmax.
     iter : int, optional
@@ -432,8 +434,10 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
     lead = _spin_lead("maps", arr)
-    return _analyse(arr, lead, 2, spin_mod.check_spin(spin), lmax, mmax, iter, backend,
-                    geometry, maps)
+    spin = check_int("spin", spin, minimum=0)
+    if spin == 0:           # healpy: minus the spin-0 analysis of each map
+        return -_analyse(arr, lead, 0, 0, lmax, mmax, iter, backend, geometry, maps)
+    return _analyse(arr, lead, 2, spin, lmax, mmax, iter, backend, geometry, maps)
 
 
 def alm2map_der1(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geometry=None):
