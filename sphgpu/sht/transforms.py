@@ -136,7 +136,10 @@ def _scale_rows(arr, ft, fp, layout, polarized, inplace, original):
     """arr times ft[l] (rows T, or every row of a spin-0 set) and fp[l] (E, B rows of a
     polarized set): in place when ``inplace`` and ``original`` is a contiguous complex128 array
     (healpy's ``inplace``), else a new array."""
-    out = arr if (inplace and arr is original) else arr.copy()
+    in_place = inplace and arr is original
+    if not polarized and not in_place:
+        return times_fl(arr, ft, layout)
+    out = arr if in_place else arr.copy()
     if not polarized:
         out[...] = times_fl(out, ft, layout)
     else:

@@ -145,6 +145,10 @@ def test_ring_weights_on_the_cuda_kernels_under_the_simulator(rng):
     got = sphgpu.map2alm(m, 5, iter=1, use_weights=True, gal_cut=20, backend="cuda")
     want = hp.map2alm(m, 5, iter=1, use_weights=True, gal_cut=20)
     assert rel_err(got, want) <= TOL["vs_healpy_weights"]
+    teb = random_alm(rng, AlmLayout(4), 3)       # healpy's positions: pixwin, fwhm, sigma
+    got = sphgpu.alm2map(teb, 2, 4, None, False, 0.3, None, True, backend="cuda")
+    want = hp.alm2map(teb.copy(), 2, 4, None, False, 0.3, None, True)
+    assert rel_err(got, want) <= TOL["vs_ducc0"]
 
 
 def test_pixel_weight_map_equals_healpys_unfolding(tmp_path):
