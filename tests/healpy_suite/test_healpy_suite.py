@@ -63,7 +63,10 @@ def _fetch(dest: pathlib.Path) -> None:
         with tarfile.open(sdists[0]) as tar:
             members = [m for m in tar.getmembers()
                        if m.name.split("/")[1:2] == ["test"] and (m.isfile() or m.isdir())]
-            tar.extractall(unpacked, members=members, filter="data")
+            try:
+                tar.extractall(unpacked, members=members, filter="data")
+            except TypeError:                    # Python without extraction filters
+                tar.extractall(unpacked, members=members)
         try:
             os.replace(next(unpacked.iterdir()), dest)
         except OSError:

@@ -212,7 +212,9 @@ def test_a_list_of_masked_maps_keeps_its_masks(rng):
     batch = sphgpu.map2alm([rows, list(m)], 8, iter=0)              # nested: (2, 3, npix)
     assert rel_err(batch[0], want) <= TOL["vs_ducc0"]
     smooth = sphgpu.smoothing(rows, fwhm=0.2)                        # masked pixels -> UNSEEN
-    assert np.array_equal(smooth == sphgpu.UNSEEN, mask)
+    # masked in, masked out (healpy's accept_ma): the UNSEEN pixels are the mask
+    assert isinstance(smooth, np.ma.MaskedArray) and np.array_equal(smooth.mask, mask)
+    assert np.array_equal(smooth.data == sphgpu.UNSEEN, mask)
 
 
 def test_masked_nan_is_fine_and_unmasked_nan_raises(rng):
