@@ -183,9 +183,9 @@ def rotate_alm(alm, psi=0.0, theta=0.0, phi=0.0, matrix=None, lmax=None, mmax=No
     Raises
     ------
     TypeError
-        If ``alm`` is not a complex128 array (or list of them), or an angle is not a number.
+        If ``alm`` is not an array (or list of them), or an angle is not a number.
     ValueError
-        If an angle is not finite, ``matrix`` is not a 3x3 rotation, ``alm``'s length matches
+        If ``alm`` is not complex128 (as healpy), an angle is not finite, ``matrix`` is not a 3x3 rotation, ``alm``'s length matches
         no layout (or not ``lmax``), ``mmax != lmax``, or ``alm`` holds NaN or infinity.
     """
     if matrix is not None:
@@ -197,7 +197,8 @@ def rotate_alm(alm, psi=0.0, theta=0.0, phi=0.0, matrix=None, lmax=None, mmax=No
     for i, a in enumerate(items):
         name = "alm" if len(items) == 1 and not isinstance(alm, (list, tuple)) else f"alm[{i}]"
         if np.dtype(a.dtype) != np.complex128:
-            raise TypeError(f"{name} must be complex128 (it is rotated in place), got dtype "
+            # ValueError as healpy's (its own test asks for it): a drop-in catches the same type
+            raise ValueError(f"{name} must be complex128 (it is rotated in place), got dtype "
                             f"{a.dtype}")
         if not 1 <= a.ndim <= 2 or (a.ndim == 2 and isinstance(alm, (list, tuple))):
             raise ValueError(f"{name} must be 1-D (or a 2-D array of rows such as T, E, B), "

@@ -43,9 +43,6 @@ PENDING: dict[str, str] = {
     "test_sphtfunc.py::TestSphtFunc::test_rotate_alm":
         "sphgpu.rotate_alm: a round trip rotation differs from healpy's at 1e-20 absolute on "
         "a_lm of 1e-17, beyond the test's rtol=1e-5 (rounding, rotate_alm's part of issue 38)",
-    "test_sphtfunc.py::TestSphtFunc::test_rotate_alm_complex64":
-        "sphgpu.rotate_alm refuses complex64 a_lm, which healpy rotates in place "
-        "(rotate_alm's part of issue 38)",
 }
 
 
