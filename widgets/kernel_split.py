@@ -46,6 +46,13 @@ CURVE_POINTS = 4
 SCAN_STEPS = 12
 #: How the paper's cost model names its machines (it prices the paper's hardware, not this one).
 PAPER_BACKENDS = {"cpu": "paper's CPU core (libpsht)", "cuda": "paper's GPU (GTX 480)"}
+#: Run times the whole kernel and the plan back to back in up to this many rounds, for the
+#: median speedup and its spread (one run of each gave 0.0608x where repeated timing gave
+#: 0.0089x on a loaded two-core machine)...
+RUN_ROUNDS = 5
+#: ...and stops starting rounds once the timed calls pass this many seconds (a split at nside
+#: 64 on a CPU costs about 4 s a round: two rounds).
+RUN_SECONDS = 5.0
 
 
 class KernelSplitModel(PanelModel):
@@ -106,9 +113,18 @@ class KernelSplitModel(PanelModel):
         self._curves = LRU(16)
         self._costs = LRU(4)
         self._plans = LRU(32)       # plan key -> Plan (the optimizer's, by hand, measured)
+        #: where the cuts come from: ("optimizer" or "hand", the settings they were chosen at)
+        self.cuts_from = ("hand", None)
+        #: the last Run's measured Plan (shown, labelled, when the cuts have moved since)
+        self.last_run = None
+        #: a one-off note on the last Optimize or Run ("" when none); any change clears it
+        self.note = ""
         if (l_cut is None or theta_cut_arcmin is None) and self._basic_checks() == "":
             self._open(l_cut, theta_cut_arcmin)
         self.set()
+        if self.cuts_from[1] is None and not self._basic_checks():
+            self.cuts_from = ("hand" if l_cut is not None and theta_cut_arcmin is not None
+                              else "start", self.settings_key())
 
     def _open(self, l_cut, theta_cut_arcmin):
         """Starting cuts: the optimizer's plan where the cost model can price now; else the
@@ -132,11 +148,57 @@ class KernelSplitModel(PanelModel):
     def set(self, **params) -> bool:
         """Assign and validate (see :class:`PanelModel`); a valid theta_cut becomes the
         support the fit has, the largest knot radius within it (what the plan is priced at
-        and the real-space part covers)."""
+        and the real-space part covers). Cuts that move are the user's from then on; any
+        change of a setting clears :attr:`note`."""
+        before = self.params
         ok = super().set(**params)
         if ok and not self.all_harmonic:
             self.theta_cut_arcmin = self._support(float(self.theta_cut_arcmin) * ARCMIN) / ARCMIN
+        if self.params != before:
+            self.note = ""
+        # cuts given with new values are the user's; the knot snapping above and a change of
+        # nside (which keeps them) are not a choice of cuts
+        theta = params.get("theta_cut_arcmin", before["theta_cut_arcmin"])
+        moved = params.get("l_cut", before["l_cut"]) != before["l_cut"] or (
+            not self.all_harmonic and is_real(theta) and is_real(before["theta_cut_arcmin"])
+            and abs(theta - before["theta_cut_arcmin"]) > 1e-9 * abs(theta))
+        if ok and moved:
+            self.cuts_from = ("hand", self.settings_key())
         return ok
+
+    def set_nside(self, nside) -> bool:
+        """Change nside with lmax following (2 nside): the cuts stay (an all-harmonic plan
+        stays all harmonic), and :meth:`stale_cuts` says when they are not chosen for it."""
+        harmonic = self.all_harmonic
+        lmax = 2 * nside if is_int(nside) else self.lmax
+        source = self.cuts_from
+        ok = self.set(nside=nside, lmax=lmax, **({"l_cut": lmax} if harmonic else {}))
+        self.cuts_from = source
+        return ok
+
+    def settings_key(self):
+        """Everything but the cuts that decides which cuts are best (the optimizer's input)."""
+        return self._kernel_key() + (float(self.alpha), float(self.error_bound), self.nside,
+                                     self.cost_model, self.backend)
+
+    def stale_cuts(self) -> str:
+        """Why the cuts shown may not suit the settings ("" when they do): the optimizer's
+        cuts for other settings, or cuts set by hand at another nside."""
+        source, key = self.cuts_from
+        if key is None or self.message or key == self.settings_key():
+            return ""
+        names = ("kernel", "FWHM", "lmax", "alpha", "error bound", "nside", "cost model",
+                 "backend")
+        changed = [f"{n} {a:g}" if isinstance(a, float) else f"{n} {a}"
+                   for n, a, b in zip(names, key, self.settings_key()) if a != b]
+        if source == "optimizer":
+            return (f"l_cut and θ_cut are the optimizer's plan for {', '.join(changed)}, not "
+                    f"for these settings: press Optimize for theirs.")
+        if key[5] != self.nside:
+            how = "set by hand" if source == "hand" else "the tuner's starting cuts"
+            return (f"l_cut and θ_cut were {how} at nside {key[5]}: press Optimize for the "
+                    f"fastest plan at nside {self.nside}.")
+        return ""
 
     def _support(self, theta):
         """The fitted real-space support (radians) for a requested radius: n whole knots."""
@@ -364,6 +426,12 @@ class KernelSplitModel(PanelModel):
         else:
             self.l_cut, self.theta_cut_arcmin = plan.l_cut, plan.theta_cut_arcmin
         self._plans.put(self._plan_key(), plan)
+        self.cuts_from = ("optimizer", self.settings_key())
+
+    def _describe_cuts(self, plan) -> str:
+        if plan.method == "harmonic":
+            return f"all harmonic (l_cut = lmax = {plan.lmax})"
+        return f"l_cut {plan.l_cut}, θ_cut {plan.theta_cut_arcmin:.4g}′"
 
     def optimize(self, progress=None):
         """Make the optimizer's plan for the chosen cost model the state (timing this machine
@@ -380,6 +448,7 @@ class KernelSplitModel(PanelModel):
         if cm is None:
             return None
         progress(0.5, "scanning theta_cut")
+        shown = None if self.message else self.plan
         plan = self._optimize(cm)
         if plan is None:
             return None
@@ -388,12 +457,23 @@ class KernelSplitModel(PanelModel):
         progress(1.0, f"{plan.method}: l_cut {plan.l_cut}"
                       + ("" if plan.method == "harmonic"
                          else f", theta_cut {plan.theta_cut_arcmin:.4g}'"))
+        new = self._describe_cuts(plan)
+        if shown is not None and self._describe_cuts(shown) == new:
+            # the cuts shown were the optimizer's already: say so, or Optimize looks broken
+            self.note = (f"Optimize: the plan shown, {new}, is already the fastest within the "
+                         f"bound for these settings ({self.cost_model} costs, predicted "
+                         f"speedup {plan.speedup:.3g}x); nothing to change.")
+        else:
+            self.note = (f"Optimize: {new} (was "
+                         f"{'-' if shown is None else self._describe_cuts(shown)}).")
         return self.plan
 
     def run(self, progress=None):
         """Measure the current plan (timing this machine first for the measured cost model):
-        convolve a white-noise map with it and with the whole kernel on the chosen backend.
-        Returns the measured Plan (cached), or None with ``message`` set."""
+        convolve a white-noise map with it and with the whole kernel on the chosen backend,
+        back to back in up to :data:`RUN_ROUNDS` rounds. Returns the measured Plan (cached
+        under the cuts it was run with, which stay the last Run's even if the settings move
+        meanwhile), or None with ``message`` set."""
         progress = progress or (lambda f, t="": None)
         if not self.set():
             return None
@@ -403,24 +483,34 @@ class KernelSplitModel(PanelModel):
                 self.costs(measure=True)
             if self.message:
                 return None
-        plan = self.plan
+        plan, key = self.plan, self._plan_key()
         if plan is None:
             return None
         if plan.measured is None or plan.measured.seed != self.seed:
             measured = None
+            # a first run compiles the kernels inside the timed calls (17 s against 0.06 s for
+            # a split at nside 32 on the CPU): an untimed warm-up round keeps that out
+            warm = first_call("measure_plan", self.backend, plan.method)
+
+            def step(fraction, text):
+                progress(0.1 + 0.85 * fraction, text)
+
             with self.capture("run"):
-                if first_call("measure_plan", self.backend, plan.method):
-                    # a first run compiles the kernels inside the timed calls (17 s against
-                    # 0.06 s for a split at nside 32 on the CPU): a warm-up run keeps that out
-                    progress(0.3, "warm-up run (compiling kernels)")
-                    measure_plan(plan, seed=int(self.seed), backend=self.backend)
-                progress(0.6, "convolving white noise")
-                measured = measure_plan(plan, seed=int(self.seed), backend=self.backend)
+                measured = measure_plan(plan, seed=int(self.seed), backend=self.backend,
+                                        repeat=RUN_ROUNDS, warmup=int(warm),
+                                        max_seconds=RUN_SECONDS, progress=step)
             if measured is None:
                 return None
-            self._plans.put(self._plan_key(), measured)
+            self._plans.put(key, measured)
+            plan = measured
+        self.last_run = plan
+        if self._plan_key() != key:
+            # the settings moved while this ran (a slider in the browser): keep the result and
+            # say whose it is, rather than showing the new cuts as if nothing had happened
+            self.note = (f"Run measured {self._describe_cuts(plan)} at nside {plan.nside}; the "
+                         f"settings changed during the run: press Run to measure these.")
         progress(1.0, "done")
-        return self.plan
+        return plan
 
     # -- views ----------------------------------------------------------------------------------
     def numbers(self) -> list[tuple[str, str]]:
@@ -465,10 +555,18 @@ class KernelSplitModel(PanelModel):
                                                         f"{fmt_seconds(m.time_realspace)}"),
                      ("measured plan / all harmonic", f"{fmt_seconds(m.time_total)} / "
                                                       f"{fmt_seconds(m.time_all_harmonic)}"),
-                     ("measured speedup over all harmonic",
-                      f"{m.speedup:.3g}x (one run of each, NumPy map in and out, after a "
-                      f"warm-up run)")]
+                     ("measured speedup over all harmonic", _speedup_text(m))]
+        elif self.last_run is not None and self.last_run is not p:
+            r = self.last_run
+            rows.append(("last Run (other settings)",
+                         f"{self._describe_cuts(r)} at nside {r.nside}: measured speedup "
+                         f"{_speedup_text(r.measured)}; press Run to measure the plan shown"))
         return rows
+
+    def notes(self) -> str:
+        """The grey line under the controls: the last Optimize's or Run's note, stale cuts,
+        and advice when the cuts miss the bound."""
+        return " ".join(t for t in (self.note, self.stale_cuts(), self.advice()) if t)
 
     def figure(self):
         """Kernels in l-space and real space, error against l_cut, times: a Figure (or None).
@@ -583,6 +681,15 @@ class KernelSplitModel(PanelModel):
         return fig
 
 
+def _speedup_text(m) -> str:
+    """A PlanMeasurement's speedup: the median of its rounds with their spread."""
+    r = m.speedup_ratio
+    how = "whole kernel / plan, timed back to back per round, NumPy map in and out"
+    if r is None:
+        return f"{m.speedup:.3g}x (one run of each; {how})"
+    return f"{r.text()} ({how})"
+
+
 def _quick_figure(width, height):
     """A Figure with fixed margins: the constrained layout of ``new_figure`` costs about a
     third of a second per redraw, too much for a panel answering every slider move."""
@@ -650,6 +757,9 @@ class KernelSplitPanel(Panel):
         self.optimize_button = w.Button(description="Optimize", icon="magic",
                                         tooltip="make the fastest plan that meets the bound "
                                                 "the state")
+        # why θ_cut is disabled (an all-harmonic plan has no real-space part): a disabled
+        # slider alone looked broken
+        self.theta_note = w.HTML(layout=w.Layout(margin="0 0 0 11em"))
         self.figure = w.Output()
         self.map_figure = w.Output()
         self._syncing = False
@@ -659,7 +769,8 @@ class KernelSplitPanel(Panel):
         self.optimize_button.on_click(self.guarded(lambda _b: self.optimize()))
         self.on_run(self.run)
         controls = w.HBox([w.VBox([self.fwhm, self.kernel, self.bound, self.nside]),
-                           w.VBox([self.l_cut, self.theta, self.cost, self.backend])])
+                           w.VBox([self.l_cut, self.theta, self.theta_note, self.cost,
+                                   self.backend])])
         self.children = [
             w.HTML("<b>Kernel split</b>: a harmonic part up to l_cut and a compact real-space "
                    "part within θ_cut; predicted and measured error and time"),
@@ -671,17 +782,28 @@ class KernelSplitPanel(Panel):
 
     # -- events ---------------------------------------------------------------------------------
     def _nside_changed(self, change):
-        """lmax follows nside (2 nside); the cut sliders take the new ranges."""
+        """lmax follows nside (2 nside); the cut sliders take the new ranges. Cuts that were
+        the optimizer's are re-optimized for the new nside where the cost model can price it
+        without timing; otherwise the note says they are stale."""
+        m = self.model
         self._syncing = True
         try:
-            l_cut = self.model.l_cut
-            self.model.set(nside=change["new"], lmax=2 * change["new"])
-            if is_int(l_cut) and l_cut >= 2 * change["old"]:     # all harmonic stays so
-                self.model.set(l_cut=self.model.lmax)
+            m.set_nside(change["new"])
+            again = (m.cuts_from[0] == "optimizer" and not m._basic_checks()
+                     and m.costs() is not None)
+            if again:
+                m.optimize(progress=self.report)
+                if not m.message:
+                    m.note = (f"nside {change['old']} -> {change['new']}: re-optimized, "
+                              + m.note[len("Optimize: "):])
             self._ranges()
         finally:
             self._syncing = False
-        self._changed()
+        self._show_cuts()
+        if again:
+            self._refresh()
+        else:
+            self._changed()
 
     def _ranges(self):
         m = self.model
@@ -716,6 +838,10 @@ class KernelSplitPanel(Panel):
                 self.theta.value = min(max(float(m.theta_cut_arcmin), self.theta.min),
                                        self.theta.max)
             self.theta.disabled = m.all_harmonic
+            self.theta_note.value = (
+                "<span class='sphgpu-message' style='color:#555555'>θ_cut unused: the plan is "
+                "all harmonic (l_cut = lmax), no real-space part; lower l_cut to split</span>"
+                if m.all_harmonic and not m._basic_checks() else "")
         finally:
             self._syncing = False
         if is_real(m.theta_cut_arcmin) and not m.all_harmonic and not m._basic_checks():
@@ -743,8 +869,7 @@ class KernelSplitPanel(Panel):
             self._stale()
             self.show_message(m.message)
             return
-        advice = m.advice()
-        self.show_message(advice, "note")
+        self.show_message(m.notes(), "note")
         show_figure(self.figure, fig)
         self.numbers.value = numbers_html(m.numbers())
         mf = m.map_figure()
@@ -771,6 +896,10 @@ class KernelSplitPanel(Panel):
             self._stale()
             self.show_message(self.model.message)
             return
+        # the controls may have moved during the run (their events queue behind it in a
+        # kernel, or come from another thread): show the model's state, whose numbers keep
+        # this run as "last Run" when its cuts are no longer the ones shown
+        self._show_cuts()
         self._show()
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 
-__all__ = ["Timing", "time_call", "machine_info", "run_sizes"]
+__all__ = ["Timing", "Ratio", "ratio", "time_call", "time_interleaved", "machine_info", "run_sizes"]
 
 
 @dataclass
@@ -38,6 +38,11 @@ class Timing:
     def best(self) -> float:
         """Fastest repetition, seconds."""
         return min(self.seconds)
+
+    @property
+    def worst(self) -> float:
+        """Slowest repetition, seconds."""
+        return max(self.seconds)
 
     def as_dict(self) -> dict:
         """The summary for a benchmark JSON file.
@@ -88,6 +93,128 @@ def time_call(fn, *, repeat: int = 5, warmup: int = 1, sync=None, max_seconds: f
         if total > max_seconds:
             break
     return t
+
+
+@dataclass
+class Ratio:
+    """A ratio of two timed calls (e.g. a speedup, baseline / candidate) from repetitions timed
+    in pairs, one of each back to back, so that a load that comes and goes slows both sides of
+    a pair alike and shows up as spread rather than as a wrong ratio.
+
+    Parameters
+    ----------
+    values : list of float
+        baseline seconds / candidate seconds of each pair.
+    """
+
+    values: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        """Median over the pairs."""
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        """Smallest ratio of a pair."""
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        """Largest ratio of a pair."""
+        return max(self.values)
+
+    @property
+    def n(self) -> int:
+        """Number of pairs."""
+        return len(self.values)
+
+    def text(self, digits: int = 3) -> str:
+        """"2.31x (2.1x to 2.5x over 5 pairs)", or "2.31x (one pair)" for one pair."""
+        med = f"{self.median:.{digits}g}x"
+        if self.n == 1:
+            return f"{med} (one pair: no spread)"
+        lo, hi = f"{self.low:.{digits}g}x", f"{self.high:.{digits}g}x"
+        spread = f"all {self.n} pairs {lo}" if lo == hi else f"{lo} to {hi} over {self.n} pairs"
+        return f"{med} ({spread})"
+
+
+def time_interleaved(fns, *, repeat: int = 5, warmup: int = 1, sync=None,
+                     max_seconds: float = 30.0, progress=None) -> dict:
+    """Time several calls in rounds, each round calling every one once (in the given order),
+    after ``warmup`` untimed rounds: on a shared machine a slow spell then falls on every
+    call of a round alike, so their ratios (:func:`ratio`) stay meaningful.
+
+    Parameters
+    ----------
+    fns : dict of str to callable
+        The calls, by name; each called with no arguments.
+    repeat : int, optional
+        Most timed rounds (at least one is always timed).
+    warmup : int, optional
+        Untimed rounds first (compilation, caches).
+    sync : callable, optional
+        Called before each clock read (e.g. a device synchronise).
+    max_seconds : float, optional
+        Stop after the round in which the timed calls add up to more than this.
+    progress : callable(fraction, text), optional
+        Called before each call, with the fraction of the most rounds done.
+
+    Returns
+    -------
+    dict of str to Timing
+        One Timing per name, each with one repetition per timed round.
+    """
+    sync = sync or (lambda: None)
+    progress = progress or (lambda f, t="": None)
+    rounds = warmup + max(1, repeat)
+    out = {name: Timing() for name in fns}
+    total = 0.0
+    for r in range(rounds):
+        timed = r >= warmup
+        for i, (name, fn) in enumerate(fns.items()):
+            what = (f"round {r - warmup + 1} of {max(1, repeat)}" if timed
+                    else f"warm-up {r + 1} of {warmup}")
+            progress((r + i / len(fns)) / rounds, f"{what}: {name}")
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            dt = time.perf_counter() - t0
+            if timed:
+                out[name].seconds.append(dt)
+                total += dt
+        if timed and total > max_seconds:
+            break
+    progress(1.0, "timed")
+    return out
+
+
+def ratio(numerator: Timing, denominator: Timing) -> Ratio:
+    """Per-round ratios of two Timings of :func:`time_interleaved` (e.g. all-harmonic / plan:
+    the speedup).
+
+    Parameters
+    ----------
+    numerator, denominator : Timing
+        Timed in the same rounds (equal numbers of repetitions).
+
+    Returns
+    -------
+    Ratio
+
+    Raises
+    ------
+    ValueError
+        If the repetitions differ in number or a denominator time is not positive.
+    """
+    a, b = numerator.seconds, denominator.seconds
+    if len(a) != len(b) or not a:
+        raise ValueError(f"numerator and denominator must have the same number (>= 1) of "
+                         f"repetitions, got {len(a)} and {len(b)}")
+    if min(b) <= 0:
+        raise ValueError("denominator times must be positive")
+    return Ratio([x / y for x, y in zip(a, b)])
 
 
 def _version(name):

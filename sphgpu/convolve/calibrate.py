@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import backends
 from .._validate import check_int
+from ..bench.timing import ratio, time_interleaved
 from ..geometry import RingGeometry
 from ..sht import alm2cl, map2alm
 from .api import convolve
@@ -177,11 +178,17 @@ class PlanMeasurement:
         Seed of the white-noise map.
     full_map, plan_map : ndarray, shape (npix,), float64
         The whole kernel's output and the plan's.
+    timings : dict of str to sphgpu.bench.Timing, optional
+        Every timed repetition, by part ("all harmonic", "plan", "harmonic part",
+        "real-space part"); the ``time_*`` fields are their medians.
 
     Attributes
     ----------
     speedup : float
-        time_all_harmonic / time_total.
+        The median of the rounds' time_all_harmonic / time_total (one round: that ratio).
+    speedup_ratio : sphgpu.bench.Ratio or None
+        The speedup of each round (all harmonic and plan timed back to back): its median and
+        spread; None without ``timings``.
     """
 
     backend: str                # the backend the plan ran on
@@ -194,20 +201,37 @@ class PlanMeasurement:
     seed: int
     full_map: np.ndarray = field(repr=False)
     plan_map: np.ndarray = field(repr=False)
+    timings: dict = field(default=None, repr=False)
 
     @property
     def speedup(self) -> float:
-        """Measured all-harmonic time over the measured plan's time (inf for a zero time)."""
+        """Measured all-harmonic time over the measured plan's time: the median of the
+        rounds' ratios (:attr:`speedup_ratio`) when timed in rounds, else the ratio of the
+        times (inf for a zero time)."""
+        r = self.speedup_ratio
+        if r is not None and self.time_total > 0:
+            return r.median
         return self.time_all_harmonic / self.time_total if self.time_total > 0 else math.inf
 
+    @property
+    def speedup_ratio(self):
+        """The per-round speedups (:class:`sphgpu.bench.Ratio`), or None without timings."""
+        t = self.timings
+        if not t or "all harmonic" not in t or "plan" not in t:
+            return None
+        return ratio(t["all harmonic"], t["plan"])
 
-def measure_plan(plan, *, seed=0, backend="auto"):
+
+def measure_plan(plan, *, seed=0, backend="auto", repeat=1, warmup=0, max_seconds=30.0,
+                 progress=None):
     """Run ``plan`` (a :class:`sphgpu.convolve.Plan`) on white noise at its nside and measure
     it: returns a copy of the plan whose ``measured`` is a :class:`PlanMeasurement`.
 
     Every part runs on ``backend`` (one backend, the one named in the result), so the
     measured times say what this machine does with it; the plan's predicted times and
-    backends stay as the cost model gave them.
+    backends stay as the cost model gave them. With ``repeat`` > 1 the whole kernel, the
+    plan and each of its parts are timed in rounds (:func:`sphgpu.bench.time_interleaved`):
+    the times are medians, and ``measured.speedup_ratio`` holds each round's speedup.
 
     Parameters
     ----------
@@ -217,6 +241,14 @@ def measure_plan(plan, *, seed=0, backend="auto"):
         Seed of the white-noise map.
     backend : {"auto", "cuda", "cpu", "reference"}
         Where every part runs.
+    repeat : int >= 1
+        Most timed rounds (fewer once ``max_seconds`` is spent; one at least).
+    warmup : int >= 0
+        Untimed rounds first: a process's first calls compile kernels.
+    max_seconds : float
+        Stop repeating once the timed calls add up to more than this.
+    progress : callable(fraction, text), optional
+        Called before each call (warm-up, round and part named).
 
     Returns
     -------
@@ -226,34 +258,48 @@ def measure_plan(plan, *, seed=0, backend="auto"):
     Raises
     ------
     ValueError, BackendUnavailableError
-        For a bad or unavailable ``backend``.
+        For a bad or unavailable ``backend``, ``repeat`` < 1 or ``warmup`` < 0.
     """
     be = backends.resolve(backend, "convolve")
+    repeat = check_int("repeat", repeat, minimum=1)
+    warmup = check_int("warmup", warmup, minimum=0)
     geom = RingGeometry.healpix(plan.nside)
     m = white_noise(plan.nside, seed)
+    out = {}
 
-    def timed(fn):
-        t0 = time.perf_counter()
-        out = fn()
-        return out, time.perf_counter() - t0
+    def keep(name, fn):
+        def call():
+            out[name] = fn()
+        return call
 
-    full, t_full = timed(lambda: harmonic_convolve(m, plan.kernel.bl, geom, backend=be))
-    if plan.method == "harmonic":
-        meas = PlanMeasurement(be, t_full, 0.0, t_full, t_full, 0.0, 0.0, seed, full, full)
+    calls = {"all harmonic": keep("full", lambda: harmonic_convolve(m, plan.kernel.bl, geom,
+                                                                    backend=be))}
+    split = plan.split if plan.method != "harmonic" else None
+    if split is not None:
+        calls["plan"] = keep("plan", lambda: convolve(m, split, backend=be))
+        if split.l_cut >= 0:
+            calls["harmonic part"] = lambda: harmonic_convolve(m, split.harmonic_bl, geom,
+                                                               backend=be)
+        if split.realspace is not None:
+            calls["real-space part"] = lambda: convolve(m, split.realspace, method="realspace",
+                                                        backend=be)
+    t = time_interleaved(calls, repeat=repeat, warmup=warmup, max_seconds=max_seconds,
+                         progress=progress)
+    full = out["full"]
+    t_full = t["all harmonic"].median
+    if split is None:
+        t["plan"] = t["all harmonic"]
+        meas = PlanMeasurement(be, t_full, 0.0, t_full, t_full, 0.0, 0.0, seed, full, full, t)
         return dataclasses.replace(plan, measured=meas)
-    split = plan.split
-    approx, t_total = timed(lambda: convolve(m, split, backend=be))
-    t_h = t_r = 0.0
-    if split.l_cut >= 0:
-        _, t_h = timed(lambda: harmonic_convolve(m, split.harmonic_bl, geom, backend=be))
-    if split.realspace is not None:
-        _, t_r = timed(lambda: convolve(m, split.realspace, method="realspace", backend=be))
+    approx = out["plan"]
+    t_h = t["harmonic part"].median if "harmonic part" in t else 0.0
+    t_r = t["real-space part"].median if "real-space part" in t else 0.0
     lmax = plan.kernel.lmax
     cf = alm2cl(map2alm(full, lmax, lmax, iter=0, backend=be))
     cs = alm2cl(map2alm(approx, lmax, lmax, iter=0, backend=be))
-    meas = PlanMeasurement(be, t_h, t_r, t_total, t_full, _spectrum_error(cs, cf),
+    meas = PlanMeasurement(be, t_h, t_r, t["plan"].median, t_full, _spectrum_error(cs, cf),
                            float(np.linalg.norm(approx - full) / np.linalg.norm(full)), seed,
-                           full, approx)
+                           full, approx, t)
     return dataclasses.replace(plan, measured=meas)
 
 

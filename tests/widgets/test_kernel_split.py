@@ -1,6 +1,7 @@
 """Kernel-split tuner: the model against direct sphgpu.convolve calls, messages for invalid
 settings, and the panel driven headless (controls, Optimize, Run, the one-second budget)."""
 
+import html
 import time
 
 import numpy as np
@@ -267,25 +268,134 @@ def test_all_harmonic_plan_from_optimize_is_shown_as_one():
 
 def test_measured_times_exclude_the_first_runs_compilation(monkeypatch):
     """The first Run on a backend compiled kernels inside the timed calls (a split at nside 32
-    on the CPU measured 17 s instead of 0.06 s, and a speedup of 0.001x): it is preceded by
-    an untimed warm-up run, and the speedup says what it is over."""
+    on the CPU measured 17 s instead of 0.06 s, and a speedup of 0.001x): its first Run has an
+    untimed warm-up round, later ones none, and the speedup says what it is over."""
     from sphgpu.widgets import _base, kernel_split
 
     monkeypatch.setattr(_base, "_TIMED", set())
     calls = []
     real = kernel_split.measure_plan
     monkeypatch.setattr(kernel_split, "measure_plan",
-                        lambda plan, **kw: calls.append(kw["seed"]) or real(plan, **kw))
+                        lambda plan, **kw: calls.append((kw["seed"], kw["warmup"]))
+                        or real(plan, **kw))
     m = KernelSplitModel(nside=8, lmax=16, cost_model="paper", backend="cpu", l_cut=8,
                          theta_cut_arcmin=1500.0)
     assert m.message == "" and m.run() is not None
-    assert calls == [0, 0]                       # warm-up, then the run shown
+    assert calls == [(0, 1)]                      # one warm-up round, then the timed rounds
     m.set(seed=1)
     m.run()
-    assert calls == [0, 0, 1]
+    assert calls == [(0, 1), (1, 0)]
     rows = dict(m.numbers())
-    assert "after a warm-up run" in rows["measured speedup over all harmonic"]
+    assert "timed back to back per round" in rows["measured speedup over all harmonic"]
     assert "predicted speedup over all harmonic" in rows
+
+
+def test_measured_speedup_is_repeated_timings_with_their_spread():
+    """One run of each gave 0.0608x where repeated timing gave 0.0089x: Run times the whole
+    kernel and the plan back to back in rounds, and shows the median speedup and its range,
+    the same numbers as measure_plan's Ratio."""
+    m = KernelSplitModel(nside=8, lmax=16, cost_model="paper", backend="cpu", l_cut=8,
+                         theta_cut_arcmin=1500.0)
+    r = m.run()
+    me = r.measured
+    ratio = me.speedup_ratio
+    assert ratio is not None and ratio.n >= 2
+    t = me.timings
+    assert len(t["all harmonic"].seconds) == len(t["plan"].seconds) == ratio.n
+    assert ratio.values == pytest.approx([a / b for a, b in zip(t["all harmonic"].seconds,
+                                                                  t["plan"].seconds)])
+    assert me.speedup == pytest.approx(ratio.median)
+    assert me.time_total == pytest.approx(t["plan"].median)
+    row = dict(m.numbers())["measured speedup over all harmonic"]
+    assert row.startswith(ratio.text())
+    assert f"over {ratio.n} pairs" in row or f"all {ratio.n} pairs" in row
+
+
+def test_optimize_on_its_own_plan_says_so():
+    m = KernelSplitModel(nside=16, backend="cpu", cost_model="paper")
+    assert m.cuts_from[0] == "optimizer"          # opened on the optimizer's plan
+    plan = m.optimize()
+    assert plan is not None
+    assert "already the fastest within the bound" in m.note and m.note in m.notes()
+    m.set(l_cut=5, theta_cut_arcmin=3000.0)
+    assert m.note == "" and m.cuts_from[0] == "hand"
+    m.optimize()
+    assert "already" not in m.note and "(was l_cut 5" in m.note
+
+
+def test_panel_optimize_on_its_own_plan_shows_a_note():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper")
+    p.optimize_button.click()
+    assert "already the fastest" in p.message.value
+    p.fwhm.value = p.fwhm.value + 20                  # any change clears the note
+    assert "already the fastest" not in p.message.value
+
+
+def test_theta_slider_says_why_it_is_off_while_all_harmonic():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper", l_cut=5,
+                           theta_cut_arcmin=3000.0)
+    assert not p.theta.disabled and p.theta_note.value == ""
+    p.l_cut.value = p.model.lmax
+    assert p.theta.disabled and "θ_cut unused: the plan is all harmonic" in p.theta_note.value
+    p.l_cut.value = 5
+    assert not p.theta.disabled and p.theta_note.value == ""
+
+
+def test_a_run_whose_cuts_move_during_it_keeps_its_result_and_says_so():
+    """In the browser a slider moved during Run reaches the kernel while (or right after) the
+    run works: the measured plan must stay that of the cuts it ran, the cuts now shown must
+    not be shown as measured, and the run's result is named, not dropped."""
+    p = kernel_split_panel(nside=8, lmax=16, backend="cpu", cost_model="paper", l_cut=8,
+                           theta_cut_arcmin=1500.0)
+    moved = []
+
+    def report(fraction, text=""):
+        if not moved and fraction > 0.5:
+            moved.append(True)
+            p.l_cut.value = 6                         # the user moves l_cut mid-run
+        type(p).report(p, fraction, text)
+
+    p.report = report
+    p.run_button.click()
+    assert moved and p.l_cut.value == 6
+    m = p.model
+    assert m.plan.l_cut == 6 and m.plan.measured is None      # the new cuts: not measured
+    assert m.last_run.l_cut == 8 and m.last_run.measured is not None
+    assert "settings changed during the run" in p.message.value
+    assert "last Run (other settings)" in p.numbers.value and "l_cut 8," in p.numbers.value
+    m.set(l_cut=8)                                    # back to the cuts it ran: measured
+    assert m.plan.measured is not None and m.plan.l_cut == 8
+
+
+def test_after_nside_changes_the_optimizers_cuts_are_re_optimized():
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper")
+    assert p.model.cuts_from[0] == "optimizer"
+    p.nside.value = 32
+    m = p.model
+    ref = optimize_split(m.radial_kernel(), nside=32, error_bound=m.error_bound,
+                         cost_model="paper", theta_grid=m.scan_grid(), fitter=m._fitter())
+    assert (m.plan.method, m.plan.l_cut) == (ref.method, ref.l_cut)
+    assert m.cuts_from == ("optimizer", m.settings_key()) and m.stale_cuts() == ""
+    assert "re-optimized" in p.message.value
+    _shows_one_plan(p)
+
+
+def test_after_nside_changes_cuts_that_cannot_be_re_optimized_are_called_stale():
+    # hand cuts, and the optimizer's cuts where the measured cost model has no timings yet
+    p = kernel_split_panel(nside=16, backend="cpu", cost_model="paper", l_cut=5,
+                           theta_cut_arcmin=3000.0)
+    p.nside.value = 32
+    assert "set by hand at nside 16: press Optimize" in p.message.value
+    q = kernel_split_panel(nside=8, backend="cpu", cost_model="measured")
+    q.optimize_button.click()
+    assert q.model.cuts_from[0] == "optimizer"
+    q.nside.value = 16                                # not timed at nside 16: no prices
+    text = html.unescape(q.message.value)
+    assert "the optimizer's plan for lmax 16, nside 8, not for these settings" in text
+    assert "press Optimize" in text
+    q.optimize_button.click()
+    assert "the optimizer's plan for" not in html.unescape(q.message.value)
+    assert q.model.cuts_from == ("optimizer", q.model.settings_key())
 
 
 def test_panel_sliders_keep_the_models_settings():
