@@ -130,7 +130,18 @@ class Ratio:
         return len(self.values)
 
     def text(self, digits: int = 3) -> str:
-        """"2.31x (2.1x to 2.5x over 5 pairs)", or "2.31x (one pair)" for one pair."""
+        """The median and the spread as text: "2.31x (2.1x to 2.5x over 5 pairs)"; a range
+        of one value says it once ("all 5 pairs 2.3x"), and one pair says it has no spread.
+
+        Parameters
+        ----------
+        digits : int, optional
+            Significant digits of each number.
+
+        Returns
+        -------
+        str
+        """
         med = f"{self.median:.{digits}g}x"
         if self.n == 1:
             return f"{med} (one pair: no spread)"
