@@ -26,7 +26,7 @@ STEPS = ("sht", "sort", "pair_counts", "convolve", "cost_model")
 
 def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
            sort_dtypes=("float64", "float32", "int64", "int32", "uint64", "uint32"),
-           batch=1, progress=None) -> dict:
+           batch=1, pol=False, progress=None) -> dict:
     """Compile and tune now what is slow the first time, and say what is being done.
 
     Parameters
@@ -51,6 +51,9 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
         for it apart from single maps (at nside 2048 the first batch of a machine spent 16 s
         tuning them), so the "sht" step also runs a batch of this size (temperature maps).
         Default 1: single maps only.
+    pol : bool
+        Also warm the polarized transforms (I, Q, U <-> T, E, B; spin-2 kernels, tuned apart
+        from spin 0): one set, and a batch of ``batch`` sets when ``batch`` > 1.
     progress : callable(str) or False, optional
         Called with one line before and after each step; default: print it (shown under the
         running cell in a notebook), False: say nothing.
@@ -80,13 +83,16 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
     if bad:
         raise TypeError(f"sort_dtypes must be integer or float dtypes, got {bad}")
 
-    run = {"sht": lambda: _sht(nside, lmax, backend, batch),
+    if not isinstance(pol, (bool, np.bool_)):
+        raise TypeError(f"pol must be True or False, got {pol!r}")
+    run = {"sht": lambda: _sht(nside, lmax, backend, batch, bool(pol)),
            "sort": lambda: _sort(dtypes, backend),
            "pair_counts": lambda: _pair_counts(backend),
            "convolve": lambda: _convolve(backend),
            "cost_model": lambda: _cost_model(nside, lmax, backend, say)}
     what = {"sht": f"the transforms at nside {nside}, lmax {lmax}"
-                   + (f" (single maps and batches of {batch})" if batch > 1 else ""),
+                   + (f" (single maps and batches of {batch})" if batch > 1 else "")
+                   + (", polarized too" if pol else ""),
             "sort": f"the radix sort ({', '.join(d.name for d in dtypes)})",
             "pair_counts": "the pair counts",
             "convolve": "the real-space convolution",
@@ -103,16 +109,28 @@ def warmup(nside=None, lmax=None, *, backend="auto", steps=None,
     return seconds
 
 
-def _sht(nside, lmax, backend, batch=1):
+def _sht(nside, lmax, backend, batch=1, pol=False):
+    from . import backends
+    from ._device import array_module
     from .sht import alm2map, map2alm
 
     rng = np.random.default_rng(0)
-    m = rng.standard_normal(12 * nside * nside)
+    npix = 12 * nside * nside
+    m = rng.standard_normal(npix)
     alm2map(map2alm(m, lmax, backend=backend), nside, lmax=lmax, backend=backend)
-    if batch > 1:
-        maps = rng.standard_normal((batch, 12 * nside * nside))
-        alm2map(map2alm(maps, lmax, pol=False, backend=backend), nside, lmax=lmax, pol=False,
-                backend=backend)
+    # batches are made where the transforms run (device arrays on a GPU, as a Monte Carlo's
+    # maps are): at nside 2048 a batch of 16 polarized maps is 19 GB, which as host arrays
+    # would take a Dask GPU worker's share of host memory and a copy each way. Rows repeat
+    # one random map: kernels and launch parameters depend on the sizes, not the values.
+    xp = array_module() if backends.info(backends.resolve(backend, "sht")).gpu else np
+    one = xp.asarray(m)
+    runs = [((batch,), False)] if batch > 1 else []
+    if pol:
+        runs += [((3,), True)] + ([((batch, 3), True)] if batch > 1 else [])
+    for lead, polarized in runs:
+        maps = xp.broadcast_to(one, lead + (npix,)).copy()
+        alm2map(map2alm(maps, lmax, pol=polarized, backend=backend), nside, lmax=lmax,
+                pol=polarized, backend=backend)
 
 
 def _sort(dtypes, backend):

@@ -4,7 +4,12 @@ over many workers.
 Batches (:func:`alm2map_many`, :func:`map2alm_many`): k independent transforms, one task per
 group of maps. Each group is sent once to the worker that transforms it; on a GPU worker the
 whole transform runs on its device (``sphgpu.alm2map(..., backend="cuda")``), and only the
-result comes back.
+result comes back. Data can stay where it is used: :func:`to_workers` sends a batch once
+(optionally onto the GPUs), the ``*_many`` functions take those futures and, with
+``gather=False`` (and ``on_device=True``), leave their results on the workers (GPUs) for the
+next step; :func:`anafast_many` and :func:`alm2cl_many` reduce maps or a_lm to spectra where
+they are, so only spectra come back. Each worker keeps its set-up between tasks
+(:mod:`sphgpu.distributed._worker`: one geometry object per grid, so GPU plans are reused).
 
 One large transform (:func:`alm2map`, :func:`map2alm`), in one of two patterns:
 
@@ -49,11 +54,12 @@ from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import spin, stages
 from ..sht.transforms import _check_pol, _shape_kind, resolve_geometry
+from . import _worker
 from . import cluster as _cluster
 from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
 
-__all__ = ["alm2map_many", "map2alm_many", "alm2map", "map2alm", "WorkersLostError",
-           "ATTEMPTS", "PATTERNS"]
+__all__ = ["alm2map_many", "map2alm_many", "anafast_many", "alm2cl_many", "to_workers",
+           "alm2map", "map2alm", "WorkersLostError", "ATTEMPTS", "PATTERNS"]
 
 # the fault handling lives in cluster.py (shared by every distributed capability); these names
 # stay importable from here
@@ -142,15 +148,13 @@ def _run_items(client, n, build, *, progress=False):
 
 # ----------------------------------------------------------------------------- geometry on workers
 def _geom_ref(g):
-    """What tasks receive for a geometry: ("healpix", nside) when it is one, else the object."""
-    if g.kind == "healpix" and g.nside is not None and g.pixel_offset == 0 \
-            and g.nrings == 4 * g.nside - 1:
-        return ("healpix", g.nside)
-    return g
+    """What tasks receive for a geometry (:func:`sphgpu.distributed._worker.geometry_ref`):
+    ("healpix", nside), or ("grid", token, g), kept once per worker under its token."""
+    return _worker.geometry_ref(g)
 
 
 def _geom(ref):
-    return RingGeometry.healpix(ref[1]) if isinstance(ref, tuple) else ref
+    return _worker.geometry(ref)
 
 
 @functools.lru_cache(maxsize=32)
@@ -168,9 +172,9 @@ def _build_subgeometry(g, rings):
 def _subgeometry(ref, rings):
     """The rings ``rings`` (sorted) of a geometry as a grid of their own, pixels packed ring
     after ring. Cached on the worker for HEALPix, so GPU plans built for it are found again."""
-    if isinstance(ref, tuple):
+    if ref[0] == "healpix":
         return _healpix_subgeometry(ref[1], np.ascontiguousarray(rings, np.int64).tobytes())
-    return _build_subgeometry(ref, rings)
+    return _build_subgeometry(_geom(ref), rings)
 
 
 def _pixel_runs(g, rings):
@@ -202,18 +206,54 @@ def _put_pixels(out, piece, runs):
 # Module-level functions: workers import them from sphgpu, nothing is pickled by value.
 # A batch is (k, n) spin-0 sets or (k, 3, n) polarized ones (T, E, B / I, Q, U): the number
 # of axes says which, never the number of rows.
-def _synthesis_task(alm, lmax, mmax, ref, backend):
+def _on_worker_device(x, on_device):
+    return _worker.to_device(x) if on_device else x
+
+
+def _synthesis_task(alm, lmax, mmax, ref, backend, on_device=False):
+    """Maps of a group of a_lm; with ``on_device`` the input is first copied to this worker's
+    GPU and the maps stay there (a CuPy array), else the kind of the input (device in,
+    device out)."""
     from ..sht.transforms import alm2map
 
+    alm = _on_worker_device(alm, on_device)
     return alm2map(alm, lmax=lmax, mmax=mmax, pol=alm.ndim == 3, geometry=_geom(ref),
                    backend=backend)
 
 
-def _analysis_task(maps, lmax, mmax, iter, ref, backend):
+def _analysis_task(maps, lmax, mmax, iter, ref, backend, on_device=False):
     from ..sht.transforms import map2alm
 
+    maps = _on_worker_device(maps, on_device)
     return map2alm(maps, lmax, mmax, iter, pol=maps.ndim == 3, geometry=_geom(ref),
                    backend=backend)
+
+
+def _cl_of(alm, lmax, mmax, nspec):
+    """Spectra of a group of a_lm as a NumPy array: (L,) for one set, (k, L) for k spin-0
+    sets, (k, nspec, L) for k polarized (T, E, B) sets (healpy's order TT, EE, BB, TE, EB,
+    TB). Computed where the a_lm are (on the GPU for device a_lm); only the spectra, a few
+    kB, leave the device."""
+    from .._device import to_host
+    from ..sht.spectra import alm2cl
+
+    if alm.ndim == 1:
+        cl = alm2cl(alm, lmax=lmax, mmax=mmax)
+    elif alm.ndim == 2:                       # spin-0 sets: each its own spectrum
+        cl = alm2cl(alm[:, None, :], lmax=lmax, mmax=mmax)[:, 0]
+    else:
+        cl = alm2cl(alm, lmax=lmax, mmax=mmax, nspec=nspec)
+    return np.asarray(to_host(cl))
+
+
+def _spectra_task(maps, lmax, mmax, iter, ref, backend, on_device, nspec):
+    """map2alm then alm2cl on the worker: maps in, spectra out (see :func:`_cl_of`)."""
+    alm = _analysis_task(maps, lmax, mmax, iter, ref, backend, on_device)
+    return _cl_of(alm, lmax, mmax, nspec)
+
+
+def _alm_spectra_task(alm, lmax, mmax, nspec):
+    return _cl_of(alm, lmax, mmax, nspec)
 
 
 def _legendre_task(alm, layout, ref, mrange, ring_lists, backend):
@@ -298,11 +338,23 @@ def _sum_task(previous, *parts):
 
 
 # ----------------------------------------------------------------------------- batches
+def _as_future_list(x):
+    """A list of Dask futures for a future or a non-empty list/tuple of them, else None."""
+    from distributed import Future
+
+    if isinstance(x, Future):
+        return [x]
+    if _is_future_list(x):
+        return list(x)
+    return None
+
+
 def _batch_inputs(name, data, check):
     """(list of row groups or futures, was 1-D, inputs are futures); arrays of shape (n,),
     (k, n) spin-0 or (k, 3, n) polarized."""
-    if _is_future_list(data):
-        return list(data), False, True
+    futures = _as_future_list(data)
+    if futures is not None:
+        return futures, False, True
     arr = _host_array(name, data, lambda nm, a: check(nm, a, allow_batch=3))
     if arr.ndim == 3 and arr.shape[1] != 3:
         raise ValueError(f"{name} has shape {arr.shape}: a batch of polarized sets is (k, 3, n)")
@@ -328,12 +380,28 @@ def _stack(results, single):
     return out[0] if single else out
 
 
+def _check_on_device(on_device, gather, name):
+    if not isinstance(on_device, (bool, np.bool_)):
+        raise TypeError(f"on_device must be True or False, got {on_device!r}")
+    if on_device and not backends.info(name).gpu:
+        raise ValueError(f"on_device=True keeps results on the workers' GPUs, but the tasks "
+                         f"run on the {name!r} backend (a cluster without GPU workers, or "
+                         "backend='cpu')")
+    if on_device and gather:
+        raise ValueError("on_device=True leaves the results on the workers' GPUs: pass "
+                         "gather=False too (and gather the futures where you need them)")
+    return bool(on_device)
+
+
 def _run_batch(client, stage, fn, inputs, futures_in, args, resources, gather, progress,
                per_task):
+    """One task per group of ``per_task`` rows of ``inputs`` (each group scattered once, to
+    the worker that will run it) or per future of ``inputs`` (transformed where it is)."""
     if futures_in:
         items = inputs
     else:
         items = [inputs[s] for s in _groups(inputs.shape[0], per_task)]
+
     def build(todo):
         data = [items[i] for i in todo]
         if not futures_in:
@@ -343,20 +411,66 @@ def _run_batch(client, stage, fn, inputs, futures_in, args, resources, gather, p
                 for i, d in zip(todo, data)]
 
     if not gather:
-        return [f for [f] in build(list(range(len(items))))]
+        futs = [f for [f] in build(list(range(len(items))))]
+        if progress:
+            _cluster.show_progress(futs)
+        return futs
     return _run_items(client, len(items), build, progress=progress)
 
 
+def to_workers(data, *, client=None, backend="auto", per_future=1, on_device=False):
+    """Send a batch of arrays to the workers once and keep it there: the inputs of later
+    ``*_many`` calls that then move nothing through this process.
+
+    Parameters
+    ----------
+    data : array, shape (k, ...)
+        Rows to send (e.g. k a_lm sets (k, nalm), complex128, or k maps (k, npix), float64).
+    client : distributed.Client, optional
+        Default: the current Dask client.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Which workers receive them: those that run this backend's tasks (the GPU workers for
+        "auto" on a cluster that has them).
+    per_future : int >= 1
+        Rows per future (each future is one task of a later ``*_many`` call).
+    on_device : bool
+        Also copy each future's rows to its worker's GPU (a CuPy array there), once.
+
+    Returns
+    -------
+    list of distributed.Future
+        ``ceil(k / per_future)`` futures, spread evenly over the workers, each holding an array
+        of shape ``(per_future, ...)`` (the last may have fewer rows). One transfer per input.
+    """
+    client = _cluster.get_client(client)
+    name, resources = _cluster.placement(client, backend)
+    on_device = _check_on_device(on_device, False, name)
+    arr = _host_array("data", data, lambda n, a: np.asarray(a))
+    if arr.ndim < 2 or arr.shape[0] == 0:
+        raise ValueError(f"data must be a non-empty batch of shape (k, ...), got shape "
+                         f"{arr.shape}")
+    groups = _groups(arr.shape[0], check_int("per_future", per_future, minimum=1))
+    futs = _scatter(client, [np.ascontiguousarray(arr[g]) for g in groups], resources)
+    if not on_device:
+        return futs
+    # the copy runs where the rows are (the scheduler places a task next to its only input)
+    return [client.submit(_worker.to_device, f, key=(_key("to-device"), i),
+                          resources=resources) for i, f in enumerate(futs)]
+
+
 def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",
-                 client=None, maps_per_task=1, gather=True, progress=False):
+                 client=None, maps_per_task=1, gather=True, on_device=False, progress=False):
     """Synthesize many maps on a Dask cluster, one task per ``maps_per_task`` of them.
 
     Parameters
     ----------
-    alms : array, shape (k, nalm) (or (nalm,)), complex; or a list of Dask futures
+    alms : array, shape (k, nalm) (or (nalm,)), complex; or a Dask future or list of futures
         Coefficient sets in healpy's order; (k, 3, nalm) is a batch of polarized T, E, B sets
-        (each gives I, Q, U maps, as ``sphgpu.alm2map`` with ``pol=True``). Futures (e.g. a_lm made on the workers) are
-        transformed where they are, one task each, without passing through this process.
+        (each gives I, Q, U maps, as ``sphgpu.alm2map`` with ``pol=True``). NumPy rows are sent
+        once each, to the worker that transforms them. Futures (a_lm made or kept on the
+        workers, e.g. by :func:`to_workers`; each (nalm,), (k, nalm) or (k, 3, nalm)) are
+        transformed where they are, one task each, without passing through this process; give
+        ``lmax`` (and ``mmax``) then.
     nside, lmax, mmax, geometry
         As in :func:`sphgpu.alm2map`.
     backend : {"auto", "cuda", "cpu", "reference"}
@@ -369,18 +483,26 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
     gather : bool
         True: return the maps here. False: return one future per task, results left on the
         workers (no retry of lost inputs then: the futures are yours).
+    on_device : bool
+        With ``gather=False`` on GPU workers: each task copies its a_lm to its GPU and leaves
+        the maps there (CuPy arrays), so no map crosses host memory. Futures of device arrays
+        give device maps without it.
     progress : bool
         Show Dask's progress bar (a widget in notebooks).
 
     Returns
     -------
     ndarray, shape (k, npix) (or (npix,), or (k, 3, npix)), float64 -- or a list of futures
-    (``gather=False``).
+    (``gather=False``), one per task, of arrays of shape (rows, npix) or (rows, 3, npix).
     With futures as input, a list of the results when they are not NumPy arrays (device arrays
     stay device arrays).
+
+    The worker keeps its transform set-up between tasks and calls (one geometry object per
+    grid, hence one GPU plan per grid and band limit: :mod:`sphgpu.distributed._worker`).
     """
     client = _cluster.get_client(client)
     name, resources = _cluster.placement(client, backend)
+    on_device = _check_on_device(on_device, gather, name)
     data, single, futures_in = _batch_inputs("alms", alms, as_complex_array)
     g = resolve_geometry(nside, geometry)
     if not futures_in:
@@ -388,25 +510,40 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
         lmax, mmax = layout.lmax, layout.mmax
         data = data[None] if single else data
     out = _run_batch(client, "synthesis", _synthesis_task, data, futures_in,
-                     (lmax, mmax, _geom_ref(g), name), resources, gather, progress,
+                     (lmax, mmax, _geom_ref(g), name, on_device), resources, gather, progress,
                      maps_per_task)
     return _stack(out, single) if gather else out
 
 
+def _analysis_inputs(maps, geometry, lmax, mmax):
+    """(data, was 1-D, futures in, geometry, AlmLayout) of a batch of maps or futures."""
+    data, single, futures_in = _batch_inputs("maps", maps, _masked_maps)
+    if futures_in:
+        if geometry is None:
+            raise ValueError("with futures as maps, pass geometry= (the maps are not here to "
+                             "infer nside from)")
+        g = resolve_geometry(None, geometry)
+    else:
+        g = resolve_geometry(None, geometry, npix=data.shape[-1], name="maps")
+        data = data[None] if single else data
+    layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
+    return data, single, futures_in, g, layout
+
+
 def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="auto",
-                 client=None, maps_per_task=1, gather=True, progress=False):
+                 client=None, maps_per_task=1, gather=True, on_device=False, progress=False):
     """Analyse many maps on a Dask cluster (healpy's ``map2alm`` with ``iter`` Jacobi
     iterations for each), one task per ``maps_per_task`` of them.
 
     Parameters
     ----------
-    maps : array, shape (k, npix) (or (npix,)), real; or a list of Dask futures
+    maps : array, shape (k, npix) (or (npix,)), real; or a Dask future or list of futures
         The maps; (k, 3, npix) is a batch of polarized I, Q, U maps. With futures, pass
-        ``geometry``.
+        ``geometry`` (``sphgpu.RingGeometry.healpix(nside)`` for HEALPix).
     lmax, mmax, iter, geometry
         As in :func:`sphgpu.map2alm`.
-    backend, client, maps_per_task, gather, progress
-        As in :func:`alm2map_many`.
+    backend, client, maps_per_task, gather, on_device, progress
+        As in :func:`alm2map_many` (``on_device``: the a_lm stay on the GPUs).
 
     Returns
     -------
@@ -415,24 +552,97 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     """
     client = _cluster.get_client(client)
     name, resources = _cluster.placement(client, backend)
+    on_device = _check_on_device(on_device, gather, name)
     iter = check_int("iter", iter, minimum=0)
-    data, single, futures_in = _batch_inputs("maps", maps, _masked_maps)
-    if futures_in:
-        g = geometry
-        if g is None:
-            raise ValueError("with futures as maps, pass geometry= (the maps are not here to "
-                             "infer nside from)")
-        g = resolve_geometry(None, g)
-    else:
-        g = resolve_geometry(None, geometry, npix=data.shape[-1], name="maps")
-        data = data[None] if single else data
-    if lmax is None:
-        lmax = g.natural_lmax
-    layout = AlmLayout(lmax, mmax)
+    data, single, futures_in, g, layout = _analysis_inputs(maps, geometry, lmax, mmax)
     out = _run_batch(client, "analysis", _analysis_task, data, futures_in,
-                     (layout.lmax, layout.mmax, iter, _geom_ref(g), name), resources, gather,
-                     progress, maps_per_task)
+                     (layout.lmax, layout.mmax, iter, _geom_ref(g), name, on_device), resources,
+                     gather, progress, maps_per_task)
     return _stack(out, single) if gather else out
+
+
+def _spectra_out(out, gather, single):
+    if not gather:
+        return out
+    flat = [r for item in out for r in item]
+    res = np.concatenate([r if r.ndim >= 2 else r[None] for r in flat], axis=0)
+    return res[0] if single else res
+
+
+def anafast_many(maps, lmax=None, mmax=None, iter=3, *, nspec=None, geometry=None,
+                 backend="auto", client=None, maps_per_task=1, gather=True, progress=False):
+    """Power spectra of many maps, each reduced on the worker that holds it: maps in (NumPy
+    rows sent once each, or futures left on the workers), only the spectra come back.
+
+    Each task runs :func:`sphgpu.map2alm` and :func:`sphgpu.alm2cl` on its worker (on its GPU
+    for device maps or GPU workers), as ``sphgpu.anafast`` of each map alone.
+
+    Parameters
+    ----------
+    maps : array, shape (k, npix) (or (npix,)), real; or a Dask future or list of futures
+        Temperature maps, or (k, 3, npix) I, Q, U maps (healpy's six spectra TT, EE, BB, TE,
+        EB, TB of each). UNSEEN and ``numpy.ma`` pixels count as zero. With futures, pass
+        ``geometry``.
+    lmax, mmax, iter, geometry
+        As in :func:`sphgpu.anafast` (``iter`` Jacobi iterations of map2alm, 3 as healpy).
+    nspec : int, optional
+        Keep the first nspec spectra of polarized maps.
+    backend, client, maps_per_task, progress
+        As in :func:`alm2map_many`.
+    gather : bool
+        False: one future per task of its spectra, left on the workers.
+
+    Returns
+    -------
+    ndarray, float64, shape (k, lmax + 1) (or (lmax + 1,)), or (k, nspec, lmax + 1) for
+    polarized maps; units of the maps squared. With ``gather=False`` a list of futures.
+    """
+    client = _cluster.get_client(client)
+    name, resources = _cluster.placement(client, backend)
+    iter = check_int("iter", iter, minimum=0)
+    data, single, futures_in, g, layout = _analysis_inputs(maps, geometry, lmax, mmax)
+    if nspec is not None:
+        nspec = check_int("nspec", nspec, minimum=1, maximum=6)
+    out = _run_batch(client, "spectra", _spectra_task, data, futures_in,
+                     (layout.lmax, layout.mmax, iter, _geom_ref(g), name, False, nspec),
+                     resources, gather, progress, maps_per_task)
+    return _spectra_out(out, gather, single)
+
+
+def alm2cl_many(alms, lmax=None, mmax=None, *, nspec=None, backend="auto", client=None,
+                maps_per_task=1, gather=True, progress=False):
+    """Auto spectra of many a_lm sets (healpy's ``alm2cl`` of each), computed where the a_lm
+    are: futures from :func:`map2alm_many` (``gather=False``) or :func:`to_workers` stay on
+    their workers (and GPUs), and only the spectra come back.
+
+    Parameters
+    ----------
+    alms : array, shape (k, nalm) (or (nalm,)), complex; or a Dask future or list of futures
+        Spin-0 sets, or (k, 3, nalm) T, E, B sets (six spectra each, healpy's order).
+    lmax, mmax : int, optional
+        Band limits (default: from the length of the a_lm, mmax = lmax).
+    nspec : int, optional
+        Keep the first nspec spectra of polarized sets.
+    backend, client, maps_per_task, gather, progress
+        As in :func:`anafast_many` (``backend`` picks the workers).
+
+    Returns
+    -------
+    ndarray, float64, shape (k, lmax + 1) (or (lmax + 1,)), or (k, nspec, lmax + 1); a list
+    of futures with ``gather=False``.
+    """
+    client = _cluster.get_client(client)
+    _, resources = _cluster.placement(client, backend)
+    data, single, futures_in = _batch_inputs("alms", alms, as_complex_array)
+    if not futures_in:
+        layout = AlmLayout.from_size(data.shape[-1], lmax, mmax, name="alms")
+        lmax, mmax = layout.lmax, layout.mmax
+        data = data[None] if single else data
+    if nspec is not None:
+        nspec = check_int("nspec", nspec, minimum=1, maximum=6)
+    out = _run_batch(client, "alm2cl", _alm_spectra_task, data, futures_in,
+                     (lmax, mmax, nspec), resources, gather, progress, maps_per_task)
+    return _spectra_out(out, gather, single)
 
 
 # ----------------------------------------------------------------------------- one large transform

@@ -5,7 +5,8 @@ scattered to each, see :func:`_plan_copies`); each task runs
 :func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
 spectra. Tasks are submitted as earlier ones finish, each to the worker with the fewest in
 flight, so a stop leaves little work to cancel, every worker gets batches and none holds more
-than its share.
+than its share. Before the first batch of a run, every worker not yet warmed through this
+client compiles and tunes the run's transforms, all at once (:func:`_warm_workers`).
 """
 
 from __future__ import annotations
@@ -78,6 +79,18 @@ def _worker_batch(mc, client, backend, resources):
                                     f"{_cluster.ATTEMPTS} times in a row; nothing was run")
 
 
+def _warm_workers(mc, client, backend, size):
+    """Compile and tune the run's transforms on every worker at once, before the first batch
+    (:func:`sphgpu.distributed.warmup` at the plan's nside, lmax, fields and batch size). Paid
+    by the first run on a cluster and by workers that joined since; later runs find every
+    worker warm and send nothing."""
+    from ..distributed.warm import warmup
+
+    plan = mc.plan
+    warmup(client, plan.nside, plan.lmax, backend=backend, steps=("sht",), batch=size,
+           pol=plan.pol)
+
+
 def run_on_cluster(mc, client, todo, batch_size, show, t0):
     """Run simulations ``todo`` of ``mc`` on ``client``'s workers, keeping each batch as it
     arrives (``mc._keep``); a stop (``mc.stop()``) or KeyboardInterrupt cancels what is left.
@@ -94,6 +107,7 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     backend, resources = _cluster.placement(client, mc.backend)
     size = batch_size or mc.batch_size or _worker_batch(mc, client, backend, resources)
     size = _batch_size(size, len(_plan_copies(mc, client, resources)), len(todo))
+    _warm_workers(mc, client, backend, size)
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
 
     # batches in flight on each worker: a batch goes to the worker with fewest, named in the
