@@ -28,6 +28,7 @@ import contextlib
 import functools
 import html
 import io
+import math
 import time
 from collections import OrderedDict
 
@@ -38,7 +39,7 @@ __all__ = ["PanelModel", "LRU", "Panel", "figure_png", "figure_outputs", "show_f
            "numbers_html", "new_figure", "USER_ERRORS", "default_backend", "fmt_seconds",
            "first_call", "fmt_call_seconds", "is_int", "is_real", "backend_options",
            "unknown_backend",
-           "toggle_buttons", "DPI"]
+           "toggle_buttons", "fit_descriptions", "description_em", "DPI"]
 
 #: Figures are drawn at CSS pixel density, so that a point of font is 4/3 of a screen pixel at
 #: 100 % zoom (80 dpi made 7 px legends).
@@ -77,6 +78,22 @@ def toggle_buttons(options, value, description, description_width="8.5em", **kw)
     return w.ToggleButtons(options=options, value=value, description=description,
                            style={"description_width": description_width,
                                   "button_width": width}, **kw)
+
+
+def description_em(text: str) -> float:
+    """Width (em) a control's description needs in JupyterLab's 13 px sans-serif: 0.62 em a
+    character (its widest lower-case letters and symbols average under that) plus the label's
+    padding. Narrower widths cut the label to "mask cut |b| <..."."""
+    return 0.62 * len(text) + 1.0
+
+
+def fit_descriptions(controls) -> str:
+    """Give ``controls`` (widgets with a ``description``) one description width, wide enough
+    for the longest; returns it (e.g. "12.2em"), for controls made later to share."""
+    width = f"{math.ceil(10 * max(description_em(c.description) for c in controls)) / 10}em"
+    for c in controls:
+        c.style.description_width = width
+    return width
 
 
 def unknown_backend(backend) -> str:

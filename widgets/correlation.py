@@ -27,6 +27,7 @@ from sphgpu.tpacf import AngularBins, Catalog, CorrelationResult, angular_correl
 from sphgpu.tpacf.mocks import clustered_catalog, uniform_randoms
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fit_descriptions,
                     first_call, fmt_call_seconds, is_int, is_real, new_figure, show_figure,
                     toggle_buttons, unknown_backend)
 
@@ -551,6 +552,10 @@ class CorrelationPanel(Panel):
         self.yscale.observe(self.guarded(self._view_changed), names="value")
         self.upload.observe(self.guarded(self._uploaded), names="value")
         self.on_run(self.run)
+        fit_descriptions([self.source, self.n_points, self.seed])
+        fit_descriptions([self.theta_min, self.theta_max, self.nbins, self.spacing])
+        fit_descriptions([self.n_randoms, self.random_factor, self.estimator, self.jackknife,
+                          self.backend, self.yscale])
         controls = w.HBox([
             w.VBox([self.source, w.HBox([self.upload]), self.n_points, self.seed]),
             w.VBox([self.theta_min, self.theta_max, self.nbins, self.spacing]),

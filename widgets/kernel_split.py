@@ -23,8 +23,8 @@ from sphgpu.convolve import (ARCMIN, MeasuredCostModel, PaperCostModel, RadialKe
                              plan_for_cuts)
 
 from ._base import (DPI, LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
-                    first_call, fmt_seconds, is_int, is_real, new_figure, numbers_html, show_figure,
-                    toggle_buttons, unknown_backend)
+                    first_call, fit_descriptions, fmt_seconds, is_int, is_real, new_figure,
+                    numbers_html, show_figure, toggle_buttons, unknown_backend)
 from .plots import mollview
 
 __all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
@@ -768,6 +768,9 @@ class KernelSplitPanel(Panel):
                              self.cost, self.backend], self._changed)
         self.optimize_button.on_click(self.guarded(lambda _b: self.optimize()))
         self.on_run(self.run)
+        fit_descriptions([self.fwhm, self.kernel, self.bound, self.nside])
+        fit_descriptions([self.l_cut, self.theta, self.cost, self.backend])
+        self.theta_note.layout.margin = f"0 0 0 {self.theta.style.description_width}"
         controls = w.HBox([w.VBox([self.fwhm, self.kernel, self.bound, self.nside]),
                            w.VBox([self.l_cut, self.theta, self.theta_note, self.cost,
                                    self.backend])])

@@ -22,8 +22,8 @@ from sphgpu.data import planck2018_cl
 from sphgpu.sims import MonteCarlo, latitude_cut_mask
 
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
-                    default_backend, figure_outputs, is_int, is_real, new_figure, numbers_html,
-                    toggle_buttons, unknown_backend)
+                    default_backend, figure_outputs, fit_descriptions, is_int, is_real,
+                    new_figure, numbers_html, toggle_buttons, unknown_backend)
 
 __all__ = ["MonteCarloModel", "MonteCarloSettings", "MonteCarloResult", "MonteCarloPanel",
            "montecarlo_panel"]
@@ -103,6 +103,9 @@ class MonteCarloResult:
         (simulations done, seconds) after each batch of this run.
     stopped : bool
         The run ended early (Stop).
+    wall_seconds : float
+        Wall time of this run from its start to its end (to this batch for a result drawn
+        during the run), the redraws and progress updates during it included.
     """
 
     settings: MonteCarloSettings
@@ -116,6 +119,7 @@ class MonteCarloResult:
     seconds: float
     history: tuple
     stopped: bool
+    wall_seconds: float = 0.0
 
     @property
     def nside(self) -> int:
@@ -139,8 +143,15 @@ class MonteCarloResult:
 
     @property
     def rate(self) -> float:
-        """Simulations per second of this run (0 when it computed none)."""
+        """Simulations per second of this run's computing, drawing left out (0 when it
+        computed none)."""
         return self.ran / self.seconds if self.ran and self.seconds > 0 else 0.0
+
+    @property
+    def wall_rate(self) -> float:
+        """Simulations per second of wall time, the redraws during the run included (0 when
+        it computed none)."""
+        return self.ran / self.wall_seconds if self.ran and self.wall_seconds > 0 else 0.0
 
     def error_of_mean(self, nsims=None) -> float:
         """The relative precision of the mean: median over l >= 2 of sigma_l / (sqrt(N) <C_l>).
@@ -188,9 +199,17 @@ class MonteCarloResult:
         r, sigma = self.ratio()
         done = f"{self.nsims} of {self.target}" + (" (stopped: Run continues)"
                                                   if self.stopped else "")
-        rate = (f"{self.rate:.3g} simulations/s ({self.ran} in {self.seconds:.2g} s)"
+        rate = (f"{self.rate:.3g} simulations/s ({self.ran} in {self.seconds:.2g} s of "
+                f"computing, drawing left out)"
                 if self.ran else "none run: these simulations were already done")
-        rows = [("simulations", done), ("throughput", rate),
+        rows = [("simulations", done), ("throughput", rate)]
+        if self.ran:
+            rows.append(("throughput on screen",
+                         f"{self.wall_rate:.3g} simulations/s ({self.ran} in "
+                         f"{self.wall_seconds:.2g} s of wall time, "
+                         f"{max(0.0, self.wall_seconds - self.seconds):.2g} s of it redrawing "
+                         f"during the run)"))
+        rows += [
                 ("nside / lmax", f"{self.nside} / {self.lmax}"), ("backend", self.backend),
                 ("mask: f_sky / w2", f"{self.fsky:.3f} / {self.w2:.3f}")]
         err = self.error_of_mean()
@@ -199,7 +218,32 @@ class MonteCarloResult:
         if not math.isnan(r):
             rows.append((f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}",
                          f"{r:.4f} ± {sigma:.4f}"))
+            rows.append(("why not exactly 1", self.ratio_note()))
         return rows
+
+    def ratio_note(self) -> str:
+        """What the ratio to w2 (b² C + N) can be expected to be, and why: a cut sky's
+        pseudo-C_l is the true spectrum convolved with the mask's mode coupling, which
+        w2 (b² C + N) only approximates; a full sky has no coupling.
+
+        Returns
+        -------
+        str
+            "" when there is no ratio (fewer than 2 simulations or lmax < RATIO_LMIN).
+        """
+        r, sigma = self.ratio()
+        if math.isnan(r):
+            return ""
+        dev = (r - 1.0) / sigma if sigma > 0 else math.inf
+        where = f"{abs(dev):.1f}σ {'above' if dev > 0 else 'below'} 1"
+        if self.fsky >= 1.0:
+            return (f"{where}: the full sky has no mode coupling, so only the scatter of "
+                    f"{self.nsims} simulations separates the mean from the model")
+        return (f"{where}: expected for a cut sky. The mask couples multipoles: the mean "
+                f"pseudo-C_ℓ is the true spectrum convolved with the mask's coupling matrix, "
+                f"which w2 (b² C + N) only approximates, and more simulations shrink the "
+                f"error bar, not this offset (decoupled bandpowers, a MASTER estimate, would "
+                f"remove it)")
 
 
 class MonteCarloModel(PanelModel):
@@ -373,7 +417,7 @@ class MonteCarloModel(PanelModel):
             history.append((done, t - t0 - shown[0]))
             progress(done / s.nsims, f"{done} of {s.nsims} simulations")
             if on_batch is not None:
-                on_batch(self._result(mc, s, start, history, stopped=False))
+                on_batch(self._result(mc, s, start, history, stopped=False, wall=t - t0))
             shown[0] += time.perf_counter() - t
 
         error = ""
@@ -381,7 +425,8 @@ class MonteCarloModel(PanelModel):
             mc.run(max(0, s.nsims - mc.nsims), progress=batch)
             done = min(mc.nsims, s.nsims)
             progress(done / s.nsims, f"{done} of {s.nsims} simulations")
-            result = self._result(mc, s, start, history, stopped=mc.stopped)
+            result = self._result(mc, s, start, history, stopped=mc.stopped,
+                                  wall=time.perf_counter() - t0)
         except USER_ERRORS as exc:
             error = f"Monte Carlo: {exc}"
         finally:
@@ -402,7 +447,7 @@ class MonteCarloModel(PanelModel):
             mc.stop()
 
     @staticmethod
-    def _result(mc, s, start, history, stopped):
+    def _result(mc, s, start, history, stopped, wall=0.0):
         mask = mc.plan.mask
         w2 = float(np.mean(mask**2))
         cl = planck2018_cl(mc.plan.lmax)
@@ -412,7 +457,7 @@ class MonteCarloModel(PanelModel):
             model=w2 * (mc.beam[0] ** 2 * cl + noise), input_cl=cl, w2=w2,
             fsky=float(np.mean(mask)), ran=max(0, min(mc.nsims, s.nsims) - start),
             seconds=history[-1][1] if history else 0.0, history=tuple(history),
-            stopped=stopped)
+            stopped=stopped, wall_seconds=wall)
 
     def figure(self, result=None):
         """Mean D_l with its error band against the model, and the error of the mean against
@@ -456,7 +501,8 @@ class MonteCarloModel(PanelModel):
             cx.legend(fontsize=8)
         cx.set_xlabel("simulations N")
         cx.set_ylabel("error of the mean (median over ℓ)")
-        cx.set_title(f"{r.rate:.3g} simulations/s" if r.ran else "already done", fontsize=9)
+        cx.set_title(f"{r.rate:.3g} simulations/s computing\n{r.wall_rate:.3g}/s with the "
+                     f"redraws" if r.ran else "already done", fontsize=9)
         return fig
 
 
@@ -468,8 +514,12 @@ class MonteCarloPanel(Panel):
     setting changed meanwhile takes effect when the run ends (or Stop ends it).
     """
 
-    #: seconds between redraws during a run (each redraw renders a PNG)
+    #: least seconds between redraws during a run (each redraw renders a PNG)...
     REDRAW_S = 0.5
+    #: ...and at least this many times the last redraw's own seconds: on a slow machine a
+    #: redraw took longer than a batch, and redrawing every batch made a run of 6 s of
+    #: computing take 33 s on screen; drawing now takes at most a quarter of the wall time
+    REDRAW_GAP = 3.0
 
     def __init__(self, model: MonteCarloModel):
         super().__init__()
@@ -499,10 +549,14 @@ class MonteCarloPanel(Panel):
         # a control change updates the model and the view: neither can come between the two
         self._lock = threading.RLock()
         self._drawn_at = 0.0
+        self._draw_s = 0.0          # seconds the last redraw during a run took
         self.observe_values([self.nsims, self.nside, self.fwhm, self.cut, self.backend],
                             self._changed)
         self.run_button.on_click(self.guarded(lambda _b: self.start()))
         self.stop_button.on_click(self.guarded(lambda _b: self._stop()))
+        # labels in full ("mask cut |b| < [°]" was cut to "mask cut |b| <...")
+        fit_descriptions([self.nsims, self.nside, self.backend])
+        fit_descriptions([self.fwhm, self.cut])
         controls = w.HBox([w.VBox([self.nsims, self.nside, self.backend]),
                            w.VBox([self.fwhm, self.cut])])
         self.children = [w.HTML("<b>Monte Carlo</b>: CMB skies through a beam, white noise and "
@@ -571,9 +625,10 @@ class MonteCarloPanel(Panel):
 
     def _batch(self, result):
         now = time.perf_counter()
-        if now - self._drawn_at >= self.REDRAW_S:
-            self._drawn_at = now
+        if now - self._drawn_at >= max(self.REDRAW_S, self.REDRAW_GAP * self._draw_s):
             self._show(result)
+            self._drawn_at = time.perf_counter()
+            self._draw_s = self._drawn_at - now
 
     def _ended(self, result):
         """After a run: its result if the controls still show its settings, else the state

@@ -23,6 +23,7 @@ from sphgpu.bench import time_call
 from sphgpu.sort import pic
 
 from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fit_descriptions,
                     fmt_seconds, is_int, new_figure, numbers_html, show_figure, toggle_buttons,
                     unknown_backend)
 from .plots import FONT
@@ -456,6 +457,8 @@ class SortPanel(Panel):
         pic_controls = [self.pic_log2n, self.pic_grid, self.pic_key_bits, self.pic_steps]
         self.observe_values(sort_controls + pic_controls, self._changed)
         self.on_run(self.run)
+        fit_descriptions(sort_controls[:3] + pic_controls[:2])
+        fit_descriptions([self.backend] + pic_controls[2:])
         self.children = [
             w.HTML("<b>Radix sort</b>: throughput for n keys of b bits sorted r bits per pass, "
                    "and the particle-in-cell re-sort"),

@@ -35,6 +35,7 @@ from sphgpu import backends
 from sphgpu.bench import time_call
 
 from ._base import (Panel, PanelModel, backend_options, backend_problem, default_backend,
+                    fit_descriptions,
                     fmt_seconds, new_figure, numbers_html, show_figure, toggle_buttons,
                     unknown_backend)
 
@@ -487,7 +488,7 @@ class SpeedupModel(PanelModel):
         keys = b.spec.groups[self.group][0]
         return tuple(k for k in keys
                      if any(b.spec.seconds(r, k, self.group) is not None for r in b.rows)
-                     or any(k in f for f in self._fresh_rows().values()))
+                     or any(k in row for _, t in self._fresh_tables() for row in t.values()))
 
     def set(self, **params) -> bool:
         """Assign parameters, fill the operation and baseline a change of benchmark leaves
@@ -546,7 +547,20 @@ class SpeedupModel(PanelModel):
         return ""
 
     def _fresh_rows(self) -> dict:
+        """This operation's fresh measurements on the chosen backend: {size: {key: s}}."""
         return self.fresh.get((self.benchmark, self.group, self.backend), {})
+
+    def _fresh_tables(self) -> list:
+        """(backend, {size: {key: seconds}}) of every backend measured for this operation,
+        the chosen backend first: switching the backend chooses where the next measurement
+        runs; it does not hide the ones made (they vanished before)."""
+        tables = [(be, t) for (bench, group, be), t in self.fresh.items()
+                  if bench == self.benchmark and group == self.group and t]
+        return sorted(tables, key=lambda bt: bt[0] != self.backend)
+
+    def _fresh_label(self, backend) -> str:
+        where = this_machine(backend)
+        return where if backend == self.backend else f"{where}, {backend} backend"
 
     # -- curves -------------------------------------------------------------------------------
     def curves(self) -> list[dict]:
@@ -560,14 +574,16 @@ class SpeedupModel(PanelModel):
         spec = b.spec
         out = []
         committed = {k: b.series(k, self.group) for k in self.series_keys()}
-        fresh = self._fresh_rows()
-        fresh_series = {}
-        for k in self.series_keys():
-            pts = sorted((x, row[k]) for x, row in fresh.items() if k in row)
-            if pts:
-                xs, ss = (np.array(c, dtype=np.float64) for c in zip(*pts))
-                fresh_series[k] = (xs, ss, self._work(xs))
-        for is_fresh, table in ((False, committed), (True, fresh_series)):
+        tables = [(False, None, committed)]
+        for be, fresh in self._fresh_tables():
+            fresh_series = {}
+            for k in self.series_keys():
+                pts = sorted((x, row[k]) for x, row in fresh.items() if k in row)
+                if pts:
+                    xs, ss = (np.array(c, dtype=np.float64) for c in zip(*pts))
+                    fresh_series[k] = (xs, ss, self._work(xs))
+            tables.append((True, be, fresh_series))
+        for is_fresh, be, table in tables:
             base = table.get(self.baseline)
             for k, (x, s, work) in table.items():
                 if not x.size:
@@ -585,10 +601,10 @@ class SpeedupModel(PanelModel):
                     if not common.size:
                         continue
                     x, y = common, base[1][ib] / s[ia]
-                label = spec.label(k) + (f" (this machine: {this_machine(self.backend)})"
+                label = spec.label(k) + (f" (this machine: {self._fresh_label(be)})"
                                          if is_fresh else "")
                 out.append(dict(label=label, key=k, x=x, y=y, sphgpu=spec.is_sphgpu(k),
-                                fresh=is_fresh))
+                                fresh=is_fresh, backend=be))
         return out
 
     def _work(self, xs):
@@ -625,15 +641,14 @@ class SpeedupModel(PanelModel):
                 x, s, _ = b.series(k, self.group)
                 common, ia, ib = np.intersect1d(x, xb, return_indices=True)
                 if common.size:
-                    sp = sb[ib] / s[ia]
-                    i = int(np.argmax(sp))
                     rows.append((f"{b.spec.label(k)} vs {b.spec.label(base)} ({stored})",
-                                 f"{sp[i]:.2f}x at {b.spec.x_label} {_size_text(common[i], b.spec)}"
-                                 f" (from {sp.min():.2f}x to {sp.max():.2f}x)"))
-        for size, row in sorted(self._fresh_rows().items()):
-            text = ", ".join(f"{b.spec.label(k)} {fmt_seconds(v)}" for k, v in row.items())
-            rows.append((f"this machine ({this_machine(self.backend)}), "
-                         f"{_size_text(size, b.spec)}", text + " (medians after a warm-up call)"))
+                                 _speedup_range(sb[ib] / s[ia], common, b.spec)))
+        for be, table in self._fresh_tables():
+            for size, row in sorted(table.items()):
+                text = ", ".join(f"{b.spec.label(k)} {fmt_seconds(v)}" for k, v in row.items())
+                rows.append((f"this machine ({self._fresh_label(be)}), "
+                             f"{_size_text(size, b.spec)}",
+                             text + " (medians after a warm-up call)"))
         return rows
 
     # -- fresh measurement --------------------------------------------------------------------
@@ -688,8 +703,9 @@ class SpeedupModel(PanelModel):
         for c in curves:
             color = colors.setdefault(c["key"], f"C{len(colors)}")
             if c["fresh"]:
-                ax.plot(c["x"], c["y"], "o", mfc="none", mec=color, mew=1.8, ms=8,
-                        label=c["label"])
+                # the chosen backend's circles, another backend's measurements diamonds
+                ax.plot(c["x"], c["y"], "o" if c["backend"] == self.backend else "D",
+                        mfc="none", mec=color, mew=1.8, ms=8, label=c["label"])
             else:
                 ax.plot(c["x"], c["y"], "o-" if c["sphgpu"] else "s--", color=color,
                         lw=2.0 if c["sphgpu"] else 1.0, label=c["label"])
@@ -720,6 +736,19 @@ class SpeedupModel(PanelModel):
         ax.set_title(title, fontsize="medium")
         ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return fig
+
+
+def _speedup_range(sp, sizes, spec) -> str:
+    """The best speedup and where, and the range over the sizes as printed: a range whose
+    ends print alike is one value ("from 4815.67x to 4815.67x" said nothing)."""
+    i = int(np.argmax(sp))
+    best = f"{sp[i]:.2f}x at {spec.x_label} {_size_text(sizes[i], spec)}"
+    lo, hi = f"{sp.min():.2f}x", f"{sp.max():.2f}x"
+    if sp.size == 1:
+        return f"{best} (the one size measured)"
+    if lo == hi:
+        return f"{best} (the same at all {sp.size} sizes)"
+    return f"{best} (from {lo} to {hi} over {sp.size} sizes)"
 
 
 def _size_text(x, spec) -> str:
@@ -760,6 +789,8 @@ class SpeedupPanel(Panel):
         self.sizes.observe(self.guarded(lambda change: self.model.set(sizes=change["new"])),
                            names="value")
         self.on_run(self.run)
+        fit_descriptions([self.benchmark, self.group, self.baseline])
+        fit_descriptions([self.view, self.sizes, self.backend])
         self.children = [w.HTML("<b>Speedup curves</b>: committed benchmark results, and a "
                                 "fresh measurement on this machine"),
                          w.HBox([w.VBox([self.benchmark, self.group, self.baseline]),

@@ -283,3 +283,38 @@ def test_polarized_speedups_compare_like_with_like():
     m.set(group="map2alm, spin 2 and T,E,B")
     assert m.baseline == "ducc0_all_spin2_map2alm"
     assert "cuda_device_t_map2alm" not in {c["key"] for c in m.curves()}
+
+
+def test_measured_rows_stay_when_the_backend_is_switched():
+    """Switching the backend chooses where the next Measure runs: the rows measured on the
+    other backend stay on the plot and in the numbers, named by their backend."""
+    p = speedup_panel(benchmark="sort", group="keys", view="seconds", backend="cpu")
+    p.sizes.value = "2^10"
+    p.run_button.click()
+    here = speedup.this_machine("cpu")
+    assert f"this machine ({here}), 2^10" in p.numbers.value
+    img = png(p.figure)
+    p.backend.value = "reference"
+    assert f"this machine ({here}, cpu backend), 2^10" in p.numbers.value
+    fresh = [c for c in p.model.curves() if c["fresh"]]
+    assert fresh and all(c["backend"] == "cpu" and "cpu backend" in c["label"] for c in fresh)
+    assert png(p.figure) is not None and png(p.figure) != img    # re-labelled, not gone
+    p.backend.value = "cpu"
+    assert f"this machine ({here}), 2^10" in p.numbers.value
+
+
+def test_a_range_of_one_value_says_one_value(tmp_path):
+    """"from 4815.67x to 4815.67x" said nothing: equal ends are said once, one size is
+    called one size."""
+    def write(speedups):
+        rows = [{"n": n, "timings": {"sphgpu_cuda": {"median_s": 1.0},
+                                     "peer": {"median_s": sp}}}
+                for n, sp in zip((10, 100, 1000), speedups)]
+        _write(tmp_path / "bench.json", {"results": rows})
+        (row,) = [v for k, v in SpeedupModel(results_dir=tmp_path, backend="cpu").summary()
+                  if " vs " in k]
+        return row
+
+    assert write([4815.67, 4815.67]) == "4815.67x at n 10 (the same at all 2 sizes)"
+    assert write([4815.671]) == "4815.67x at n 10 (the one size measured)"
+    assert write([2.0, 3.0, 2.5]) == "3.00x at n 100 (from 2.00x to 3.00x over 3 sizes)"
