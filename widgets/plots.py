@@ -14,7 +14,7 @@ import numpy as np
 from sphgpu import UNSEEN
 
 __all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
-           "readable", "MASKED_COLOR"]
+           "readable", "fit_titles", "MASKED_COLOR"]
 
 #: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
 FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}
@@ -214,6 +214,41 @@ def readable(fig):
             if lo > 0 and hi / lo < 100:
                 axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
                 axis.set_major_formatter(plain)
+    fit_titles(fig)
+    return fig
+
+
+def fit_titles(fig):
+    """Wrap each axes title (and axis label) wider than its axes onto more lines: at the
+    readable font sizes a long title ran past its neighbour or the figure's edge and was cut
+    off ("time (measured cost model; predicted speedup ..." in the split tuner)."""
+    import textwrap
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()        # the layout sets the axes' final widths
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        texts = [(ax.title, box.width), (ax._left_title, box.width),
+                 (ax._right_title, box.width), (ax.xaxis.label, box.width),
+                 (ax.yaxis.label, box.height)]
+        for text, room in texts:
+            s = text.get_text()
+            if not s or room <= 0:
+                continue
+            for _ in range(3):              # the widest line sets the width: wrap, re-measure
+                width = text.get_window_extent(renderer).width if text is not \
+                    ax.yaxis.label else text.get_window_extent(renderer).height
+                if width <= room * 1.02:
+                    break
+                longest = max(len(line) for line in s.splitlines())
+                chars = max(8, int(longest * room / width * 0.95))
+                s = "\n".join(textwrap.fill(line, chars) for line in s.splitlines())
+                text.set_text(s)
     return fig
 
 

@@ -112,3 +112,57 @@ def test_unseen_and_masked_pixels_are_drawn_as_masked():
     image = gnomview(np.where(cut, sphgpu.UNSEEN, values), geom, Figure().add_subplot(),
                      lon_deg=0, lat_deg=0, width_deg=10, npix=20)
     assert np.ma.getmaskarray(image.get_array()).all()         # the zoom lies in the cut
+
+
+def _cut_texts(fig):
+    """Texts of a rendered figure that run past its edges, and titles wider than their axes."""
+    from sphgpu.widgets._base import figure_png
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure_png(fig)                                   # renders as the panels do
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+        fig.draw_without_rendering()
+    r = fig.canvas.get_renderer()
+    W, H = fig.bbox.width, fig.bbox.height
+    bad = []
+    for ax in fig.axes:
+        box = ax.get_window_extent(r)
+        for t in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            if not t.get_text() or not t.get_visible():
+                continue
+            e = t.get_window_extent(r)
+            if e.x0 < -1 or e.x1 > W + 1 or e.y0 < -1 or e.y1 > H + 1:
+                bad.append(("outside the figure", t.get_text()))
+            if t is ax.title and e.width > box.width * 1.05:
+                bad.append(("wider than its axes", t.get_text()))
+    return bad
+
+
+def test_long_titles_are_wrapped_not_cut():
+    from sphgpu.widgets._base import new_figure
+
+    fig = new_figure(6.0, 3.0)
+    axs = fig.subplots(1, 2)
+    axs[1].set_title("time (measured cost model; predicted speedup over all harmonic 0.0558x)")
+    assert not _cut_texts(fig)
+    assert "\n" in axs[1].get_title()
+
+
+def test_panel_figures_cut_no_text(tmp_path, monkeypatch, no_gpu):
+    monkeypatch.setenv("SPHGPU_CACHE_DIR", str(tmp_path))
+    from sphgpu.widgets.kernel_split import KernelSplitModel
+    from sphgpu.widgets.montecarlo import MonteCarloModel
+    from sphgpu.widgets.speedup import SpeedupModel
+
+    ks = KernelSplitModel(nside=16, backend="cpu", cost_model="measured", l_cut=10,
+                          theta_cut_arcmin=3000.0)
+    ks.run()
+    mc = MonteCarloModel(nsims=3, nside=8, backend="cpu")
+    mc.run()
+    figs = {"kernel split": ks.figure(), "kernel split map": ks.map_figure(),
+            "monte carlo": mc.figure(), "speedup": SpeedupModel(backend="cpu").figure()}
+    for name, fig in figs.items():
+        assert fig is not None, name
+        assert not _cut_texts(fig), (name, _cut_texts(fig))
