@@ -4,7 +4,7 @@ warm-up call), and the host checks of those inputs alone (``as_maps``, ``as_comp
 Appends one JSON line to OUT.jsonl; run it once per code version (each from its own source
 tree) in the same machine call to compare them.
 
-Run on the GPU machine:  python benchmarks/host_calls.py LABEL NSIDE OUT.jsonl
+Run on the GPU machine:  python benchmarks/probes/host_calls.py LABEL NSIDE OUT.jsonl
 """
 import json
 import os

@@ -2,7 +2,7 @@
 nside 2048 / lmax 4096 as the number of maps sharing one recurrence (one launch) varies
 (private stages, device-resident, synchronised; launch shapes from the autotuner).
 
-Run on the GPU machine:  python benchmarks/profile_batch.py [--per 2 3 4] [--maps 16]
+Run on the GPU machine:  python benchmarks/probes/profile_batch.py [--per 2 3 4] [--maps 16]
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ m16n8k4 tensor-core products a warp (DMMA, :mod:`sphgpu._dmma`) per iteration, a
 If the two ran side by side, a mixed kernel would take about as long as the slower of its two
 parts alone; if they share one pipe, about the sum. (It decides whether one map's Legendre sums,
 which would use a quarter of each product, could run on the tensor cores while the FMA pipe runs
-the recurrence: README, *Performance*.)
+the recurrence.)
 
-Run on the GPU machine:  python benchmarks/profile_fp64_pipes.py OUT.json [ITERATIONS]
+Run on the GPU machine:  python benchmarks/probes/profile_fp64_pipes.py OUT.json [ITERATIONS]
 """
 import json
 import sys

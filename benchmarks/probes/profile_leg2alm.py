@@ -3,7 +3,7 @@ per thread[, chunk]) at nside 2048 / lmax 4096 (or the nside given), 8 maps, 2 a
 (private step, device-resident, synchronised; medians of 3), and each result's difference from
 the first shape's.
 
-Run on the GPU machine:  python benchmarks/profile_leg2alm.py OUT.json [NSIDE]
+Run on the GPU machine:  python benchmarks/probes/profile_leg2alm.py OUT.json [NSIDE]
 """
 import json, sys
 import cupy, numpy as np

@@ -1,10 +1,9 @@
 """Per-map time of the tensor-core adjoint Legendre step (leg2alm_mma_kernel) for launch shapes
 ("mma", warps) at nside 2048 / lmax 4096 (or the nside given), 16 maps in groups of 8 (private
 step, device-resident, synchronised; medians of 5), and each result's difference from the first
-shape's. (The run in README, *Performance*, "Batches", also timed accumulator chains of a
-branch that was not kept.)
+shape's.
 
-Run on the GPU machine:  python benchmarks/profile_leg2alm_mma.py OUT.json [NSIDE [SHAPE ...]]
+Run on the GPU machine:  python benchmarks/probes/profile_leg2alm_mma.py OUT.json [NSIDE [SHAPE ...]]
 with each SHAPE as warps or warps,max_registers (default: 4 8 2 4).
 """
 import json

@@ -3,7 +3,7 @@ public radix_sort, the backend's private sort_pairs and cupy.argsort, each timed
 (host time of a call when the GPU queue is long, pipelined wall time, synchronised wall time as
 benchmarks/sort.py times it, CUDA events), then a cProfile of the public call's host side.
 
-Run on the GPU machine:  python benchmarks/profile_pic.py
+Run on the GPU machine:  python benchmarks/probes/profile_pic.py
 """
 import cProfile
 import io

@@ -4,7 +4,7 @@ unchirp ...), in ms a map, every launch kept in order in the JSON; for one map a
 device-resident. (cuFFT calls made through plans of their own, the in-place real FFTs of ring
 blocks, are in the whole step's time but in no pass.)
 
-Run on the GPU machine:  python benchmarks/profile_ring.py OUT.json [--nside 2048] [--maps 1 16]
+Run on the GPU machine:  python benchmarks/probes/profile_ring.py OUT.json [--nside 2048] [--maps 1 16]
 """
 
 from __future__ import annotations

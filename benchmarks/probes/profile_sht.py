@@ -1,6 +1,6 @@
 """Time each step of the CUDA SHT separately (Legendre step, ring step, both directions).
 
-Run on the GPU machine: python benchmarks/profile_sht.py --nside 1024 2048
+Run on the GPU machine: python benchmarks/probes/profile_sht.py --nside 1024 2048
 
 ``--resources`` prints the registers, local and shared memory of the compiled Legendre kernels,
 ``--sweep`` times both kernels at a grid of (threads, pairs) launch shapes, and ``--launch``

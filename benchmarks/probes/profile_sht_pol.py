@@ -1,6 +1,6 @@
 """Where the time of a polarized CUDA transform goes (private stages, not what users call).
 
-Run on the GPU machine:  python benchmarks/profile_sht_pol.py --nside 2048
+Run on the GPU machine:  python benchmarks/probes/profile_sht_pol.py --nside 2048
 Times, device-resident, with CUDA synchronisation: the spin coefficient passes, the scalar
 Legendre step on 1, 2 and 3 rows (with 2 or 3 maps sharing one launch), the ring step (with
 the sin^-2 ring factor fused into its fold), and their adjoints; prints a table and writes JSON to --out.

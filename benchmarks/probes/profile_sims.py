@@ -1,7 +1,7 @@
 """Where the time of one Monte Carlo batch goes on the GPU (the steps of
 ``sphgpu.sims.pipeline.simulate_batch``, synchronised between them; private stages).
 
-Run on the GPU machine:  python benchmarks/profile_sims.py [--nside 2048] [--batch 5]
+Run on the GPU machine:  python benchmarks/probes/profile_sims.py [--nside 2048] [--batch 5]
 """
 
 from __future__ import annotations

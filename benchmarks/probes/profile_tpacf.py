@@ -1,6 +1,6 @@
 """Where the time of a whole pair count from NumPy arrays goes (DR on the survey footprint).
 
-Run on the GPU machine:  python benchmarks/profile_tpacf.py [--out DIR]
+Run on the GPU machine:  python benchmarks/probes/profile_tpacf.py [--out DIR]
 Prints the backend's own step times (prepare, plan, upload, kernel, download: the device is
 synchronised between them), the whole call's median, and a cProfile of one whole call (host
 functions by cumulative time; CUDA synchronisation shows as time in the call that waits).

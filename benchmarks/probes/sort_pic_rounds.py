@@ -3,7 +3,7 @@ process: public ``radix_sort``, the backend's private ``sort_pairs`` and ``cupy.
 interleaved, so that a drift of either side from round to round shows (issue 16 saw ours slow
 by up to a quarter across rounds while CuPy's stayed put). Autotuner off, as benchmarks/sort.py.
 
-    python benchmarks/sort_pic_rounds.py [--rounds 3] [--out benchmarks/results/runs]
+    python benchmarks/probes/sort_pic_rounds.py [--rounds 3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeat", type=int, default=60)
-    p.add_argument("--out", default="benchmarks/results/runs")
+    p.add_argument("--out", default="build/probes")
     args = p.parse_args()
     os.environ["SPHGPU_AUTOTUNE"] = "0"
     import cupy

@@ -1,6 +1,6 @@
 """Registers, spills and shared memory of the radix sort's kernels for sm_90, without a GPU.
 
-    NUMBA_ENABLE_CUDASIM=0 python3 benchmarks/sort_ptxas.py [--sass]
+    NUMBA_ENABLE_CUDASIM=0 python3 benchmarks/probes/sort_ptxas.py [--sass]
 
 Needs a real numba-cuda (not the simulator) and the CUDA toolkit's ``ptxas`` on PATH; Numba
 compiles each kernel to PTX (``numba.cuda.compile_ptx``, which needs no device), the PTX
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 from numba import types                          # noqa: E402
 from numba.cuda import compile_ptx               # noqa: E402
