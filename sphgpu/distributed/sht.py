@@ -170,11 +170,16 @@ def _build_subgeometry(g, rings):
 
 
 def _subgeometry(ref, rings):
-    """The rings ``rings`` (sorted) of a geometry as a grid of their own, pixels packed ring
-    after ring. Cached on the worker for HEALPix, so GPU plans built for it are found again."""
+    """The rings ``rings`` (sorted) of a geometry (or of a :func:`_geom_ref`) as a grid of
+    their own, pixels packed ring after ring. Kept per worker and ring set, so GPU plans
+    built for it are found again by the next task of the same chunk."""
+    if not isinstance(ref, tuple):
+        ref = _geom_ref(ref)
+    key = np.ascontiguousarray(rings, np.int64).tobytes()
     if ref[0] == "healpix":
-        return _healpix_subgeometry(ref[1], np.ascontiguousarray(rings, np.int64).tobytes())
-    return _build_subgeometry(_geom(ref), rings)
+        return _healpix_subgeometry(ref[1], key)
+    return _worker.cached(("subgeometry", ref[1], key),
+                          lambda: _build_subgeometry(_geom(ref), np.frombuffer(key, np.int64)))
 
 
 def _pixel_runs(g, rings):
