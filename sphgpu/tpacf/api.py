@@ -369,7 +369,11 @@ def _correlate(count, name, d1, r1, d2, r2, shared, *, normalization, mean_theta
         raise ValueError(f"randoms and randoms2 must hold as many catalogs, got {len(r1)} and "
                          f"{len(r2)}")
     dd = count("D1D2", d1, d2, mean_theta=mean_theta)
-    rr = [count("RR", a) if shared else count("R1R2", a, b) for a, b in zip(r1, r2)]
+    # a shared catalog's RR is counted once as an auto count, then used in both orders: R1R2
+    # pairs a point of R1 with one of R2, and a selection by the first point's region (sample,
+    # marked bootstrap) must see both orders, as TreeCorr's rr.process(r, r)
+    rr = [count("RR", a).ordered() if shared else count("R1R2", a, b)
+          for a, b in zip(r1, r2)]
     if sum(int(c.counts.sum()) for c in rr) == 0:
         raise ValueError("data2/randoms2: no pair of the two random catalogs lies within the "
                          "bins: the footprints of the two data sets do not overlap at these "

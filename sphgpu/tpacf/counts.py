@@ -374,6 +374,45 @@ class PairCounts:
             raise ValueError("these counts carry no weights (give weights1/weights2)")
         return bool(weighted)
 
+    def ordered(self):
+        """An auto count as the cross count of its catalog with itself (R1R2 with R2 = R1).
+
+        A cross-correlation whose two data sets share one random catalog needs R1R2, which
+        counts each pair of distinct points in both orders: every count, total and weighted sum
+        doubles, and each patch matrix M (folded, a <= b) becomes M + M^T, so that a selection
+        by the first point's region (sample, marked bootstrap) sees the pairs in both orders as
+        TreeCorr's ``rr.process(r, r)`` does. Pairs of a point with itself are not counted
+        (their separation is 0), but TreeCorr's normalisation of the diagonal (n_a**2 possible
+        ordered pairs of region a) is kept in ``self_total``.
+
+        Returns
+        -------
+        PairCounts
+            A cross count (``auto=False``); ``self`` unchanged when it is already one.
+        """
+        if not self.auto:
+            return self
+
+        def sym(m):
+            if m is None:
+                return None
+            return m + (m.T if m.ndim == 2 else np.swapaxes(m, 0, 1))
+
+        def twice(x):
+            return None if x is None else 2 * x
+
+        return PairCounts(
+            self.bins, 2 * self.counts, n1=self.n1, n2=self.n2, auto=False,
+            total=2 * self.total, self_total=2 * self.self_total, weights=twice(self.weights),
+            weighted_total=twice(self.weighted_total),
+            weighted_self_total=twice(self.weighted_self_total),
+            patch_counts=sym(self.patch_counts), patch_weights=sym(self.patch_weights),
+            patch_total=sym(self.patch_total), patch_weighted_total=sym(self.patch_weighted_total),
+            patch_self_total=twice(self.patch_self_total),
+            patch_weighted_self_total=twice(self.patch_weighted_self_total),
+            theta_sum=twice(self.theta_sum), log_theta_sum=twice(self.log_theta_sum),
+            pairs_compared=self.pairs_compared, refined=self.refined)
+
     # --- accumulation -------------------------------------------------------------------------
     def replace(self, **changes):
         """A copy with some constructor arguments changed.

@@ -40,11 +40,13 @@ def test_cross_correlation_terms_are_the_pair_counts(cats):
                               bins=BINS, estimator="natural", backend="cpu")
     np.testing.assert_allclose(nat.w, n[0] / n[3] - 1, rtol=TOL["w_from_counts_rtol"])
     assert nat.dr == [] and nat.rd == [] and res.cross and res.covariance is None
-    # one random catalog for both data sets: R1R2 is its auto count
+    # one random catalog for both data sets: R1R2 is its auto count in both orders (each
+    # pair of distinct points twice, as TreeCorr's rr.process(r, r)), over n (n - 1) pairs
     one = angular_correlation(cats["d1"], cats["r1"], data2=cats["d2"], bins=BINS,
                               backend="cpu")
     rr = pair_counts(*c["r1"], bins=BINS, backend="reference")
-    np.testing.assert_array_equal(one.rr[0].counts, rr.counts)
+    np.testing.assert_array_equal(one.rr[0].counts, 2 * rr.counts)
+    np.testing.assert_allclose(one.rr[0].normalized(), rr.normalized(), rtol=1e-15)
 
 
 def test_all_pairs_of_k_catalogs_each_prepared_once(cats, monkeypatch):

@@ -157,3 +157,41 @@ def test_joint_covariance_equals_treecorr_estimate_multi_cov(cats):
         got = joint_covariance(ours, method)
         np.testing.assert_allclose(got, want, rtol=TOL["covariance_vs_treecorr_rtol"],
                                    atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(want).max())
+
+
+def _treecorr_shared(c, var_method="shot", seed=None):
+    """TreeCorr's cross-correlation of d1 and d2 with one random catalog (r1) for both:
+    RR = rr.process(r1, r1), DR = d1 x r1, RD = r1 x d2."""
+    ta, tb, tr = _tc_cat(c["d1"]), _tc_cat(c["d2"]), _tc_cat(c["r1"])
+    dd, rr, dr, rd = _nn(var_method, seed), _nn(), _nn(), _nn()
+    dd.process(ta, tb, num_threads=1)
+    rr.process(tr, tr, num_threads=1)
+    dr.process(ta, tr, num_threads=1)
+    rd.process(tr, tb, num_threads=1)
+    dd.calculateXi(rr=rr, dr=dr, rd=rd)
+    return dd, rr
+
+
+@pytest.mark.parametrize("how", ["angular_correlation", "angular_correlations"])
+def test_cross_correlation_with_one_shared_random_catalog_equals_treecorr(cats, how):
+    """One random catalog for both data sets (randoms2 not given, the default): every
+    covariance equals TreeCorr's with rr.process(r, r); the sample and marked-bootstrap
+    covariances select pairs by their first point's patch, so R1R2 must hold both orders."""
+    kw = dict(bins=BINS, jackknife="labels", normalization="treecorr", backend="cpu")
+    if how == "angular_correlation":
+        ours = angular_correlation(cats["d1"], cats["r1"], data2=cats["d2"], **kw)
+    else:
+        ours = angular_correlations([cats["d1"], cats["d2"]], cats["r1"], **kw)[(0, 1)]
+    ref, rr = _treecorr_shared(cats)
+    np.testing.assert_array_equal(ours.rr[0].counts, np.rint(rr.npairs).astype(np.int64))
+    np.testing.assert_allclose(ours.w, ref.xi, rtol=TOL["w_vs_treecorr_rtol"], atol=0)
+    for method in ("jackknife", "sample", "shot", "bootstrap", "marked_bootstrap"):
+        if method in ("bootstrap", "marked_bootstrap"):
+            want = _treecorr_shared(cats, method, seed=5)[0].cov
+        else:
+            want = ref.estimate_cov(method)
+            want = np.diag(want) if method == "shot" else want
+        got = ours.estimate_cov(method, seed=5, num_bootstrap=200)
+        np.testing.assert_allclose(got, want, rtol=TOL["covariance_vs_treecorr_rtol"],
+                                   atol=TOL["covariance_vs_treecorr_rtol"] * np.abs(want).max(),
+                                   err_msg=method)
