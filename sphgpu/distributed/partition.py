@@ -15,6 +15,10 @@ Every partition covers its items exactly once and balances a stated cost model:
 * :func:`catalog_chunks` / :func:`chunk_pairs` -- pair counting over chunks of catalogs: every
   unordered pair of points of one catalog (auto counts) or every (point, point) of two
   catalogs (cross counts) falls in exactly one task.
+* :func:`declination_stripes` -- pair counting over declination stripes of equal estimated
+  pairs: a stripe's points with themselves and with the points of the next stripes that lie
+  within ``theta_max`` in declination (:func:`stripe_members`), so each pair falls in exactly
+  one task and each task is sized by its pairs, not by its points.
 * :func:`latitude_bands` -- compact real-space work split into colatitude bands, each with the
   halo of input rings or points within ``overlap`` radians that it needs.
 """
@@ -27,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["balanced_cuts", "m_costs", "m_chunks", "alm_slice", "ring_chunks",
-           "transform_ring_costs", "catalog_chunks", "ChunkPair", "chunk_pairs", "Band",
+           "transform_ring_costs", "catalog_chunks", "ChunkPair", "chunk_pairs",
+           "declination_stripes", "stripe_members", "STRIPE_SAMPLE", "Band",
            "latitude_bands"]
 
 
@@ -340,6 +345,138 @@ def chunk_pairs(n1: int, n2: int | None = None, nchunks: int = 1) -> list[ChunkP
                 if i <= j]
     c2 = catalog_chunks(n2, nchunks)
     return [ChunkPair(a, b, False) for a in c1 for b in c2]
+
+
+# ----------------------------------------------------------------------------- stripes
+#: points of each catalog that the stripe cost model looks at (every k-th point): enough for
+#: a few per cell of its histogram, few enough to cost milliseconds on 10^9 points
+STRIPE_SAMPLE = 200_000
+#: cells of the cost model: declination rows (at least; more for small theta_max) x RA columns
+_STRIPE_ROWS, _STRIPE_COLS = 512, 64
+
+
+def _sample(a, m):
+    a = np.asarray(a, dtype=np.float64)
+    return a[::max(1, a.size // m)]
+
+
+def declination_stripes(dec1, nstripes: int, theta_max: float, *, ra1=None, dec2=None,
+                        ra2=None) -> np.ndarray:
+    """Declination edges of ``nstripes`` stripes of about equal pair-counting work.
+
+    The work of a count is about its pairs within ``theta_max``: a point has about
+    (surface density around it) x (area of a cap of radius theta_max) neighbours. The model
+    histograms a sample of the points (:data:`STRIPE_SAMPLE`) into cells of declination and
+    RA (so a survey footprint that covers part of a ring is seen as such) and gives each
+    declination row the sum over its cells of n1 (n1 - 1) / area (auto) or n1 n2 / area
+    (cross); rows are then cut into stripes of equal total (:func:`balanced_cuts`). Only the
+    balance depends on the model: any edges give exact counts.
+
+    Parameters
+    ----------
+    dec1 : array, shape (n1,), degrees
+        Declinations of the first catalog (the one cut into stripes).
+    nstripes : int >= 1
+        Stripes wanted (fewer when the model has fewer rows).
+    theta_max : float
+        Largest separation counted, radians.
+    ra1 : array, shape (n1,), degrees, optional
+        Its right ascensions (default: points spread evenly in RA).
+    dec2, ra2 : array, degrees, optional
+        The second catalog of a cross count.
+
+    Returns
+    -------
+    ndarray, shape (nstripes_made + 1,), float64, degrees
+        ``edges[0] == -90``, ``edges[-1] == 90``, increasing; stripe i holds the points with
+        ``edges[i] <= dec < edges[i + 1]`` (the last one ``dec == 90`` too, see
+        :func:`stripe_members`).
+    """
+    k = _check_count("nstripes", nstripes)
+    if not np.isfinite(theta_max) or theta_max <= 0:
+        raise ValueError(f"theta_max must be a positive number of radians, got {theta_max!r}")
+    rows = max(_STRIPE_ROWS, min(4096, int(np.ceil(4 * math.pi / theta_max))))
+    dedges = np.linspace(-90.0, 90.0, rows + 1)
+    redges = np.linspace(0.0, 360.0, _STRIPE_COLS + 1)
+    # cell areas (steradians): RA width x (sin of the upper edge - sin of the lower edge)
+    area = np.diff(np.sin(np.radians(dedges)))[:, None] * (2 * math.pi / _STRIPE_COLS)
+
+    def hist(dec, ra):
+        d = _sample(dec, STRIPE_SAMPLE)
+        scale = np.asarray(dec).size / max(d.size, 1)
+        if ra is None:                      # no RA: the row's points spread over its cells
+            h = np.histogram(d, dedges)[0][:, None] / _STRIPE_COLS * np.ones(_STRIPE_COLS)
+        else:
+            h = np.histogram2d(d, np.mod(_sample(ra, STRIPE_SAMPLE), 360.0),
+                               (dedges, redges))[0]
+        return h, scale
+
+    h1, s1 = hist(dec1, ra1)
+    if dec2 is None:
+        cost = (s1 * s1) * np.sum(h1 * np.maximum(h1 - 1.0, 0.0) / area, axis=1)
+    else:
+        h2, s2 = hist(dec2, ra2)
+        cost = (s1 * s2) * np.sum(h1 * h2 / area, axis=1)
+    # rows with points but no sampled pairs still prepare their points: a small floor, so
+    # that they are spread over the stripes rather than all given to one
+    cost = cost + 1e-6 * max(float(cost.max()), 1.0) * (h1.sum(axis=1) > 0)
+    cuts = balanced_cuts(cost, k)
+    edges = dedges[cuts]
+    edges[0], edges[-1] = -90.0, 90.0
+    return edges
+
+
+def stripe_members(dec, edges, theta_max_deg: float, *, auto: bool):
+    """Which points each stripe task holds.
+
+    Parameters
+    ----------
+    dec : array, shape (n,), degrees
+        Declinations (of the first catalog for ``auto``, of the second for a cross count).
+    edges : array, shape (k + 1,), degrees
+        From :func:`declination_stripes`.
+    theta_max_deg : float
+        Largest separation counted, degrees, padded by the caller for rounding.
+    auto : bool
+        True: for stripe i, its own points and then (its *halo*) the points of the stripes
+        above with ``dec <= edges[i + 1] + theta_max_deg``: every pair of points of different
+        stripes within theta_max is then in exactly one task, that of the lower stripe,
+        because the separation of two points is at least their difference in declination.
+        False (the second catalog of a cross count): for stripe i, the points with
+        ``edges[i] - theta_max_deg <= dec <= edges[i + 1] + theta_max_deg``.
+
+    Returns
+    -------
+    list of (ndarray of int64, int)
+        Per stripe, point indices and how many of them come first as the stripe's own
+        (``auto``; 0 for a cross count's second catalog, whose points are all halo).
+    """
+    dec = np.asarray(dec, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    k = edges.size - 1
+    # the stripe of each point; dec == 90 belongs to the last stripe
+    s = np.minimum(np.searchsorted(edges[1:-1], dec, side="right"), k - 1)
+    s = s.astype(np.uint16 if k < 2**16 else np.int64)
+    order = np.argsort(s, kind="stable")     # NumPy's radix sort for 16-bit keys: one pass
+    bounds = np.searchsorted(s[order], np.arange(k + 1), side="left")
+    dec_o = dec[order]
+    out = []
+    for i in range(k):
+        if auto:
+            lim = edges[i + 1] + theta_max_deg
+            j = min(k, int(np.searchsorted(edges, lim, side="right")))   # stripes to look in
+            lo, hi = bounds[i + 1], bounds[j]
+            halo = order[lo:hi][dec_o[lo:hi] <= lim]
+            own = order[bounds[i]:bounds[i + 1]]
+            out.append((np.concatenate([own, halo]), own.size))
+        else:
+            a, b = edges[i] - theta_max_deg, edges[i + 1] + theta_max_deg
+            j0 = max(0, int(np.searchsorted(edges, a, side="right")) - 1)
+            j1 = min(k, int(np.searchsorted(edges, b, side="right")))
+            lo, hi = bounds[j0], bounds[j1]
+            d = dec_o[lo:hi]
+            out.append((order[lo:hi][(d >= a) & (d <= b)], 0))
+    return out
 
 
 # ----------------------------------------------------------------------------- latitude bands

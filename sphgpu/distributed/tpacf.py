@@ -1,9 +1,21 @@
-"""Pair counts on a Dask cluster: one count split over catalog chunk pairs, and one catalog
+"""Pair counts on a Dask cluster: one count split over declination stripes, and one catalog
 against several others (the data against each random catalog) in parallel.
 
 Counts of disjoint sets of pairs add exactly (:class:`sphgpu.tpacf.PairCounts`), so the
-distributed result equals the serial one as integers, jackknife region counts included. A
-split count sends its catalogs to every eligible worker once; a count against several random
+distributed result equals the serial one as integers, jackknife region counts included.
+
+A split count (:func:`pair_counts`) cuts the first catalog into declination stripes of equal
+estimated pairs (:func:`~sphgpu.distributed.partition.declination_stripes`: tasks sized by
+their pairs, not their points). A stripe's task holds its own points and the *halo* it needs
+(:func:`~sphgpu.distributed.partition.stripe_members`): for an auto count the points of the
+stripes above within theta_max in declination, for a cross count the second catalog's points
+within theta_max of the stripe. The pieces are sent in one scatter, each to one worker, where
+its task prepares it (on the worker's GPU) and counts it; only counts come back. Given the
+same Catalog objects again, the next call finds the pieces on the workers, prepared, and
+sends nothing. The totals (possible pairs, per region) are those of the whole catalogs,
+computed here.
+
+A count against several random
 catalogs sends each random catalog to one worker and counts there: one task per worker, which
 counts all the catalogs that worker holds (a call costs one task per worker, not one per
 catalog: with GPU tasks of ~20 ms, Dask's few ms per task were a large share).
@@ -18,12 +30,18 @@ from __future__ import annotations
 
 import weakref
 
+import math
+import uuid
+
+import numpy as np
+
 from ..tpacf import pair_counts as _serial_pair_counts
-from ..tpacf.api import _catalogs
-from ..tpacf.catalog import as_catalog
+from ..tpacf.api import _catalogs, _counts_from_raw, _regions
+from ..tpacf.catalog import Catalog, as_catalog
+from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
-from .partition import chunk_pairs
-from .sht import _eligible
+from .partition import declination_stripes, stripe_members
+from .sht import _eligible, _run_items
 
 __all__ = ["pair_counts", "pair_counts_many"]
 
@@ -50,11 +68,6 @@ def _n_regions(n_regions, *cats):
         return n_regions
     labels = [c.labels for c in cats if c is not None and c.labels is not None]
     return max(int(lab.max()) + 1 for lab in labels) if labels else 0
-
-
-def _whole(parts, n1, n2, auto):
-    """The sum of the parts, labelled as the count of the whole catalogs."""
-    return sum(parts[1:], parts[0]).replace(n1=n1, n2=n2, auto=auto)
 
 
 def _count_group(catalog, bins, n_regions, backend, *others):
@@ -96,22 +109,154 @@ def _send_catalogs(client, items):
     return out
 
 
-def _submit(client, tasks, backend, progress):
-    """Run the tasks; a task failing for good raises here (no partial sum)."""
+#: relative and absolute (degrees) padding of theta_max in the stripes' halos: the rounding
+#: of declinations and unit vectors (far below 1e-12) can then only add points to a halo
+#: (which costs nothing: a pair is counted in the task of its lower stripe alone)
+HALO_PAD_REL, HALO_PAD_DEG = 1e-6, 1e-6
+
+#: {client: (weak refs to the catalogs, layout key, futures of the pieces)}: the pieces of
+#: the client's last split count of Catalog objects, kept on the workers with what each
+#: prepared, for a next call with the same objects (only the last call's, as _SENT)
+_PIECES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+#: on a worker: {piece: (its own points, its halo)} as Catalogs, for as long as the piece lives
+_PARTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _piece(cat, idx):
+    """The points ``idx`` of ``cat`` as a Catalog of their own (a copy, sent to a worker)."""
+    return Catalog(cat.ra[idx], cat.dec[idx],
+                   weights=None if cat.weights is None else cat.weights[idx],
+                   labels=None if cat.labels is None else cat.labels[idx], copy=False)
+
+
+def _stripe_task(piece, own, other, bins, n_regions, options, backend):
+    """On a worker: the counts of one stripe, as RawCounts-like fields (a dict of arrays).
+
+    Auto (``other`` None): ``piece`` holds the stripe's ``own`` points, then its halo; counts
+    the own points' pairs and the pairs of own points with the halo. Cross: ``piece`` is the
+    stripe of catalog 1, ``other`` the points of catalog 2 within reach. The parts are
+    Catalogs kept with the piece (what they prepare, on the GPU too, stays for a next call).
+    """
+    def count(c1, c2):
+        return _serial_pair_counts(c1, c2, bins=bins, n_regions=n_regions, backend=backend,
+                                   **options)
+
+    if other is not None:
+        return _raw_fields(count(piece, other))
+    parts = _PARTS.get(piece)
+    if parts is None:
+        # own points and halo as views of the piece, made once per piece and worker and kept
+        # as long as the piece is (their prepared copies with them)
+        parts = (piece.part(0, own), piece.part(own, piece.size) if own < piece.size else None)
+        _PARTS[piece] = parts
+    own_c, halo = parts
+    total = count(own_c, None)
+    if halo is not None:
+        total = total + count(own_c, halo)
+    return _raw_fields(total)
+
+
+_RAW = ("counts", "weights", "patch_counts", "patch_weights", "theta_sum", "log_theta_sum",
+        "refined", "pairs_compared")
+
+
+def _raw_fields(pc):
+    """What a stripe returns: the counted fields of a PairCounts (its totals are those of the
+    stripe's catalogs, not of the whole; they are made on the client)."""
+    return {f: getattr(pc, f) for f in _RAW}
+
+
+def _add_raw(parts):
+    out = dict(parts[0])
+    for p in parts[1:]:
+        for f in _RAW:
+            out[f] = None if out[f] is None or p[f] is None else out[f] + p[f]
+    return out
+
+
+def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress):
+    """The stripes' RawCounts, summed; pieces sent in one scatter (or found on the workers)."""
     with _cluster.one_view(client):
         name, resources = _cluster.placement(client, backend)
-    futures = [client.submit(_count_task, *t, name, resources=resources, pure=False)
-               for t in tasks]
-    if progress:
-        _cluster.show_progress(futures)
-    return client.gather(futures)
-
-
-def _scatter(client, backend, data):
-    with _cluster.one_view(client):
-        _, resources = _cluster.placement(client, backend)
         where = _eligible(client, resources)
-    return _send_catalogs(client, [(c, where, True) for c in data])
+    k = max(1, len(where)) if nchunks is None else nchunks
+    theta = bins.theta_max_rad
+    pad = math.degrees(theta) * (1.0 + HALO_PAD_REL) + HALO_PAD_DEG
+    key = (bins.chord2_edges.tobytes(), nreg, k)
+    cats = (cat1, cat2)
+    try:
+        kept = _PIECES.get(client)
+    except TypeError:                     # a client-like object that takes no weak reference
+        kept = None
+    sent = None
+    if kept is not None and kept[1] == key and all(
+            (r is None and c is None) or (r is not None and r() is c)
+            for r, c in zip(kept[0], cats)):
+        sent = kept[2]
+
+    def make_pieces():
+        """(piece, own, other) per non-empty stripe: the points a stripe's task holds."""
+        edges = declination_stripes(cat1.dec, k, theta, ra1=cat1.ra,
+                                    dec2=None if cat2 is None else cat2.dec,
+                                    ra2=None if cat2 is None else cat2.ra)
+        if cat2 is None:
+            return [(_piece(cat1, idx), n, None)
+                    for idx, n in stripe_members(cat1.dec, edges, pad, auto=True) if n > 0]
+        own1 = [idx[:n] for idx, n in stripe_members(cat1.dec, edges, 0.0, auto=True)]
+        reach = stripe_members(cat2.dec, edges, pad, auto=False)
+        return [(_piece(cat1, a), a.size, _piece(cat2, b))
+                for a, (b, _) in zip(own1, reach) if a.size and b.size]
+
+    return _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name,
+                        resources, progress)
+
+
+def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name, resources,
+                 progress):
+    """Submit one task per stripe and sum what they return. ``sent``: the pieces' futures
+    from an earlier call with the same catalogs (or None); pieces not (or no longer) on the
+    workers are made by ``make_pieces()`` and sent, all in one scatter."""
+    pieces = None if sent is not None else make_pieces()
+    n = len(sent) if sent is not None else len(pieces)
+    futures = list(sent) if sent is not None else [None] * n
+
+    def lost(i):
+        f = futures[i]
+        return f is None or f[0].status != "finished" or (f[2] is not None
+                                                          and f[2].status != "finished")
+
+    def build(todo):
+        nonlocal pieces
+        fresh = [i for i in todo if lost(i)]
+        if fresh:
+            if pieces is None:             # kept pieces lost with a worker: made again
+                pieces = make_pieces()
+            flat, slots = [], []
+            for i in fresh:
+                p, own, other = pieces[i]
+                slots.append((i, len(flat), own, other is not None))
+                flat.append(p)
+                if other is not None:
+                    flat.append(other)
+            got = _cluster.scatter(client, flat, resources)     # one scatter, no broadcast
+            for i, at, own, has_other in slots:
+                futures[i] = (got[at], own, got[at + 1] if has_other else None)
+        rk = f"sphgpu-paircount-{uuid.uuid4().hex[:8]}"          # new keys every round
+        return [[client.submit(_stripe_task, futures[i][0], futures[i][1], futures[i][2],
+                               bins, nreg, options, name, resources=resources, key=(rk, i))]
+                for i in todo]
+
+    if n == 0:                   # no stripe has points of both catalogs within reach
+        return None
+    results = _run_items(client, n, build, progress=progress)
+    try:
+        _PIECES[client] = (tuple(None if c is None else weakref.ref(c) for c in cats), key,
+                           futures)
+    except TypeError:
+        pass
+    return _add_raw([r for [r] in results])
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
@@ -120,18 +265,22 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
                 progress=False):
     """:func:`sphgpu.tpacf.pair_counts` over a Dask cluster, equal to it as integers.
 
-    Catalog 1 (and catalog 2) are cut into ``nchunks`` contiguous chunks (default: the number
-    of workers that can run the tasks); an auto count runs the ``nchunks (nchunks + 1) / 2``
-    chunk pairs i <= j, a cross count the ``nchunks**2`` pairs. Each task holds two chunks,
-    so catalogs of 10^8 points count on GPUs of a few GB each with ``nchunks`` of 8 or more
-    (each task's count also keeps within ``max_device_bytes``).
+    Catalog 1 is cut into ``nchunks`` declination stripes of about equal pairs (see the
+    module docstring); each stripe's task holds the stripe and the points it pairs with
+    (within theta_max in declination), sent once, in one scatter, to one worker, where the
+    task prepares and counts them. Given the same :class:`~sphgpu.tpacf.Catalog` objects
+    again (and the same bins and ``nchunks``), a call finds the prepared stripes on the
+    workers and sends nothing.
 
     Parameters
     ----------
     ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions, mean_theta, max_device_bytes
-        As in :func:`sphgpu.tpacf.pair_counts`.
+        As in :func:`sphgpu.tpacf.pair_counts` (degrees; ``max_device_bytes`` applies to each
+        task's count, which splits itself to fit).
     nchunks : int, optional
-        Chunks per catalog (default: the number of eligible workers).
+        Stripes (tasks); default: the number of workers that run the tasks, one stripe of
+        equal estimated work each. More stripes hold fewer points each (catalogs too large
+        for one device), at the cost of more halo points.
     client : distributed.Client, optional
         Default: the current Dask client.
     backend : {"auto", "cuda", "cpu", "reference"}
@@ -142,27 +291,35 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     Returns
     -------
     PairCounts
-        With ``n1``, ``n2`` and ``auto`` of the whole catalogs.
+        The counts of the whole catalogs, with their ``n1``, ``n2``, ``auto`` and totals.
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`sphgpu.tpacf.pair_counts`.
+        As :func:`sphgpu.tpacf.pair_counts` (bad catalogs, bins, labels), and for ``nchunks``
+        that is not an integer >= 1.
+    WorkersLostError
+        When stripes were lost with dying workers more often than ATTEMPTS times.
     """
+    from ..tpacf.api import _check_bins
+
     client = _cluster.get_client(client)
+    bins = _check_bins(bins)
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
-    nreg = _n_regions(n_regions, cat1, cat2)
-    if nchunks is None:
-        _, resources = _cluster.placement(client, backend)
-        nchunks = max(1, len(_eligible(client, resources)))
-    n1 = cat1.size
-    n2 = n1 if cat2 is None else cat2.size
-    sent = _scatter(client, backend, [c for c in (cat1, cat2) if c is not None])
-    c1, c2 = sent[0], sent[-1]
+    nreg = _regions(cat1, cat2, n_regions)
+    if nchunks is not None:
+        if isinstance(nchunks, bool) or not isinstance(nchunks, (int, np.integer)) \
+                or nchunks < 1:
+            raise ValueError(f"nchunks must be an integer >= 1, got {nchunks!r}")
+        nchunks = int(nchunks)
+    weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
-    tasks = [(c1, p.first, c2, p.second, p.same, bins, nreg, options)
-             for p in chunk_pairs(n1, None if cat2 is None else n2, nchunks)]
-    return _whole(_submit(client, tasks, backend, progress), n1, n2, cat2 is None)
+    raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress)
+    # the totals (possible pairs per region) are the whole catalogs', made as the serial
+    # count makes them; the counted fields are the stripes' sums
+    raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta)) if raw is None \
+        else RawCounts(**raw)
+    return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
 
 
 def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, backend="auto",
