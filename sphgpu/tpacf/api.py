@@ -23,6 +23,7 @@ from .counts import PairCounts, check_normalization
 from . import covariance as cov_
 from . import estimators as est
 from .jackknife import JackknifeRegions
+from .reference import RawCounts
 from .result import CorrelationResult
 
 __all__ = ["pair_counts", "angular_correlation", "angular_correlations"]
@@ -87,13 +88,37 @@ def _regions(cat1, cat2, n_regions):
     return int(n_regions)
 
 
+def _counted(cat):
+    """The points of ``cat`` that pairs are counted for: those of non-zero weight, as TreeCorr
+    (whose ``npairs`` leaves w = 0 objects out); ``cat`` itself when every weight is non-zero,
+    None when none is. Cached on ``cat``, so what a backend prepares from the subset is kept
+    for the next count, as it is for whole catalogs."""
+    if cat is None or cat.weights is None:
+        return cat
+    key = "nonzero weights"
+    if key not in cat._cache:
+        keep = cat.weights != 0
+        cat._cache[key] = cat if keep.all() else (cat.subset(keep) if keep.any() else None)
+    return cat._cache[key]
+
+
+def _nobj(cat):
+    """Number of points that are counted (non-zero weight): TreeCorr's ``nobj``."""
+    return cat.size if cat.weights is None else int(np.count_nonzero(cat.weights))
+
+
 def _sums(cat, nreg):
-    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each."""
+    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each;
+    n counts the points of non-zero weight (the only ones paired)."""
     r = max(nreg, 1)
     lab = cat.labels if nreg else None
-    n = (np.array([float(cat.size)]) if lab is None
-         else np.bincount(lab, minlength=r).astype(np.float64))
     w = cat.weights
+    if w is not None and lab is not None:
+        lab_n = lab[w != 0]
+    else:
+        lab_n = lab
+    n = (np.array([float(_nobj(cat))]) if lab is None
+         else np.bincount(lab_n, minlength=r).astype(np.float64))
     if w is None:                 # unit weights: no arrays to sum (this runs in every count)
         return n, n, n
     if lab is None:
@@ -143,7 +168,11 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
                          "(sphgpu.distributed.pair_counts)")
     kw = dict(n_regions=nreg, weighted=weighted, precision=precision,
               mean_theta=bool(mean_theta), max_device_bytes=int(max_device_bytes))
-    raw = _within_budget(impl, cat1, cat2, bins, kw, progress)
+    c1, c2 = _counted(cat1), _counted(cat2)
+    if c1 is None or (cat2 is not None and c2 is None):     # every weight 0: no pair counts
+        raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta))
+    else:
+        raw = _within_budget(impl, c1, c2, bins, kw, progress)
     return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
 
 
@@ -184,7 +213,7 @@ def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
     t, st, wt, wst = _totals(cat1, cat2, n_regions, weighted)
     reg = n_regions > 0
     return PairCounts(
-        bins, raw.counts, n1=cat1.size, n2=cat1.size if cat2 is None else cat2.size,
+        bins, raw.counts, n1=_nobj(cat1), n2=_nobj(cat1 if cat2 is None else cat2),
         auto=cat2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
         weighted_total=None if wt is None else wt.sum(),
         weighted_self_total=None if wst is None else wst.sum(),
@@ -216,7 +245,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     bins : AngularBins
     weights1, weights2 : array, optional
         Weights; bins then also hold the sums of w_i * w_j (a catalog without weights counts
-        with weight 1 when the other has them).
+        with weight 1 when the other has them). Points of weight 0 are left out of every
+        count, total and ``n1``/``n2``, as TreeCorr leaves w = 0 objects out of ``npairs``.
     labels1, labels2 : int array, optional
         Jackknife region of each point (both catalogs, one numbering). Adds the per-region
         counts (:attr:`PairCounts.region_counts`).

@@ -79,7 +79,8 @@ class PairCounts:
     bins : AngularBins
     counts : array_like, shape (nbins,), int
     n1, n2 : int
-        Sizes of the catalogs (n2 == n1 for an auto count).
+        Numbers of points counted: those of non-zero weight (TreeCorr's ``nobj``; every point
+        without weights). n2 == n1 for an auto count.
     auto : bool
         True for an auto count.
     total : float
@@ -117,6 +118,9 @@ class PairCounts:
     -----
     Auto counts count each unique pair (i < j, no self-pairs) once, as TreeCorr's ``npairs``;
     Corrfunc's ``DDtheta_mocks`` with ``autocorr=1`` counts both orders (twice these numbers).
+    As in TreeCorr, points of weight 0 are not counted: ``counts`` equals TreeCorr's
+    ``npairs`` on weighted catalogs too, and ``total`` is the number of possible pairs of the
+    points of non-zero weight.
     """
 
     def __init__(self, bins, counts, *, n1, n2, auto, total, weights=None, weighted_total=None,
