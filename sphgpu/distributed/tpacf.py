@@ -28,10 +28,9 @@ pairs, make new Catalogs and are sent at every call.
 
 from __future__ import annotations
 
-import weakref
-
 import math
 import uuid
+import weakref
 
 import numpy as np
 
