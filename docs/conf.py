@@ -5,11 +5,19 @@ without a GPU or a network: importing sphgpu touches no GPU, and nothing is fetc
 """
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))   # the checkout, when sphgpu is not installed
 
+import importlib.util  # noqa: E402
+
 import sphgpu  # noqa: E402
+
+# Modules being written on other branches: their API sections are built once they exist.
+for _name in ("io", "master"):
+    if importlib.util.find_spec(f"sphgpu.{_name}") is not None:
+        tags.add(f"sphgpu_{_name}")  # noqa: F821 (Sphinx provides tags to conf.py)
 
 project = "sphgpu"
 author = "the sphgpu developers"
@@ -18,7 +26,7 @@ release = version = sphgpu.__version__
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.mathjax", "numpydoc"]
 
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "notes/README.md"]
 html_theme = "alabaster"
 html_static_path = []
 html_title = f"sphgpu {release}"
@@ -53,7 +61,16 @@ def _show_verbatim(app, what, name, obj, options, lines):
         lines[:] = ["::", ""] + ["    " + line for line in _verbatim.pop(name)] + [""]
 
 
+_ABS = re.compile(r"(?<![`\\|])\|([A-Za-z_][\w.]*)\|(?![`|])")
+
+
+def _absolute_values(app, what, name, obj, options, lines):
+    """Docstrings write absolute values as |x| in prose; reST would read a substitution."""
+    lines[:] = [_ABS.sub(r"\\|\1\\|", line) for line in lines]
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _absolute_values, priority=400)
     # numpydoc rewrites docstrings at the default priority (500): keep the text before it and
     # put it back after it
     app.connect("autodoc-process-docstring", _keep_original, priority=100)

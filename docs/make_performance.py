@@ -1,0 +1,617 @@
+"""Generate the performance page, the README's Status table and the speedup panel's data from
+the committed benchmark results (``benchmarks/results/*.json``).
+
+    python docs/make_performance.py           # write the three outputs
+    python docs/make_performance.py --check   # exit 1 and name what differs (tests, CI)
+
+Outputs:
+
+* ``docs/performance.rst``: a section per capability, a table per results file (one GPU kind
+  and run each), every table headed by its GPU, host cores, date and what the times include;
+  the plots the benchmark scripts drew.
+* README.md, between ``<!-- status:begin -->`` and ``<!-- status:end -->``: the Status table,
+  one number per cell, each from the newest file of that GPU kind, linking to the page.
+* ``data/benchmarks/*.json``: copies of the results files the speedup panel reads
+  (``sphgpu.widgets.speedup.load_results``), installed with the package as ``sphgpu.data``.
+
+No number is typed here: each comes from a results file. A file without a ``date`` entry is
+dated by the last commit that changed it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = ROOT / "docs" / "performance.rst"
+README = ROOT / "README.md"
+PANEL_DATA = ROOT / "data" / "benchmarks"
+BEGIN, END = "<!-- status:begin -->", "<!-- status:end -->"
+PAGE_LINK = "docs/performance.rst"
+
+
+# -- formatting -------------------------------------------------------------------------------
+def _sig(x: float, digits: int = 3) -> str:
+    text = f"{x:.{digits}g}"
+    if "e" in text:                                   # 1.23e+03 -> 1230
+        text = f"{x:.0f}"
+    return text
+
+
+def seconds(s) -> str:
+    """A duration in the unit that reads best: 0.766 ms, 13.5 ms, 1.39 s."""
+    if s is None:
+        return "–"
+    return f"{_sig(s * 1e3)} ms" if s < 1 else f"{_sig(s)} s"
+
+
+def ms(x) -> str:
+    return "–" if x is None else f"{_sig(x)} ms"
+
+
+def times(x) -> str:
+    return "–" if x is None else f"{_sig(x)}x"
+
+
+def number(x, digits=3) -> str:
+    return "–" if x is None else _sig(x, digits)
+
+
+def error(x) -> str:
+    return "–" if x is None else f"{x:.1e}"
+
+
+def get(node, path, default=None):
+    """``node[a][b]...`` for "a.b..."; ``default`` where a step is missing."""
+    for part in path.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return default
+    return node
+
+
+def median(node, path):
+    return get(node, path + ".median_s")
+
+
+# -- the files --------------------------------------------------------------------------------
+class Result:
+    """One results file: its JSON, GPU, host and date."""
+
+    def __init__(self, path: pathlib.Path):
+        self.path = path
+        self.name = path.name
+        self.data = json.loads(path.read_text())
+        machine = self.data.get("machine") or {}
+        self.gpu = str(machine.get("gpu") or "no GPU recorded")
+        self.cores = machine.get("cpu_count")
+        date = self.data.get("date")
+        if date:
+            self.date, self.dated_by = str(date)[:10], "run"
+            self.stamp = str(date)
+        else:
+            self.date, self.dated_by = _commit_date(path), "commit"
+            self.stamp = self.date
+
+    @property
+    def kind(self) -> str:
+        """The GPU kind: H100, H200 (the device name without vendor and memory)."""
+        m = re.search(r"\b([A-Z]\d{2,4}[A-Z]?)\b", self.gpu)
+        return m.group(1) if m else self.gpu
+
+    def heading(self, includes: str) -> str:
+        dated = "run" if self.dated_by == "run" else "committed"
+        cores = f", {self.cores} host cores" if self.cores else ""
+        return (f"**{self.gpu}**{cores}; {dated} {self.date}; ``benchmarks/results/{self.name}``. "
+                f"{includes}")
+
+
+def _commit_date(path: pathlib.Path) -> str:
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(path)], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        out = ""
+    return out or "date not recorded"
+
+
+def load(pattern: str) -> list[Result]:
+    """The files matching ``pattern`` (a regular expression on the file name), by name."""
+    return [Result(p) for p in sorted(RESULTS.glob("*.json")) if re.fullmatch(pattern, p.name)]
+
+
+def newest(results, kind, pick):
+    """``pick(result)`` of the newest result of GPU kind ``kind`` where it is not None."""
+    for r in sorted((r for r in results if r.kind == kind), key=lambda r: r.stamp, reverse=True):
+        value = pick(r)
+        if value is not None:
+            return value
+    return None
+
+
+# -- rst --------------------------------------------------------------------------------------
+def table(header, rows) -> list[str]:
+    out = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header, *rows]:
+        out.append("   * - " + str(row[0]))
+        out += [f"     - {cell}" for cell in row[1:]]
+    return out + [""]
+
+
+def section(title, char="-") -> list[str]:
+    return [title, char * len(title), ""]
+
+
+def figure(name, alt) -> list[str]:
+    if not (RESULTS / name).is_file():
+        return []
+    return [f".. image:: ../benchmarks/results/{name}", f"   :alt: {alt}", ""]
+
+
+# -- capabilities -----------------------------------------------------------------------------
+SHT = load(r"sht(_[a-z]+\d+)?\.json")
+SHT_BATCH = load(r"sht_batch_[a-z]+\d+\.json")
+SHT_POL = load(r"sht_pol(_[a-z]+\d+)?\.json")
+SORT = load(r"sort(_[a-z]+\d+)?\.json")
+TPACF = load(r"tpacf(_[a-z]+\d+)?\.json")
+TPACF_SCALE = load(r"tpacf_scale(_[a-z]+\d+)?\.json")
+CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
+MONTECARLO = load(r"montecarlo(_[a-z0-9]+)*\.json")
+DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
+FIRST_CALL = load(r"first_call(_optimize_split)?(_[a-z]+\d+)?\.json")
+
+
+def sht_page() -> list[str]:
+    out = section("Spherical harmonic transforms")
+    out += ["HEALPix maps, lmax = 2 nside, mmax = lmax; ``benchmarks/sht.py``. Public ``alm2map`` "
+            "and ``map2alm`` (``iter=0``) on the ``cuda`` backend: *device* with CuPy arrays in "
+            "and out, *host* with NumPy arrays in and out (copies included); ducc0 on every host "
+            "thread in the same process. Medians after a warm-up call; the first call of the "
+            "process is its own column. Errors are relative L2 differences from ducc0.", ""]
+    for r in SHT:
+        out += [r.heading(""), ""]
+        rows = []
+        for row in r.data.get("results", []):
+            t = row.get("timings", {})
+            rows.append([row["nside"],
+                         seconds(median(t, "cuda_device_alm2map")),
+                         seconds(median(t, "cuda_host_alm2map")),
+                         seconds(median(t, "ducc0_all_alm2map")),
+                         times(row.get("speedup_alm2map_vs_ducc0_all")),
+                         seconds(median(t, "cuda_device_map2alm")),
+                         seconds(median(t, "cuda_host_map2alm")),
+                         seconds(median(t, "ducc0_all_map2alm")),
+                         times(row.get("speedup_map2alm_vs_ducc0_all")),
+                         seconds(row.get("cuda_first_call_s")),
+                         f"{error(row.get('err_alm2map_vs_ducc0'))} / "
+                         f"{error(row.get('err_map2alm_vs_ducc0'))}"])
+        out += table(["nside", "alm2map device", "alm2map host", "ducc0 alm2map",
+                      "device speedup", "map2alm device", "map2alm host", "ducc0 map2alm",
+                      "device speedup", "first call", "error alm2map / map2alm"], rows)
+        out += figure(r.name.replace("sht", "sht_speedup").replace(".json", ".png"),
+                      f"SHT timings and speedups, {r.gpu}")
+
+    out += section("Batches of maps", "^")
+    out += ["``benchmarks/sht_batch.py``: public calls on CuPy arrays, k maps a call, milliseconds "
+            "a map (medians of synchronized calls); the first call of each batch size "
+            "(compilation and autotuning) is its own column.", ""]
+    for r in SHT_BATCH:
+        out += [r.heading(""), ""]
+        rows = [[row["nside"], row["maps"], ms(row.get("alm2map_ms_per_map")),
+                 ms(row.get("map2alm_ms_per_map")), seconds(row.get("first_s"))]
+                for row in r.data.get("rows", [])]
+        out += table(["nside", "maps a call", "alm2map a map", "map2alm a map", "first call"],
+                     rows)
+    out += figure("sht_batch.png", "milliseconds a map against maps a call")
+
+    out += section("Polarization", "^")
+    out += ["``benchmarks/sht_pol.py``: T,E,B <-> I,Q,U and spin 2 alone through the public "
+            "calls on the ``cuda`` backend, CuPy arrays (device) or NumPy arrays (host, copies "
+            "included); ducc0 on every host thread. Speedups are against ducc0's spin-2 "
+            "transform. Medians after a warm-up call.", ""]
+    for r in SHT_POL:
+        out += [r.heading(""), ""]
+        rows = []
+        for op in ("alm2map", "map2alm"):
+            for row in r.data.get("results", []):
+                t = row.get("timings", {})
+                rows.append([op, row["nside"],
+                             seconds(median(t, f"cuda_device_t_{op}")),
+                             seconds(median(t, f"cuda_device_pol_{op}")),
+                             seconds(median(t, f"cuda_host_pol_{op}")),
+                             seconds(median(t, f"cuda_device_spin2_{op}")),
+                             seconds(median(t, f"ducc0_all_spin2_{op}")),
+                             times(row.get(f"speedup_pol_{op}_vs_ducc0_all")),
+                             error(row.get(f"err_pol_{op}_vs_ducc0"))])
+        out += table(["call", "nside", "temperature device", "T,E,B device", "T,E,B host",
+                      "spin 2 device", "ducc0 spin 2", "T,E,B speedup", "error T,E,B"], rows)
+        out += figure(r.name.replace(".json", ".png"), f"polarized transforms, {r.gpu}")
+    return out
+
+
+def sort_page() -> list[str]:
+    out = section("Radix sort")
+    out += ["``benchmarks/sort.py``: whole calls of the public ``radix_sort`` on CuPy arrays "
+            "(synchronized, host time included), keys alone against ``cupy.sort`` and keys + "
+            "permutation against ``cupy.argsort`` (CUB), in the same run; medians after "
+            "warm-up calls. Every result is checked against NumPy's stable order.", ""]
+    for r in SORT:
+        out += [r.heading(""), ""]
+        rows = []
+        for row in r.data.get("dtypes", []):
+            t = row.get("timings", {})
+            rows.append([row["dtype"], f"2^{int(row['n']).bit_length() - 1}",
+                         seconds(median(t, "sphgpu_keys")), seconds(median(t, "cupy_sort")),
+                         times(row.get("ratio_keys_vs_cupy_sort")),
+                         seconds(median(t, "sphgpu_keys_perm")),
+                         seconds(median(t, "cupy_argsort")),
+                         times(row.get("ratio_perm_vs_cupy_argsort"))])
+        out += table(["dtype", "keys", "radix_sort", "cupy.sort", "ratio",
+                      "radix_sort + permutation", "cupy.argsort", "ratio"], rows)
+        pic = r.data.get("pic_8M")
+        if pic:
+            out += [f"Particle-in-cell re-sort ({pic.get('n')} particles, 10-bit cell keys with "
+                    f"the permutation): ``radix_sort`` {seconds(median(pic, 'sphgpu_radix_sort'))}, "
+                    f"``cupy.argsort`` {seconds(median(pic, 'cupy_argsort'))}: "
+                    f"{times(pic.get('ratio_vs_cupy_argsort'))}.", ""]
+        out += figure(r.name.replace(".json", "_throughput.png"), f"sort throughput, {r.gpu}")
+    return out
+
+
+def tpacf_page() -> list[str]:
+    out = section("Angular correlation functions")
+    out += ["``benchmarks/tpacf.py``: exact pair counts in angular bins, whole ``pair_counts`` "
+            "calls: from NumPy arrays (catalog preparation inside the call), from CuPy arrays, "
+            "and on prepared catalogs; sphgpu's CPU path and TreeCorr (exact, ``bin_slop=0``, "
+            "every host thread) once each. Medians after a warm-up call. Counts equal "
+            "TreeCorr's as integers.", ""]
+    for r in TPACF:
+        out += [r.heading(""), ""]
+        rows = []
+        for row in r.data.get("results", []):
+            for count in ("DD", "DR", "RR"):
+                c = get(row, f"counts.{count}") or {}
+                rows.append([f"{row.get('footprint')} {row['n_data']} / {row['n_random']}", count,
+                             seconds(median(c, "sphgpu_cuda_float32")),
+                             seconds(median(c, "sphgpu_cuda_cupy")),
+                             seconds(median(c, "sphgpu_cuda_prepared")),
+                             seconds(median(c, "cpu")), seconds(median(c, "treecorr")),
+                             times(c.get("speedup_vs_treecorr"))])
+            total = row.get("total_s", {})
+            rows.append([f"{row.get('footprint')} {row['n_data']} / {row['n_random']}",
+                         "DD + DR + RR", seconds(total.get("sphgpu_cuda_float32")),
+                         seconds(total.get("sphgpu_cuda_cupy")),
+                         seconds(total.get("sphgpu_cuda_prepared")), seconds(total.get("cpu")),
+                         seconds(total.get("treecorr")),
+                         times(row.get("total_speedup_vs_treecorr"))])
+        out += table(["data / randoms", "count", "from NumPy", "from CuPy", "prepared",
+                      "sphgpu CPU", "TreeCorr exact", "speedup vs TreeCorr"], rows)
+        out += figure(r.name.replace("tpacf", "tpacf_speed").replace(".json", ".png"),
+                      f"pair-count timings, {r.gpu}")
+    for r in TPACF_SCALE:
+        d = r.data
+        out += [r.heading(""), ""]
+        out += table(["work", "time"], [
+            [f"RR of {d.get('n')} full-sky randoms, one GPU, whole call",
+             seconds(median(d, "one_gpu.whole_call"))],
+            [f"the same, TreeCorr with its default bin_slop",
+             seconds(get(d, "treecorr_default_bin_slop.seconds"))],
+            [f"{get(d, 'cluster.n')} points over a Dask cluster of "
+             f"{get(d, 'cluster.gpu_workers')} GPU worker(s)",
+             seconds(get(d, "cluster.seconds"))]])
+    return out
+
+
+def convolve_page() -> list[str]:
+    out = section("Convolution and the kernel split")
+    out += ["``benchmarks/convolve.py``: the plan that ``optimize_split`` chooses with the "
+            "measured cost model, run through the public ``convolve`` with CuPy arrays "
+            "(device) and NumPy arrays (host), against ducc0's map2alm + alm2map on every host "
+            "thread and healpy's ``smoothing``; medians after a warm-up call.", ""]
+    for r in CONVOLVE:
+        s = r.data.get("speed") or {}
+        t = s.get("timings", {})
+        plan = s.get("plan", {})
+        out += [r.heading(f"nside {s.get('nside')}, lmax {s.get('lmax')}, Gaussian FWHM "
+                          f"{number(s.get('fwhm_arcmin'))}′; plan: {plan.get('method')} "
+                          f"(harmonic part on {plan.get('harmonic_backend')})."), ""]
+        out += table(["call", "time"], [
+            ["sphgpu ``convolve`` with the plan, device", seconds(median(t, "plan_device"))],
+            ["sphgpu ``convolve`` with the plan, host", seconds(median(t, "plan_host"))],
+            ["ducc0 map2alm + alm2map",
+             seconds(median(t, "ducc0_map2alm_alm2map_all_threads"))],
+            ["healpy ``smoothing`` (iter 0)", seconds(median(t, "healpy_smoothing_iter0"))],
+            ["speedup vs ducc0, device / host",
+             f"{times(s.get('speedup_plan_device_vs_ducc0'))} / "
+             f"{times(s.get('speedup_plan_host_vs_ducc0'))}"]])
+        for name, alt in (("convolve_table.png", "the optimizer's split against Table 1"),
+                          ("convolve_errors.png", "predicted against measured split errors"),
+                          ("convolve_speed.png", "convolution timings")):
+            out += figure(name, alt)
+    return out
+
+
+def montecarlo_page() -> list[str]:
+    out = section("Monte Carlo")
+    out += ["``benchmarks/montecarlo.py``: simulations per second of ``MonteCarlo.run`` "
+            "(a_lm, beam, map, noise, apodized mask, map2alm, pseudo-C_l, all on the device) "
+            "on one GPU in the process and on k GPUs as a local Dask cluster, against the same "
+            "pipeline in ducc0 on every host thread; the first run (compilation, tuning, "
+            "plans) is not counted in the rates. E(k) = rate(k) / (k rate(1)).", ""]
+    for r in MONTECARLO:
+        out += [r.heading(""), ""]
+        rows = []
+        for row in r.data.get("rows", []):
+            gpus = [k for k in row if k.startswith("sphgpu ")]
+            for k in gpus:
+                v = row[k]
+                rows.append([row["nside"], k.removeprefix("sphgpu "),
+                             f"{number(v.get('rate'))} /s", v.get("batch_size", "–"),
+                             number(v.get("efficiency")) if "efficiency" in v else "–",
+                             seconds(v.get("first_s")),
+                             f"{number(get(row, 'ducc0.rate'))} /s",
+                             times(row.get("speedup_vs_ducc0")) if k == "sphgpu 1 GPU" else "–"])
+        out += table(["nside", "GPUs", "sphgpu", "batch", "E(k)", "first run",
+                      "ducc0 pipeline", "1 GPU / ducc0"], rows)
+        out += figure(r.name.replace(".json", ".png"), f"Monte Carlo rates, {r.gpu}")
+    return out
+
+
+def distributed_page() -> list[str]:
+    out = section("Dask")
+    out += ["``benchmarks/distributed_scaling.py``: ``sphgpu.distributed`` on 1, 2 and 4 GPU "
+            "workers of one machine (medians of 3). Parallel efficiency E(k) = T(1) / (k T(k)).",
+            ""]
+    for r in DISTRIBUTED:
+        d = r.data
+        out += [r.heading(""), ""]
+        rows = []
+        b = d.get("batch", {})
+        for row in b.get("rows", []):
+            rows.append([f"{b.get('maps')} alm2map, nside {b.get('nside')}, a_lm and maps on "
+                         f"the GPUs", row["units"], seconds(row.get("device_s")),
+                         number(row.get("efficiency_device"))])
+        for row in b.get("rows", []):
+            rows.append([f"the same, NumPy a_lm and maps on the workers", row["units"],
+                         seconds(row.get("host_s")), number(row.get("efficiency_host"))])
+        big = d.get("big", {})
+        t1 = next((x["seconds"] for x in big.get("rows", []) if x["units"] == 1), None)
+        for row in big.get("rows", []):
+            eff = t1 / (row["units"] * row["seconds"]) if t1 else None
+            rows.append([f"one alm2map, nside {big.get('nside')}, lmax {big.get('lmax')}, "
+                         f"by rings", row["units"], seconds(row["seconds"]), number(eff)])
+        for key in ("dr", "dr_large"):
+            dr = d.get(key, {})
+            for row in dr.get("rows", []):
+                rows.append([f"DR of {dr.get('n_data')} points against {dr.get('randoms')} "
+                             f"catalogs of {dr.get('n_random')}", row["units"],
+                             seconds(row["seconds"]), number(row.get("efficiency"))])
+        c = d.get("convolve", {})
+        for row in c.get("rows", []):
+            rows.append([f"one split convolution, nside {c.get('nside')}, host to host",
+                         row["units"], seconds(row["seconds"]), "–"])
+        out += table(["work", "GPUs", "time", "E(k)"], rows)
+        out += figure("distributed_scaling.png", "scaling of a batch of transforms")
+        out += figure("distributed_convolve.png", "a distributed convolution")
+    return out
+
+
+FIRST_CASES = {"alm2map": "``alm2map``", "radix_sort": "``radix_sort``",
+               "pair_counts": "``pair_counts``", "convolve": "``convolve`` (real space)",
+               "convolve_split": "``convolve`` (split)",
+               "optimize_split": "``optimize_split(cost_model='measured')``",
+               "optimize_split_cached": "``optimize_split``, cost model cached"}
+
+
+def first_call_page() -> list[str]:
+    out = section("First calls")
+    out += ["``benchmarks/first_call.py``: the first call of one public function in a new "
+            "process, NumPy arrays in, synchronized; importing sphgpu and making the inputs "
+            "are not counted. *Warm*: kernel and tuning caches filled by an earlier process "
+            "(median and max of fresh processes); *empty*: the very first call on a machine.",
+            ""]
+    for r in FIRST_CALL:
+        d = r.data
+        out += [r.heading(""), ""]
+        rows = []
+        for case, label in FIRST_CASES.items():
+            warm = get(d, f"warm.{case}")
+            if not warm:
+                continue
+            empty = get(d, f"empty.{case}")
+            empty_s = empty.get("first_s") if isinstance(empty, dict) else None
+            goal = warm.get("goal_s")
+            rows.append([label, seconds(warm.get("first_median_s")),
+                         seconds(warm.get("first_max_s")), seconds(empty_s),
+                         seconds(goal) if goal else "–"])
+        out += table(["first call", "warm, median", "warm, max", "empty caches", "goal"],
+                     rows)
+    return out
+
+
+def render_page() -> str:
+    out = [".. Generated by docs/make_performance.py from benchmarks/results/*.json: do not edit.",
+           "", "Performance", "===========", "",
+           "Every number on this page is read from a results file committed under "
+           "``benchmarks/results/`` by the benchmark script named in its section "
+           "(``benchmarks/README.md`` describes them and how to run them). Each table is one "
+           "run on one machine: its GPU, host cores and date head it, and every peer in it ran "
+           "in the same process. Speedups are against that machine's own host, and hosts "
+           "differ between machines of one GPU kind.", ""]
+    for part in (sht_page, sort_page, tpacf_page, convolve_page, montecarlo_page,
+                 distributed_page, first_call_page):
+        out += part()
+    return "\n".join(out).rstrip() + "\n"
+
+
+# -- README Status table ----------------------------------------------------------------------
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def _sht(op):
+    return lambda r: next((row.get(f"speedup_{op}_vs_ducc0_all") for row in r.data.get("results", [])
+                           if row.get("nside") == 2048), None)
+
+
+def _batch(r):
+    return next((row.get("alm2map_ms_per_map") for row in r.data.get("rows", [])
+                 if row.get("nside") == 2048 and row.get("maps") == 16), None)
+
+
+def _pol(r):
+    return next((row.get("speedup_pol_alm2map_vs_ducc0_all") for row in r.data.get("results", [])
+                 if row.get("nside") == 2048), None)
+
+
+def _sort(r):
+    return next((row.get("ratio_perm_vs_cupy_argsort") for row in r.data.get("dtypes", [])
+                 if row.get("dtype") == "uint32" and row.get("n") == 2**25), None)
+
+
+def _tpacf(r):
+    return next((row.get("total_speedup_vs_treecorr") for row in r.data.get("results", [])
+                 if row.get("n_data") == 84000), None)
+
+
+def _mc(r):
+    return next((get(row, "sphgpu 1 GPU.rate") for row in r.data.get("rows", [])
+                 if row.get("nside") == 2048), None)
+
+
+def _dask(r):
+    return next((row.get("efficiency_device") for row in get(r.data, "batch.rows", [])
+                 if row.get("units") == 4), None)
+
+
+def _first(r):
+    return get(r.data, "warm.alm2map.first_median_s")
+
+
+STATUS = [
+    # capability, backends, measure, files, pick, format, performance-page section
+    ("Transforms (`sphgpu.alm2map`, `map2alm`, `synfast`, `anafast`, `smoothing`, ...)",
+     "cuda, cpu, reference", "alm2map at nside 2048, CuPy arrays: times ducc0 on all host threads",
+     SHT, _sht("alm2map"), times, "Spherical harmonic transforms"),
+    ("Batches of maps", "cuda, cpu, reference", "alm2map at nside 2048, 16 maps a call: a map",
+     SHT_BATCH, _batch, ms, "Batches of maps"),
+    ("Polarization and masks (`pol=True`, spin transforms, `UNSEEN`, `numpy.ma`)",
+     "cuda, cpu, reference", "T,E,B alm2map at nside 2048, CuPy arrays: times ducc0's spin 2",
+     SHT_POL, _pol, times, "Polarization"),
+    ("Convolution and the kernel split (`sphgpu.convolve`)", "cuda, cpu, reference",
+     "planned convolve, nside 2048, 10′ beam, CuPy arrays: times ducc0",
+     CONVOLVE, lambda r: get(r.data, "speed.speedup_plan_device_vs_ducc0"), times,
+     "Convolution and the kernel split"),
+    ("Radix sort (`sphgpu.radix_sort`, `argsort`)", "cuda, cpu, reference",
+     "2^25 uint32 keys with the permutation, CuPy arrays: times cupy.argsort",
+     SORT, _sort, times, "Radix sort"),
+    ("Correlation functions (`sphgpu.tpacf`)", "cuda, cpu, reference",
+     "DD + DR + RR, 84k data / 900k randoms, from NumPy: times TreeCorr exact",
+     TPACF, _tpacf, times, "Angular correlation functions"),
+    ("Monte Carlo of spectra (`sphgpu.sims`)", "cuda, cpu, reference",
+     "simulations a second at nside 2048, one GPU", MONTECARLO, _mc,
+     lambda x: f"{number(x)} /s", "Monte Carlo"),
+    ("Dask (`sphgpu.distributed`)", "GPU and CPU workers",
+     "16 alm2map at nside 2048 on 4 GPUs: parallel efficiency", DISTRIBUTED, _dask, number,
+     "Dask"),
+    ("First call in a new process", "cuda",
+     "alm2map at nside 2048, warm caches (median)", FIRST_CALL, _first, seconds, "First calls"),
+]
+KINDS = ("H100", "H200")
+
+
+def render_status() -> str:
+    lines = ["| capability | backends | measure | " + " | ".join(KINDS) + " |",
+             "|---|---|---|" + "---|" * len(KINDS)]
+    for capability, backends, measure, results, pick, fmt, anchor in STATUS:
+        cells = []
+        for kind in KINDS:
+            value = newest(results, kind, pick)
+            cells.append("not measured" if value is None
+                         else f"[{fmt(value)}]({PAGE_LINK}#{_slug(anchor)})")
+        lines.append(f"| {capability} | {backends} | {measure} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Every number comes from `benchmarks/results/` through `docs/make_performance.py`; "
+                 f"the [performance page]({PAGE_LINK}) gives each one's machine, date and "
+                 f"what it includes.")
+    return "\n".join(lines)
+
+
+def readme_with_status(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{render_status()}\n{END}{tail}"
+
+
+# -- the panel's copies -----------------------------------------------------------------------
+def panel_files() -> dict[str, bytes]:
+    """The results files the speedup panel reads, by name, as bytes."""
+    sys.path.insert(0, str(ROOT))
+    from sphgpu.widgets.speedup import load_results   # needs the lab extra (ipywidgets)
+
+    found, _ = load_results(RESULTS)
+    return {f"{name}.json": (RESULTS / f"{name}.json").read_bytes() for name in sorted(found)}
+
+
+PANEL_README = """\
+# Benchmark results shipped with the package
+
+Copies of the files in `benchmarks/results/` that the speedup panel
+(`sphgpu.widgets.speedup_panel`) reads, so that it works from an installed wheel. They are
+written by `docs/make_performance.py` (run by `make docs`); do not edit them here.
+"""
+
+
+# -- main -------------------------------------------------------------------------------------
+def outputs() -> dict[pathlib.Path, bytes]:
+    """Every generated file, by path, with its content."""
+    out = {PAGE: render_page().encode(),
+           README: readme_with_status(README.read_text()).encode(),
+           PANEL_DATA / "README.md": PANEL_README.encode()}
+    out.update({PANEL_DATA / name: data for name, data in panel_files().items()})
+    return out
+
+
+def stale() -> list[str]:
+    """Generated files that differ from what would be generated (or are left over)."""
+    want = outputs()
+    bad = [str(p.relative_to(ROOT)) for p, data in want.items()
+           if not p.is_file() or p.read_bytes() != data]
+    extra = [str(p.relative_to(ROOT)) for p in PANEL_DATA.glob("*.json") if p not in want]
+    return bad + [f"{e} (no longer in benchmarks/results)" for e in extra]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming the generated files that differ")
+    args = p.parse_args(argv)
+    if args.check:
+        bad = stale()
+        if bad:
+            print("out of date (run python docs/make_performance.py):", *bad, sep="\n  ")
+            return 1
+        return 0
+    want = outputs()
+    PANEL_DATA.mkdir(exist_ok=True)
+    for path in PANEL_DATA.glob("*.json"):
+        if path not in want:
+            path.unlink()
+    for path, data in want.items():
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
+            print("wrote", path.relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
