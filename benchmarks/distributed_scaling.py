@@ -21,7 +21,7 @@ Workloads (sizes: --quick shrinks all of them to seconds on a CPU):
          first run on the fresh cluster (it is the cluster's first call; it warms every worker
          at once) and a steady-state run; baseline: the plain in-process run (steady).
 Each cluster is fresh (Monte Carlo first), one worker per GPU (``local_cluster(gpus=[...])``).
-Writes DIR/distributed.json (machine info, every timing) and prints a table. Efficiency
+Writes DIR/distributed_scaling.json (machine info, every timing) and prints a table. Efficiency
 E(n) = t(baseline) / (n t(n)) per unit of work.
 """
 
@@ -363,7 +363,9 @@ def main():
         have = len(sd.visible_gpus())
         units = args.gpus or [n for n in (1, 2, 4) if n <= have]
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "distributed.json")
+    # not distributed.json: that name holds the earlier batch/DR format that docs/make_performance.py
+    # and widgets/speedup.py read
+    path = os.path.join(args.out, "distributed_scaling.json")
 
     def log(msg):
         print(msg, flush=True)
