@@ -19,6 +19,7 @@ markers. ``SpeedupPanel`` is the view. See :mod:`sphgpu.widgets._base` for the p
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import json
 import math
 import os
@@ -386,9 +387,10 @@ def this_machine(backend) -> str:
 
 
 def default_results_dir() -> pathlib.Path:
-    """benchmarks/results of the source tree sphgpu.widgets is installed from (editable
-    installs, Binder, `make lab`)."""
-    return pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    """The benchmark results installed with the package (``sphgpu.data``'s ``benchmarks/``:
+    copies of the files of benchmarks/results that this panel reads, made by
+    docs/make_performance.py), so that the panel works from an installed wheel."""
+    return pathlib.Path(str(importlib.resources.files("sphgpu.data") / "benchmarks"))
 
 
 def gpu_variant(stem: str) -> BenchmarkSpec | None:
@@ -440,7 +442,7 @@ class SpeedupModel(PanelModel):
     Parameters
     ----------
     results_dir : path, optional
-        Folder of benchmark JSON files (default: the source tree's benchmarks/results).
+        Folder of benchmark JSON files (default: the copies installed with the package).
     benchmark : str, optional
         File stem to show first (default: the first of :data:`SPECS` found, else any).
     group : str, optional
