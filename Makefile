@@ -1,10 +1,12 @@
 # The README's commands. A fresh machine needs only Python >= 3.11 and pip: everything else is
 # installed into a virtual environment here ($(VENV)) from pyproject.toml.
-#   make lab    JupyterLab on notebooks/ (CPU backend; `make lab GPU=1` adds the gpu extra)
+#   make lab    JupyterLab on copies of notebooks/ in build/lab/ (CPU backend; `make lab GPU=1`
+#               adds the gpu extra)
 #   make test   the test suite without the tests marked slow (CUDA kernels through Numba's
 #               simulator), then the API reference (make docs): what CI runs
 #   make test-all   every test, slow ones included, then make docs
-#   make docs   the API reference from the docstrings (Sphinx) into build/docs/html
+#   make docs   the performance page and README Status table from benchmarks/results, then
+#               the guide and API reference (Sphinx) into build/docs/html
 #   make demo   run every notebook headless and write HTML to build/
 #   make browser-deps   Debian's chromium for the browser test (apt-get, as root; .ci/run)
 PYTHON ?= python3
@@ -20,7 +22,7 @@ PYTEST_ARGS ?= -n auto
 RUN_ENV := $(if $(GPU),,SPHGPU_BACKEND=cpu) OMP_WAIT_POLICY=PASSIVE
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 
-.PHONY: lab test test-all docs install clean demo browser-deps
+.PHONY: lab lab-notebooks test test-all docs install clean demo browser-deps
 
 install: $(STAMP)
 
@@ -32,9 +34,18 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
-lab: $(STAMP)
-	$(RUN_ENV) $(PY) -m jupyter lab --notebook-dir=notebooks \
+# JupyterLab works on copies of the notebooks in $(LAB_DIR), so running and saving them never
+# changes the tracked files. A copy is replaced only when notebooks/ has a newer version
+# (cp -u); delete $(LAB_DIR) to start again from the tracked notebooks.
+LAB_DIR ?= build/lab
+
+lab: $(STAMP) lab-notebooks
+	$(RUN_ENV) $(PY) -m jupyter lab --notebook-dir=$(LAB_DIR) \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
+
+lab-notebooks:
+	mkdir -p $(LAB_DIR)
+	cp -u $(NOTEBOOKS) $(LAB_DIR)/
 
 # `slow`: tests over ~20 s on the 2-core CI machine (pyproject's markers), left to test-all so
 # that CI's `make test` keeps within its time. `timing`: panel interactions timed against their
@@ -60,8 +71,9 @@ test-all: $(STAMP) browser-deps
 
 # -W: a warning fails the build. Needs neither a GPU nor a network.
 docs: $(STAMP)
+	$(PY) docs/make_performance.py
 	$(PY) -m sphinx -W --keep-going -q -b html docs build/docs/html
-	@echo "API reference in build/docs/html/index.html"
+	@echo "Documentation in build/docs/html/index.html"
 
 demo: $(STAMP)
 	mkdir -p build
