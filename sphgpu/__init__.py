@@ -12,6 +12,7 @@ from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, 
                   map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sht import beam2bl, bl2beam, map2alm_lsq, resize_alm, rotate_alm
 from .sort import argsort, radix_sort
+from . import master  # MASTER bandpowers (coupling matrices, bins); a GPU-free import
 from . import sims  # Monte Carlo of spectra; a GPU-free import
 from . import tpacf  # angular correlation functions; a GPU-free import
 from .warmup import warmup

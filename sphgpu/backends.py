@@ -6,7 +6,7 @@ and finally "auto": CUDA when a GPU is usable and the capability has a CUDA impl
 otherwise CPU (said once per process with a warning).
 
 This is the only module that reads a backend name. Each capability (``sht``, ``sort``,
-``tpacf``, ``convolve``) has one module per backend, named by convention
+``tpacf``, ``convolve``, ``master``) has one module per backend, named by convention
 (``sphgpu.sht._cpu``, ``sphgpu.sht.reference``, ``sphgpu.sht._cuda``...) and imported on first
 use, so importing sphgpu never touches a GPU. What such a module provides is declared below as
 a :class:`typing.Protocol` per capability (:data:`PROTOCOLS`); callers get the module from
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, runtime_checkable
 
 __all__ = ["BACKENDS", "CAPABILITIES", "PROTOCOLS", "BackendInfo", "BackendUnavailableError",
-           "SHTBackend", "SortBackend", "TpacfBackend", "ConvolveBackend", "available",
+           "SHTBackend", "SortBackend", "TpacfBackend", "ConvolveBackend", "MasterBackend",
+           "available",
            "cuda_available", "default", "info", "load", "named", "protocol_members", "resolve",
            "resolve_remote", "use_backend"]
 
@@ -60,7 +61,7 @@ _INFO = {"cuda": BackendInfo("cuda", "_cuda", gpu=True, reference=False),
          "cpu": BackendInfo("cpu", "_cpu", gpu=False, reference=False),
          "reference": BackendInfo("reference", "reference", gpu=False, reference=True)}
 BACKENDS = tuple(_INFO)
-CAPABILITIES = ("sht", "sort", "tpacf", "convolve")
+CAPABILITIES = ("sht", "sort", "tpacf", "convolve", "master")
 _context: contextvars.ContextVar[str | None] = contextvars.ContextVar("sphgpu_backend", default=None)
 _fallback_warned = False
 
@@ -389,8 +390,33 @@ class ConvolveBackend(Protocol):
         """
 
 
+@runtime_checkable
+class MasterBackend(Protocol):
+    """A backend module of :mod:`sphgpu.master`: MASTER mode-coupling matrices."""
+
+    ACCEPTS_DEVICE_ARRAYS: bool
+
+    def coupling_blocks(self, wl: Any, lmax: int, blocks: tuple) -> Any:
+        """Mode-coupling blocks of a mask power spectrum.
+
+        Parameters
+        ----------
+        wl : array, shape (nw,), float64
+            Mask power spectrum W_L (zero beyond nw - 1).
+        lmax : int
+            Last multipole of the matrices.
+        blocks : tuple of str
+            Names from ("00", "02", "++", "--").
+
+        Returns
+        -------
+        array, shape (len(blocks), lmax + 1, lmax + 1), float64
+            out[b, l, l'] = M^b_ll'.
+        """
+
+
 PROTOCOLS: dict[str, type] = {"sht": SHTBackend, "sort": SortBackend, "tpacf": TpacfBackend,
-                              "convolve": ConvolveBackend}
+                              "convolve": ConvolveBackend, "master": MasterBackend}
 
 
 def protocol_members(protocol: type) -> list[str]:

@@ -1,0 +1,27 @@
+"""MASTER pseudo-C_l bandpowers: mode-coupling matrices of masks (spin 0 and 2), bins,
+decoupled bandpowers with their window functions, and mask apodization.
+
+A mask couples multipoles: the pseudo-spectrum of a masked sky has expectation
+pseudo-C_l = sum_l' M_ll' C_l' (Hivon et al. 2002). This package computes M from the mask's
+power spectrum through Wigner-3j recursions (a CUDA kernel, one thread per (l, l') pair; on the
+CPU ducc0 or a Numba twin of the kernel), bins it, inverts it once in a :class:`Workspace`, and
+turns any number of pseudo-spectra into unbiased bandpowers.
+
+>>> from sphgpu import master
+>>> mask = master.apodize_mask(binary_mask, 5.0, apotype="C2")
+>>> cpl = master.coupling_matrix(mask, lmax=3 * nside - 1, spins=(0, 0))
+>>> ws = master.Workspace(cpl, master.Bins.linear(3 * nside - 1, 16))
+>>> cb = ws.decouple_cell(sphgpu.anafast(mask * sky))       # (nbins,)
+>>> ws.bin_theory(cl_theory)                                 # what cb estimates
+
+Pure-B purification (Smith 2006) is not implemented yet (``purify_b=True`` raises).
+"""
+
+from .apodize import APOTYPES, apodize_mask
+from .bandpowers import Workspace, decouple
+from .bins import Bins
+from .coupling import Coupling, coupling_matrix, mask_spectrum
+from .wigner import wigner3j
+
+__all__ = ["Bins", "Coupling", "coupling_matrix", "mask_spectrum", "Workspace", "decouple",
+           "apodize_mask", "APOTYPES", "wigner3j"]

@@ -1,0 +1,254 @@
+"""Decoupled bandpowers (MASTER): the binned coupling matrix, inverted once, applied to many
+pseudo-spectra.
+
+With P the binning and Q the unbinning operators of :class:`~sphgpu.master.Bins` (on each of
+the n spectra of a spin pair), M the full coupling matrix (:meth:`Coupling.matrix`) and
+F_l = b1_l b2_l p1_l p2_l the transfer of beams and pixel windows, the binned coupling is
+
+    K = P M diag(F) Q          (n nbins x n nbins)
+
+and the decoupled bandpowers of pseudo-spectra C~ are C_b = K^-1 P C~. Their expectation is
+sum_l W_bl C_l with the bandpower window functions W = K^-1 P M diag(F), which is what a theory
+spectrum is to be compared with (:meth:`Workspace.bin_theory`); for a C_l constant over each bin
+(and zero outside the bins) it equals that constant exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import is_device_array
+from ..sht import pixwin as _pixwin
+from .bins import Bins
+from .coupling import SPECTRA, Coupling, _spins
+
+__all__ = ["Workspace", "decouple", "COND_MAX"]
+
+#: largest condition number of the binned coupling K accepted: beyond it the bandpowers carry
+#: errors of order COND_MAX * 1e-16 relative to the largest and mean "too much sky masked
+#: for these bins" (MASTER on a 5% sky with 16-wide bins stays below 1e3)
+COND_MAX = 1e10
+
+
+def _window(arg, name, n, pair_index):
+    """A per-field transfer: None (1), an array (lmax+1,) or (2, lmax+1) (T and P rows)."""
+    if arg is None:
+        return np.ones(n)
+    a = np.asarray(arg, dtype=np.float64)
+    if a.ndim == 2 and a.shape[0] == 2:
+        a = a[pair_index]
+    if a.ndim != 1 or a.shape[0] < n:
+        raise ValueError(f"{name} must have shape (>= lmax + 1,) = ({n},) or (2, {n}) (T and "
+                         f"P rows), got {a.shape}")
+    if not np.all(np.isfinite(a[:n])):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a[:n]
+
+
+class Workspace:
+    """MASTER workspace: a coupling and bins, the binned coupling inverted once; decouples any
+    number of pseudo-spectra (NaMaster's ``NmtWorkspace``).
+
+    Parameters
+    ----------
+    coupling : Coupling
+        From :func:`sphgpu.master.coupling_matrix`, for one spin pair (or "all" with
+        ``spins`` given).
+    bins : Bins
+        Its ``lmax`` must equal the coupling's.
+    spins : tuple of int, optional
+        The spin pair, when ``coupling`` was made for "all".
+    beam : array_like or tuple of two, optional
+        Beam transfer b_l, shape (lmax + 1,) or (2, lmax + 1) (T and P rows), of both fields,
+        or a pair (beam1, beam2) of the two fields; default none.
+    pixwin : bool or array_like or tuple of two, optional
+        True: HEALPix pixel windows of the coupling's nside (T for spin 0, P for spin 2, both
+        fields); an array: a window as for ``beam``; False (default): none.
+    nside : int, optional
+        For ``pixwin=True`` when the coupling was made from a spectrum.
+
+    Raises
+    ------
+    ValueError
+        Bins of another lmax; the binned coupling cannot be inverted (condition number above
+        :data:`COND_MAX`: too much of the sky masked for these bins, or bins over l < 2 for
+        spin 2, where no spin-2 mode exists).
+
+    Examples
+    --------
+    >>> w = Workspace(coupling_matrix(mask, spins=(0, 0)), Bins.linear(383, 16))
+    >>> cb = w.decouple_cell(pseudo_cl)          # (..., lmax + 1) -> (..., nbins)
+    """
+
+    def __init__(self, coupling: Coupling, bins: Bins, *, spins=None, beam=None, pixwin=False,
+                 nside: int | None = None):
+        if not isinstance(coupling, Coupling):
+            raise TypeError(f"coupling must be a Coupling (from coupling_matrix), got "
+                            f"{type(coupling).__name__}")
+        if not isinstance(bins, Bins):
+            raise TypeError(f"bins must be a Bins, got {type(bins).__name__}")
+        if bins.lmax != coupling.lmax:
+            raise ValueError(f"bins must cover l = 0..lmax of the coupling ({coupling.lmax}), "
+                             f"got bins with lmax {bins.lmax}")
+        key = _spins(coupling.spins if spins is None else spins)
+        mat = coupling.matrix(key)
+        mat = mat if isinstance(mat, np.ndarray) else mat.get()    # blocks made on the GPU
+        self.spins = key
+        self.bins = bins
+        self.lmax = lmax = coupling.lmax
+        self.spectra = SPECTRA[key]
+        n = len(self.spectra)
+        nl = lmax + 1
+        # transfer F_l = b1 b2 p1 p2; pol rows for spin-2 fields
+        s1, s2 = key
+        b1, b2 = beam if isinstance(beam, tuple) else (beam, beam)
+        transfer = (_window(b1, "beam", nl, int(s1 == 2)) * _window(b2, "beam", nl, int(s2 == 2)))
+        if pixwin is True:
+            ns = coupling.nside if nside is None else nside
+            if ns is None:
+                raise ValueError("pixwin=True needs nside= when the coupling was made from a "
+                                 "mask spectrum")
+            t, p = _pixwin(ns, pol=True, lmax=lmax)
+            transfer = transfer * (p if s1 == 2 else t) * (p if s2 == 2 else t)
+        elif pixwin is not False and pixwin is not None:
+            p1, p2 = pixwin if isinstance(pixwin, tuple) else (pixwin, pixwin)
+            transfer = transfer * _window(p1, "pixwin", nl, int(s1 == 2)) \
+                * _window(p2, "pixwin", nl, int(s2 == 2))
+        self.transfer = transfer
+        P = np.kron(np.eye(n), bins.matrix)                    # (n nb, n nl)
+        Q = np.kron(np.eye(n), bins.unbin_matrix)              # (n nl, n nb)
+        mf = mat * np.tile(transfer, n)[None, :]               # M diag(F)
+        K = P @ mf @ Q
+        cond = np.linalg.cond(K)
+        if not np.isfinite(cond) or cond > COND_MAX:
+            raise ValueError(
+                f"the binned coupling matrix cannot be inverted for these bins (condition "
+                f"number {cond:.3g} > {COND_MAX:.0e}): too much of the sky is masked for "
+                "bins this narrow, a beam or window vanishes in a bin, or a bin covers only "
+                "l < 2 of a spin-2 field; widen the bins or start them at lmin=2")
+        self._mf = mf
+        self.coupling_binned = K
+        self._kinv = np.linalg.inv(K)
+        self._decoupler = self._kinv @ P                       # (n nb, n nl)
+        self._window = self._decoupler @ mf                    # (n nb, n nl)
+        self._device = None
+
+    @property
+    def window(self) -> np.ndarray:
+        """Bandpower window functions W, shape (n, nbins, n, lmax + 1): the expected bandpower
+        b of spectrum i is sum_j sum_l W[i, b, j, l] C_j,l."""
+        n, nb, nl = len(self.spectra), self.bins.nbins, self.lmax + 1
+        return self._window.reshape(n, nb, n, nl)
+
+    def _shape(self, cl, what):
+        n, nl = len(self.spectra), self.lmax + 1
+        flat = n == 1 and (cl.ndim == 1 or cl.shape[-2] != 1)
+        c = cl[..., None, :] if flat else cl
+        if c.ndim < 2 or c.shape[-2] != n or c.shape[-1] < nl:
+            raise ValueError(f"{what} must have shape (..., {n}, >= {nl}) for spins "
+                             f"{self.spins} (spectra {self.spectra}), got {cl.shape}")
+        return c[..., :nl], flat
+
+    def decouple_cell(self, pseudo_cl):
+        """Decoupled bandpowers of pseudo-spectra: K^-1 P pseudo-C.
+
+        Parameters
+        ----------
+        pseudo_cl : array, shape (..., n, lmax + 1) or, for spins (0, 0), (..., lmax + 1)
+            Pseudo-spectra (of the masked maps, noise bias removed by the caller) on the
+            stacking of :attr:`spectra`; any leading batch axes. A device array (CuPy) gives
+            a device array; longer spectra are cut at lmax.
+
+        Returns
+        -------
+        array, shape (..., n, nbins) (or (..., nbins)), float64
+        """
+        dev = is_device_array(pseudo_cl)
+        if dev:
+            import cupy as xp
+            if self._device is None:
+                self._device = xp.asarray(self._decoupler.T)
+            d = self._device
+        else:
+            xp = np
+            d = self._decoupler.T
+        cl = xp.asarray(pseudo_cl, dtype=np.float64)
+        c, flat = self._shape(cl, "pseudo_cl")
+        out = (c.reshape(c.shape[:-2] + (-1,)) @ d).reshape(
+            c.shape[:-2] + (len(self.spectra), self.bins.nbins))
+        return out[..., 0, :] if flat else out
+
+    def couple_cell(self, cl) -> np.ndarray:
+        """Expected pseudo-spectra of true spectra: M diag(F) C.
+
+        Parameters
+        ----------
+        cl : array_like, shape (..., n, lmax + 1) or, for spins (0, 0), (..., lmax + 1)
+            True spectra on the stacking of :attr:`spectra`.
+
+        Returns
+        -------
+        ndarray, shape of ``cl`` (cut at lmax), float64
+        """
+        c, flat = self._shape(np.asarray(cl, dtype=np.float64), "cl")
+        out = (c.reshape(c.shape[:-2] + (-1,)) @ self._mf.T).reshape(c.shape)
+        return out[..., 0, :] if flat else out
+
+    def bin_theory(self, cl) -> np.ndarray:
+        """Theory spectra through the bandpower windows: what decoupled bandpowers estimate.
+
+        Parameters
+        ----------
+        cl : array_like, shape (..., n, lmax + 1) or, for spins (0, 0), (..., lmax + 1)
+            True (unbeamed) spectra on the stacking of :attr:`spectra`.
+
+        Returns
+        -------
+        ndarray, shape (..., n, nbins) (or (..., nbins)), float64
+        """
+        c, flat = self._shape(np.asarray(cl, dtype=np.float64), "cl")
+        out = (c.reshape(c.shape[:-2] + (-1,)) @ self._window.T).reshape(
+            c.shape[:-2] + (len(self.spectra), self.bins.nbins))
+        return out[..., 0, :] if flat else out
+
+    def __repr__(self) -> str:
+        return f"Workspace(spins={self.spins}, lmax={self.lmax}, nbins={self.bins.nbins})"
+
+
+def decouple(pseudo_cl, coupling: Coupling, bins: Bins, *, spins=None, beam=None,
+             pixwin=False, nside: int | None = None):
+    """Decoupled bandpowers of pseudo-spectra (MASTER), through a one-off :class:`Workspace`.
+
+    For many spectra build the :class:`Workspace` once and call its
+    :meth:`~Workspace.decouple_cell`; ``pseudo_cl`` may hold a batch here too.
+
+    Parameters
+    ----------
+    pseudo_cl : array, shape (..., n, lmax + 1) or, for spins (0, 0), (..., lmax + 1)
+        Pseudo-spectra of the masked maps (noise bias removed), stacked as
+        ``Workspace.spectra`` ((TT), (TE, TB), (EE, EB, BE, BB)).
+    coupling : Coupling
+        From :func:`sphgpu.master.coupling_matrix`.
+    bins : Bins
+        Bins over l = 0..coupling.lmax.
+    spins : tuple of int, optional
+        The spin pair when ``coupling`` was made for "all".
+    beam : array_like or tuple of two, optional
+        As in :class:`Workspace`.
+    pixwin : bool or array_like or tuple of two, optional
+        As in :class:`Workspace`.
+    nside : int, optional
+        As in :class:`Workspace`.
+
+    Returns
+    -------
+    array, shape (..., n, nbins) (or (..., nbins)), float64
+        The bandpowers; compare them with ``Workspace.bin_theory`` of a theory.
+
+    Raises
+    ------
+    ValueError
+        As :class:`Workspace`; a ``pseudo_cl`` of the wrong shape.
+    """
+    ws = Workspace(coupling, bins, spins=spins, beam=beam, pixwin=pixwin, nside=nside)
+    return ws.decouple_cell(pseudo_cl)

@@ -1,0 +1,308 @@
+"""MASTER mode-coupling matrices of a mask (Hivon et al. 2002), for spin-0 and spin-2 fields.
+
+A mask w multiplies the sky, which couples multipoles: the pseudo-spectrum of the masked sky
+has expectation
+
+    <pseudo-C_l> = sum_l' M_ll' C_l'
+
+with M built from the mask's power spectrum W_L through Wigner-3j symbols
+(:mod:`sphgpu.master.wigner` states the four blocks). For polarization the blocks M^++ and
+M^-- mix E and B:
+
+    EE~ = M^++ EE + M^-- BB,   BB~ = M^-- EE + M^++ BB,
+    EB~ = M^++ EB - M^-- BE,   BE~ = -M^-- EB + M^++ BE,   TE~ = M^02 TE,   TB~ = M^02 TB,
+
+which :meth:`Coupling.matrix` writes as one matrix on NaMaster's stacking of spectra: (TT,)
+for spins (0, 0); (TE, TB) for (0, 2); (EE, EB, BE, BB) for (2, 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import backends
+from .._validate import check_int, is_device_array
+from ..sht import anafast
+from .wigner import BLOCKS
+
+__all__ = ["Coupling", "coupling_matrix", "mask_spectrum", "SPIN_PAIRS"]
+
+#: the spin pairs and the blocks each needs; "all" asks for every block at once
+SPIN_PAIRS = {(0, 0): ("00",), (0, 2): ("02",), (2, 0): ("02",), (2, 2): ("++", "--"),
+              "all": BLOCKS}
+#: spectra on which each spin pair's full matrix acts, in NaMaster's order
+SPECTRA = {(0, 0): ("TT",), (0, 2): ("TE", "TB"), (2, 0): ("ET", "BT"),
+           (2, 2): ("EE", "EB", "BE", "BB")}
+
+
+def _spins(spins):
+    key = spins if isinstance(spins, str) else tuple(spins) if np.ndim(spins) == 1 else None
+    if key is not None and not isinstance(key, str):
+        if len(key) != 2 or not all(isinstance(s, (int, np.integer)) for s in key):
+            key = None
+        else:
+            key = tuple(int(s) for s in key)
+    if key not in SPIN_PAIRS:
+        raise ValueError(f"spins must be (0, 0), (0, 2), (2, 0), (2, 2) or 'all' (spin 0 and "
+                         f"spin 2 fields only), got {spins!r}")
+    return key
+
+
+def _nside_of(npix, name):
+    nside = int(round(math.sqrt(npix / 12)))
+    if nside < 1 or 12 * nside * nside != npix:
+        raise ValueError(f"{name} must be a HEALPix map (12 nside^2 pixels, RING order), got "
+                         f"{npix} pixels")
+    return nside
+
+
+def _mask_map(mask, name):
+    if np.ma.isMaskedArray(mask):
+        mask = np.ma.filled(mask, 0.0)       # a masked pixel of the mask is a hidden pixel
+    m = np.asarray(mask.get() if hasattr(mask, "get") and is_device_array(mask) else mask)
+    if m.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real map, got dtype {m.dtype}")
+    m = np.asarray(m, dtype=np.float64)
+    if m.ndim != 1:
+        raise ValueError(f"{name} must be one map of shape (npix,), got shape {m.shape}")
+    nside = _nside_of(m.size, name)
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    if np.any(m < 0):
+        raise ValueError(f"{name} must be non-negative (a weight per pixel), got minimum "
+                         f"{m.min():.3g}")
+    if not np.any(m > 0):
+        raise ValueError(f"{name} is zero everywhere: nothing of the sky is seen")
+    return m, nside
+
+
+def mask_spectrum(mask, mask2=None, lmax: int | None = None, *, iter: int = 3,
+                  backend: str = "auto") -> np.ndarray:
+    """Power spectrum W_L of a mask (the cross-spectrum of two masks with ``mask2``).
+
+    Parameters
+    ----------
+    mask : array_like, shape (npix,)
+        A HEALPix map (RING) of non-negative weights: binary or apodized.
+    mask2 : array_like, shape (npix,), optional
+        A second mask of the same nside.
+    lmax : int, optional
+        Last multipole L (default 3 nside - 1).
+    iter : int
+        Jacobi iterations of the analysis (healpy's ``iter``).
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Backend of the spherical-harmonic analysis.
+
+    Returns
+    -------
+    ndarray, shape (lmax + 1,), float64
+        W_L = sum_m w_Lm conj(w2_Lm) / (2L + 1); 4 pi at L = 0 for the full sky.
+    """
+    m1, nside = _mask_map(mask, "mask")
+    m2 = None
+    if mask2 is not None:
+        m2, nside2 = _mask_map(mask2, "mask2")
+        if nside2 != nside:
+            raise ValueError(f"mask2 must have the nside of mask ({nside}), got {nside2}")
+    lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
+    return np.asarray(anafast(m1, m2, lmax=lmax, iter=iter, pol=False, backend=backend),
+                      dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Coupling:
+    """Mode-coupling blocks of a mask, as :func:`coupling_matrix` returns them.
+
+    ``blocks[name][l, l']`` is M^name_ll' for name in ``"00"``, ``"02"``, ``"++"``, ``"--"``
+    (those computed), l, l' = 0..lmax; pseudo-C_l = sum_l' M_ll' C_l'.
+
+    Attributes
+    ----------
+    lmax : int
+        Last multipole of the matrices.
+    spins : tuple of int or str
+        The spin pair asked for, or "all".
+    blocks : dict of str to ndarray, shape (lmax + 1, lmax + 1), float64
+        The blocks (NumPy arrays; CuPy for device input on the GPU backend).
+    mask_cl : ndarray, shape (nw,), float64
+        The mask power spectrum W_L they were made from.
+    nside : int or None
+        The mask's nside when it was given as a map.
+    """
+
+    lmax: int
+    spins: tuple | str
+    blocks: dict
+    mask_cl: np.ndarray = field(repr=False)
+    nside: int | None = None
+
+    def matrix(self, spins=None):
+        """The full coupling matrix of a spin pair, on NaMaster's stacking of spectra.
+
+        Parameters
+        ----------
+        spins : tuple of int, optional
+            (0, 0), (0, 2), (2, 0) or (2, 2); default the pair this coupling was made for
+            (required when it was made for "all").
+
+        Returns
+        -------
+        ndarray, shape (n (lmax + 1), n (lmax + 1)), float64
+            n = 1, 2, 2, 4 spectra ((TT), (TE, TB), (ET, BT), (EE, EB, BE, BB)); entry
+            [i (lmax + 1) + l, j (lmax + 1) + l'] couples spectrum j at l' into i at l.
+        """
+        key = _spins(self.spins if spins is None else spins)
+        if key == "all":
+            raise ValueError("spins must name one spin pair for a coupling made with "
+                             "spins='all', e.g. spins=(2, 2)")
+        missing = [b for b in SPIN_PAIRS[key] if b not in self.blocks]
+        if missing:
+            raise ValueError(f"spins={key} needs blocks {missing}, which this coupling (made "
+                             f"for spins={self.spins!r}) does not have")
+        b = self.blocks
+        xp = np if isinstance(next(iter(b.values())), np.ndarray) else _cupy()
+        if key == (0, 0):
+            return b["00"]
+        if key in ((0, 2), (2, 0)):
+            z = xp.zeros_like(b["02"])
+            return xp.block([[b["02"], z], [z, b["02"]]])
+        p, m = b["++"], b["--"]
+        z = xp.zeros_like(p)
+        return xp.block([[p, z, z, m], [z, p, -m, z], [z, -m, p, z], [m, z, z, p]])
+
+    def couple_cell(self, cl, spins=None):
+        """The expected pseudo-spectra of true spectra: pseudo-C = M C.
+
+        Parameters
+        ----------
+        cl : array_like, shape (..., n, lmax + 1)
+            True spectra on the stacking of :meth:`matrix` (n = 1 may be left out for spins
+            (0, 0)); longer spectra are cut at lmax.
+        spins : tuple of int, optional
+            As in :meth:`matrix`.
+
+        Returns
+        -------
+        ndarray, shape of ``cl`` (cut at lmax)
+        """
+        key = _spins(self.spins if spins is None else spins)
+        mat = self.matrix(key)
+        n = mat.shape[0] // (self.lmax + 1)
+        cl = np.asarray(cl, dtype=np.float64)
+        flat = cl.ndim >= 1 and n == 1 and (cl.ndim == 1 or cl.shape[-2] != 1)
+        c = cl[..., None, :] if flat else cl
+        if c.ndim < 2 or c.shape[-2] != n or c.shape[-1] < self.lmax + 1:
+            raise ValueError(f"cl must have shape (..., {n}, >= {self.lmax + 1}) for "
+                             f"spins={key}, got {cl.shape}")
+        c = c[..., :self.lmax + 1]
+        out = (c.reshape(c.shape[:-2] + (-1,)) @ np.asarray(mat).T).reshape(c.shape)
+        return out[..., 0, :] if flat else out
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bool = False,
+                    mask2=None, is_cl: bool = False, lmax_mask: int | None = None,
+                    iter: int = 3, backend: str = "auto", method: str | None = None
+                    ) -> Coupling:
+    """MASTER mode-coupling matrix of a mask: pseudo-C_l = sum_l' M_ll' C_l'.
+
+    For a spin pair the blocks are (the module :mod:`sphgpu.master.coupling` gives how they
+    mix spectra; :mod:`sphgpu.master.wigner` their formulas, NaMaster's and ducc0's)::
+
+        M^00_ll' = (2l'+1)/(4 pi) sum_L (2L+1) W_L (l l' L; 0 0 0)^2
+        M^02_ll' = (2l'+1)/(4 pi) sum_L (2L+1) W_L (l l' L; 0 0 0)(l l' L; 2 -2 0)
+        M^+-_ll' = (2l'+1)/(8 pi) sum_L (2L+1) W_L (1 +- (-1)^(l+l'+L)) (l l' L; 2 -2 0)^2
+
+    with W_L the mask's power spectrum (its cross-spectrum with ``mask2``). A full-sky mask of
+    ones gives the identity (0 for the spin-2 blocks below l = 2).
+
+    Parameters
+    ----------
+    mask : array_like
+        A HEALPix map (RING) of non-negative weights, shape (npix,), binary or apodized; or,
+        with ``is_cl=True``, its power spectrum W_L, shape (nw,), L = 0..nw - 1 (zero beyond).
+    lmax : int, optional
+        Last multipole of the matrices. Default: 3 nside - 1 for a map, nw - 1 for a
+        spectrum.
+    spins : (0, 0), (0, 2), (2, 0), (2, 2) or "all"
+        The spins of the two fields (blocks "00"; "02"; "++" and "--"; all four).
+    purify_b : bool
+        Pure-B coupling (Smith 2006): not implemented yet; True raises NotImplementedError.
+    mask2 : array_like, shape (npix,), optional
+        The second field's mask (a map, same nside); default ``mask``.
+    is_cl : bool
+        ``mask`` is a power spectrum, not a map.
+    lmax_mask : int, optional
+        Last multipole of W_L taken from a map (default min(2 lmax, 3 nside - 1): terms
+        above 2 lmax do not enter, and a map resolves no more than 3 nside - 1).
+    iter : int
+        Jacobi iterations of the mask's analysis (healpy's ``iter``).
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Where the sums run: the CUDA kernel (one thread per (l, l') pair), the CPU (ducc0 by
+        default), or the exact-arithmetic reference (lmax of a few tens).
+    method : {"ducc0", "twin"}, optional
+        CPU backend only: ducc0's ``coupling_matrix_rect`` (default) or the Numba twin of the
+        CUDA kernel.
+
+    Returns
+    -------
+    Coupling
+        Its ``blocks`` map "00", "02", "++", "--" (those ``spins`` needs) to float64 arrays of
+        shape (lmax + 1, lmax + 1), indexed [l, l'].
+
+    Raises
+    ------
+    ValueError
+        A mask of the wrong size (not 12 nside^2 pixels), negative, NaN or all zero; spins
+        other than 0 and 2; lmax out of range.
+    NotImplementedError
+        ``purify_b=True``.
+
+    Examples
+    --------
+    >>> c = coupling_matrix(mask, lmax=383, spins=(2, 2))
+    >>> expected_pseudo = c.couple_cell(np.stack([ee, 0 * ee, 0 * ee, bb]))
+    """
+    key = _spins(spins)
+    if purify_b:
+        raise NotImplementedError("purify_b=True (pure-B coupling, Smith 2006) is not "
+                                  "implemented yet in sphgpu.master")
+    nside = None
+    if is_cl:
+        if mask2 is not None:
+            raise ValueError("mask2 must be None with is_cl=True: give the masks' cross-"
+                             "spectrum as mask")
+        wl = np.asarray(mask.get() if is_device_array(mask) and hasattr(mask, "get")
+                        else mask, dtype=np.float64)
+        if wl.ndim != 1 or wl.size < 1:
+            raise ValueError(f"mask (a power spectrum, is_cl=True) must have shape (nw,), got "
+                             f"{wl.shape}")
+        if not np.all(np.isfinite(wl)):
+            raise ValueError("mask (a power spectrum) contains NaN or infinite values")
+        lmax = wl.size - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
+        if lmax_mask is not None:
+            raise ValueError("lmax_mask is for masks given as maps; cut the spectrum instead")
+    else:
+        _, nside = _mask_map(mask, "mask")
+        lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
+        lm = min(2 * lmax, 3 * nside - 1) if lmax_mask is None \
+            else check_int("lmax_mask", lmax_mask, minimum=0)
+        wl = mask_spectrum(mask, mask2, lm, iter=iter, backend=backend)
+    wl = wl[:2 * lmax + 1]                    # L > 2 lmax never enters
+    blocks = SPIN_PAIRS[key]
+    module = backends.load("master", backend)
+    kw = {} if method is None else {"method": method}
+    if kw and not hasattr(module, "METHODS"):
+        raise ValueError(f"method={method!r} is for the CPU backend; this call runs on "
+                         f"{module.__name__}")
+    arr = module.coupling_blocks(wl, lmax, blocks, **kw)
+    return Coupling(lmax=lmax, spins=key, blocks={b: arr[i] for i, b in enumerate(blocks)},
+                    mask_cl=wl, nside=nside)
