@@ -12,6 +12,8 @@ from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, 
                   map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sht import beam2bl, bl2beam, map2alm_lsq, resize_alm, rotate_alm
 from .sort import argsort, radix_sort
+from .io import read_alm, read_cl, read_map, write_alm, write_cl, write_map
+from .pixelfunc import nest2ring, reorder, ring2nest, ud_grade
 from . import master  # MASTER bandpowers (coupling matrices, bins); a GPU-free import
 from . import sims  # Monte Carlo of spectra; a GPU-free import
 from . import tpacf  # angular correlation functions; a GPU-free import
@@ -25,5 +27,7 @@ __all__ = [
     "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
     "rotate_alm", "resize_alm", "beam2bl", "bl2beam", "map2alm_lsq",
     "radix_sort", "argsort",
+    "read_map", "write_map", "read_alm", "write_alm", "read_cl", "write_cl",
+    "reorder", "nest2ring", "ring2nest", "ud_grade",
     "use_backend", "cuda_available", "BackendUnavailableError", "warmup",
 ]

@@ -7,6 +7,8 @@ specification, ``_cpu`` the Numba loops, ``_cuda_kernels``/``_cuda`` the GPU pat
 the array chooses the path (NumPy: CPU; device array: CUDA).
 """
 
-from .api import nest2ring, npix2nside, nside2npix, reorder, ring2nest, ud_grade
+from .api import (nest2ring, npix2nside, nside2npix, reorder, ring2nest, scatter_pixels,
+                  ud_grade)
 
-__all__ = ["reorder", "ud_grade", "nest2ring", "ring2nest", "npix2nside", "nside2npix"]
+__all__ = ["reorder", "ud_grade", "nest2ring", "ring2nest", "npix2nside", "nside2npix",
+           "scatter_pixels"]

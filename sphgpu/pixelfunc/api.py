@@ -15,7 +15,8 @@ import numpy as np
 
 from .._validate import UNSEEN, check_int, is_device_array
 
-__all__ = ["reorder", "ud_grade", "nest2ring", "ring2nest", "npix2nside", "nside2npix"]
+__all__ = ["reorder", "ud_grade", "nest2ring", "ring2nest", "npix2nside", "nside2npix",
+           "scatter_pixels"]
 
 #: healpy's ``mask_bad`` tolerance around UNSEEN (atol 1e-8, rtol 1e-5), a float64 scalar as
 #: healpy forms it, so float32 maps are compared with it in float64 as healpy compares them
@@ -158,6 +159,33 @@ def ring2nest(nside, ipix):
         The same pixels' NESTED numbers (a device array for a device array).
     """
     return _convert_index(nside, ipix, False)
+
+
+def scatter_pixels(values, out, first, *, out_order):
+    """Put consecutive pixels of one ordering at their places in a map of the other.
+
+    The piece of :func:`reorder` that a reader of a file uses chunk by chunk, so that a NESTED
+    file becomes a RING map without a second whole map in memory.
+
+    Parameters
+    ----------
+    values : array, shape (n,)
+        Values of pixels ``first .. first + n - 1``, numbered in the ordering that is not
+        ``out_order``; the dtype of ``out``; NumPy or device array like ``out``.
+    out : array, shape (12 nside**2,)
+        The whole map, C-contiguous, written at the pixels' numbers in ``out_order``.
+    first : int
+        Number of ``values[0]``.
+    out_order : {"RING", "NEST"}
+        Ordering of ``out``.
+    """
+    to_ring = _ordering("out_order", out_order)
+    nside = _check_nest_nside(npix2nside(out.shape[0], name="out"), "out's nside")
+    first = check_int("first", first, minimum=0)
+    if first + values.shape[0] > out.shape[0]:
+        raise ValueError(f"values: pixels {first} .. {first + values.shape[0] - 1} run past the "
+                         f"map's {out.shape[0]} pixels")
+    _backend(out).scatter(_xp(values).ascontiguousarray(values), out, nside, first, to_ring)
 
 
 def _ordering(name, value):
