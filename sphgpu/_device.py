@@ -62,7 +62,7 @@ def to_device(a):
     the host threads copy one chunk into a buffer (:mod:`sphgpu._host_threads`) while the bus
     carries the chunk before from the other. CuPy's own copy from pageable memory ran at
     6.3-10.5 GB/s on the GPU machines (an nside 2048 map: 38-64 ms), the bus from page-locked
-    memory at about 54 GB/s (README, *Performance*).
+    memory at about 54 GB/s (docs/performance.rst).
     """
     if SIMULATOR:
         return np.asarray(a)

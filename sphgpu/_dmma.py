@@ -6,9 +6,8 @@ g = L // 4 and t = L % 4 for lane L):
     lane L holds A[g, t] and A[g + 8, t] (a0, a1), B[t, g] (b), and
     D[g, 2t], D[g, 2t + 1], D[g + 8, 2t], D[g + 8, 2t + 1] (d0..d3).
 
-Measured on an H200 with 16 warps a multiprocessor (benchmarks/results/runs/dmma_shapes_h200.json;
-README, *Performance*, "Batches"): m8n8k4 30 TFLOP/s, m16n8k4 56, m16n8k8 60, m16n8k16 63. The
-m16n8 shapes are new in sm_90; m8n8k4 runs at half their rate there.
+The m16n8 shapes are new in sm_90, and m8n8k4 runs at about half their rate there
+(benchmarks/results/dmma_shapes_h200.json), hence m16n8k4.
 
 Numba has no tensor-core intrinsic, so the instruction comes from a few lines of CUDA C++ linked
 into the kernel (Numba's foreign-function interface; with nvJitLink the link is link-time

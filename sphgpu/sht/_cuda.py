@@ -37,10 +37,9 @@ __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_devic
            "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
-#: maps sharing one Legendre recurrence in alm2leg, for lmax >= LARGE_LMAX and below: at nside
-#: 2048 on an H100 a map took 8.62, 7.89, 7.35 and 7.88 ms with 2, 3, 4 and 6 a launch
-#: (benchmarks/profile_batch.py), but at nside 1024 a batch of 16 took 5.96 ms a map with 4
-#: against 2.47 ms with 2 (the Monte Carlo: 94 against 143 simulations a second)
+#: maps sharing one Legendre recurrence in alm2leg, for lmax >= LARGE_LMAX and below: 4 was the
+#: fastest at nside 2048 and 2 at nside 1024, where 4 slowed a batch (and the Monte Carlo) down
+#: (benchmarks/probes/profile_batch.py; docs/notes/2026-11-27-legendre-kernels.rst)
 MAPS_PER_LAUNCH = 4
 MAPS_PER_LAUNCH_BELOW = 2
 LARGE_LMAX = 4096
@@ -88,7 +87,7 @@ def _bluestein_length(nphi):
     """The FFT length of each ring's Bluestein convolution: the smallest 2**a (or, from
     SMOOTH_MIN_LENGTH, 3 * 2**a) that is >= 2n - 1 and >= MIN_FFT_LENGTH. cuFFT is as quick on
     3 * 2**a as on powers of two, and the extra lengths cut the padding of the long rings
-    (measured: README, *Performance*)."""
+    (measured: docs/performance.rst)."""
     need = np.maximum(2 * np.asarray(nphi, dtype=np.int64) - 1, MIN_FFT_LENGTH)
     p2 = 1 << np.ceil(np.log2(need)).astype(np.int64)
     p3 = 3 << np.maximum(np.ceil(np.log2(need / 3.0)), 0).astype(np.int64)
@@ -235,9 +234,9 @@ class _Resampler:
 
 
 #: the longest rows of the oversampled grid's FFTs: a grid of N points goes as S rows (phases) of
-#: M = N / S <= GRID_ROW points, S as small as that allows. On an H200, cuFFT took 0.59 ms for
-#: 2048 rows of 16384 points (the grid at lmax 4096 in one row a pair), 0.40 for 4096 rows of
-#: 8192 and 0.27 for 8192 rows of 4096 (runs/fft_lengths_h200.txt)
+#: M = N / S <= GRID_ROW points, S as small as that allows: cuFFT transforms rows of this
+#: length in one pass, and longer rows took longer for the same grid
+#: (benchmarks/results/fft_lengths_h200.txt)
 GRID_ROW = 4096
 
 
@@ -338,24 +337,21 @@ LAUNCH = {"alm2leg": (K.ALM2LEG_THREADS, K.ALM2LEG_PAIRS),
 #: what the autotuner tries: (threads, pairs), and for leg2alm optionally its chunk length
 #: (default: the longest whose sums fit in 48 KiB of shared memory). Few candidates, because
 #: each is a kernel compiled on the first call in a new process (the disk cache serves later
-#: processes): those within 4 % of the best in the measurements of README, *Performance*
-#: ("Launch shapes"), and leg2alm's chunk of 12, which lets 8 blocks share a multiprocessor
-#: instead of 6 (7 % faster at nside 2048 on the H100, 2 % slower at nside 1024); that chunk
-#: again with each m over 2 blocks (the fifth entry; 255 registers, the most a thread may have,
-#: is no limit): 11.1 ms a map at nside 2048 against 11.6 for 2 maps a launch on an H200.
-#: alm2leg's (64, 4) is for the 2058 Fejer ring pairs of lmax 4096 (theta resampling): 5.41 ms
-#: against 5.59 for (128, 4) and 6.39-6.45 for the others, one map on an H200
-#: (benchmarks/results/runs/fejer_launch_shapes_h200.json).
+#: processes): the shapes near the best in the launch-shape sweeps, and leg2alm's chunk of 12,
+#: which lets 8 blocks share a multiprocessor instead of 6 (faster at nside 2048, not at 1024);
+#: that chunk again with each m over 2 blocks (the fifth entry; 255 registers, the most a thread
+#: may have, is no limit), the fastest for 2 maps a launch. alm2leg's (64, 4) is for the Fejer
+#: ring pairs of lmax 4096 (theta resampling), where it was the fastest
+#: (benchmarks/results/fejer_launch_shapes_h200.json; benchmarks/probes/profile_leg2alm.py).
 CANDIDATES = {"alm2leg": [(128, 4), (64, 8), (128, 8), (64, 4)],
               "leg2alm": [(32, 8), (64, 8), (32, 8, 12), (32, 8, 12, 255, 2)]}
 #: what the autotuner tries instead for launches of one map: leg2alm with a register limit of
 #: 168 (after the chunk of 16), at which 12 warps fit on a multiprocessor instead of 8; it was
-#: faster than every unlimited shape at nside 512-2048 (README, *Performance*, "Launch
-#: shapes"), and at 2 maps a launch the same limit spills (2.8x slower). The fifth entry
-#: splits each m over 4 or 2 blocks: with one block per m, the blocks of the smallest m (the
-#: most work) ran on after the rest; split, nside 2048 took 13.4 ms instead of 14.1-14.3 on an
-#: H200, and 0.45 instead of 0.59-0.63 at nside 512 (64 threads a block, or 6 or more blocks
-#: per m, were slower)
+#: faster than every unlimited shape at nside 512-2048, and at 2 maps a launch the same limit
+#: spills. The fifth entry splits each m over 4 or 2 blocks: with one block per m, the blocks
+#: of the smallest m (the most work) ran on after the rest (64 threads a block, or 6 or more
+#: blocks per m, were slower). Measured with benchmarks/probes/profile_leg2alm.py; see
+#: docs/notes/2026-11-27-legendre-kernels.rst
 ONE_MAP_CANDIDATES = {"leg2alm": [(32, 8, 16, 168, 4), (32, 8, 16, 168, 2)]}
 #: maps of one tensor-core alm2leg launch (:func:`_cuda_kernels.alm2leg_mma_kernel`), largest
 #: first: a batch goes in groups of these, each group by whichever of CANDIDATES and
@@ -364,12 +360,10 @@ ONE_MAP_CANDIDATES = {"leg2alm": [(32, 8, 16, 168, 4), (32, 8, 16, 168, 2)]}
 MMA_MAPS = (16, 8, 4)
 #: the tensor-core kernels' launch shapes: ("mma", warps a block[, register limit]); leg2alm's
 #: takes _cuda_kernels.LEG2ALM_MMA_MAPS maps a launch. leg2alm at 128 registers fits 16 warps
-#: on a multiprocessor instead of 8 (the compiler's choice is 254 registers): 8 warps a block at
-#: 128 took 6.1 ms a map at nside 2048 against 7.5-7.7 for 4 warps unlimited, on an H200 and an
-#: H100 (16 warps at 128: 6.1-6.2; other limits slower; at nside 1024 0.84 against 1.03 ms), so
-#: it is leg2alm's one tensor-core candidate (a tuning cache that holds the old 4-warp pick is
-#: measured again); alm2leg, slower at every limit tried, has none (README, *Performance*,
-#: "Batches")
+#: on a multiprocessor instead of 8 (the compiler's choice is 254 registers); 8 warps a block at
+#: 128 was the fastest shape at nside 1024 and 2048 on both GPU kinds, so it is leg2alm's one
+#: tensor-core candidate (a tuning cache that holds the old 4-warp pick is measured again);
+#: alm2leg, slower at every limit tried, has none (benchmarks/probes/profile_leg2alm_mma.py)
 MMA_CANDIDATES = {"alm2leg": [("mma", 4), ("mma", 8)], "leg2alm": [("mma", 8, 128)]}
 
 
@@ -409,9 +403,9 @@ def _launch(pl, name=None, nmaps=1):
     size, kernel and maps a launch by trying its candidates (:func:`_candidates`) on the plan
     itself, then kept in the tuning cache (:mod:`sphgpu._tuning`, file sht_launch.json). Each
     kernel is tuned when first needed, so an alm2map compiles no leg2alm variant. Maps a
-    launch count because they change the registers and shared memory of a block: on an H100 at
-    nside 2048, leg2alm's chunk of 12 (CANDIDATES) was 7 % faster with 2 maps a launch and
-    slower with 1, and its register limit of 168 (ONE_MAP_CANDIDATES) pays with 1 only.
+    launch count because they change the registers and shared memory of a block: leg2alm's
+    chunk of 12 (CANDIDATES) paid with 2 maps a launch but not with 1, and its register limit
+    of 168 (ONE_MAP_CANDIDATES) with 1 only.
     ``SPHGPU_AUTOTUNE=0`` keeps the defaults."""
     if name is None:
         return {k: _launch(pl, k) for k in CANDIDATES}
@@ -508,7 +502,7 @@ def _alm2leg(alm, pl, xp, orders=None):
     args = _legendre_args(pl, mvals, astart)
     # maps share one recurrence a few at a time, the last launch taking the rest; below
     # LARGE_LMAX the rows of a polarized batch go three at a time, one launch for 3 rows
-    # being faster than 2 + 1 there (README, *Polarization*). Where the autotuner runs, groups
+    # being faster than 2 + 1 there (docs/performance.rst, Polarization). Where the autotuner runs, groups
     # of MMA_MAPS maps may go to the tensor-core kernel instead.
     if pl.lmax >= LARGE_LMAX:
         per = MAPS_PER_LAUNCH

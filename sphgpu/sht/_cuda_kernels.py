@@ -41,7 +41,7 @@ __all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", 
            "LEG2ALM_MMA_MAPS", "RING_THREADS"]
 
 # default launch shapes (used where the autotuner is off): the fastest of its candidates
-# (_cuda.CANDIDATES; measured in README, *Performance*, "Launch shapes")
+# (_cuda.CANDIDATES; measured in docs/notes/2026-11-27-legendre-kernels.rst)
 ALM2LEG_THREADS = 128      # threads per block in alm2leg; also the l chunk held in shared memory
 ALM2LEG_PAIRS = 4          # ring pairs per thread in alm2leg (register blocking)
 LEG2ALM_THREADS = 32       # threads per block in leg2alm
@@ -139,7 +139,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
     """Legendre step for ``nmaps`` maps at once (the recurrence is shared by the maps).
 
     ``max_registers``: the register limit given to the compiler (None: its default, which
-    measured faster than a limit of 255 on sm_90: README, *Performance*, "Launch shapes").
+    measured faster than a limit of 255 on sm_90: docs/notes/2026-11-27-legendre-kernels.rst).
 
     Launch: grid (ceil(npairs / (threads * pairs)), nm), block ``threads`` (even);
     blockIdx.y is the column of order m = mvals[column]; thread t of block b owns the ``pairs``
@@ -281,7 +281,7 @@ def alm2leg_kernel(nmaps: int, threads: int = ALM2LEG_THREADS, pairs: int = ALM2
                         # every pair of this thread is below 2**-HALF_BITS: its sums would be
                         # zeroed at the check that finds k = 0, so only the recurrence runs
                         # (2 FP64 instructions a step, not 2 + 2K, in warps made only of such
-                        # threads; about 1 % of the kernel's time at nside 2048, README)
+                        # threads; about 1 % of the kernel's time at nside 2048; docs/notes)
                         j = u64(boff + g0)
                         for q in range(G):
                             a = sa[j + u64(q)]
@@ -376,7 +376,7 @@ def alm2leg_mma_kernel(nmaps: int, warps: int = 4):
     the warp then reads them back as A fragments of its two tiles (:mod:`sphgpu._dmma`) and
     feeds them to the tensor cores: one m16n8k4 product per tile, parity and group of 4 maps.
     The values are made once per launch and serve every map: 2 FP64 instructions a ring pair
-    and l, against 2 + 2 nmaps in :func:`alm2leg_kernel` (README, *Performance*, "Batches").
+    and l, against 2 + 2 nmaps in :func:`alm2leg_kernel` (docs/notes/2026-11-27-legendre-kernels.rst).
 
     Launch: grid (ceil(npairs / (32 * warps)), nm), block 32 * warps; lane L of warp w of
     block b owns ring pair 32 * (b * warps + w) + L - shift (:func:`_tile_shift`). Arguments as
@@ -555,7 +555,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     takes less shared memory a block, so more blocks fit on a multiprocessor.
     ``max_registers``: the compiler's register limit (None: its own choice; ignored by the
     simulator). One map at 168 registers (the compiler takes 201) fits 12 warps on a
-    multiprocessor instead of 8 without spilling (README, *Performance*, "Launch shapes").
+    multiprocessor instead of 8 without spilling (docs/notes/2026-11-27-legendre-kernels.rst).
     ``split``: blocks per m (the launch grid's x size); block x takes every ``split``-th group
     of ring pairs from x on, and the blocks of one m add into the same a_lm. One block per m
     leaves the last multiprocessors running the few blocks of the smallest m (the most work)
@@ -795,8 +795,8 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
     as :func:`leg2alm_kernel` with nmaps = 8. Every 16 l each warp writes its sums to its slice
     of a shared buffer, and after one barrier the block adds the slices up and, times s_l, into
     a_lm (global atomics); two buffers alternate. (Warps
-    adding into one slice with shared-memory atomics took 19.6 ms a map at nside 2048 on an
-    H200, the slices 9.4 ms: README, *Performance*, "Batches".) A slice's rows (one l each)
+    adding into one slice with shared-memory atomics were about twice as slow:
+    docs/notes/2026-11-27-legendre-kernels.rst.) A slice's rows (one l each)
     are NC + 1 doubles apart, so that the 4 lanes that write one D element each of 4 l
     (fragment columns c) hit different banks: with NC apart they hit one bank, and the stores
     took half of the kernel's shared-memory wavefronts (Nsight Compute on an H200).

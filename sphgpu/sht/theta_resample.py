@@ -44,7 +44,7 @@ BETA_PER_W = 2.30
 #: resample only where the grid has this many times more rings than the Fejer rings it needs
 #: (HEALPix at lmax = 2 nside: about 2x), and from this band limit up: at nside 1024, lmax 2048
 #: the resampling cost what it saved (one H100: 2.91 / 4.01 ms against 2.87 / 3.87 ms direct), at
-#: nside 2048, lmax 4096 it saved 2.0 ms each way (README, *Performance*)
+#: nside 2048, lmax 4096 it saved 2.0 ms each way (docs/performance.rst)
 MIN_RING_RATIO = 1.5
 MIN_LMAX = 3072
 
