@@ -364,7 +364,7 @@ def _kernel_split_panel(page, panel):
             (_dropdown(panel, "nside", "16"), ("image", "numbers"))]:
         shown.move(action, changes)
         one_plan()
-        if "measured on" in shown.numbers():          # after Run: rounds and their spread
+        if "measured speedup over all harmonic" in shown.numbers():   # after Run: rounds
             assert "pair" in _row(shown.numbers(), "measured speedup over all harmonic")
     assert "predicted" in shown.numbers()
     # Optimize again on the optimizer's own plan says so, not only in its progress label
