@@ -24,10 +24,12 @@ from .coupling import SPECTRA, Coupling, _spins
 
 __all__ = ["Workspace", "decouple", "COND_MAX"]
 
-#: largest condition number of the binned coupling K accepted: beyond it the bandpowers carry
-#: errors of order COND_MAX * 1e-16 relative to the largest and mean "too much sky masked
-#: for these bins" (MASTER on a 5% sky with 16-wide bins stays below 1e3)
-COND_MAX = 1e10
+#: largest condition number of the binned coupling K accepted: beyond it the inversion loses
+#: more than half of float64's digits (1e-8 of the largest bandpower), and it means "too much
+#: sky masked for bins this narrow". Measured at nside 32, lmax 80 (binary polar caps): a 7 %
+#: sky has 7 (spin 0) and 181 (spin 2) with 4-wide bins, 2.5e8 with single multipoles; a
+#: 0.5 % sky has 4.1 and 2.0e3 with 16-wide bins, 6.3e12 with single multipoles.
+COND_MAX = 1e8
 
 
 def _window(arg, name, n, pair_index):
