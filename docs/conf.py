@@ -10,14 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.abspath(".."))   # the checkout, when sphgpu is not installed
 
-import importlib.util  # noqa: E402
-
 import sphgpu  # noqa: E402
-
-# Modules being written on other branches: their API sections are built once they exist.
-for _name in ("io", "master"):
-    if importlib.util.find_spec(f"sphgpu.{_name}") is not None:
-        tags.add(f"sphgpu_{_name}")  # noqa: F821 (Sphinx provides tags to conf.py)
 
 project = "sphgpu"
 author = "the sphgpu developers"
@@ -61,7 +54,7 @@ def _show_verbatim(app, what, name, obj, options, lines):
         lines[:] = ["::", ""] + ["    " + line for line in _verbatim.pop(name)] + [""]
 
 
-_ABS = re.compile(r"(?<![`\\|])\|([A-Za-z_][\w.]*)\|(?![`|])")
+_ABS = re.compile(r"(?<![`\\|])\|(?=[^\s|`])([^|`\n]*?[^\s|`])\|(?![`|])")
 
 
 def _absolute_values(app, what, name, obj, options, lines):
