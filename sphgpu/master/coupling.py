@@ -127,8 +127,8 @@ class Coupling:
         The spin pair asked for, or "all".
     blocks : dict of str to ndarray, shape (lmax + 1, lmax + 1), float64
         The blocks (NumPy arrays; CuPy for device input on the GPU backend).
-    mask_cl : ndarray, shape (nw,), float64
-        The mask power spectrum W_L they were made from.
+    mask_cl : array, shape (nw,), float64
+        The mask power spectrum W_L they were made from (a device array if it was given so).
     nside : int or None
         The mask's nside when it was given as a map.
     """
@@ -166,12 +166,16 @@ class Coupling:
         xp = np if isinstance(next(iter(b.values())), np.ndarray) else _cupy()
         if key == (0, 0):
             return b["00"]
+
+        def grid(rows):                       # numpy.block, written with what CuPy also has
+            return xp.concatenate([xp.concatenate(r, axis=1) for r in rows], axis=0)
+
         if key in ((0, 2), (2, 0)):
             z = xp.zeros_like(b["02"])
-            return xp.block([[b["02"], z], [z, b["02"]]])
+            return grid([[b["02"], z], [z, b["02"]]])
         p, m = b["++"], b["--"]
         z = xp.zeros_like(p)
-        return xp.block([[p, z, z, m], [z, p, -m, z], [z, -m, p, z], [m, z, z, p]])
+        return grid([[p, z, z, m], [z, p, -m, z], [z, -m, p, z], [m, z, z, p]])
 
     def couple_cell(self, cl, spins=None):
         """The expected pseudo-spectra of true spectra: pseudo-C = M C.
@@ -299,6 +303,8 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
     wl = wl[:2 * lmax + 1]                    # L > 2 lmax never enters
     blocks = SPIN_PAIRS[key]
     module = backends.load("master", backend)
+    if is_cl and is_device_array(mask) and module.ACCEPTS_DEVICE_ARRAYS:
+        wl = mask[:2 * lmax + 1]              # device in, device out (checked on its host copy)
     kw = {} if method is None else {"method": method}
     if kw and not hasattr(module, "METHODS"):
         raise ValueError(f"method={method!r} is for the CPU backend; this call runs on "
