@@ -345,17 +345,26 @@ def _label(named, jackknife, first_randoms):
     return out, regions.n_regions, regions
 
 
-def _check_options(var_method, nreg, seed, normalization):
+def _check_options(var_method, nreg, seed, normalization, cross_patch_weight):
     check_normalization(normalization)
     if var_method is None:
-        return "jackknife" if nreg else None
+        var_method = "jackknife" if nreg else None
+    if var_method is None:
+        if cross_patch_weight is not None:
+            raise ValueError("cross_patch_weight was given without a covariance: pass "
+                             "jackknife= (regions) or var_method=")
+        return None
     cov_.check_var_method(var_method)
+    cov_.check_cross_patch_weight(cross_patch_weight, var_method)
     if var_method != "shot" and not nreg:
         raise ValueError(f"var_method={var_method!r} needs jackknife regions: pass jackknife= "
                          "(an int, a JackknifeRegions or 'labels')")
     if seed is not None and not isinstance(seed, (int, np.integer, np.random.Generator)):
         raise TypeError(f"seed must be an int, a numpy Generator or None, got "
                         f"{type(seed).__name__}")
+    if isinstance(seed, (int, np.integer)) and seed < 0:
+        raise ValueError(f"seed must be a non-negative integer (numpy's default_rng takes no "
+                         f"negative seed), got {seed}")
     return var_method
 
 
@@ -414,20 +423,21 @@ def _correlate(count, name, d1, r1, d2, r2, shared, *, normalization, mean_theta
 
 
 def _result(bins, name, terms, regions, present, normalization, var_method, seed,
-            num_bootstrap):
+            num_bootstrap, cross_patch_weight):
     dd, dr, rr, rd = terms
     w = est.combine(name, dd, dr, rr, rd=rd or None, normalization=normalization)
     res = CorrelationResult(bins=bins, theta=bins.centers, w=w, estimator=name, dd=dd, dr=dr,
                             rr=rr, rd=rd, normalization=normalization, regions=regions,
                             present=present, num_bootstrap=int(num_bootstrap))
     if var_method is not None:
-        res._set_covariance(var_method, seed, num_bootstrap)
+        res._set_covariance(var_method, seed, num_bootstrap, cross_patch_weight)
     return res
 
 
 def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
                         estimator="landy-szalay", jackknife=None, var_method=None, seed=None,
-                        num_bootstrap=cov_.NUM_BOOTSTRAP, normalization="pairs",
+                        num_bootstrap=cov_.NUM_BOOTSTRAP, cross_patch_weight=None,
+                        normalization="pairs",
                         mean_theta=True, precision=None, backend="auto",
                         max_device_bytes=None, progress=False):
     """The angular two-point correlation function w(theta): auto, or cross with ``data2``.
@@ -457,10 +467,15 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
     var_method : {None, "jackknife", "sample", "bootstrap", "marked_bootstrap", "shot"}
         How to estimate the covariance (TreeCorr's definitions, see
         :mod:`sphgpu.tpacf.covariance`); None: "jackknife" with regions, else no covariance.
-    seed : int, numpy Generator or None
+    seed : int (>= 0), numpy Generator or None
         Seed of the bootstrap draws: the same seed gives the same covariance.
     num_bootstrap : int
         Number of bootstrap draws.
+    cross_patch_weight : {None, "simple", "mean", "match", "geom"}
+        TreeCorr's weighting of the pairs between a selected and a deselected patch (None:
+        "simple", TreeCorr's default): "mean" and "match" for the jackknife, "mean" for
+        sample and marked bootstrap, "mean" and "geom" for the bootstrap (see
+        :mod:`sphgpu.tpacf.covariance`).
     normalization : {"pairs", "treecorr"}
         "pairs" (default) divides each count by its number of distinct pairs, n (n - 1) / 2
         for an auto count: the expected count of unclustered points, so w of a random catalog
@@ -501,7 +516,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
         raise ValueError("randoms2 was given without data2 (randoms2 are the second data set's)")
     _check_weight_sums(named)
     cats, nreg, regions = _label(named, jackknife, r1[0])
-    var_method = _check_options(var_method, nreg, seed, normalization)
+    var_method = _check_options(var_method, nreg, seed, normalization, cross_patch_weight)
     keys = list(cats)
     d1 = cats["data"]
     c_r1 = [cats[k] for k in keys if k.startswith("randoms") and not k.startswith("randoms2")]
@@ -515,13 +530,14 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
                        mean_theta=mean_theta)
     present = _present(cats.values(), nreg) if nreg else None
     return _result(bins, name, terms, regions, present, normalization, var_method, seed,
-                   num_bootstrap)
+                   num_bootstrap, cross_patch_weight)
 
 
 def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", jackknife=None,
                          var_method=None, seed=None, num_bootstrap=cov_.NUM_BOOTSTRAP,
-                         normalization="pairs", mean_theta=True, precision=None,
-                         backend="auto", max_device_bytes=None, progress=False):
+                         cross_patch_weight=None, normalization="pairs", mean_theta=True,
+                         precision=None, backend="auto", max_device_bytes=None,
+                         progress=False):
     """Every auto- and cross-correlation of k catalogs (tomographic bins) in one call.
 
     Each catalog is labelled and prepared once and each pair of catalogs counted once: DD of
@@ -539,7 +555,9 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
     jackknife : None, int, JackknifeRegions or "labels"
         As in :func:`angular_correlation`: the regions are shared by every catalog, so the
         results combine in :func:`joint_covariance`.
-    var_method, seed, num_bootstrap, normalization, mean_theta, precision, backend
+    var_method, seed, num_bootstrap, cross_patch_weight, normalization
+        As in :func:`angular_correlation`.
+    mean_theta, precision, backend
         As in :func:`angular_correlation`.
     max_device_bytes, progress
         As in :func:`angular_correlation`.
@@ -576,7 +594,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
     _check_weight_sums(named)
     first = named["randoms[0]" if per else "randoms"]
     cats, nreg, regions = _label(named, jackknife, first)
-    var_method = _check_options(var_method, nreg, seed, normalization)
+    var_method = _check_options(var_method, nreg, seed, normalization, cross_patch_weight)
     d = [cats[f"catalogs[{i}]"] for i in range(k)]
     r = [cats[f"randoms[{i}]"] for i in range(k)] if per else [cats["randoms"]] * k
     say = _tuning.print_progress if progress is True else (progress or None)
@@ -593,5 +611,5 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
                 terms = _correlate(count, name, d[i], [r[i]], d[j], [r[j]], not per,
                                    normalization=normalization, mean_theta=mean_theta)
             out[(i, j)] = _result(bins, name, terms, regions, present, normalization,
-                                  var_method, seed, num_bootstrap)
+                                  var_method, seed, num_bootstrap, cross_patch_weight)
     return out

@@ -19,12 +19,16 @@ TreeCorr does), so catalogs of any sizes combine:
   equal sizes it equals the pooled Landy-Szalay.
 
 Every function also takes ``leave_one_out=True`` and then returns one w per jackknife region,
-(n_regions, nbins), from the leave-one-out normalised counts. Bins where RR is 0 give NaN.
+(n_regions, nbins), from the leave-one-out normalised counts. Bins where RR is 0 have no w: NaN,
+with a RuntimeWarning that names them (TreeCorr returns its un-normalised numerator there,
+DD - 2 DR + ..., in units of DD's pair count, which is not an estimate of w).
 :func:`combine` evaluates any estimator on any selection of patch pairs (the covariances of
 :mod:`sphgpu.tpacf.covariance`).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -149,7 +153,18 @@ def combine(name, dd, dr, rr, *, rd=None, select=None, normalization="pairs"):
             x = _normed(dr_, select, normalization, mean)
             y = x if rd_ is None else _normed(rd_, select, normalization, mean)
             w = (d - x - y + r) / r
-    return w[0] if select is None else w
+    if select is None:
+        w = w[0]
+        empty = r[0] == 0
+        if empty.any():
+            w[empty] = np.nan
+            b = dd_[0].bins
+            names = ", ".join(f"{k} [{b.edges[k]:g}, {b.edges[k + 1]:g}) {b.unit}"
+                              for k in np.flatnonzero(empty))
+            warnings.warn(f"no random pairs (RR = 0) in bin {names}: w is NaN there "
+                          "(undefined); widen those bins or use more randoms",
+                          RuntimeWarning, stacklevel=3)
+    return w
 
 
 def natural(dd, rr, *, leave_one_out=False, normalization="pairs"):
