@@ -325,6 +325,9 @@ class Catalog:
             names = None
         except ValueError:
             names, lines = first, lines[1:]
+        if not lines:
+            raise ValueError(f"{path} holds a header ({delimiter.join(names)}) but no rows: an "
+                             "empty catalog (a catalog needs at least one point)")
         table = np.loadtxt(lines, delimiter=delimiter, ndmin=2)
 
         def get(c):

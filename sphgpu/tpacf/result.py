@@ -12,12 +12,14 @@ counts).
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._atomic import atomic_write
 from .bins import AngularBins
 from .counts import _ADDITIVE, PairCounts
 from . import covariance as cov_
@@ -71,6 +73,9 @@ class CorrelationResult:
         Seed of a bootstrap covariance.
     num_bootstrap : int
         Draws of a bootstrap covariance.
+    cross_patch_weight : str
+        How ``covariance`` weighed pairs between selected and deselected patches
+        (:mod:`sphgpu.tpacf.covariance`).
     """
 
     bins: AngularBins
@@ -90,6 +95,7 @@ class CorrelationResult:
     present: np.ndarray | None = field(default=None, repr=False)
     seed: int | None = None
     num_bootstrap: int = cov_.NUM_BOOTSTRAP
+    cross_patch_weight: str = "simple"
 
     # --- derived ------------------------------------------------------------------------------
     @property
@@ -114,16 +120,20 @@ class CorrelationResult:
         """Whether this is a cross-correlation of two data sets."""
         return bool(self.rd)
 
-    def estimate_cov(self, var_method, *, seed=None, num_bootstrap=cov_.NUM_BOOTSTRAP):
+    def estimate_cov(self, var_method, *, seed=None, num_bootstrap=cov_.NUM_BOOTSTRAP,
+                     cross_patch_weight=None):
         """The covariance of w by another method, from the same counts.
 
         Parameters
         ----------
         var_method : {"jackknife", "sample", "bootstrap", "marked_bootstrap", "shot"}
         seed : int or None
-            Seed of the bootstrap draws.
+            Seed of the bootstrap draws (>= 0).
         num_bootstrap : int
             Number of bootstrap draws.
+        cross_patch_weight : {None, "simple", "mean", "match", "geom"}
+            TreeCorr's weighting of pairs between selected and deselected patches (None:
+            "simple"; :mod:`sphgpu.tpacf.covariance` says which method takes which).
 
         Returns
         -------
@@ -132,12 +142,16 @@ class CorrelationResult:
         Raises
         ------
         ValueError
-            For an unknown method, or a patch method without regions (or fewer than 2).
+            For an unknown method, or a patch method without regions (or fewer than 2), a
+            cross_patch_weight the method does not define, a negative seed.
         """
-        return cov_.covariance([self], var_method, seed=seed, num_bootstrap=num_bootstrap)[0]
+        return cov_.covariance([self], var_method, seed=seed, num_bootstrap=num_bootstrap,
+                               cross_patch_weight=cross_patch_weight)[0]
 
-    def _set_covariance(self, var_method, seed, num_bootstrap):
-        c, rows = cov_.covariance([self], var_method, seed=seed, num_bootstrap=num_bootstrap)
+    def _set_covariance(self, var_method, seed, num_bootstrap, cross_patch_weight=None):
+        c, rows = cov_.covariance([self], var_method, seed=seed, num_bootstrap=num_bootstrap,
+                                  cross_patch_weight=cross_patch_weight)
+        self.cross_patch_weight = cov_.check_cross_patch_weight(cross_patch_weight, var_method)
         self.var_method, self.covariance = var_method, c
         self.sigma = np.sqrt(np.diag(c))
         self.seed, self.num_bootstrap = seed, int(num_bootstrap)
@@ -160,7 +174,8 @@ class CorrelationResult:
         meta = {"format": _FORMAT, "version": 1, "estimator": self.estimator,
                 "normalization": self.normalization, "var_method": self.var_method,
                 "seed": None if seed is None else int(seed),
-                "num_bootstrap": int(self.num_bootstrap), "unit": self.bins.unit,
+                "num_bootstrap": int(self.num_bootstrap),
+                "cross_patch_weight": self.cross_patch_weight, "unit": self.bins.unit,
                 "spacing": self.bins.spacing, "terms": {}}
         arrays = {"bins_edges": np.asarray(self.bins.edges)}
         for name in _RESULT_ARRAYS:
@@ -177,8 +192,26 @@ class CorrelationResult:
 
     @classmethod
     def _from_state(cls, meta, arrays):
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"not a {_FORMAT} file (format {meta.get('format')!r})")
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise _Damaged(f"its header is not a {_FORMAT} state (format {got!r})")
+        for key in ("unit", "spacing", "terms", "estimator", "normalization", "var_method",
+                    "seed", "num_bootstrap"):
+            if key not in meta:
+                raise _Damaged(f"its header lacks {key!r}")
+        if not isinstance(meta["terms"], dict) or "dd" not in meta["terms"]:
+            raise _Damaged("its header lists no DD counts")
+        for key in ("bins_edges", "theta", "w"):
+            if key not in arrays:
+                raise _Damaged(f"the array {key!r} is missing")
+        nb = np.asarray(arrays["bins_edges"]).size - 1
+        for key in ("theta", "w", "sigma"):
+            if key in arrays and np.shape(arrays[key]) != (nb,):
+                raise _Damaged(f"the array {key!r} has shape {np.shape(arrays[key])}, not "
+                               f"({nb},) as the bins")
+        if "covariance" in arrays and np.shape(arrays["covariance"]) != (nb, nb):
+            raise _Damaged(f"the covariance has shape {np.shape(arrays['covariance'])}, not "
+                           f"({nb}, {nb})")
         bins = AngularBins(arrays["bins_edges"], meta["unit"], spacing=meta["spacing"])
         terms = {}
         for key, scalars in meta["terms"].items():
@@ -197,7 +230,8 @@ class CorrelationResult:
                    covariance=arrays.get("covariance"), sigma=arrays.get("sigma"),
                    w_jackknife=arrays.get("w_jackknife"),
                    present=None if present is None else present.astype(bool),
-                   seed=meta["seed"], num_bootstrap=meta["num_bootstrap"])
+                   seed=meta["seed"], num_bootstrap=meta["num_bootstrap"],
+                   cross_patch_weight=meta.get("cross_patch_weight", "simple"))
 
     def _table(self):
         """Columns for people: name -> (nbins,) array."""
@@ -212,22 +246,30 @@ class CorrelationResult:
     def write(self, path):
         """Save the result: FITS for ``.fits``/``.fit``/``.fits.gz``, ASCII otherwise.
 
+        The file is written whole or not at all (:func:`sphgpu._atomic.atomic_write`): a
+        write that fails part-way (a full disk) leaves the previous file as it was, and a
+        reader beside the writer sees the old file or the new one.
+
         Parameters
         ----------
         path : str or os.PathLike
-            The file (overwritten).
+            The file (replaced).
 
         Raises
         ------
         ImportError
             For FITS without astropy.
+        OSError
+            When the file cannot be written (the previous one is kept).
         """
         path = _path(path)
         meta, arrays = self._state()
-        if _is_fits(path):
-            _write_fits(path, meta, arrays, self._table())
-        else:
-            _write_ascii(path, meta, arrays, self._table(), self.bins.unit)
+        with atomic_write(path, name="path") as tmp:
+            if _is_fits(path):
+                _write_fits(tmp, meta, arrays, self._table(),
+                            gz=path.lower().endswith(".gz"))
+            else:
+                _write_ascii(tmp, meta, arrays, self._table(), self.bins.unit)
 
     @classmethod
     def read(cls, path):
@@ -245,11 +287,28 @@ class CorrelationResult:
         Raises
         ------
         ValueError
-            If the file is not a saved CorrelationResult.
+            If the file is not a whole saved CorrelationResult (truncated, damaged, another
+            file): the message names the file and the format.
+        FileNotFoundError
+            If there is no such file.
         """
         path = _path(path)
-        meta, arrays = _read_fits(path) if _is_fits(path) else _read_ascii(path)
-        return cls._from_state(meta, arrays)
+        fits = _is_fits(path)
+        kind = "FITS" if fits else "ASCII"
+        what = f"{path} is not a saved CorrelationResult {kind} file, or is damaged"
+        try:
+            meta, arrays = _read_fits(path) if fits else _read_ascii(path)
+            return cls._from_state(meta, arrays)
+        except _Damaged as exc:
+            raise ValueError(f"{what}: {exc}") from None
+        except (OSError, EOFError) as exc:
+            if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
+                raise
+            raise ValueError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            # anything else a damaged file raises inside astropy, json or numpy (JSON and
+            # Unicode errors are ValueErrors)
+            raise ValueError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
     # --- plot ---------------------------------------------------------------------------------
     def plot(self, ax=None, **errorbar):
@@ -284,7 +343,7 @@ class CorrelationResult:
 
 
 def joint_covariance(results, var_method="jackknife", *, seed=None,
-                     num_bootstrap=cov_.NUM_BOOTSTRAP):
+                     num_bootstrap=cov_.NUM_BOOTSTRAP, cross_patch_weight=None):
     """The joint covariance of several correlation functions (TreeCorr's
     ``estimate_multi_cov``), from their counts.
 
@@ -299,6 +358,8 @@ def joint_covariance(results, var_method="jackknife", *, seed=None,
         Seed of the bootstrap draws (the same seed repeats the covariance exactly).
     num_bootstrap : int
         Number of bootstrap draws.
+    cross_patch_weight : {None, "simple", "mean", "match", "geom"}
+        As in :meth:`CorrelationResult.estimate_cov`.
 
     Returns
     -------
@@ -316,8 +377,8 @@ def joint_covariance(results, var_method="jackknife", *, seed=None,
     if not isinstance(results, (list, tuple)) or not results or \
             not all(isinstance(r, CorrelationResult) for r in results):
         raise TypeError("results must be a non-empty list of CorrelationResult")
-    return cov_.covariance(list(results), var_method, seed=seed,
-                           num_bootstrap=num_bootstrap)[0]
+    return cov_.covariance(list(results), var_method, seed=seed, num_bootstrap=num_bootstrap,
+                           cross_patch_weight=cross_patch_weight)[0]
 
 
 def _is_fits(path):
@@ -333,7 +394,11 @@ def _astropy_fits():
     return fits
 
 
-def _write_fits(path, meta, arrays, table):
+class _Damaged(Exception):
+    """A file that does not hold a whole saved result (the reason; read() names the file)."""
+
+
+def _write_fits(path, meta, arrays, table, gz=False):
     fits = _astropy_fits()
     primary = fits.PrimaryHDU()
     primary.header["SPHGPU"] = json.dumps(meta)          # long strings: CONTINUE cards
@@ -346,18 +411,28 @@ def _write_fits(path, meta, arrays, table):
         hdu.header["SPHNAME"] = name
         hdu.header["SPHBOOL"] = arrays[name].dtype == bool
         hdus.append(hdu)
-    fits.HDUList(hdus).writeto(path, overwrite=True)
+    if gz:     # astropy compresses by the file name's suffix, which a temporary file lacks
+        with gzip.open(path, "wb") as f:
+            fits.HDUList(hdus).writeto(f)
+    else:      # the temporary file exists (empty): astropy needs overwrite
+        fits.HDUList(hdus).writeto(path, overwrite=True)
 
 
 def _read_fits(path):
     fits = _astropy_fits()
     with fits.open(path, memmap=False) as f:
         if "SPHGPU" not in f[0].header:
-            raise ValueError(f"{path} is not a saved CorrelationResult (no SPHGPU card)")
-        meta = json.loads(f[0].header["SPHGPU"])
+            raise _Damaged("no SPHGPU card in its primary header (not written by "
+                           "CorrelationResult.write)")
+        try:
+            meta = json.loads(f[0].header["SPHGPU"])
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise _Damaged(f"its SPHGPU card is not valid JSON ({exc})") from None
         arrays = {}
         for hdu in f[1:]:
             if "SPHNAME" in hdu.header:
+                if hdu.data is None:
+                    raise _Damaged(f"the array {hdu.header['SPHNAME']!r} holds no data")
                 a = np.array(hdu.data)
                 a = a.astype(a.dtype.newbyteorder("="))        # FITS is big-endian
                 arrays[hdu.header["SPHNAME"]] = a.astype(bool) if hdu.header["SPHBOOL"] else a
@@ -380,13 +455,27 @@ def _write_ascii(path, meta, arrays, table, unit):
 
 
 def _read_ascii(path):
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("# state: "):
-                state = json.loads(line[len("# state: "):])
-                break
-        else:
-            raise ValueError(f"{path} is not a saved CorrelationResult (no '# state:' line)")
-    arrays = {k: np.array(v["data"], dtype=v["dtype"]).reshape(v["shape"])
-              for k, v in state["arrays"].items()}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("# state: "):
+                    state = json.loads(line[len("# state: "):])
+                    break
+            else:
+                raise _Damaged("no '# state:' line (not written by CorrelationResult.write, "
+                               "or cut short)")
+    except UnicodeDecodeError as exc:
+        raise _Damaged(f"it is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise _Damaged(f"its '# state:' line is not whole JSON ({exc.msg} at column "
+                       f"{exc.colno}; a truncated file?)") from None
+    if not isinstance(state, dict) or not isinstance(state.get("arrays"), dict) \
+            or "meta" not in state:
+        raise _Damaged("its '# state:' line lacks 'meta' or 'arrays'")
+    arrays = {}
+    for k, v in state["arrays"].items():
+        try:
+            arrays[k] = np.array(v["data"], dtype=v["dtype"]).reshape(v["shape"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _Damaged(f"the array {k!r} is damaged ({type(exc).__name__}: {exc})") from None
     return state["meta"], arrays
