@@ -213,7 +213,7 @@ def wigner3j(l: int, lp: int, spin: int = 0) -> tuple[int, np.ndarray]:
     Returns
     -------
     Lmin : int
-        |l - l'|.
+        abs(l - l').
     values : ndarray, shape (2 min(l, l') + 1,), float64
         The symbol at L = Lmin + i.
     """
