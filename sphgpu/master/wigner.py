@@ -13,7 +13,7 @@ It is run forward only, from f(|l - l'|) = 1, and the values are normalised at t
 sum_L (2L + 1) f(L)^2 = 1, which every sum below can use without storing the values. The signs
 are Condon-Shortley's (those of ducc0's ``wigner3j_int``): f(l + l') has the sign of (-1)^(l-l').
 Measured against ducc0's two-sided Schulten-Gordon values, forward-only recursion agrees to
-1.2e-14 of the largest |f| up to l, l' = 6000 (tests/master/test_wigner.py checks 5e-13 up to
+1.2e-14 of the largest |f| up to l, l' = 6000 (tests/master/test_wigner.py checks 1e-13 up to
 2000): for |s| <= 2 the classically forbidden ends of the L range, where one-sided recursion
 loses digits, are only a few multipoles wide. Values are rescaled by 2**-600 (exactly) when they
 pass 2**600 so nothing overflows.
