@@ -83,10 +83,16 @@ def _count_group(catalog, bins, n_regions, backend, *others):
 _SENT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _send_catalogs(client, items):
-    """Futures of the Catalogs of ``items`` ((catalog, workers, broadcast) each) on those
-    workers (all of them if broadcast): sent now, or found on the cluster when the client's
-    previous call sent the same object the same way and it is still held there."""
+def _send_catalogs(client, items, resources=None):
+    """Futures of the Catalogs of ``items`` ((catalog, workers, shared) each): sent now, or
+    found on the cluster when the client's previous call sent the same object the same way and
+    it is still held there. A catalog goes to one worker (the first of ``workers`` when
+    ``shared`` is False; tasks elsewhere fetch it from there), never by Dask's broadcast,
+    whose scheduler keeps retrying a worker that died meanwhile; a worker that died since
+    the workers were listed (the scheduler's ``KeyError`` naming it) or dies during the send
+    makes it go to another (:func:`sphgpu.distributed.cluster.scatter`)."""
+    from distributed.comm import CommClosedError
+
     try:
         before = _SENT.get(client, {})
     except TypeError:                      # a client-like object that takes no weak reference
@@ -96,8 +102,13 @@ def _send_catalogs(client, items):
         hit = now.get(id(cat)) or before.get(id(cat))
         if hit is None or hit[0]() is not cat or hit[1] != broadcast \
                 or hit[2].status != "finished":
-            # hash=False: equal catalogs scattered by two calls must not share one key
-            [f] = client.scatter([cat], workers=workers, broadcast=broadcast, hash=False)
+            try:
+                if broadcast:
+                    raise KeyError(None)       # any worker will do: cluster.scatter picks
+                # hash=False: equal catalogs scattered by two calls must not share one key
+                [f] = client.scatter([cat], workers=workers, hash=False)
+            except (KeyError, CommClosedError, OSError):
+                [f] = _cluster.scatter(client, [cat], resources)
             hit = (weakref.ref(cat), broadcast, f)
         now[id(cat)] = hit
         out.append(hit[2])
@@ -355,14 +366,21 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     with _cluster.one_view(client):                   # one question to the scheduler
         name, resources = _cluster.placement(client, backend)
         where = _eligible(client, resources)
-    # the data go to every worker; each random catalog to one worker, where it is counted
-    local = [(i, (c, [where[i % len(where)]], False)) for i, (c, r) in
+    # the data to one worker (the tasks elsewhere fetch a copy, which each worker keeps);
+    # each random catalog to one worker, where it is counted
+    local = [(i, (c, [where[i % len(where)]] if where else None, False)) for i, (c, r) in
              enumerate(zip(cats, remote)) if not r]
     if data is not None:
-        local.append((-1, (data, where, True)))
-    sent = dict(zip([i for i, _ in local], _send_catalogs(client, [x for _, x in local])))
-    rs = [o if r else sent[i] for i, (o, r) in enumerate(zip(others, remote))]
-    d = sent[-1] if data is not None else catalog
+        local.append((-1, (data, None, True)))
+
+    def send():
+        """Futures of every catalog (lost ones sent again): (data, [per catalog])."""
+        sent = dict(zip([i for i, _ in local],
+                        _send_catalogs(client, [x for _, x in local], resources)))
+        rs = [o if r else sent[i] for i, (o, r) in enumerate(zip(others, remote))]
+        return (sent[-1] if data is not None else catalog), rs
+
+    d, rs = send()
     # one task per worker, counting every random catalog that worker holds (catalogs still
     # being made on the workers are waited for: only then does the scheduler know where)
     from distributed import wait
@@ -373,18 +391,27 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     for i, r in enumerate(rs):
         at = sorted(holders.get(r.key, ()))
         groups.setdefault(at[0] if at else None, []).append(i)
-    futures, order = [], []
-    for w, idx in groups.items():
-        futures.append(client.submit(_count_group, d, bins, nreg, name, *[rs[i] for i in idx],
-                                     resources=resources, pure=False,
-                                     workers=None if w is None else [w],
-                                     allow_other_workers=w is not None))
-        order.append(idx)
-    if progress:
-        _cluster.show_progress(futures)
+    order = list(groups.items())
+
+    def build(todo):
+        """The tasks of the groups ``todo``; catalogs lost with a worker are sent again (a
+        catalog made on the workers cannot be: its group fails after the last attempt)."""
+        nonlocal d, rs
+        if any(f.status != "finished" for f in ([d] if _is_future(d) else []) + rs):
+            d, rs = send()
+        out = []
+        for g in todo:
+            w, idx = order[g]
+            alive = w is not None and w in client.scheduler_info()["workers"]
+            out.append([client.submit(_count_group, d, bins, nreg, name,
+                                      *[rs[i] for i in idx], resources=resources, pure=False,
+                                      workers=[w] if alive else None,
+                                      allow_other_workers=alive)])
+        return out
+
+    results = _run_items(client, len(order), build, progress=progress)
     out = [None] * len(rs)
-    # raises if a task failed for good: no partial result
-    for idx, counts in zip(order, client.gather(futures)):
+    for (_, idx), [counts] in zip(order, results):
         for i, c in zip(idx, counts):
             out[i] = c
     return out
