@@ -121,7 +121,7 @@ def test_alm2map_finishes_its_deferred_nan_check(rng):
     for pos in (0, 20, 44):
         bad = alm.copy()
         bad[pos] = complex(np.inf, 0.0)
-        with pytest.raises(ValueError, match="alm contains NaN or infinite values"):
+        with pytest.raises(ValueError, match="alms contains NaN or infinite values"):
             sphgpu.alm2map(bad, 4, 8, pol=False, backend="cuda")
     maps = sphgpu.alm2map(alm, 4, 8, pol=False, backend="cuda")
     assert maps.shape == (192,) and bool(cupy.isfinite(maps).all())

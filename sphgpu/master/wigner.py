@@ -46,7 +46,9 @@ BLOCKS = ("00", "02", "++", "--")
 _BIG = 2.0 ** 600          # rescaling threshold and factor: powers of two, so rescaling is exact
 _SMALL = 2.0 ** -600
 
-_jit = register_jitable(inline="always")
+# Numba-level inlining ("always") trips numba-cuda 0.30.4 (an assertion in its variable-deletion
+# pass, seen on an H200); LLVM inlines the plain device functions anyway
+_jit = register_jitable
 
 
 @_jit
