@@ -574,8 +574,8 @@ def _spectra_out(out, gather, single):
     return res[0] if single else res
 
 
-def anafast_many(maps, lmax=None, mmax=None, iter=3, *, nspec=None, geometry=None,
-                 backend="auto", client=None, maps_per_task=1, gather=True, progress=False):
+def anafast_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, nspec=None,
+                 backend="auto", client=None, maps_per_task=1, progress=False, gather=True):
     """Power spectra of many maps, each reduced on the worker that holds it: maps in (NumPy
     rows sent once each, or futures left on the workers), only the spectra come back.
 

@@ -36,14 +36,18 @@ def warmup(client=None, nside=None, lmax=None, *, backend="auto", steps=None, ba
     ----------
     client : distributed.Client, optional
         Default: the current Dask client.
-    nside, lmax, steps, batch, pol, **options
-        As in :func:`sphgpu.warmup` (``options``: e.g. ``sort_dtypes``). Checked here first,
-        so a bad argument is a clear error in this process, not one per worker.
+    nside, lmax
+        As in :func:`sphgpu.warmup`. All arguments are checked here first, so a bad one is a
+        clear error in this process, not one per worker.
     backend : {"auto", "cuda", "cpu", "reference"}
         The backend the later calls will use; picks the workers that run their tasks (the GPU
         workers for "auto" on a cluster that has them) and is what each of them warms.
+    steps, batch, pol
+        As in :func:`sphgpu.warmup`.
     once : bool
         Skip workers that already ran this same warm-up through ``client``.
+    **options
+        Passed to :func:`sphgpu.warmup` (e.g. ``sort_dtypes``).
 
     Returns
     -------
