@@ -11,9 +11,9 @@ Two wrappers only adapt what healpy leaves to global state:
 
 - ``synalm``/``synfast`` draw from NumPy's global ``RandomState`` (``seed=numpy.random.mtrand._rand``),
   the stream healpy's tests seed with ``numpy.random.seed``; sphgpu's own default is a fresh
-  ``Generator`` (see the README's Conventions).
+  ``Generator`` (see the conventions page (docs/conventions.rst)).
 
-Tests whose difference from healpy is documented in the README's Conventions are marked
+Tests whose difference from healpy is documented in the conventions page (docs/conventions.rst) are marked
 ``xfail(strict=True)`` with the reason (:data:`XFAIL`): they must keep failing, so a difference
 that disappears is noticed.
 """

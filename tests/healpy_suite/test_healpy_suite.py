@@ -13,7 +13,7 @@ Mechanism
    unpacked folder, with this folder on ``PYTHONPATH``: the plugin
    (:mod:`tests.healpy_suite.sphgpu_as_healpy`) replaces healpy's functions of the names sphgpu
    mirrors, in ``healpy`` and ``healpy.sphtfunc``, before healpy's test modules import, and
-   marks the tests whose difference the README's Conventions document ``xfail(strict=True)``.
+   marks the tests whose difference the conventions page (docs/conventions.rst) documents ``xfail(strict=True)``.
    A subprocess keeps the replacement out of this session's healpy, which other tests compare
    against.
 3. The subprocess must exit 0: every healpy test passes, or fails as documented.

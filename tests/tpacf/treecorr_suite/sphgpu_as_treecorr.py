@@ -23,7 +23,7 @@ import numpy as np
 
 CALLS = {"n": 0}
 #: "file::test" -> reason: TreeCorr tests whose difference from sphgpu is documented in the
-#: README's Conventions (xfail, strict). None at present.
+#: conventions page (docs/conventions.rst) (xfail, strict). None at present.
 XFAIL: dict[str, str] = {}
 
 
