@@ -165,6 +165,7 @@ TPACF_SCALE = load(r"tpacf_scale(_[a-z]+\d+)?\.json")
 CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
 MONTECARLO = load(r"montecarlo(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
+MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
 FIRST_CALL = load(r"first_call(_optimize_split)?(_[a-z]+\d+)?\.json")
 
 
@@ -364,6 +365,27 @@ def montecarlo_page() -> list[str]:
     return out
 
 
+def master_page() -> list[str]:
+    out = section("Bandpowers")
+    out += ["``benchmarks/master_coupling.py``: the public ``sphgpu.master.coupling_matrix`` of "
+            "a mask's power spectrum (W_L to 2 lmax) on the GPU, from NumPy (result downloaded) "
+            "and from CuPy (result left on the device), against ducc0's coupling matrices on "
+            "every host thread (as ``backend=\"cpu\"`` calls them), medians; \"all\" is the "
+            "four blocks 00, 02, ++, --. The first call in a fresh process is apart. Error: "
+            "largest relative difference from ducc0 in any row.", ""]
+    for r in MASTER:
+        out += [r.heading(""), ""]
+        rows = [[row["lmax"], row["blocks"], seconds(median(row, "sphgpu_cuda_numpy")),
+                 seconds(median(row, "sphgpu_cuda_device_arrays")),
+                 seconds(median(row, "ducc0_cpu")), times(row.get("speedup_vs_ducc0")),
+                 error(max((row.get("max_row_rel_err_vs_ducc0") or {}).values(), default=None)),
+                 seconds(row.get("first_call_fresh_process_s"))]
+                for row in r.data.get("rows", [])]
+        out += table(["lmax", "blocks", "sphgpu, NumPy", "sphgpu, CuPy", "ducc0",
+                      "NumPy / ducc0", "error", "first call"], rows)
+    return out
+
+
 def distributed_page() -> list[str]:
     out = section("Dask")
     out += ["``benchmarks/distributed_scaling.py``: ``sphgpu.distributed`` on 1, 2 and 4 GPU "
@@ -446,7 +468,7 @@ def render_page() -> str:
            "in the same process. Speedups are against that machine's own host, and hosts "
            "differ between machines of one GPU kind.", ""]
     for part in (sht_page, sort_page, tpacf_page, convolve_page, montecarlo_page,
-                 distributed_page, first_call_page):
+                 master_page, distributed_page, first_call_page):
         out += part()
     return "\n".join(out).rstrip() + "\n"
 
@@ -486,6 +508,11 @@ def _mc(r):
                  if row.get("nside") == 2048), None)
 
 
+def _master(r):
+    return next((row.get("speedup_vs_ducc0") for row in r.data.get("rows", [])
+                 if row.get("lmax") == 4096 and row.get("blocks") == "all"), None)
+
+
 def _dask(r):
     return next((row.get("efficiency_device") for row in get(r.data, "batch.rows", [])
                  if row.get("units") == 4), None)
@@ -512,6 +539,8 @@ STATUS = [
      TPACF, _tpacf, times, "Angular correlation functions"),
     ("Monte Carlo", "simulations a second at nside 2048 on one GPU", MONTECARLO, _mc,
      lambda x: f"{number(x)} /s", "Monte Carlo"),
+    ("Bandpowers", "coupling matrices (4 blocks), lmax 4096, NumPy: times ducc0", MASTER,
+     _master, times, "Bandpowers"),
     ("Dask", "16 alm2map at nside 2048 on 4 GPUs: parallel efficiency", DISTRIBUTED, _dask,
      number, "Dask"),
     ("First call", "alm2map at nside 2048 in a new process, warm caches (median)",
