@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from .._atomic import atomic_write
+
 __all__ = ["Timing", "Ratio", "ratio", "time_call", "time_interleaved", "machine_info", "run_sizes"]
 
 
@@ -296,7 +298,7 @@ def run_sizes(sizes, bench, info, path, **extra):
         row = bench(size)
         row["gpu"], row["cpu_count"] = info.get("gpu"), info["cpu_count"]
         results.append(row)
-        with open(path, "w") as f:
+        with atomic_write(path) as tmp, open(tmp, "w") as f:    # a killed run keeps the last
             json.dump({"machine": info, **extra, "results": results,
                        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}, f,
                       indent=1)
