@@ -308,7 +308,10 @@ def _ud_grade_nest(xp, m, nside_in, nside_out, pess, power, dtype):
     children = (nside_in // nside_out) ** 2
     mr = m.reshape(-1, children)
     good = ~(_is_bad(xp, mr) | ~xp.isfinite(mr))
-    out = xp.sum(mr * good, axis=1).astype(type_out)
+    # healpy sums ``mr * good``, which makes a NaN or infinite child's parent NaN although its
+    # goods exclude them; zeroing bad children instead gives healpy's intended mean and the same
+    # bits wherever the children are finite
+    out = xp.sum(xp.where(good, mr, 0), axis=1).astype(type_out)
     nhit = good.sum(axis=1)
     bad_out = nhit != children if pess else nhit == 0
     if power:
@@ -326,8 +329,10 @@ def ud_grade(map_in, nside_out, pess=False, order_in="RING", order_out=None, pow
 
     Degrading sets each parent pixel to the mean of its children that are neither UNSEEN nor
     NaN/infinite (or UNSEEN if none is, or with ``pess`` if any is not); upgrading copies each
-    pixel to its children. Results equal healpy's bit for bit on NumPy arrays; on a GPU the sums
-    of a degrade run in another order (differences of a few ulp).
+    pixel to its children. Results equal healpy's bit for bit on NumPy arrays, except that a
+    NaN or infinite child is left out of its parent's mean as healpy's documentation says (healpy
+    1.20.1 returns NaN there); on a GPU the sums of a degrade run in another order (differences
+    of a few ulp).
 
     Parameters
     ----------
