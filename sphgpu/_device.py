@@ -98,9 +98,9 @@ def to_host(a):
     """A NumPy array of ``a`` (a copy from the device, or ``a`` itself).
 
     Large arrays are copied into page-locked memory from CuPy's pinned pool: the copy runs at
-    the bus's speed instead of a few GB/s through the driver's pageable staging (measured on the
-    H200 machine, see benchmarks/results/sht.json), and the pool reuses the buffer once the
-    returned array is dropped.
+    the bus's speed, several times that of the driver's pageable staging
+    (benchmarks/results/sht.json, "bus"), and the pool reuses the buffer once the returned
+    array is dropped.
     """
     if isinstance(a, np.ndarray):
         return a

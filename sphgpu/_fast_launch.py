@@ -4,19 +4,20 @@ transform, so the host must issue them faster than Numba's dispatcher does.
 
 Numba's dispatcher types every argument, wraps every array (a CuPy array becomes a Numba view,
 which also synchronizes the stream CuPy names in it) and builds a launch configuration at each
-call: about 45 us a launch on the H200 machine, and a 4-launch sort then spent 0.26 ms on the
-host against 0.18 ms on the GPU. Here the kernel is compiled once per kind of arguments
-(dtype, ndim; every array must be C-contiguous) and launched by ``cuLaunchKernel`` with the
-parameters flattened as Numba's kernel ABI lays them out (:func:`_slots`), packed by one
-``struct`` call into a buffer kept per kernel and thread (:class:`_Launcher`). CuPy arrays go
+call, so a small sort took longer to issue on the host than to run on the GPU
+(benchmarks/results/sort_check.json, "launch_paths_2e20"). Here the kernel is compiled once per
+kind of arguments (dtype, ndim; every array must be C-contiguous) and launched by
+``cuLaunchKernel`` with the parameters flattened as Numba's kernel ABI lays them out
+(:func:`_slots`), packed by one ``struct`` call into a buffer kept per kernel and thread
+(:class:`_Launcher`). CuPy arrays go
 in as they are. Where this Numba lacks the pieces (another version), the dispatcher
 launches as usual, with Numba views of the CuPy arrays. Under Numba's simulator (NumPy arrays)
 the dispatcher always launches. Launches through the dispatcher silence its low-occupancy
 warning ("Grid size N will likely result in GPU under-utilization"): the sort's small grids
 (the one-block digit scan, the few tiles of a small sort) are by design, and the warning,
 meant for a user's own kernels, would otherwise reach the user from inside sphgpu. The SHT's
-ring kernels took about 90 us each through the dispatcher on the H200 machine (their GPU
-time at nside 1024 is a few microseconds), and its ring step at nside 1024 was bound by it.
+ring kernels take longer to issue through the dispatcher than to run at nside 1024, so its
+ring step there was bound by it (docs/notes/2026-11-27-ring-step.rst).
 
 A kernel compiled here is also kept on disk (:mod:`sphgpu._kernel_cache`), and a later process
 loads its cubin through cuda.core without asking Numba: that skips Numba's compiler start-up,
@@ -122,11 +123,9 @@ class _Launcher:
     """One compiled kernel for one kind of arguments, launched by ``cuLaunchKernel`` (through
     CuPy's binding of it) with the parameters packed into a buffer made once per thread: the
     driver copies them at the call, so the buffer can be packed again for the next launch.
-    Host time of one histogram launch of the sort (7 arguments, 39 parameters): 13.6 us on an
-    H100 machine (4.6 of it the driver call, 4.8 reading the arrays' attributes) and 11.3 on
-    an H200 machine (2026-11-27). ``cuda.core.launch``, used before, converts each parameter
-    on its own; a whole PIC sort call issued in 133 us on one H100 machine through it and in
-    85 us on another through this (not the same machine: host speeds differ between them)."""
+    ``cuda.core.launch``, used before, converts each parameter on its own, which costs host
+    time on every launch (the host time of a sort's launches: benchmarks/results/sort_check.json,
+    "stages", host_issue_ms)."""
 
     def __init__(self, handle, kinds):
         self.handle = handle                 # the cuda.core Kernel (kept alive)

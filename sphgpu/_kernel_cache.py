@@ -3,9 +3,10 @@ compiler.
 
 Why: Numba's own disk cache (``cache=True``) saves the compilation, not the start-up. Before it
 loads the first cached kernel of a process, Numba builds its CUDA typing and target contexts,
-which imports and installs every lowering registry of numba-cuda. On the GPU machines that
-took 0.9-1.0 s of every first call (cProfile of fresh processes, H100, 2026-11-26), more than
-the call's own work. :mod:`sphgpu._fast_launch` needs only a kernel's cubin and entry name, so
+which imports and installs every lowering registry of numba-cuda: in a fresh process that costs
+more than the first call's own work (benchmarks/results/first_call.json,
+docs/notes/2026-11-26-first-calls.rst). :mod:`sphgpu._fast_launch` needs only a kernel's cubin
+and entry name, so
 it keeps both here after the first compilation and later processes load them through cuda.core.
 
 A cubin is valid only for the code that made it, so its file name hashes:

@@ -76,8 +76,8 @@ _BLOCK = 1 << 16
 def min_max(a) -> tuple[float, float]:
     """(minimum, maximum) of a real NumPy array as floats; NaN if ``a`` holds a NaN (as
     NumPy's). A large array is cut into one span a thread, each read once block by block
-    (:mod:`sphgpu._host_threads`): an nside 2048 map's check took 17-22 ms instead of 54-55 on
-    the 16-core host of an H200 machine (README, *Performance*). Device arrays are checked by
+    (:mod:`sphgpu._host_threads`): one thread alone reads a large map several times slower
+    than the host's memory allows. Device arrays are checked by
     :func:`count_outside` instead."""
     nthreads = _host_threads.count()
     if a.size < PARALLEL_MIN_ELEMENTS or nthreads == 1 or not a.flags.c_contiguous:
@@ -101,9 +101,8 @@ def min_max(a) -> tuple[float, float]:
 
 def count_outside(a, lower: float) -> int:
     """How many elements of a C-contiguous real CuPy array are NaN, infinite or <= ``lower``:
-    one pass over it and one wait for the GPU. (A minimum and a maximum took two of each, 0.26
-    ms for an nside 2048 map on an H200; CuPy's ReductionKernel, whose reduction to one value
-    runs in one block, took 39 ms on an H100.)"""
+    one pass over it and one wait for the GPU. (A minimum and a maximum take two of each;
+    CuPy's ReductionKernel reduces to one value in one block, which is slow on a whole map.)"""
     return int(_count_on_device(a, lower)[0])
 
 
@@ -263,8 +262,8 @@ def as_complex_array(name: str, a, *, allow_batch: bool = True, dtype=np.complex
     ``pending``: for a CuPy array, append to this list a callable that runs the NaN check (and
     raises, naming ``name``) instead of running it here (:func:`_finite_check_deferred`).
     alm2map calls it after it has queued the transform, whose first kernel then starts without
-    waiting for the check or for the host's work around it: they had left an H100 idle for
-    0.3-1.0 ms of a 10 ms call, and the count then runs beside the transform."""
+    waiting for the check or for the host's work around it, which would leave the GPU idle,
+    and the count then runs beside the transform."""
     if is_device_array(a):
         arr = a
     else:

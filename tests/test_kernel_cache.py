@@ -177,7 +177,7 @@ def test_a_new_process_loads_the_stored_cubin_without_compiling(cache_dir, monke
 
 def test_a_library_module_rebound_under_another_name_keeps_the_key(cache_dir, monkeypatch):
     """Numba binds ``numba.types`` to a module named numba.types before its compiler starts and
-    numba.core.types after: a kernel reading ``types`` must keep its key (it did not on an H100,
+    numba.core.types after: a kernel reading ``types`` must keep its key (it once did not,
     and the second process recompiled the sort's pass kernel)."""
     mod = types.ModuleType("numba.types")
     monkeypatch.setitem(globals(), "lib", mod)

@@ -17,9 +17,10 @@ dP_l/dz: P'_{l+1} = P'_{l-1} + (2l+1) P_l, and dK/du = -dK/dz.
 
 Everything is float64, compiled with Numba, except in a process whose Numba CPU compiler has
 not started yet: there series up to ``len(u) * lmax`` = :data:`NUMPY_WORK` run as NumPy loops
-over l. Starting the compiler (the first Numba function a process calls) took 0.56 s of a
-1.35 s first ``convolve`` (cProfile on an H100 machine, 2026-11-26), more than the NumPy loop
-takes at that limit (about 0.1 s on one core). Both do the same float64 operations in the same
+over l. Starting the compiler (the first Numba function a process calls) takes longer than the
+NumPy loop at that limit, and was much of a first ``convolve``
+(benchmarks/results/first_call.json, docs/notes/2026-11-26-first-calls.rst). Both do the same
+float64 operations in the same
 order and agree bit for bit, so which one ran never shows in a result.
 """
 

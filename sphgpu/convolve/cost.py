@@ -468,15 +468,17 @@ class MeasuredCostModel(CostModel):
         at a quarter of the resolution, where it stands out of the ring FFTs already at the
         l_cut a short budget affords, and scaled by the ratio of rings; a (the FFTs) is then
         what one call at the real nside and the smallest l_cut leaves over. Timing every l_cut
-        at the real nside took 41 s on an H200."""
+        at the real nside would take many times optimize_split's first-call goal
+        (benchmarks/results/first_call.json, "goals_s")."""
         maps = {}
 
         def case(nside, l_cut):
             geom = RingGeometry.healpix(nside)
             if nside not in maps:
-                # one map per resolution, made once for every backend (drawing 50M normals for
-                # each case at nside 2048 took 2.8 s of a 7.6 s first optimize_split on the
-                # H100); a block of 2^16 uniform values repeated is as good for a timing (no
+                # one map per resolution, made once for every backend (drawing normals for
+                # each case at nside 2048 was a large part of a first optimize_split:
+                # benchmarks/results/first_call_optimize_split.json); a block of 2^16 uniform
+                # values repeated is as good for a timing (no
                 # step of a transform depends on the values) and costs a copy, not a draw
                 if nside not in self._host_maps:
                     self._host_maps[nside] = _repeated_noise(geom.npix)
@@ -563,8 +565,8 @@ def _time(fn, backend, repeat=1, warmup=1):
         import cupy
 
         sync = cupy.cuda.Device().synchronize
-    # one timed call after the warm-up: its spread is small next to the fit's (optimize_split's
-    # first call with three calls per case took 6.8 s on the H100, against a goal of 5 s)
+    # one timed call after the warm-up: its spread is small next to the fit's (three calls per
+    # case put optimize_split's first call over its goal: benchmarks/results/first_call.json)
     return time_call(fn, repeat=repeat, warmup=warmup, sync=sync).median
 
 

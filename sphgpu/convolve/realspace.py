@@ -39,8 +39,8 @@ __all__ = ["RingPlan", "ring_plan", "brute_force", "pair_count", "kernel_value",
 
 # Compiled by each caller's target (the numba CPU loops and the CUDA kernel) as an ordinary
 # function that LLVM inlines: Numba's IR-level inlining (inline="always") of these functions into
-# a CUDA kernel trips an assertion in numba-cuda 0.30.4's variable-lifetime pass (seen on the
-# H200 machine, as for the SHT's coefficient loop).
+# a CUDA kernel trips an assertion in numba-cuda 0.30.4's variable-lifetime pass (as for the
+# SHT's coefficient loop).
 _jit = register_jitable
 
 #: Azimuth margin (radians) added to each ring's window so that rounding never drops a pixel;

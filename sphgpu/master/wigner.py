@@ -47,7 +47,7 @@ _BIG = 2.0 ** 600          # rescaling threshold and factor: powers of two, so r
 _SMALL = 2.0 ** -600
 
 # Numba-level inlining ("always") trips numba-cuda 0.30.4 (an assertion in its variable-deletion
-# pass, seen on an H200); LLVM inlines the plain device functions anyway
+# pass); LLVM inlines the plain device functions anyway
 _jit = register_jitable
 
 

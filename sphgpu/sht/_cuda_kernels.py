@@ -578,8 +578,8 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
     rotate through three (a buffer is refilled only after every thread has passed the barrier
     that follows its last use), and a chunk's alpha_l, s_l are loaded from global memory two
     chunks ahead and stored into their slot after the chunk before theirs. (Loaded one chunk
-    ahead, just before the steps, the first step of the chunk waited for those loads: Nsight
-    Compute on an H100 put 8 % of the kernel's stall samples there.)
+    ahead, just before the steps, the first step of the chunk waited for those loads:
+    docs/notes/2026-11-27-legendre-kernels.rst.)
     A pair's ring values enter the sums only once its lambda_lm is non-negligible (k = 0):
     until then they are held as zeros and loaded at the check that finds k = 0; the check runs
     once per chunk, only in threads that still hold such a pair.
@@ -686,7 +686,7 @@ def leg2alm_kernel(nmaps: int, threads: int = LEG2ALM_THREADS, pairs: int = LEG2
                             a = an
                             # the next step's alpha_l, loaded before this step's stores: a
                             # shared-memory load stays behind an earlier store, and each step's
-                            # recurrence had waited on its own load (Nsight Compute, H100)
+                            # recurrence had waited on its own load
                             jn = j0 + q + 1
                             an = sa[so + u64(jn if jn < CH else CH - 1)]
                             h = 2 * (q % 2)      # even or odd l - m: constant once unrolled
@@ -799,7 +799,7 @@ def leg2alm_mma_kernel(warps: int = 4, max_registers: int | None = None):
     docs/notes/2026-11-27-legendre-kernels.rst.) A slice's rows (one l each)
     are NC + 1 doubles apart, so that the 4 lanes that write one D element each of 4 l
     (fragment columns c) hit different banks: with NC apart they hit one bank, and the stores
-    took half of the kernel's shared-memory wavefronts (Nsight Compute on an H200).
+    took half of the kernel's shared-memory wavefronts.
     ``max_registers``: the compiler's register limit (None: its own choice).
     """
     K = LEG2ALM_MMA_MAPS
@@ -1134,7 +1134,7 @@ def fold_pair_kernel(leg, ring_a, ring_b, nphi, phi0, zeta, scale, out):
     if 2 * n <= RING_THREADS:
         # a ring of n <= RING_THREADS / 2 pixels folds 2 (mmax+1) / n orders onto each mode:
         # thousands for the shortest, one after another in one thread, each waiting on its
-        # load, made the launch's tail (1 ms at nside 2048 on an H100). The row's first block
+        # load, made the launch's tail (docs/notes/2026-11-27-ring-step.rst). The row's first block
         # splits them: thread t sums the chunks c = t // n (mod S) of mode t % n, and the S
         # partial sums of a mode are added in shared memory.
         if cuda.blockIdx.x > 0:

@@ -2,7 +2,7 @@
 
 The Legendre and ring steps hold Delta_m as ``leg`` (k, rings, nm), the orders contiguous; the
 FFTs along theta are fastest with theta contiguous (a strided cuFFT along the rings of ``leg``
-measured 3-4x slower on an H200), so the circle ``h`` (k, P, 2n) holds one pair of orders p
+was several times slower), so the circle ``h`` (k, P, 2n) holds one pair of orders p
 (m = 2p, 2p + 1) a row, and the oversampled grid ``u`` (k, P, S, M) one pair's N = S M points as
 S rows, its phases: grid point j = S y + s is u[i, p, s, y]. A phase's inverse FFT makes its
 points from the modes congruent mod M, and cuFFT transforms rows of M <= 4096 points in one pass,
@@ -90,8 +90,8 @@ def to_grid_kernel(phases: int):
     FFT of h (A = 2n), u (k, P, S, M), factor (2, 2L + 1): spectral[k] and e^(2 pi i k / N),
     whose powers give the phases' factors. Grid (ceil(M / THREADS), P, k), THREADS threads.
     A thread takes a point of every phase, so that each mode and factor is read once (with
-    the phases' factors read from a table, a thread a point took 0.63 ms at lmax 4096 on an
-    H100, reading the L2 cache about five times what it wrote)."""
+    the phases' factors read from a table, a thread a point read the L2 cache about five
+    times what it wrote)."""
     S = phases
 
     @cuda.jit(cache=True)
@@ -165,7 +165,7 @@ def interp_kernel(phases: int):
     images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads.
     ``phases``: S of u, a constant of the compiled kernel, so that a grid point's phase and
     position divide by a constant (a 64-bit division by a runtime value takes about 70
-    instructions; 0.64 -> 0.61 ms at lmax 4096 on an H100)."""
+    instructions)."""
     S = phases
 
     @cuda.jit(cache=True)

@@ -43,8 +43,8 @@ OVERSAMPLING = 2.0
 BETA_PER_W = 2.30
 #: resample only where the grid has this many times more rings than the Fejer rings it needs
 #: (HEALPix at lmax = 2 nside: about 2x), and from this band limit up: at nside 1024, lmax 2048
-#: the resampling cost what it saved (one H100: 2.91 / 4.01 ms against 2.87 / 3.87 ms direct), at
-#: nside 2048, lmax 4096 it saved 2.0 ms each way (docs/performance.rst)
+#: the resampling cost what it saved, at nside 2048, lmax 4096 it saved time each way
+#: (benchmarks/results/sht_batch_h200.json, "resampled")
 MIN_RING_RATIO = 1.5
 MIN_LMAX = 3072
 
@@ -126,7 +126,8 @@ def resample_plan(geometry: RingGeometry, lmax: int) -> ResamplePlan:
     """The :class:`ResamplePlan` from Fejer rings for ``lmax`` to the rings of ``geometry``."""
     n = _smooth(lmax + 1, even=True)          # even: ring pairs; 2n is then 7-smooth too
     # the grid's oversampling is of the band limit (the kernel's correction is exact there);
-    # lengths 2^a 3^b: cuFFT took 0.84 ms for 2049 rows of 16464 = 2^4 3 7^3 on an H200
+    # lengths 2^a 3^b: cuFFT is slow on lengths with a factor 7^3, such as 16464
+    # (benchmarks/results/fft_lengths_h200.txt)
     N = _smooth(math.ceil(OVERSAMPLING * 2 * lmax), even=True, primes=(2, 3))
     width, beta = WIDTH, BETA_PER_W * WIDTH
     k = np.arange(-lmax, lmax + 1)

@@ -32,8 +32,8 @@ def _plan_copies(mc, client, resources) -> dict:
     ``replicate``) keeps trying a worker that died meanwhile, 30 s a try, without end (seen
     with a worker killed as the run began). Every worker holding its own copy also keeps the
     scheduler from preferring the workers that hold the plan and leaving one idle (a suspected
-    cause, not established, of one idle worker of four on an H200 machine: README, *Monte
-    Carlo*)."""
+    cause, not established, of an idle worker of four:
+    docs/notes/2026-11-27-monte-carlo-on-dask.rst)."""
     import time
 
     kept = getattr(mc, "_plan_copies", None)
@@ -65,8 +65,9 @@ def _batch_size(size, nworkers, ntodo):
 
 def _worker_batch(mc, client, backend, resources):
     """The batch size a worker's own device affords (:func:`batching.auto_batch_size` run
-    there). A fixed 8 had made batches a quarter of one GPU's at nside 512 and 1024: on two
-    H200 workers the cluster ran at 0.59 and 0.80 of twice one GPU's rate. Asked again (with
+    there): a fixed 8 makes batches a quarter of one GPU's at nside 512 and 1024, and the
+    cluster well short of its workers' summed rate (benchmarks/results/montecarlo_h200x2.json
+    has the rates with this). Asked again (with
     the plan sent again) when the plan's copies die with their workers meanwhile."""
     for _ in range(_cluster.ATTEMPTS):
         worker, plan = next(iter(_plan_copies(mc, client, resources).items()))
@@ -111,8 +112,8 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
 
     # batches in flight on each worker: a batch goes to the worker with fewest, named in the
-    # submission, not left to the scheduler's placement (on four H200 one worker once ran no
-    # batch at all). The restriction is loose: a worker that left hands its batches to others
+    # submission, not left to the scheduler's placement (with four workers it once left one
+    # without a batch). The restriction is loose: a worker that left hands its batches to others
     copies = _plan_copies(mc, client, resources)
     load = dict.fromkeys(copies, 0)
     sent = {}                              # first simulation of a batch -> submissions

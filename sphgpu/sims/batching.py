@@ -20,20 +20,17 @@ def auto_batch_size(plan, name) -> int:
     per_sim = plan.bytes_per_simulation()
     impl = backends.load("sht", name)
     if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
-        # a quarter of what is free: on an H100 at nside 2048 a batch of 5 took 35.7 ms a
-        # simulation and one of 16 33.7 ms, so larger batches gain little, while a batch
-        # of 15 (half of the free memory) took 62 ms a simulation in a process that had
-        # run nside 512 and 1024 before (34 ms in a fresh one), and one of 24 ran out of
-        # memory
+        # a quarter of what is free: larger batches gain little a simulation, while half of
+        # the free memory slowed a process that had run smaller nsides before, and more ran
+        # out of memory (the rates at this size: benchmarks/results/montecarlo.json)
         free = _free_device_memory()
         budget = 0.25 * free if free else 2**30
         size = int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
         # whole groups of 8, rounded up where that takes at most 0.35 of what is free: the
-        # CUDA synthesis may take 16, 8 or 4 maps a launch on the tensor cores, where at
-        # nside 2048 on an H200 16 maps took 4.5 ms a map, 8 5.2, and 4 plain maps 7.0
-        # (benchmarks/results/runs/sht_batch_h200_1127_before_ring.json), and the Monte Carlo
-        # ran 37.9 simulations a second in batches of 8, 39.3 in batches of 16 (35.0 in
-        # batches of 13 before)
+        # CUDA synthesis may take 16, 8 or 4 maps a launch on the tensor cores, and groups of
+        # 8 or 16 cost less a map than plain maps
+        # (benchmarks/results/sht_batch_h200_1127_before_ring.json; the Monte Carlo's rates:
+        # benchmarks/results/montecarlo_h200.json)
         up = -(-size // 8) * 8
         if up <= MAX_AUTO_BATCH and up * per_sim <= 1.4 * budget:
             return up

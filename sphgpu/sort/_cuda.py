@@ -39,20 +39,16 @@ DEFAULT_RADIX_BITS = 8       # digits of CUB's onesweep for 32-bit keys; balance
 MAX_RADIX_BITS = 8           # the per-warp digit counters must fit in shared memory
 THREADS = 32 if SIMULATOR else 256          # the simulator runs one Python thread per thread
 #: keys per thread; clipped to what shared memory holds (18 for uint32 keys + permutation).
-#: Measured on the H200 (benchmarks/results/sort_check.json, "variants"; 256 threads, cap 64,
-#: relaxed look-back), 2^25 uint32 keys: 15 -> 1.09 ms, 20 -> 0.98, 24 -> 0.91, 30 -> 0.93
-#: (spills grow); 384 threads x 18-22 at cap 56: 0.94-0.96; 512 x 14: 1.04-1.05. Bigger tiles
-#: mean fewer look-back words and barriers per key.
+#: Bigger tiles mean fewer look-back words and barriers per key, until registers spill: 24 was
+#: the fastest of 15 to 30 at 256 threads, and faster than 384 or 512 threads a block
+#: (benchmarks/results/sort_check.json, "variants").
 DEFAULT_ITEMS = 8 if SIMULATOR else 24
-#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM;
-#: measured against no cap: 0.98 vs 1.03 ms (2^25 keys, 20 items), 1.25 vs 1.29 with the
-#: permutation, and 80 was slower still in earlier kernels. 0 means no cap.
-#: benchmarks/sort_check.py times the choices. 64-bit keys: MAX_REGISTERS_WIDE alone,
-#: MAX_REGISTERS_WIDE_PERM with the permutation. On the H200 (2026-11-26) 2^25 / 2^28 float64
-#: keys + permutation took 3.30 / 25.5 ms at 64 against 3.59 / 27.7 at 80 (0.97x cupy.argsort)
-#: and 3.72 / 27.7 at 96; keys alone 2.59 / 19.5 at 64, 2.64 / 20.0 at 80 and 3.09 / 23.7
-#: uncapped. On the H100, 64 for keys alone made uint64 2^28 0.79x cupy.sort (3.06 against
-#: 2.56 ms at 2^25 with 80), while 64 with the permutation still gave 1.03-1.09x argsort.
+#: register cap of the onesweep kernel: 64 gives 4 resident blocks of 256 threads per SM,
+#: faster than no cap with and without the permutation (benchmarks/results/sort_check.json,
+#: "variants"). 0 means no cap. benchmarks/sort_check.py times the choices. 64-bit keys:
+#: MAX_REGISTERS_WIDE alone, MAX_REGISTERS_WIDE_PERM with the permutation: with it 64 was
+#: the fastest cap of 64, 80, 96 and none; keys alone lose at 64 on some GPUs, so they take 80
+#: (the whole sorts at these caps: benchmarks/results/sort.json, sort_h200.json).
 MAX_REGISTERS = 64
 MAX_REGISTERS_WIDE = 80
 MAX_REGISTERS_WIDE_PERM = 64
@@ -212,7 +208,7 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, items=None, threads=None,
             out = words.view(np.uint8)[:n]
             return (out.get(), None) if host else (out, None)
         # made while the GPU counts: a small sort's time is mostly the host's (xp.empty, not
-        # empty_like: 3-5 against 5-19 us of host time on two H100 machines)
+        # empty_like, which takes more host time; benchmarks/results/sort_check.json, "stages")
         out = xp.empty(n, dtype=keys.dtype)
         perm = xp.empty(n, dtype=np.int64) if want_perm else None
         trace("buffers")

@@ -21,8 +21,9 @@ Look-back words: ``status[pass, tile * R + digit]`` (uint32, or uint64 for n >= 
 flag in their top bits (:data:`AGGREGATE`: the tile's own count of that digit; :data:`INCLUSIVE`:
 the count of that digit over tiles 0..tile) and the count in the low bits, so one read
 sees value and flag together, and the look-back reads them with plain relaxed loads, without
-a fence (:func:`_load_relaxed`; on the H200 this took a pass over 2^25 keys from 0.35 to 0.25
-ms: the atomic reads it replaced loaded the L2). Tiles are taken in the order blocks start (an atomic counter, not
+a fence (:func:`_load_relaxed`: the atomic reads it replaced loaded the L2 and slowed every
+pass; the pass times: benchmarks/results/sort_check.json, "variants"). Tiles are taken in the
+order blocks start (an atomic counter, not
 blockIdx), so a tile only ever waits for tiles that running blocks already hold: no deadlock.
 
 Ranking inside a tile: warp ``w`` owns ``32 * items`` consecutive keys and walks them in rounds
@@ -171,9 +172,9 @@ def histogram_kernel(passes: int, radix_bits: int, threads: int, key_type, trans
     ``copies``: the block's counts are kept in that many copies, warp w adding into copy
     w % copies (default :func:`histogram_copies`). With few digits (the PIC sort's 2 x 32)
     every warp of a block otherwise adds into the same few words, and shared-memory atomics on
-    one word wait for each other. Measured on the PIC sort (H100, CUDA events, the host's time
-    to the launch included): 56-59 us for the stage with a copy a warp against 58-68 us with
-    one, within the spread of the runs; kept since it costs no pass and no launch.
+    one word wait for each other. On the PIC sort a copy a warp was no slower than one copy,
+    within the spread of the runs (the stage's time: benchmarks/results/sort_check.json,
+    "pic_8M"); kept since it costs no pass and no launch.
     """
     R = 1 << radix_bits
     SIZE = passes * R
@@ -434,7 +435,7 @@ def _stable_identity(fn, name):
     """Give an intrinsic the same pickling identity in every process. Numba's disk cache keys a
     kernel on the pickled values of its closure, and an intrinsic pickles with a uuid made
     afresh in each process: every process missed the cache and compiled the pass kernel again
-    (3.4 s of a 4 s first sort on the H100)."""
+    (most of a fresh process's first sort: benchmarks/results/sort.json, "fresh_process")."""
     fn._set_uuid(f"sphgpu.sort._cuda_kernels.{name}")
     return fn
 

@@ -20,7 +20,7 @@ __all__ = ["POINT_BYTES", "ITEM_BYTES", "DEFAULT_BUDGET", "BudgetExceeded", "pla
 POINT_BYTES = 76
 #: Bytes of one work item on the device (6 int32) and on the host (6 int64), counted once each.
 ITEM_BYTES = 24 + 48
-#: Default budget of one count: 8 GiB (a tenth of an H100's memory).
+#: Default budget of one count: 8 GiB (a tenth of an 80 GB GPU's memory).
 DEFAULT_BUDGET = 8 * 2**30
 
 
