@@ -52,7 +52,7 @@ def test_maps_round_trip_with_healpy_bit_for_bit(nside, dtype, nest, tmp_path, r
     hp.write_map(theirs, m, nest=nest, coord="G")
     sphgpu.write_map(mine, m, nest=nest, coord="G")
     assert mine.read_bytes() == theirs.read_bytes()          # the same file, byte for byte
-    for field in (0, (0, 1, 2), None, (2, 0), ("Q_POLARISATION", "temperature")):
+    for field in (0, (1,), (0, 1, 2), None, (2, 0), ("Q_POLARISATION", "temperature")):
         for out_nest in (False, True, None):
             kw = dict(field=field, nest=out_nest)
             _same(sphgpu.read_map(theirs, **kw), hp.read_map(theirs, **kw))
@@ -361,3 +361,18 @@ def test_shipped_wmap_map_and_mask():
     with pytest.raises(FileNotFoundError, match="not a file shipped"):
         sphgpu.io.data_path("planck.fits")
     assert os.path.getsize(sphgpu.io.data_path(sphgpu.io.sky.WMAP_MAP)) == 155520
+
+
+def test_read_sky_in_microkelvin(tmp_path, rng):
+    m = _maps(rng, 4, 3, np.float32)
+    sphgpu.write_map(tmp_path / "k.fits", m, column_units="K")
+    sky, info = sphgpu.io.read_sky(tmp_path / "k.fits")
+    assert info == {"nside": 4, "fields": (0, 1, 2), "unit": "K", "unit_from": "TUNIT1"}
+    want = np.where(m == hp.UNSEEN, hp.UNSEEN, m.astype(np.float64) * 1e6)
+    want[:, :1] = hp.UNSEEN                     # within healpy's tolerance: read as UNSEEN
+    np.testing.assert_array_equal(sky, want)
+    sky, info = sphgpu.io.read_sky(tmp_path / "k.fits", unit="uK")
+    np.testing.assert_array_equal(sky[1], sphgpu.read_map(tmp_path / "k.fits", field=1,
+                                                          dtype=np.float64))
+    with pytest.raises(ValueError, match="unit='furlong'"):
+        sphgpu.io.read_sky(tmp_path / "k.fits", unit="furlong")

@@ -10,7 +10,7 @@ existing file unless ``overwrite=True``. The pixel functions a map file needs (`
 
 from .harmonic import read_alm, read_cl, write_alm, write_cl
 from .maps import read_map, write_map
-from .sky import data_path, wmap_map, wmap_mask
+from .sky import data_path, read_sky, wmap_map, wmap_mask
 
 __all__ = ["read_map", "write_map", "read_alm", "write_alm", "read_cl", "write_cl",
-           "wmap_map", "wmap_mask", "data_path"]
+           "wmap_map", "wmap_mask", "data_path", "read_sky"]

@@ -428,7 +428,8 @@ def read_map(filename, field=0, dtype=None, nest=False, partial=False, hdu=1, h=
     Returns
     -------
     map : ndarray, shape (npix,) or (k, npix); a list of k maps where their dtypes differ
-        npix = 12 nside**2; one map for a single field, else one row a field.
+        npix = 12 nside**2; one map for a single field (also ``field=(i,)``, as healpy), else
+        one row a field.
     header : list of (str, object)
         Only with ``h=True``.
 
@@ -479,7 +480,7 @@ def read_map(filename, field=0, dtype=None, nest=False, partial=False, hdu=1, h=
                                  table, cols, row_dtype, dtypes, to_ring, device, shown)
         else:
             maps = _read_whole(table, cols, dtypes, to_ring, device, shown)
-    if single:
+    if single or len(cols) == 1:             # healpy: one field, even in a list, is 1-D
         result = maps[0]
     elif all(d == dtypes[0] for d in dtypes):
         result = maps if not isinstance(maps, list) else _stack(maps)

@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+import numpy as np
+
+from .._validate import UNSEEN
 from .maps import read_map
 
-__all__ = ["WMAP_MAP", "WMAP_MASK", "data_path", "wmap_map", "wmap_mask"]
+__all__ = ["WMAP_MAP", "WMAP_MASK", "data_path", "wmap_map", "wmap_mask", "read_sky",
+           "TO_MICROKELVIN"]
+
+#: factors from a map's unit (its TUNIT, any case) to μK
+TO_MICROKELVIN = {"K": 1e6, "K_CMB": 1e6, "KCMB": 1e6, "MK": 1e3, "MK_CMB": 1e3, "UK": 1.0,
+                  "MUK": 1.0, "UK_CMB": 1.0, "μK": 1.0, "µK": 1.0}
 
 #: file of the W-band I, Q, U maps (nside 32, RING, float32, mK thermodynamic)
 WMAP_MAP = "wmap_band_iqumap_r9_7yr_W_v4_udgraded32.fits"
@@ -80,3 +88,64 @@ def wmap_mask(*, nest=False, dtype=None, device=False):
     ndarray, shape (12288,), float32 by default
     """
     return read_map(data_path(WMAP_MASK), field=0, nest=nest, dtype=dtype, device=device)
+
+
+def read_sky(filename, *, unit=None):
+    """A HEALPix file as an I, Q, U sky in μK (RING, float64), for a CMB view of any map file.
+
+    Reads the first three map columns (I, Q, U) of a file that has three or more, else the
+    first (I; Q and U are then zero). UNSEEN pixels stay UNSEEN.
+
+    Parameters
+    ----------
+    filename : str, os.PathLike or binary file object
+        A HEALPix FITS file (:func:`sphgpu.read_map` takes it).
+    unit : {"K", "mK", "uK"}, optional
+        The values' unit; None: the first column's TUNIT, else μK (WMAP's shipped map has none:
+        it is in mK).
+
+    Returns
+    -------
+    maps : ndarray, shape (3, 12 nside**2), float64
+        I, Q, U in μK.
+    info : dict
+        ``nside``, ``fields`` (columns read), ``unit`` (the unit used) and ``unit_from``
+        ("argument", "TUNIT1" or "assumed").
+
+    Raises
+    ------
+    ValueError
+        Not a HEALPix map (:func:`sphgpu.read_map`'s errors), or an unknown ``unit``.
+    """
+    if hasattr(filename, "read"):
+        # astropy closes a file object it has read: keep its bytes for the second read
+        import io
+
+        data = filename.read()
+        filename = io.BytesIO(data)
+        again = io.BytesIO(data)
+    else:
+        again = filename
+    _, header = read_map(filename, field=0, h=True, dtype=np.float64)
+    head = dict(header)
+    nfields = int(head.get("TFIELDS", 1)) - (1 if str(head.get("INDXSCHM", "")).strip()
+                                             == "EXPLICIT" else 0)
+    fields = (0, 1, 2) if nfields >= 3 else (0,)
+    maps = read_map(again, field=fields, dtype=np.float64)
+    if len(fields) == 1:
+        maps = np.stack([maps, np.zeros_like(maps), np.zeros_like(maps)])
+    if unit is None:
+        tunit = str(head.get("TUNIT1", "") or "").strip()
+        unit, source = (tunit, "TUNIT1") if tunit else ("uK", "assumed")
+    else:
+        source = "argument"
+    key = str(unit).strip().upper().replace("Μ", "U").replace("µ".upper(), "U")
+    factor = TO_MICROKELVIN.get(key, TO_MICROKELVIN.get(str(unit).strip()))
+    if factor is None:
+        raise ValueError(f"unit={unit!r} ({source}) is not a temperature unit sphgpu knows: "
+                         "K, mK or uK")
+    if factor != 1.0:
+        seen = np.abs(maps - UNSEEN) > 1e-5 * abs(UNSEEN)
+        maps[seen] *= factor
+    return maps, {"nside": int(round(np.sqrt(maps.shape[1] / 12))), "fields": fields,
+                  "unit": str(unit), "unit_from": source}

@@ -302,3 +302,57 @@ def test_panel_controls_keep_the_models_settings():
     p.iter.value = 1
     assert p.model.seed == 150 and p.model.fwhm_arcmin == 700.0
     assert "seed 150" in p.model.figure().axes[0].get_title()
+
+
+# ----------------------------------------------------------------------------- open a map
+def _upload_value(name, content):
+    """What ipywidgets' FileUpload holds after a browser upload of one file."""
+    import datetime
+
+    return ({"name": name, "type": "application/fits", "size": len(content),
+             "content": memoryview(content),
+             "last_modified": datetime.datetime.now(datetime.timezone.utc)},)
+
+
+def test_open_a_map_by_upload_shows_the_file_with_sphgpus_numbers():
+    path = sphgpu.io.data_path(sphgpu.io.sky.WMAP_MAP)
+    content = open(path, "rb").read()
+    panel = transform_panel(nside=16, backend="cpu", fwhm_arcmin=13.2)
+    panel.unit.value = "mK"                      # the WMAP file has no TUNIT: it is in mK
+    panel.upload.value = _upload_value("wmap_w.fits", content)
+    m = panel.model
+    assert m.message == "" and m.opened["name"] == "wmap_w.fits"
+    r = m.result
+    assert r is not None and r.source == "wmap_w.fits" and r.nside == 32 == panel.nside.value
+    # the maps are the file's, in μK, and the spectra sphgpu's own calls on them
+    want = sphgpu.read_map(path, field=(0, 1, 2), dtype=np.float64) * 1e3
+    np.testing.assert_array_equal(r.maps, want)
+    alm = sphgpu.map2alm(want, 64, iter=m.iter, backend="cpu")
+    np.testing.assert_allclose(r.cl_hat, sphgpu.alm2cl(alm), rtol=1e-12, atol=0)
+    assert png(panel.figure) is not None
+    numbers = panel.numbers.value
+    assert "wmap_w.fits" in numbers and "read_map" in numbers
+    # zoom and field toggles redraw the file's sky; "simulated sky" goes back
+    panel.zoom_lat.value = 30.0
+    panel.field.value = "Q"
+    np.testing.assert_array_equal(m.result.map, want[1])
+    panel.simulated.click()
+    assert m.opened is None and m.message == "" and m.result.source == ""
+
+
+def test_open_a_map_by_path_and_a_file_that_is_no_healpix_map(tmp_path):
+    panel = transform_panel(nside=16, backend="cpu")
+    sphgpu.write_map(tmp_path / "t.fits", np.arange(12 * 8**2, dtype=np.float64),
+                     column_units="K")
+    panel.path.value = str(tmp_path / "t.fits")
+    panel.open_button.click()
+    r = panel.model.result
+    assert r is not None and r.nside == 8
+    np.testing.assert_array_equal(r.maps[0], np.arange(12 * 8**2) * 1e6)   # TUNIT K -> μK
+    assert not r.maps[1:].any()                                            # I only: Q = U = 0
+    (tmp_path / "notes.fits").write_text("not a map\n" * 300)
+    panel.upload.value = _upload_value("notes.fits", (tmp_path / "notes.fits").read_bytes())
+    assert "notes.fits" in panel.message.value and "not a FITS file" in panel.message.value
+    panel.path.value = str(tmp_path / "missing.fits")
+    panel.open_button.click()
+    assert "missing.fits" in panel.message.value and "no such file" in panel.message.value
