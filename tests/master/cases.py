@@ -1,4 +1,4 @@
-"""Shared inputs and the one table of tolerances of tests/master.
+"""Shared inputs of tests/master (their tolerances are in sphgpu.testing.TOL).
 
 Coupling matrices are compared by the largest relative error per row (``row_err``): the
 largest |difference| in row l over the largest |entry| of row l of the reference, then the
@@ -11,18 +11,8 @@ import math
 
 import numpy as np
 
-#: tolerances (row_err unless said otherwise), with the measured value each was set from
-TOL = {
-    # forward-only 3j recursion vs ducc0's two-sided Schulten-Gordon: 1.2e-14 of max|f|
-    # measured at l, l' <= 6000; 1e-13 leaves room for other machines' libm
-    "wigner_vs_ducc0": 1e-13,
-    # twin / CUDA kernel vs exact rational reference (lmax 10, 20): measured 2.2e-15
-    "coupling_vs_reference": 1e-13,
-    # twin vs ducc0 at lmax 200-1000: measured 6e-14; the issue asks 1e-12
-    "coupling_vs_ducc0": 1e-12,
-    # CUDA kernel (simulator) vs CPU twin: the same arithmetic, so rounding only
-    "cuda_vs_twin": 1e-14,
-}
+from sphgpu.testing import TOL  # noqa: F401  (the tests import it from here)
+
 
 
 def row_err(got, want) -> float:

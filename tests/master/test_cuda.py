@@ -25,7 +25,7 @@ def test_kernel_matches_twin_and_reference(lmax, tpb, rng):
     twin = _cpu.coupling_blocks(wl, lmax, BLOCKS, method="twin")
     want = reference.coupling_blocks(wl, lmax, BLOCKS)
     for b in range(4):
-        assert row_err(got[b], twin[b]) <= TOL["cuda_vs_twin"], BLOCKS[b]
+        assert row_err(got[b], twin[b]) <= TOL["coupling_cuda_vs_twin"], BLOCKS[b]
         assert row_err(got[b], want[b]) <= TOL["coupling_vs_reference"], BLOCKS[b]
 
 
