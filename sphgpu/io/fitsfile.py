@@ -1,7 +1,7 @@
 """The one place sphgpu imports astropy, and how every FITS file is opened and written.
 
-For any writer or reader of FITS files inside sphgpu (maps, a_lm and spectra here; catalogs and
-correlation results of :mod:`sphgpu.tpacf` are to move here too):
+For every writer and reader of FITS files inside sphgpu (maps, a_lm and spectra here; catalogs
+and correlation results of :mod:`sphgpu.tpacf`):
 
 * :func:`astropy_fits` imports ``astropy.io.fits`` with one clear ImportError when astropy is
   missing (it is optional at run time: only FITS needs it);

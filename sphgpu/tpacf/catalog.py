@@ -14,6 +14,7 @@ import numpy as np
 
 from .._device import SIMULATOR, array_module, to_host
 from .._validate import is_device_array
+from ..io.fitsfile import open_fits
 from . import sky
 
 __all__ = ["Catalog", "unit_vectors", "as_catalog"]
@@ -374,11 +375,7 @@ class Catalog:
         ValueError
             For a missing column.
         """
-        try:
-            from astropy.io import fits
-        except ImportError as exc:  # optional dependency
-            raise ImportError("reading FITS tables needs astropy (pip install astropy)") from exc
-        with fits.open(os.fspath(path), memmap=False) as f:
+        with open_fits(path, name="path") as f:
             data = f[hdu].data
             names = list(data.columns.names)
 

@@ -12,7 +12,6 @@ counts).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._atomic import atomic_write
+from ..io.fitsfile import astropy_fits, open_fits, write_fits
 from .bins import AngularBins
 from .counts import _ADDITIVE, PairCounts
 from . import covariance as cov_
@@ -264,11 +264,11 @@ class CorrelationResult:
         """
         path = _path(path)
         meta, arrays = self._state()
-        with atomic_write(path, name="path") as tmp:
-            if _is_fits(path):
-                _write_fits(tmp, meta, arrays, self._table(),
-                            gz=path.lower().endswith(".gz"))
-            else:
+        if _is_fits(path):
+            write_fits(path, _fits_hdus(meta, arrays, self._table()), overwrite=True,
+                       name="path")
+        else:
+            with atomic_write(path, name="path") as tmp:
                 _write_ascii(tmp, meta, arrays, self._table(), self.bins.unit)
 
     @classmethod
@@ -385,21 +385,14 @@ def _is_fits(path):
     return path.lower().endswith((".fits", ".fit", ".fits.gz", ".fts"))
 
 
-def _astropy_fits():
-    try:
-        from astropy.io import fits
-    except ImportError as exc:  # optional dependency
-        raise ImportError("FITS files need astropy (pip install astropy); or write to a "
-                          ".txt path (ASCII)") from exc
-    return fits
-
-
 class _Damaged(Exception):
     """A file that does not hold a whole saved result (the reason; read() names the file)."""
 
 
-def _write_fits(path, meta, arrays, table, gz=False):
-    fits = _astropy_fits()
+def _fits_hdus(meta, arrays, table):
+    """The HDUs of a saved result: the state as JSON in the primary header, the table for
+    people, then one image per array."""
+    fits = astropy_fits()
     primary = fits.PrimaryHDU()
     primary.header["SPHGPU"] = json.dumps(meta)          # long strings: CONTINUE cards
     hdus = [primary, fits.BinTableHDU.from_columns(
@@ -411,16 +404,11 @@ def _write_fits(path, meta, arrays, table, gz=False):
         hdu.header["SPHNAME"] = name
         hdu.header["SPHBOOL"] = arrays[name].dtype == bool
         hdus.append(hdu)
-    if gz:     # astropy compresses by the file name's suffix, which a temporary file lacks
-        with gzip.open(path, "wb") as f:
-            fits.HDUList(hdus).writeto(f)
-    else:      # the temporary file exists (empty): astropy needs overwrite
-        fits.HDUList(hdus).writeto(path, overwrite=True)
+    return hdus
 
 
 def _read_fits(path):
-    fits = _astropy_fits()
-    with fits.open(path, memmap=False) as f:
+    with open_fits(path, name="path") as f:
         if "SPHGPU" not in f[0].header:
             raise _Damaged("no SPHGPU card in its primary header (not written by "
                            "CorrelationResult.write)")
