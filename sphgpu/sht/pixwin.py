@@ -29,12 +29,10 @@ def _table_from(datapath, nside):
     if path is None:
         raise FileNotFoundError(f"datapath={datapath!r} has neither pixel_window_functions/{name} "
                                 f"(healpy's layout) nor {name}")
+    from ..io.fitsfile import open_fits        # the package's one astropy import
+
     try:
-        from astropy.io import fits
-    except ImportError as err:
-        raise ImportError(f"reading {path} needs astropy (pip install astropy)") from err
-    try:
-        with fits.open(path) as hdul:
+        with open_fits(path, name="datapath") as hdul:
             data = hdul[1].data
             table = np.stack([np.asarray(data.field(0), dtype=np.float64).ravel(),
                               np.asarray(data.field(1), dtype=np.float64).ravel()])

@@ -572,9 +572,8 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     if nest:
         if geom.kind != "healpix":
             raise ValueError(f"nest=True needs HEALPix maps, got {geom!r}")
-        ring_of_nest = _nest_to_ring(geom.nside)
-        arr = _reorder(arr, ring_of_nest, to_ring=True)
-        bad = None if bad is None else _reorder(bad, ring_of_nest, to_ring=True)
+        arr = _reorder(arr, to_ring=True)
+        bad = None if bad is None else _reorder(bad, to_ring=True)
     lmax = geom.natural_lmax if lmax is None else check_int("lmax", lmax, minimum=0)
     if beam_window is not None:
         if sigma is not None or fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
@@ -599,31 +598,18 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     if bad is not None:
         out[bad] = UNSEEN
     if nest:
-        out = _reorder(out, ring_of_nest, to_ring=False)
+        out = _reorder(out, to_ring=False)
     if _is_masked(map_in):                       # healpy's accept_ma: masked in, masked out
         out = np.ma.masked_array(out, mask=out == UNSEEN, fill_value=UNSEEN)
     return out
 
 
-@functools.lru_cache(maxsize=4)
-def _nest_to_ring(nside):
-    """RING index of each NESTED pixel (int64, (12*nside**2,))."""
-    import ducc0
+def _reorder(a, to_ring):
+    """NESTED maps (..., npix) to RING order (``to_ring``) or back, any batch shape."""
+    from ..pixelfunc import reorder
 
-    base = ducc0.healpix.Healpix_Base(nside, "NEST")
-    return base.nest2ring(np.arange(12 * nside * nside, dtype=np.int64))
-
-
-def _reorder(a, ring_of_nest, to_ring):
-    """NESTED maps (..., npix) to RING order (``to_ring``) or back."""
-    xp = _array_module(a)
-    idx = xp.asarray(ring_of_nest)
-    out = xp.empty_like(a)
-    if to_ring:
-        out[..., idx] = a
-    else:
-        out = a[..., idx]
-    return out
+    flat = a.reshape(-1, a.shape[-1])
+    return reorder(flat, n2r=to_ring, r2n=not to_ring).reshape(a.shape)
 
 
 def _is_masked(m):

@@ -43,13 +43,10 @@ def _search_dirs():
 
 
 def _read_fits_column(path: str, nside: int, size: int) -> np.ndarray:
+    from ..io.fitsfile import open_fits        # the package's one astropy import
+
     try:
-        from astropy.io import fits
-    except ImportError as err:           # astropy is optional at run time
-        raise ImportError(f"reading the HEALPix weight file {path} needs astropy "
-                          "(pip install astropy)") from err
-    try:
-        with fits.open(path) as hdul:
+        with open_fits(path, name="datapath") as hdul:
             hdu = hdul[1]
             file_nside = hdu.header.get("NSIDE")
             values = np.asarray(hdu.data.field(0), dtype=np.float64).ravel()
