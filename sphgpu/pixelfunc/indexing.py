@@ -25,7 +25,8 @@ from numba.extending import register_jitable
 
 __all__ = ["spread_bits", "compress_bits", "nest2ring_one", "ring2nest_one"]
 
-_jit = register_jitable(inline="always")
+# plain device functions (LLVM inlines them): Numba-level inlining trips numba-cuda 0.30.4
+_jit = register_jitable
 
 
 @_jit
