@@ -28,60 +28,23 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tarfile
-import tempfile
 
 import pytest
+
+from tests.peer_sources import peer_tests
 
 HEALPY = "healpy==1.20.1"
 FILES = ("test_sphtfunc.py", "test_spinfunc.py", "test_pixel_windows.py", "test_almxfl.py")
 HERE = pathlib.Path(__file__).parent
 
 
-def _cache_dir() -> pathlib.Path:
-    root = os.environ.get("SPHGPU_TEST_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "sphgpu-tests")
-    return pathlib.Path(root) / HEALPY.replace("==", "-")
-
-
-def _fetch(dest: pathlib.Path) -> None:
-    """Download the sdist and unpack its test folder into ``dest`` (atomically: a folder
-    renamed into place, so parallel workers and interrupted runs never see half of it)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "healpy",
-               "-d", tmp, HEALPY]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        sdists = list(pathlib.Path(tmp).glob("healpy-*.tar.gz"))
-        if done.returncode != 0 or not sdists:
-            pytest.skip(f"could not download {HEALPY}'s source package (offline?): "
-                        f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-        unpacked = pathlib.Path(tmp) / "unpacked"
-        with tarfile.open(sdists[0]) as tar:
-            members = [m for m in tar.getmembers()
-                       if m.name.split("/")[1:2] == ["test"] and (m.isfile() or m.isdir())]
-            try:
-                tar.extractall(unpacked, members=members, filter="data")
-            except TypeError:                    # Python without extraction filters
-                tar.extractall(unpacked, members=members)
-        try:
-            os.replace(next(unpacked.iterdir()), dest)
-        except OSError:
-            if not (dest / "test").is_dir():      # another worker won the race, or not
-                raise
-
-
 @pytest.fixture(scope="session")
 def healpy_tests() -> pathlib.Path:
     pytest.importorskip("healpy")
     pytest.importorskip("astropy")
-    dest = _cache_dir()
-    if not (dest / "test" / FILES[0]).is_file():
-        _fetch(dest)
-    return dest
+    return peer_tests(HEALPY, "test", FILES[0]).parent
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -30,10 +30,10 @@ import pathlib
 import re
 import subprocess
 import sys
-import tarfile
-import tempfile
 
 import pytest
+
+from tests.peer_sources import peer_tests
 
 HERE = pathlib.Path(__file__).parent
 #: TreeCorr's tests of exact counts on the sphere in test_nn.py
@@ -45,48 +45,11 @@ def _version():
     return treecorr.__version__
 
 
-def _cache_dir(version) -> pathlib.Path:
-    root = os.environ.get("SPHGPU_TEST_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "sphgpu-tests")
-    return pathlib.Path(root) / f"treecorr-{version}"
-
-
-def _fetch(dest: pathlib.Path, version: str) -> None:
-    """Download the sdist and unpack its tests folder into ``dest`` (a folder renamed into
-    place, so parallel workers and interrupted runs never see half of it)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    spec = f"treecorr=={version}"
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "treecorr",
-               "-d", tmp, spec]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        sdists = list(pathlib.Path(tmp).glob("[Tt]ree[Cc]orr-*.tar.gz"))
-        if done.returncode != 0 or not sdists:
-            pytest.skip(f"could not download {spec}'s source package (offline?): "
-                        f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
-        unpacked = pathlib.Path(tmp) / "unpacked"
-        with tarfile.open(sdists[0]) as tar:
-            members = [m for m in tar.getmembers()
-                       if m.name.split("/")[1:2] == ["tests"] and (m.isfile() or m.isdir())]
-            try:
-                tar.extractall(unpacked, members=members, filter="data")
-            except TypeError:                    # Python without extraction filters
-                tar.extractall(unpacked, members=members)
-        try:
-            os.replace(next(unpacked.iterdir()), dest)
-        except OSError:
-            if not (dest / "tests" / "test_nn.py").is_file():   # another worker won, or not
-                raise
-
-
 @pytest.fixture(scope="session")
 def treecorr_tests() -> pathlib.Path:
     version = _version()
     pytest.importorskip("coord", reason="TreeCorr's tests need LSSTDESC.Coord")
-    dest = _cache_dir(version)
-    if not (dest / "tests" / "test_nn.py").is_file():
-        _fetch(dest, version)
-    return dest / "tests"
+    return peer_tests(f"treecorr=={version}", "tests", "test_nn.py")
 
 
 @pytest.mark.parametrize("name", TESTS)
