@@ -1,14 +1,17 @@
 """Reading an nside 2048 I, Q, U map from a local FITS file: sphgpu.read_map against
 healpy.read_map, time and extra memory (CPU only).
 
-Each read runs in a fresh Python process (``--child``), which imports its library, reads the
-file twice and reports: the first read's wall time (for sphgpu it includes loading the Numba
-loops from their disk cache when the file must be reordered), the second read's, and for the
-first read the peak resident memory above what the process held before the call
-(``VmHWM`` after resetting it, less ``VmRSS`` before) and the peak of tracemalloc (NumPy's allocations are traced). "extra / map" is
-the peak divided by the returned map's bytes: 1.0 means the read costs the map and nothing
-else. The file is read from the page cache in every process (it was just written), so the times
-are what a warm file system gives; both libraries read the same bytes.
+Each case runs in a fresh Python process (``--child``), which imports its library (timed:
+healpy imports astropy then, sphgpu on its first read, so the fair first-call figure is import
+plus first read), reads the file three times and reports: the first read's wall time (for
+sphgpu it includes loading the Numba loops from their disk cache when the file must be
+reordered), the second read's, the first read's peak resident memory above what the process
+held before the call (``VmHWM`` after resetting it, less ``VmRSS`` before), and the peak of
+tracemalloc (NumPy's allocations) over the third read, kept apart because tracemalloc slows
+allocation and holds memory of its own. "extra / map" is the peak divided by the returned
+map's bytes: 1.0 means the read costs the map and nothing else. The file is read from the page
+cache in every process (it was just written), so the times are what a warm file system gives;
+both libraries read the same bytes.
 
 Files: RING and NESTED orderings (Planck's and WMAP's maps are NESTED), float32 values,
 written by sphgpu.write_map (byte-identical to healpy.write_map). Results:
@@ -42,12 +45,15 @@ def _status(key):
 
 
 def child(lib, path, nest):
-    """Run in a fresh process: read ``path`` twice with ``lib``; print one JSON line."""
+    """Run in a fresh process: import ``lib``, read ``path`` three times; print one JSON line.
+
+    The first read is timed and its peak memory taken with nothing else watching (tracemalloc
+    slows allocation and adds its own memory); the third read runs under tracemalloc.
+    """
     import time
     import tracemalloc
 
-    import numpy as np
-
+    t0 = time.perf_counter()
     if lib == "sphgpu":
         import sphgpu
 
@@ -56,17 +62,17 @@ def child(lib, path, nest):
         import healpy
 
         read = healpy.read_map
+    import_s = time.perf_counter() - t0
+    import numpy as np
+
     # peak resident memory of this call alone: Linux keeps a parent's ru_maxrss across exec,
     # so the high-water mark (VmHWM) is reset here (clear_refs 5) and read after the call
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     rss0 = _status("VmRSS")
-    tracemalloc.start()
     t0 = time.perf_counter()
     m = read(path, field=(0, 1, 2), nest=nest)
     first = time.perf_counter() - t0
-    _, traced = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     rss1 = _status("VmHWM")
     nbytes = int(np.asarray(m).nbytes)
     digest = float(np.asarray(m, dtype=np.float64)[:, ::997].sum())
@@ -74,8 +80,13 @@ def child(lib, path, nest):
     t0 = time.perf_counter()
     m = read(path, field=(0, 1, 2), nest=nest)
     second = time.perf_counter() - t0
-    print(json.dumps({"first_s": first, "second_s": second, "map_bytes": nbytes,
-                      "rss_peak_extra_bytes": rss1 - rss0,
+    del m
+    tracemalloc.start()
+    m = read(path, field=(0, 1, 2), nest=nest)
+    _, traced = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(json.dumps({"import_s": import_s, "first_s": first, "second_s": second,
+                      "map_bytes": nbytes, "rss_peak_extra_bytes": rss1 - rss0,
                       "tracemalloc_peak_bytes": traced, "dtype": str(m.dtype),
                       "check": digest}))
 
@@ -125,7 +136,10 @@ def main():
                        "nside": args.nside, "fields": 3, "file_dtype": "float32",
                        "file_bytes": os.path.getsize(path), "map_bytes": runs[0]["map_bytes"],
                        "returned_dtype": runs[0]["dtype"],
+                       "import_s": statistics.median(r["import_s"] for r in runs),
                        "first_s": statistics.median(r["first_s"] for r in runs),
+                       "import_and_first_s": statistics.median(
+                           r["import_s"] + r["first_s"] for r in runs),
                        "second_s": statistics.median(r["second_s"] for r in runs),
                        "rss_peak_extra_bytes": statistics.median(
                            r["rss_peak_extra_bytes"] for r in runs),
@@ -135,7 +149,8 @@ def main():
                 row["rss_extra_per_map"] = row["rss_peak_extra_bytes"] / row["map_bytes"]
                 row["tracemalloc_per_map"] = row["tracemalloc_peak_bytes"] / row["map_bytes"]
                 results.append(row)
-                print(f"{ordering:6s} {lib:6s} first {row['first_s']:.3f} s second "
+                print(f"{ordering:6s} {lib:6s} import + first {row['import_and_first_s']:.3f} s"
+                      f" second "
                       f"{row['second_s']:.3f} s  extra RSS / map {row['rss_extra_per_map']:.2f}"
                       f"  tracemalloc / map {row['tracemalloc_per_map']:.2f}", flush=True)
     finally:
@@ -145,7 +160,7 @@ def main():
         a, b = [r for r in results if r["file_ordering"] == ordering]
         if a["check"] != b["check"]:
             raise SystemExit(f"{ordering}: sphgpu and healpy read different values")
-    goals = {"time": "sphgpu second_s <= healpy second_s",
+    goals = {"time": "sphgpu import_and_first_s and second_s <= healpy's",
              "memory": "sphgpu extra memory <= 1.2 x the map's bytes"}
     with open(args.out, "w") as f:
         json.dump({"machine": machine_info(), "goals": goals, "results": results,
