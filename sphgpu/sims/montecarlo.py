@@ -1,14 +1,16 @@
-"""A Monte Carlo of pseudo-spectra that keeps what it has done: run, stop, run more."""
+"""A Monte Carlo of pseudo-spectra that keeps what it has done: run, stop, run more; with
+``bins``, each simulation's decoupled (MASTER) bandpowers too."""
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
 
 import numpy as np
 
-from .. import backends
+from .. import backends, master
 from .._validate import as_maps, as_real_array, check_int
 from ..sht.beam_window import beam_rows
 from ..sht.spectra import _field_spectra, _fwhm_radians
@@ -74,6 +76,38 @@ def _pixel_values(name, value, npix, rows):
     if np.any(arr < 0):
         raise ValueError(f"{name} must be >= 0 everywhere")
     return arr if np.ndim(arr) else float(arr)
+
+
+def _stacked(cov, pol):
+    """Spectra (nspec, L) in ``spectrum_names`` order from a (n, n, L) field covariance."""
+    if not pol:
+        return np.array(cov[:1, 0])
+    return np.stack([cov[0, 0], cov[1, 1], cov[2, 2], cov[0, 1], cov[1, 2], cov[0, 2]])
+
+
+def _as_bins(bins, lmax):
+    """``bins`` (a Bins, or a width) as a :class:`sphgpu.master.Bins` at ``lmax``."""
+    if isinstance(bins, master.Bins):
+        top = int(bins.edges[-1]) - 1
+        if top > lmax:
+            raise ValueError(f"bins reach l = {top}, beyond the Monte Carlo's lmax = {lmax}: "
+                             f"give bins whose edges lie in 0..lmax + 1 = {lmax + 1}")
+        if bins.lmax == lmax:
+            return bins
+        # the same bins and weights at this lmax (the weights are zero outside the bins)
+        w = bins.matrix.sum(axis=0)
+        weights = np.zeros(lmax + 1)
+        k = min(lmax, bins.lmax) + 1
+        weights[:k] = w[:k]
+        return master.Bins(bins.edges, lmax=lmax, weights=weights)
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        width = check_int("bins", bins, minimum=1)
+        if width > lmax - 1:
+            raise ValueError(f"bins (a bin width) must be at most lmax - 1 = {lmax - 1} so "
+                             f"that one bin fits in l = 2..lmax, got {width}")
+        return master.Bins.linear(lmax, width, lmin=2)
+    raise TypeError(f"bins must be a sphgpu.master.Bins or an int (a bin width), got "
+                    f"{type(bins).__name__}")
 
 
 class _Progress:
@@ -172,6 +206,19 @@ class MonteCarlo:
         memory (CPU), at most 32. Does not change the results.
     backend : {"auto", "cuda", "cpu", "reference"}
         Where the transforms run (on a Dask cluster: the workers' kind, see :meth:`run`).
+    bins : sphgpu.master.Bins or int, optional
+        Also decouple every simulation's pseudo-spectra into MASTER bandpowers (Hivon et al.
+        2002) over these multipole bins: a :class:`~sphgpu.master.Bins` whose edges lie in
+        0..lmax + 1 (re-expressed at this lmax, weights kept), or an int, the width of
+        ``Bins.linear(lmax, width, lmin=2)``. The mask's coupling matrix is computed once
+        (:func:`sphgpu.master.coupling_matrix`, at this lmax; the full sky without a mask) and
+        held, binned and inverted with the beam, in one :class:`~sphgpu.master.Workspace`
+        per spin pair (``workspaces``). No pixel window enters: the maps are made from
+        band-limited a_lm (their pixels are samples, not averages). The expected noise
+        pseudo-spectrum (:attr:`noise_bias`) is subtracted before decoupling, so the
+        bandpowers estimate the input signal (:attr:`expected_bandpowers`). The decoupling is a
+        matrix product done here, on the client, as each batch arrives (also from a Dask
+        cluster). None (default): pseudo-spectra only.
 
     Attributes
     ----------
@@ -185,16 +232,26 @@ class MonteCarlo:
         Wall time of all runs.
     stopped : bool
         The last run ended early (stop() or Ctrl-C).
+    bins : sphgpu.master.Bins or None
+        The bandpowers' bins (at this lmax), when ``bins`` was given.
+    coupling : sphgpu.master.Coupling or None
+        The mask's mode-coupling blocks ("00", and with ``pol`` "02", "++", "--").
+    workspaces : dict
+        ``{(0, 0): Workspace}``, with ``pol`` also (0, 2) (TE, TB) and (2, 2) (EE, EB, BE,
+        BB); empty without bins.
 
     Raises
     ------
     ValueError, TypeError
-        Bad input, naming the argument.
+        Bad input, naming the argument; with ``bins``: bins beyond lmax, a binned coupling
+        that cannot be inverted (too much sky masked for bins this narrow, spin-2 bins below
+        l = 2) or E and B beams that differ.
     """
 
     def __init__(self, cls, nside, lmax=None, *, pol=False, new=True, fwhm=0.0,
                  fwhm_arcmin=None, beam_window=None, mask=None, noise_sigma=None,
-                 noise_cls=None, iter=0, seed=0, batch_size=None, backend="auto"):
+                 noise_cls=None, iter=0, seed=0, batch_size=None, backend="auto",
+                 bins=None):
         nside = check_int("nside", nside, minimum=1)
         lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
         if lmax > 4 * nside:
@@ -210,10 +267,10 @@ class MonteCarlo:
             rows = beam_rows(n, pol, lmax, 0.0, beam_window)
         else:
             rows = beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
-        noise_alm = None
+        noise_alm = noise_cov = None
         if noise_cls is not None:
-            noise_alm = transfer_factors(_spectra_table("noise_cls", noise_cls, pol, bool(new),
-                                                        lmax), None)
+            noise_cov = _spectra_table("noise_cls", noise_cls, pol, bool(new), lmax)
+            noise_alm = transfer_factors(noise_cov, None)
         if mask is not None:
             if not hasattr(mask, "dtype"):
                 mask = np.asarray(mask)
@@ -244,6 +301,12 @@ class MonteCarlo:
         self._run_from = 0                          # nsims when the current run began
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._input = _stacked(cov, pol)            # (nspec, lmax+1), names' order, muK^2
+        self._bandpowers: dict[int, np.ndarray] = {}   # simulation index -> (nspec, nbins)
+        self.bins, self.coupling, self.workspaces = None, None, {}
+        self._noise_bias = None
+        if bins is not None:
+            self._set_bins(bins, noise_cov)
 
     # ------------------------------------------------------------------ results
     @property
@@ -320,6 +383,193 @@ class MonteCarlo:
                                  f"got {bins!r}")
         return np.stack([s[..., a:b].mean(axis=-1) for a, b in zip(edges[:-1], edges[1:])],
                         axis=-1)
+
+    # ------------------------------------------------------------------ bandpowers
+    def _set_bins(self, bins, noise_cov):
+        """Bins at this lmax, the mask's coupling (once), a Workspace per spin pair, and the
+        expected noise pseudo-spectrum."""
+        p = self.plan
+        self.bins = _as_bins(bins, p.lmax)
+        if p.pol and not np.allclose(self.beam[1], self.beam[2], rtol=1e-12, atol=0):
+            raise ValueError("bins: decoupling needs one beam for E and B (the Workspace "
+                             "takes a T and a P row); beam_window gives them different rows")
+        spins = "all" if p.pol else (0, 0)
+        # "reference" runs the coupling sums in exact arithmetic, for lmax of a few tens: the
+        # transforms' reference backend does not ask for that, so its coupling runs on the CPU
+        where = backends.resolve(self.backend, "master")
+        if backends.info(where).reference:
+            where = "cpu"
+        if p.mask is None:                  # the full sky: W_L = 4 pi delta_L0, M = 1
+            wl = np.zeros(2 * p.lmax + 1)
+            wl[0] = 4.0 * math.pi
+            self.coupling = master.coupling_matrix(wl, p.lmax, spins=spins, is_cl=True,
+                                                   backend=where)
+        else:
+            self.coupling = master.coupling_matrix(p.mask, p.lmax, spins=spins, backend=where)
+        beam = np.stack([self.beam[0], self.beam[1]]) if p.pol else self.beam[0]
+        pairs = ((0, 0), (0, 2), (2, 2)) if p.pol else ((0, 0),)
+        for pair in pairs:
+            try:
+                self.workspaces[pair] = master.Workspace(self.coupling, self.bins, spins=pair,
+                                                         beam=beam)
+            except ValueError as exc:
+                raise ValueError(f"bins (with this mask and beam, spins {pair}): {exc}") \
+                    from None
+        self._noise_bias = self._expected_noise(noise_cov)
+
+    def _expected_noise(self, noise_cov):
+        """The mean pseudo-spectra of the noise alone, (nspec, lmax+1), muK^2.
+
+        White pixel noise n_p of variance sigma_p^2, masked by w_p and analysed by one
+        quadrature pass (weight Omega = 4 pi / npix) has <|a_lm|^2> = Omega^2 sum_p w_p^2
+        sigma_p^2 |sY_lm(p)|^2, and sum_m |sY_lm(p)|^2 = (2l+1) / (4 pi) at every point (the
+        addition theorem, spin 0 and 2), so its pseudo-C_l is flat: Omega mean_p(w^2 sigma^2)
+        for TT, the same with (sigma_Q^2 + sigma_U^2) / 2 for EE and BB at l >= 2, and 0 for
+        the cross-spectra. Exact with ``iter=0``; Jacobi iterations change it slightly.
+        Noise spectra (``noise_cls``, added after the beam) are coupled by the mask like the
+        signal, without the beam.
+        """
+        p = self.plan
+        out = np.zeros((p.nspec, p.lmax + 1))
+        w2 = 1.0 if p.mask is None else p.mask ** 2
+        if p.noise_sigma is not None:
+            s2 = np.broadcast_to(np.asarray(p.noise_sigma, dtype=np.float64) ** 2,
+                                 (p.nfields, p.npix))
+            omega = 4.0 * math.pi / p.npix
+            out[0] = omega * np.mean(w2 * s2[0])
+            if p.pol:
+                out[1:3, 2:] = omega * np.mean(w2 * 0.5 * (s2[1] + s2[2]))
+        if noise_cov is not None:
+            nl = _stacked(noise_cov, p.pol)
+            out[0] += self.coupling.couple_cell(nl[0], spins=(0, 0))
+            if p.pol:
+                ee, bb, te, eb, tb = nl[1], nl[2], nl[3], nl[4], nl[5]
+                c22 = self.coupling.couple_cell(np.stack([ee, eb, eb, bb]), spins=(2, 2))
+                c02 = self.coupling.couple_cell(np.stack([te, tb]), spins=(0, 2))
+                out[1] += c22[0]
+                out[2] += c22[3]
+                out[4] += c22[1]
+                out[3] += c02[0]
+                out[5] += c02[1]
+        return out
+
+    def _need_bins(self):
+        if self.bins is None:
+            raise ValueError("bandpowers need bins: make the Monte Carlo with "
+                             "MonteCarlo(..., bins=sphgpu.master.Bins(...)) or bins=width")
+
+    def decouple(self, spectra) -> np.ndarray:
+        """Decoupled bandpowers of pseudo-spectra measured as these simulations measure them.
+
+        The expected noise pseudo-spectrum (:attr:`noise_bias`) is subtracted, then each spin
+        pair's :class:`~sphgpu.master.Workspace` applies K^-1 P (EB stands for BE too: one
+        field's E and B give one cross-spectrum).
+
+        Parameters
+        ----------
+        spectra : array_like, float64, shape (..., nspec, lmax+1), muK^2
+            Pseudo-spectra in the order of ``names``.
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (..., nspec, nbins), muK^2
+            Bandpowers in the order of ``names`` (TT, or TT, EE, BB, TE, EB, TB).
+
+        Raises
+        ------
+        ValueError
+            Without bins, or ``spectra`` of another shape.
+        """
+        self._need_bins()
+        p = self.plan
+        s = np.asarray(spectra, dtype=np.float64)
+        if s.ndim < 2 or s.shape[-2:] != (p.nspec, p.lmax + 1):
+            raise ValueError(f"spectra must have shape (..., {p.nspec}, {p.lmax + 1}) "
+                             f"(spectra {self.names}, l = 0..lmax), got {s.shape}")
+        s = s - self._noise_bias
+        return self._through_workspaces(s, "decouple_cell")
+
+    def _through_workspaces(self, s, method):
+        """Apply each Workspace's ``method`` to spectra (..., nspec, lmax+1) in names' order:
+        (..., nspec, nbins)."""
+        out = np.empty(s.shape[:-1] + (self.bins.nbins,))
+        out[..., 0, :] = getattr(self.workspaces[(0, 0)], method)(s[..., 0, :])
+        if self.plan.pol:
+            ee, bb, te, eb, tb = (s[..., i, :] for i in range(1, 6))
+            c22 = getattr(self.workspaces[(2, 2)], method)(np.stack([ee, eb, eb, bb], -2))
+            c02 = getattr(self.workspaces[(0, 2)], method)(np.stack([te, tb], -2))
+            out[..., 1, :], out[..., 2, :], out[..., 4, :] = (c22[..., 0, :], c22[..., 3, :],
+                                                              c22[..., 1, :])
+            out[..., 3, :], out[..., 5, :] = c02[..., 0, :], c02[..., 1, :]
+        return out
+
+    @property
+    def noise_bias(self) -> np.ndarray:
+        """The expected pseudo-spectra of the noise alone, shape (nspec, lmax+1), float64,
+        muK^2, which :meth:`decouple` subtracts (needs ``bins``; zeros without noise)."""
+        self._need_bins()
+        return self._noise_bias.copy()
+
+    @property
+    def input_spectra(self) -> np.ndarray:
+        """The input spectra C_l (no beam), shape (nspec, lmax+1), float64, muK^2, in the order
+        of ``names`` (EB, TB zero when 4 spectra were given)."""
+        return self._input.copy()
+
+    @property
+    def expected_bandpowers(self) -> np.ndarray:
+        """What the decoupled bandpowers estimate: the input spectra through the bandpower
+        windows (:meth:`sphgpu.master.Workspace.bin_theory`), shape (nspec, nbins), float64,
+        muK^2, names' order. For a C_l constant over each bin it is the binned input
+        ``bins.bin_cell(input_spectra)``; otherwise it differs from it by the windows' leakage
+        between neighbouring bins."""
+        self._need_bins()
+        return self._through_workspaces(self._input, "bin_theory")
+
+    @property
+    def bandpowers(self) -> np.ndarray:
+        """Every finished simulation's decoupled bandpowers, shape (nsims, nspec, nbins),
+        float64, muK^2, ordered by simulation number (``indices``), spectra as ``names``."""
+        self._need_bins()
+        with self._lock:
+            keys = sorted(self._bandpowers)
+            if not keys:
+                return np.zeros((0, self.plan.nspec, self.bins.nbins))
+            return np.stack([self._bandpowers[k] for k in keys])
+
+    @property
+    def bandpower_mean(self) -> np.ndarray:
+        """Mean decoupled bandpowers over the simulations, shape (nspec, nbins), float64,
+        muK^2."""
+        self._need_bins()
+        self._need(1)
+        return self.bandpowers.mean(axis=0)
+
+    @property
+    def bandpower_std(self) -> np.ndarray:
+        """Standard deviation of one simulation's bandpowers (ddof 1), shape (nspec, nbins),
+        float64, muK^2; the error of the mean is ``bandpower_std / sqrt(nsims)``."""
+        self._need_bins()
+        self._need(2)
+        return self.bandpowers.std(axis=0, ddof=1)
+
+    def bandpower_covariance(self) -> np.ndarray:
+        """Sample covariance of the decoupled bandpowers over the simulations (ddof 1).
+
+        Returns
+        -------
+        numpy.ndarray, float64, shape (nspec * nbins, nspec * nbins), muK^4
+            Spectra one after the other (all bins of TT, then EE, ... as ``names``).
+
+        Raises
+        ------
+        ValueError
+            Without bins, or with fewer than 2 simulations.
+        """
+        self._need_bins()
+        self._need(2)
+        b = self.bandpowers
+        return np.atleast_2d(np.cov(b.reshape(b.shape[0], -1), rowvar=False))
 
     def _need(self, k):
         if self.nsims < k:
@@ -437,9 +687,13 @@ class MonteCarlo:
             return out
 
     def _keep(self, indices, spectra, show, t0):
+        # decoupled here, on the client, for a local run and a cluster's alike: one product
+        bandpowers = self.decouple(spectra) if self.bins is not None else None
         with self._lock:
-            for i, s in zip(indices, spectra):
+            for q, (i, s) in enumerate(zip(indices, spectra)):
                 self._results[int(i)] = s
+                if bandpowers is not None:
+                    self._bandpowers[int(i)] = bandpowers[q]
         show(self.nsims, (self.nsims - self._run_from) / max(time.perf_counter() - t0, 1e-9))
 
     def _run_here(self, todo, batch_size, show, t0):
@@ -453,6 +707,9 @@ class MonteCarlo:
 
     def __repr__(self):
         p = self.plan
+        if self.bins is not None:
+            return (f"MonteCarlo(nside={p.nside}, lmax={p.lmax}, pol={p.pol}, "
+                    f"nsims={self.nsims}, seed={p.seed}, nbins={self.bins.nbins})")
         return (f"MonteCarlo(nside={p.nside}, lmax={p.lmax}, pol={p.pol}, "
                 f"nsims={self.nsims}, seed={p.seed})")
 
@@ -477,12 +734,14 @@ def simulate_spectra(cls, nside, nsims, lmax=None, *, progress=True, client=None
     **options
         Any keyword argument of :class:`MonteCarlo` (``pol``, ``fwhm``, ``beam_window``,
         ``mask``, ``noise_sigma``, ``noise_cls``, ``iter``, ``seed``, ``batch_size``,
-        ``backend``).
+        ``backend``, ``bins``).
 
     Returns
     -------
     MonteCarlo
-        With ``spectra`` (nsims, nspec, lmax+1), ``mean``, ``std`` and ``covariance()``.
+        With ``spectra`` (nsims, nspec, lmax+1), ``mean``, ``std`` and ``covariance()``; with
+        ``bins``, ``bandpowers`` (nsims, nspec, nbins), ``bandpower_mean`` and
+        ``bandpower_covariance()``.
 
     Raises
     ------
