@@ -322,6 +322,49 @@ def _transform_panel(page, panel, nside):
     assert _row(shown.numbers(), "nside / pixels").startswith(f"{nside} / {12 * nside**2:,} ")
 
 
+def _open_map_by_upload(page, panel, tmp_path):
+    """The explorer's "open a map" with a file uploaded through the browser: a map written by
+    healpy (nside 16, I, Q, U in K, a cut) is shown with its name and the rms the library gives
+    for it; a file that is no HEALPix map gets a message naming it; "simulated sky" goes back."""
+    import healpy
+    import numpy as np
+
+    shown = Shown(page, panel)
+    rng = np.random.default_rng(7)
+    nside = 16
+    iqu = rng.standard_normal((3, 12 * nside**2)) * 1e-4           # K
+    iqu[:, :300] = healpy.UNSEEN
+    good = tmp_path / "uploaded_iqu.fits"
+    healpy.write_map(str(good), iqu, column_units="K", overwrite=True, dtype=np.float64)
+    button = panel.locator(".widget-upload").first
+
+    def upload(path):
+        # the widget's <input type=file> is never put in the page: its button opens the chooser
+        def act(page):
+            with page.expect_file_chooser() as chooser:
+                button.click()
+            chooser.value.set_files(str(path))
+        return act
+
+    shown.move(upload(good), ("image", "numbers"))
+    numbers = shown.numbers()
+    assert _row(numbers, "map file") == good.name, numbers
+    assert _row(numbers, "nside / pixels").startswith(f"{nside} / "), numbers
+    # the map toggle was left at Q by the transform-panel test before
+    seen = iqu[1][iqu[1] != healpy.UNSEEN] * 1e6                    # μK, as the panel shows
+    assert _row(numbers, "map rms (Q)") == f"{seen.std():.3g} μK", numbers
+    assert _row(numbers, "sky seen (not UNSEEN)") == f"{seen.size / iqu.shape[1]:.1%}"
+    assert not shown.message(), shown.message()
+
+    bad = tmp_path / "not_a_map.fits"
+    bad.write_text("this is no FITS file\n")
+    upload(bad)(page)
+    _wait_for(lambda: "not_a_map.fits is not a HEALPix map" in shown.message(), UPDATE_S,
+              "a message naming the file that is no map")
+    shown.move(_button(panel, "simulated sky"), ("image", "numbers"))
+    assert "map file" not in shown.numbers()
+
+
 def _speedup_panel(page, panel, sizes, series):
     shown = Shown(page, panel)
     _labels_whole(panel)
@@ -424,7 +467,7 @@ def _montecarlo_panel(page, panel):
     assert "none run" in _row(shown.numbers(), "throughput")
 
 
-def _panels(page, name):
+def _panels(page, name, tmp_path):
     def panel(cls, i=0):
         p = page.locator(f".{cls}").nth(i)
         p.scroll_into_view_if_needed()
@@ -432,6 +475,7 @@ def _panels(page, name):
 
     if name.startswith("00"):
         _transform_panel(page, panel("sphgpu-transform-panel"), 32)
+        _open_map_by_upload(page, panel("sphgpu-transform-panel"), tmp_path)
     elif name.startswith("01"):
         _speedup_panel(page, panel("sphgpu-speedup-panel"), "8, 16", "sphgpu cpu backend")
         _transform_panel(page, panel("sphgpu-transform-panel"), 16)
@@ -460,7 +504,7 @@ def _errors(page):
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in NOTEBOOKS])
-def test_notebook_runs_and_its_panels_respond_in_chromium(name, lab_server, browser):
+def test_notebook_runs_and_its_panels_respond_in_chromium(name, lab_server, browser, tmp_path):
     base, token = lab_server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"lab_{pathlib.Path(name).stem}.png"
@@ -485,7 +529,7 @@ def test_notebook_runs_and_its_panels_respond_in_chromium(name, lab_server, brow
         _wait_for(lambda: passed.count() or _errors(page), NOTEBOOK_STALL_S,
                   "the notebook's last cell", progress=lambda: _cells_done(page))
         assert not _errors(page), _errors(page)
-        _panels(page, name)
+        _panels(page, name, tmp_path)
         time.sleep(1.0)                 # late output (a cluster's shutdown) reaches the page
         assert not _errors(page), _errors(page)
     finally:
