@@ -1,10 +1,13 @@
-"""Monte Carlo panel: masked, beamed, noisy skies and their pseudo-spectra, converging live.
+"""Monte Carlo panel: masked, beamed, noisy skies, their pseudo-spectra and decoupled
+bandpowers, converging live.
 
-``MonteCarloModel`` keeps a :class:`sphgpu.sims.MonteCarlo` per setting of nside, beam, mask
-cut, noise, seed and backend, and runs it up to the number of simulations asked for (a larger
-number continues the same run: finished simulations are never redrawn). ``MonteCarloPanel``
-runs it in a background thread and redraws, after each batch, the mean pseudo-spectrum with
-its error bars, the error of the mean against the number of simulations, and the throughput;
+``MonteCarloModel`` keeps a :class:`sphgpu.sims.MonteCarlo` (with ``bins``: MASTER bandpowers
+of every simulation) per setting of nside, beam, mask cut, noise, seed and backend, and runs
+it up to the number of simulations asked for (a larger number continues the same run:
+finished simulations are never redrawn). ``MonteCarloPanel`` runs it in a background thread
+and redraws, after each batch, the mean pseudo-spectrum and the mean decoupled bandpowers with
+their error bars against the input, the mask's coupling matrix, both estimates' ratio to the
+input per bin, the error of the mean against the number of simulations, and the throughput;
 Stop ends the run with what it has. See :mod:`sphgpu.widgets._base` for the pattern.
 """
 
@@ -36,6 +39,22 @@ MAX_SIMS = 100_000
 APODIZATION_DEG = 5.0
 #: the ratio to the model is averaged over l >= this (the mask couples the lowest l strongly)
 RATIO_LMIN = 30
+
+
+def bin_width(lmax: int) -> int:
+    """Width of the panel's bandpower bins (from l = 2): about 16 bins, at least 4 multipoles
+    each (narrower bins of a 60 degree cut make the binned coupling harder to invert).
+
+    Parameters
+    ----------
+    lmax : int
+        Band limit of the simulations.
+
+    Returns
+    -------
+    int
+    """
+    return max(4, lmax // 16)
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,17 @@ class MonteCarloResult:
     wall_seconds : float
         Wall time of this run from its start to its end (to this batch for a result drawn
         during the run), the redraws and progress updates during it included.
+    bandpowers : numpy.ndarray, float64, shape (nsims, nbins), or None
+        Decoupled TT bandpowers of the simulations (:attr:`sphgpu.sims.MonteCarlo.bandpowers`,
+        noise bias removed, beam deconvolved), muK^2.
+    expected : numpy.ndarray, float64, shape (nbins,), or None
+        The binned input they estimate (``MonteCarlo.expected_bandpowers``), muK^2.
+    bin_edges : numpy.ndarray, int64, shape (nbins + 1,), or None
+        Bin b holds bin_edges[b] <= l < bin_edges[b + 1].
+    ell_eff : numpy.ndarray, float64, shape (nbins,), or None
+        Effective multipole of each bin.
+    coupling : numpy.ndarray, float64, shape (lmax+1, lmax+1), or None
+        The mask's mode-coupling matrix M^00[l, l'] (``MonteCarlo.coupling.blocks["00"]``).
     """
 
     settings: MonteCarloSettings
@@ -120,6 +150,11 @@ class MonteCarloResult:
     history: tuple
     stopped: bool
     wall_seconds: float = 0.0
+    bandpowers: np.ndarray | None = None
+    expected: np.ndarray | None = None
+    bin_edges: np.ndarray | None = None
+    ell_eff: np.ndarray | None = None
+    coupling: np.ndarray | None = None
 
     @property
     def nside(self) -> int:
@@ -188,6 +223,33 @@ class MonteCarloResult:
         per_sim = (self.spectra[:, ell] / self.model[ell]) @ (2 * ell + 1) / (2 * ell + 1).sum()
         return float(per_sim.mean()), float(per_sim.std(ddof=1) / math.sqrt(self.nsims))
 
+    def _ratio_bins(self):
+        """Bins whose effective l is >= RATIO_LMIN, and their number of modes sum (2l+1)."""
+        keep = np.flatnonzero(self.ell_eff >= RATIO_LMIN)
+        modes = np.array([np.sum(2 * np.arange(self.bin_edges[b], self.bin_edges[b + 1]) + 1)
+                          for b in keep], dtype=np.float64)
+        return keep, modes
+
+    def decoupled_ratio(self) -> tuple[float, float]:
+        """The mean decoupled bandpowers over the binned input, averaged over the bins with
+        effective l >= RATIO_LMIN; unbiased estimates make it consistent with 1.
+
+        Returns
+        -------
+        tuple of float
+            (r, sigma): the mean over simulations of the mode-weighted (sum over the bin of
+            2l+1) mean of C_b / expected_b, and its error from the scatter of the
+            simulations; (nan, nan) without bandpowers, with fewer than 2 simulations or no
+            bin at l >= RATIO_LMIN.
+        """
+        if self.bandpowers is None or self.nsims < 2:
+            return (math.nan, math.nan)
+        keep, modes = self._ratio_bins()
+        if keep.size == 0:
+            return (math.nan, math.nan)
+        per_sim = (self.bandpowers[:, keep] / self.expected[keep]) @ modes / modes.sum()
+        return float(per_sim.mean()), float(per_sim.std(ddof=1) / math.sqrt(self.nsims))
+
     def numbers(self) -> list[tuple[str, str]]:
         """The rows of the panel's numbers table.
 
@@ -215,6 +277,16 @@ class MonteCarloResult:
         err = self.error_of_mean()
         if not math.isnan(err):
             rows.append(("error of the mean (median over ℓ)", f"{100 * err:.2g} %"))
+        rd, sd = self.decoupled_ratio()
+        if not math.isnan(rd):
+            dev = (rd - 1.0) / sd if sd > 0 else math.inf
+            verdict = "consistent with 1" if abs(dev) < 3 else "not consistent with 1"
+            rows.append((f"⟨decoupled C_b / binned input⟩, ℓ ≥ {RATIO_LMIN}",
+                         f"{rd:.4f} ± {sd:.4f}"))
+            rows.append(("decoupled (MASTER) bandpowers",
+                         f"{abs(dev):.1f}σ {'above' if dev > 0 else 'below'} 1: {verdict}; "
+                         f"the mask's coupling matrix is inverted over "
+                         f"{len(self.ell_eff)} bins of {int(np.diff(self.bin_edges)[0])} ℓ"))
         if not math.isnan(r):
             rows.append((f"⟨C_hat / w2 (b² C + N)⟩, ℓ ≥ {RATIO_LMIN}",
                          f"{r:.4f} ± {sigma:.4f}"))
@@ -242,8 +314,8 @@ class MonteCarloResult:
         return (f"{where}: expected for a cut sky. The mask couples multipoles: the mean "
                 f"pseudo-C_ℓ is the true spectrum convolved with the mask's coupling matrix, "
                 f"which w2 (b² C + N) only approximates, and more simulations shrink the "
-                f"error bar, not this offset (decoupled bandpowers, a MASTER estimate, would "
-                f"remove it)")
+                f"error bar, not this offset; the decoupled bandpowers (MASTER: the "
+                f"coupling inverted) remove it")
 
 
 class MonteCarloModel(PanelModel):
@@ -359,7 +431,8 @@ class MonteCarloModel(PanelModel):
                                      apodization_deg=APODIZATION_DEG if s.cut_deg else 0.0)
             return MonteCarlo(planck2018_cl(2 * s.nside), s.nside, 2 * s.nside,
                               fwhm_arcmin=float(s.fwhm_arcmin), mask=mask,
-                              noise_sigma=float(s.noise_muK), seed=s.seed, backend=s.backend)
+                              noise_sigma=float(s.noise_muK), seed=s.seed, backend=s.backend,
+                              bins=bin_width(2 * s.nside))
 
         with self._lock:
             return self._runs.get(s.sky, make)
@@ -457,11 +530,14 @@ class MonteCarloModel(PanelModel):
             model=w2 * (mc.beam[0] ** 2 * cl + noise), input_cl=cl, w2=w2,
             fsky=float(np.mean(mask)), ran=max(0, min(mc.nsims, s.nsims) - start),
             seconds=history[-1][1] if history else 0.0, history=tuple(history),
-            stopped=stopped, wall_seconds=wall)
+            stopped=stopped, wall_seconds=wall, bandpowers=mc.bandpowers[:s.nsims, 0],
+            expected=mc.expected_bandpowers[0], bin_edges=np.asarray(mc.bins.edges),
+            ell_eff=mc.bins.ell_eff, coupling=mc.coupling.blocks["00"])
 
     def figure(self, result=None):
-        """Mean D_l with its error band against the model, and the error of the mean against
-        the number of simulations.
+        """Mean D_l (pseudo) and mean decoupled D_b with their error bars against the input, the
+        mask's coupling matrix, both estimates over the input per bin, and the error of the mean
+        against the number of simulations.
 
         Parameters
         ----------
@@ -473,11 +549,13 @@ class MonteCarloModel(PanelModel):
         matplotlib.figure.Figure or None
             None without a result.
         """
+        from matplotlib.colors import LogNorm
+
         r = result or self.result
         if r is None or r.nsims == 0:
             return None
-        fig = new_figure(10.5, 3.6)
-        ax, cx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+        fig = new_figure(10.5, 7.0)
+        (ax, mx), (qx, cx) = fig.subplots(2, 2, gridspec_kw={"width_ratios": [1.6, 1]})
         ell = np.arange(2, r.lmax + 1)
         dl = ell * (ell + 1) / (2 * np.pi)
         mean = r.spectra[:, 2:].mean(axis=0)
@@ -488,10 +566,45 @@ class MonteCarloModel(PanelModel):
             err = r.spectra[:, 2:].std(axis=0, ddof=1) / math.sqrt(r.nsims)
             ax.fill_between(ell, dl * (mean - err), dl * (mean + err), color="#b2182b",
                             alpha=0.3, lw=0)
-        ax.plot(ell, dl * mean, color="#b2182b", lw=1, label=f"mean of {r.nsims}")
+        ax.plot(ell, dl * mean, color="#b2182b", lw=1, label=f"pseudo-$C_\\ell$, mean of {r.nsims}")
+        if r.bandpowers is not None:
+            lb = r.ell_eff
+            db = lb * (lb + 1) / (2 * np.pi)
+            ax.plot(lb, db * r.expected, "ks", ms=4, mfc="none", label="binned input")
+            berr = (r.bandpowers.std(axis=0, ddof=1) / math.sqrt(r.nsims) if r.nsims >= 2
+                    else np.zeros_like(lb))
+            ax.errorbar(lb, db * r.bandpowers.mean(axis=0), yerr=db * berr, fmt="o", ms=3,
+                        color="#2166ac", capsize=2, label="decoupled $C_b$ (MASTER)")
         ax.set_xlabel(r"$\ell$")
         ax.set_ylabel(r"$D_\ell$ [$\mu$K$^2$]")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
+        if r.coupling is not None:
+            m = np.abs(r.coupling)
+            top = float(m.max())
+            im = mx.imshow(np.maximum(m, top * 1e-6), norm=LogNorm(top * 1e-6, top),
+                           origin="upper", cmap="magma", interpolation="nearest")
+            fig.colorbar(im, ax=mx, shrink=0.85)
+            mx.set_xlabel(r"$\ell'$")
+            mx.set_ylabel(r"$\ell$")
+            mx.set_title(r"mask coupling $M_{\ell\ell'}$ (log)", fontsize=9)
+        else:
+            mx.set_axis_off()
+        if r.bandpowers is not None and r.nsims >= 2:
+            lb, e = r.ell_eff, r.bin_edges
+            dec = r.bandpowers / r.expected
+            qx.errorbar(lb, dec.mean(0), yerr=dec.std(0, ddof=1) / math.sqrt(r.nsims), fmt="o",
+                        ms=3, color="#2166ac", capsize=2, label="decoupled / binned input")
+            pse = np.stack([(r.spectra[:, a:b] / r.model[a:b]).mean(axis=1)
+                            for a, b in zip(e[:-1], e[1:])], axis=1)
+            qx.errorbar(lb + 0.15 * np.diff(e), pse.mean(0),
+                        yerr=pse.std(0, ddof=1) / math.sqrt(r.nsims), fmt="s", ms=3,
+                        color="#b2182b", capsize=2, label=r"pseudo / $w_2(b^2C+N)$")
+            qx.axhline(1.0, color="k", lw=0.8)
+            qx.set_xlabel(r"$\ell$")
+            qx.set_ylabel("mean / expected, per bin")
+            qx.legend(fontsize=7)
+        else:
+            qx.set_axis_off()
         ns = np.unique(np.geomspace(2, max(r.nsims, 2), 24).astype(int))
         ns = ns[ns <= r.nsims]
         if ns.size:
@@ -560,7 +673,8 @@ class MonteCarloPanel(Panel):
         controls = w.HBox([w.VBox([self.nsims, self.nside, self.backend]),
                            w.VBox([self.fwhm, self.cut])])
         self.children = [w.HTML("<b>Monte Carlo</b>: CMB skies through a beam, white noise and "
-                                "a latitude cut; their pseudo-spectra converge"),
+                                "a latitude cut; their pseudo-spectra and decoupled "
+                                "bandpowers converge"),
                          controls, w.HBox([self.run_row(), self.stop_button]), self.message,
                          self.figure, self.numbers]
         self.add_class("sphgpu-montecarlo-panel")
