@@ -19,7 +19,7 @@ from . import sims  # Monte Carlo of spectra; a GPU-free import
 from . import tpacf  # angular correlation functions; a GPU-free import
 from .warmup import warmup
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"   # the one copy: pyproject.toml reads it (tests/test_release.py)
 
 __all__ = [
     "RingGeometry", "AlmLayout",
