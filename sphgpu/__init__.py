@@ -14,10 +14,20 @@ from .sht import beam2bl, bl2beam, map2alm_lsq, resize_alm, rotate_alm
 from .sort import argsort, radix_sort
 from .io import read_alm, read_cl, read_map, write_alm, write_cl, write_map
 from .pixelfunc import nest2ring, reorder, ring2nest, ud_grade
-from . import master  # MASTER bandpowers (coupling matrices, bins); a GPU-free import
-from . import sims  # Monte Carlo of spectra; a GPU-free import
-from . import tpacf  # angular correlation functions; a GPU-free import
 from .warmup import warmup
+
+#: Subpackages imported on first use (``sphgpu.sims``, ``from sphgpu import tpacf``): each
+#: compiles or loads Numba code at import, and Numba alone holds about 60 MB of a kernel's
+#: memory, which a notebook that never calls them should not pay (issue 40: 250 MB a kernel).
+_LAZY_SUBPACKAGES = ("master", "sims", "tpacf")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = "0.2.0"   # the one copy: pyproject.toml reads it (tests/test_release.py)
 

@@ -17,16 +17,29 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import warnings
 
-import numba
-
 __all__ = ["quiet", "refresh_kernel_cache", "UNDER_UTILIZATION", "SIMULATOR"]
+
+
+def _simulator_configured() -> bool:
+    """``numba.config.ENABLE_CUDASIM`` without importing Numba where it is not imported yet:
+    Numba alone holds about 60 MB of a kernel, and a notebook on ducc0's transforms never needs
+    it. Numba reads the variable as an integer, 0 when unset or unreadable."""
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        return bool(numba.config.ENABLE_CUDASIM)
+    try:
+        return bool(int(os.environ.get("NUMBA_ENABLE_CUDASIM", "0") or 0))
+    except ValueError:
+        return False
+
 
 #: whether CUDA kernels run in Numba's simulator (here, not in :mod:`sphgpu._device`, so that
 #: the kernel launcher, which the argument checks use, imports nothing that imports them)
-SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
+SIMULATOR = _simulator_configured()
 
 #: the message of Numba's low-occupancy warning (a regular expression, matched at the start of
 #: the message; Numba may put terminal colour codes before it, NUMBA_COLOR_SCHEME)

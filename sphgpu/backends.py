@@ -437,8 +437,33 @@ def protocol_members(protocol: type) -> list[str]:
     return sorted(names)
 
 
+def _no_cuda_driver() -> bool:
+    """True when no CUDA driver library can be loaded here, so Numba (about 60 MB of a kernel)
+    need not be imported to learn that there is no GPU. Looks where Numba looks on Linux
+    (``libcuda.so``, ``libcuda.so.1``, in the loader's path and in /usr/lib and /usr/lib64);
+    elsewhere, under the simulator or with ``NUMBA_CUDA_DRIVER`` set, Numba is asked."""
+    import ctypes
+    import sys
+
+    from ._cuda_launch import SIMULATOR
+
+    if SIMULATOR or not sys.platform.startswith("linux") or os.environ.get("NUMBA_CUDA_DRIVER"):
+        return False
+    names = ("libcuda.so", "libcuda.so.1")
+    for path in names + tuple(os.path.join(d, n) for d in ("/usr/lib", "/usr/lib64")
+                              for n in names):
+        try:
+            ctypes.CDLL(path)
+        except OSError:
+            continue
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=1)
 def _cuda_status() -> tuple[bool, str]:
+    if _no_cuda_driver():
+        return False, "no CUDA driver (libcuda.so) found: no usable CUDA GPU here"
     try:
         from numba import cuda
     except Exception as exc:  # numba-cuda missing or broken

@@ -4,7 +4,9 @@ stages, and a Numba twin of the GPU algorithm.
 ducc0 is the fastest CPU SHT there is; sphgpu calls it rather than rewriting it. The twin
 (``twin_synthesis`` / ``twin_analysis``) runs the recurrence of :mod:`sphgpu.sht.legendre`, the
 same code the CUDA kernels compile, with the NumPy ring step, so CI checks the kernel math at
-real sizes without a GPU.
+real sizes without a GPU. The twin's Numba kernels live in :mod:`sphgpu.sht._twin`, imported at
+the twin's first call: ducc0's transforms never need Numba, which holds about 60 MB of a
+notebook's kernel.
 """
 
 from __future__ import annotations
@@ -12,10 +14,9 @@ from __future__ import annotations
 import os
 
 import ducc0
-import numba
 import numpy as np
 
-from . import legendre, ringfft
+from . import ringfft
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host",
@@ -167,21 +168,25 @@ def _pairs(geometry):
 
 def twin_alm2leg(alm, layout, geometry):
     """Legendre step: alm (k, nalm) complex128 -> leg (k, nrings, mmax+1) complex128."""
+    from . import _twin, legendre
+
     north, south, x, s = _pairs(geometry)
     leg = np.zeros((alm.shape[0], geometry.nrings, layout.mmax + 1), dtype=np.complex128)
-    _alm2leg(alm, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
-             *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
-             north, south, x, s, leg)
+    _twin.alm2leg(alm, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+                  *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
+                  north, south, x, s, leg)
     return leg
 
 
 def twin_leg2alm(leg, layout, geometry):
     """Adjoint Legendre step: leg (k, nrings, mmax+1) -> alm (k, nalm) complex128."""
+    from . import _twin, legendre
+
     north, south, x, s = _pairs(geometry)
     alm = np.zeros((leg.shape[0], layout.size), dtype=np.complex128)
-    _leg2alm(leg, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
-             *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
-             north, south, x, s, alm)
+    _twin.leg2alm(leg, layout.lmax, layout.mmax, layout.mstart(), legendre.mu_table(layout.mmax),
+                  *legendre.coefficient_tables(layout.lmax, layout.mmax, layout.mstart()),
+                  north, south, x, s, alm)
     return alm
 
 
@@ -202,32 +207,3 @@ def twin_synthesis_spin(alm, spin, layout, geometry):
                               lambda c, ext: twin_alm2leg(c, ext, geometry),
                               lambda leg, s: ringfft.leg2map(spin_mod.scale_rows(leg, s),
                                                              geometry))
-
-
-# Parallel over m: each m owns its output column of leg (and its alm entries in the adjoint),
-# so threads never write the same element.
-@numba.njit(parallel=True, cache=True)
-def _alm2leg(alm, lmax, mmax, mstart, mu, alpha, scale, north, south, x, s, leg):
-    nmaps = alm.shape[0]
-    for m in numba.prange(mmax + 1):
-        out = np.empty((nmaps, 2), dtype=np.complex128)
-        for p in range(north.shape[0]):
-            v, k = legendre.start_value(mu[m], m, s[p])
-            legendre.legendre_sum(alm, mstart[m], m, lmax, alpha, scale, x[p], v, k, out)
-            for i in range(nmaps):
-                leg[i, north[p], m] = out[i, 0]
-                if south[p] >= 0:
-                    leg[i, south[p], m] = out[i, 1]
-
-
-@numba.njit(parallel=True, cache=True)
-def _leg2alm(leg, lmax, mmax, mstart, mu, alpha, scale, north, south, x, s, alm):
-    nmaps = leg.shape[0]
-    for m in numba.prange(mmax + 1):
-        pair = np.zeros((nmaps, 2), dtype=np.complex128)
-        for p in range(north.shape[0]):
-            for i in range(nmaps):
-                pair[i, 0] = leg[i, north[p], m]
-                pair[i, 1] = leg[i, south[p], m] if south[p] >= 0 else 0.0
-            v, k = legendre.start_value(mu[m], m, s[p])
-            legendre.legendre_adjoint(pair, mstart[m], m, lmax, alpha, scale, x[p], v, k, alm)

@@ -1,0 +1,174 @@
+"""Memory and wall time of each notebook's kernel after Run All, on the CPU backend.
+
+Run from the repository root (one core, as a Binder class would have):
+
+    python benchmarks/notebook_memory.py --one-core --out benchmarks/results
+    python benchmarks/notebook_memory.py --notebooks 00 03 --out /tmp/nbmem   # a few only
+
+Every notebook in ``notebooks/*.ipynb`` (or those whose names start with ``--notebooks``) is
+executed cell by cell by nbclient in a fresh ``python3`` kernel with ``SPHGPU_BACKEND=cpu``,
+twice:
+
+``cold``
+    Numba's and sphgpu's caches in fresh, empty directories (``NUMBA_CACHE_DIR``,
+    ``SPHGPU_CACHE_DIR``): the first Run All on a new machine, every kernel compiled.
+``warm``
+    A second fresh kernel on the directories the cold run filled: what a user meets when the
+    caches are warm (Binder's postBuild runs every notebook once), Numba's code loaded from
+    disk.
+
+After the last cell, before the kernel is shut down, the kernel process's ``VmRSS`` (memory
+resident now, MB) and ``VmHWM`` (its peak) are read from ``/proc/<pid>/status``, with the
+resident memory of its child processes (Dask workers) summed apart; ``rss_after_cell_mb`` lists
+the kernel's RSS after each code cell, to find the cell that holds memory. ``wall_s`` is the
+Run All time (kernel start excluded). The issue's goals (issue 40): kernel RSS after Run All at
+most 250 MB with warm caches, each notebook at most 60 s on one core with cold caches. The
+JSON (``notebook_memory.json``) holds the machine, whether the run was pinned to one core, the
+load average before and after (the development machine is shared), and one row per notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+#: The issue's goals: kernel memory after Run All (MB, 10^6 bytes) and one-core cold time (s).
+GOAL_RSS_MB = 250.0
+GOAL_COLD_S = 60.0
+#: Per-cell limit: a cold first call compiles for tens of seconds on a loaded core.
+CELL_TIMEOUT_S = 900
+
+
+def status_mb(pid: int) -> dict:
+    """``VmRSS`` and ``VmHWM`` of process ``pid`` in MB (10^6 bytes), from /proc."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024 / 1e6      # kB in /proc
+    return out
+
+
+def children_rss_mb(pid: int) -> float:
+    """Summed VmRSS (MB) of every descendant of ``pid`` (Dask workers, their nannies)."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = []
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids += [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                total += status_mb(k).get("VmRSS", 0.0)
+            except OSError:
+                pass
+        todo += kids
+    return total
+
+
+def run_notebook(path: pathlib.Path, env: dict) -> dict:
+    """Execute ``path`` in a fresh kernel with ``env``; its memory and time after Run All."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    saved = dict(os.environ)
+    os.environ.update(env)                   # the kernel inherits this process's environment
+    try:
+        client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                                         resources={"metadata": {"path": str(path.parent)}})
+        with client.setup_kernel():
+            pid = client.km.provisioner.process.pid
+            after_cell, errors = [], []
+            t0 = time.perf_counter()
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                try:
+                    client.execute_cell(cell, index)
+                except nbclient.exceptions.CellExecutionError as exc:
+                    errors.append(f"cell {index}: {str(exc).splitlines()[-1][:300]}")
+                    break
+                after_cell.append(round(status_mb(pid)["VmRSS"], 1))
+            wall = time.perf_counter() - t0
+            mem = status_mb(pid)
+            children = children_rss_mb(pid)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return {"wall_s": round(wall, 2), "rss_mb": round(mem["VmRSS"], 1),
+            "hwm_mb": round(mem["VmHWM"], 1), "children_rss_mb": round(children, 1),
+            "rss_after_cell_mb": after_cell, "errors": errors}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
+                        help="folder of notebook_memory.json (default benchmarks/results)")
+    parser.add_argument("--notebooks", nargs="*", default=None,
+                        help="run only notebooks whose names start with these (e.g. 00 06)")
+    parser.add_argument("--one-core", action="store_true",
+                        help="pin this process and its kernels to the first allowed core")
+    parser.add_argument("--skip-cold", action="store_true",
+                        help="warm runs only, on the default cache directories")
+    args = parser.parse_args(argv)
+
+    from sphgpu.bench import machine_info
+
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if args.notebooks:
+        paths = [p for p in paths if p.name.startswith(tuple(args.notebooks))]
+        if not paths:
+            parser.error(f"--notebooks {args.notebooks} matches no notebook in notebooks/")
+    if args.one_core:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = {
+        "machine": machine_info(),
+        "cores_used": sorted(os.sched_getaffinity(0)),
+        "shared_machine_note": ("the development machine (2 cores) was shared with other "
+                                "jobs: times are upper bounds, see load_average"),
+        "load_average_before": list(os.getloadavg()),
+        "goals": {"rss_mb": GOAL_RSS_MB, "cold_one_core_s": GOAL_COLD_S},
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "notebooks": [],
+    }
+    base = {"SPHGPU_BACKEND": "cpu", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    for path in paths:
+        row = {"notebook": path.name}
+        caches = tempfile.mkdtemp(prefix="nbmem-")
+        env = dict(base, NUMBA_CACHE_DIR=os.path.join(caches, "numba"),
+                   SPHGPU_CACHE_DIR=os.path.join(caches, "sphgpu"))
+        try:
+            if not args.skip_cold:
+                row["cold"] = run_notebook(path, env)
+                row["warm"] = run_notebook(path, env)
+            else:
+                row["warm"] = run_notebook(path, base)
+        finally:
+            shutil.rmtree(caches, ignore_errors=True)
+        row["warm_rss_within_goal"] = row["warm"]["rss_mb"] <= GOAL_RSS_MB
+        if "cold" in row:
+            row["cold_within_goal"] = row["cold"]["wall_s"] <= GOAL_COLD_S
+        result["notebooks"].append(row)
+        print(json.dumps({k: v for k, v in row.items()}, default=str), flush=True)
+        result["load_average_after"] = list(os.getloadavg())
+        (out / "notebook_memory.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
