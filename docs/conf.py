@@ -1,11 +1,15 @@
-"""Sphinx configuration of sphgpu's API reference (``make docs``: HTML in build/docs/html).
+"""Sphinx configuration of sphgpu's guide, notebooks and API reference (``make docs``: HTML in
+build/docs/html).
 
-The pages are built from the docstrings (numpydoc format, checked by tests/test_docstrings.py)
-without a GPU or a network: importing sphgpu touches no GPU, and nothing is fetched.
+The API pages are built from the docstrings (numpydoc format, checked by
+tests/test_docstrings.py) and the notebooks are executed on the CPU (myst-nb), without a GPU or
+a network: importing sphgpu touches no GPU, and nothing is fetched.
 """
 
 import os
+import pathlib
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))   # the checkout, when sphgpu is not installed
@@ -16,10 +20,46 @@ project = "sphgpu"
 author = "the sphgpu developers"
 release = version = sphgpu.__version__
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.mathjax", "numpydoc"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.mathjax", "numpydoc", "myst_nb"]
 
 root_doc = "index"
+# Markdown is not a page format here (docs/notes/README.md is for readers of the repository).
+source_suffix = {".rst": "restructuredtext", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "notes/README.md"]
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def copy_notebooks(source, target):
+    """Mirror the tracked notebooks (kept without outputs) into the source tree as pages.
+
+    Copies, not a symlink: Sphinx resolves a link's target through the symlink, out of the
+    source tree, and the notebooks' links to each other would not resolve. The modification
+    time is kept so that an incremental build re-executes only the notebooks that changed;
+    a copy whose notebook is gone is removed. Returns the copies' names.
+    """
+    target.mkdir(exist_ok=True)
+    names = {p.name for p in source.glob("*.ipynb")}
+    for stale in target.glob("*.ipynb"):
+        if stale.name not in names:
+            stale.unlink()
+    for name in sorted(names):
+        src, dst = source / name, target / name
+        if not dst.exists() or dst.read_bytes() != src.read_bytes():
+            shutil.copy2(src, dst)
+    return sorted(names)
+
+
+nb_execution_mode = "force"
+nb_execution_in_temp = True              # what a notebook writes lands outside the checkout
+# seconds a cell: every cell takes seconds at the defaults; a hung kernel (a Dask cluster that
+# does not start) fails the build instead of using up CI's time
+nb_execution_timeout = 300
+nb_execution_raise_on_error = True       # a notebook that fails fails the build
+nb_execution_show_tb = True              # and the log says where
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath"]   # the notebooks' $...$ and $$...$$ as math
+
 html_theme = "alabaster"
 html_static_path = []
 html_title = f"sphgpu {release}"
@@ -63,6 +103,13 @@ def _absolute_values(app, what, name, obj, options, lines):
 
 
 def setup(app):
+    # before Sphinx looks for source files
+    copy_notebooks(NOTEBOOKS, pathlib.Path(app.srcdir) / "notebooks")
+    # The notebooks run on the CPU as a Binder user runs them (their defaults are
+    # Binder-sized); the kernels inherit this environment. `make docs` sets the same; this
+    # covers a bare `sphinx-build`.
+    os.environ.setdefault("SPHGPU_BACKEND", "cpu")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     app.connect("autodoc-process-docstring", _absolute_values, priority=400)
     # numpydoc rewrites docstrings at the default priority (500): keep the text before it and
     # put it back after it
