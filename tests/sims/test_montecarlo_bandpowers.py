@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sphgpu.master import Bins, Workspace, coupling_matrix
-from sphgpu.sims import MonteCarlo, latitude_cut_mask
+from sphgpu.sims import MonteCarlo, latitude_cut_mask, simulate_spectra
 from sphgpu.testing import TOL
 
 stats = pytest.importorskip("scipy.stats")
@@ -175,6 +175,14 @@ def test_bandpowers_follow_the_simulations_through_runs_and_batches():
                                rtol=TOL["sims_same_skies_rtol"], atol=1e-12)
     np.testing.assert_allclose(whole.bandpowers, whole.decouple(whole.spectra), rtol=1e-14)
     assert pieces.bandpowers.shape == (6, 6, 3)
+
+
+def test_simulate_spectra_passes_bins_through():
+    mc = simulate_spectra(theory(24)[0], 8, 3, 16, progress=False, mask=cut_sky(8), fwhm=FWHM,
+                          noise_sigma=10.0, seed=11, backend="cpu", bins=4)
+    np.testing.assert_allclose(mc.bandpowers, make(False, nside=8, lmax=16, bins=4)
+                               .run(3, progress=False).bandpowers,
+                               rtol=TOL["sims_same_skies_rtol"], atol=1e-12)
 
 
 def test_a_stopped_run_keeps_the_bandpowers_of_every_finished_batch():
