@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -105,32 +106,67 @@ def test_readme_is_a_reference_for_users():
     assert not dated, f"README.md lines with a date (history belongs in git): {dated}"
 
 
-def test_notebooks_run_as_make_lab_runs_them_leave_the_checkout_clean(tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+def test_the_benchmarks_readme_names_every_script():
+    folder = ROOT / "benchmarks"
+    text = (folder / "README.md").read_text()
+    scripts = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*.py"))]
+    # a script is named by its path under benchmarks/ (a probe as probes/name.py)
+    unnamed = [s for s in scripts if not re.search(rf"(?<![\w/]){re.escape(s)}\b", text)]
+    assert scripts and not unnamed, f"benchmarks/README.md does not name {unnamed}"
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _git_status(*paths):
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *paths],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def _new_files(before, since):
+    """Untracked files that are not in the status `before` and were written after `since`: what
+    a notebook left in the checkout (the time keeps out files someone else was editing)."""
+    old = set(before.splitlines())
+    return [line[3:] for line in _git_status().splitlines()
+            if line.startswith("?? ") and line not in old
+            and (ROOT / line[3:]).exists() and (ROOT / line[3:]).stat().st_mtime >= since]
+
+
+@pytest.fixture(scope="module")
+def lab_copies(tmp_path_factory):
+    """`make lab`'s copies of the notebooks, in a LAB_DIR of the test's own, and the checkout's
+    status before any of them ran."""
     make, git = shutil.which("make"), shutil.which("git")
     if not make or not git or not (ROOT / ".git").exists():
         pytest.skip("needs make and a git checkout")
-    lab_dir = tmp_path / "lab"
+    lab_dir = tmp_path_factory.mktemp("lab")
     dry = subprocess.run([make, "-n", "lab", f"LAB_DIR={lab_dir}"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
     assert f"--notebook-dir={lab_dir}" in dry, dry
-
-    def status():
-        return subprocess.run([git, "status", "--porcelain", "--", "notebooks/"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout
-
-    before = status()
+    before = _git_status()
+    notebooks_before = _git_status("notebooks/")
     subprocess.run([make, "lab-notebooks", f"LAB_DIR={lab_dir}"], cwd=ROOT, check=True,
                    capture_output=True)
-    copies = sorted(lab_dir.glob("*.ipynb"))
-    assert [p.name for p in copies] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    # run one notebook in its copy and save it with its outputs, as JupyterLab would
+    assert sorted(p.name for p in lab_dir.glob("*.ipynb")) == [p.name for p in NOTEBOOKS]
+    return lab_dir, before, notebooks_before
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS])
+def test_notebooks_run_as_make_lab_runs_them_leave_the_checkout_clean(name, lab_copies,
+                                                                      monkeypatch):
+    """Each notebook runs in its copy (in the copy's folder, as JupyterLab runs it) and is saved
+    with its outputs; the tracked notebooks stay as they are, and no file appears in the
+    checkout."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    lab_dir, before, notebooks_before = lab_copies
     monkeypatch.setenv("SPHGPU_BACKEND", "cpu")
-    path = lab_dir / "00_start_here.ipynb"
+    start = time.time() - 1                        # file times have a coarse resolution
+    path = lab_dir / name
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(lab_dir)}}).execute()
     nbformat.write(nb, path)
     assert any(cell.get("outputs") for cell in nb.cells if cell.cell_type == "code")
-    assert status() == before
+    assert _git_status("notebooks/") == notebooks_before
+    assert not _new_files(before, start), f"{name} left files in the checkout"
