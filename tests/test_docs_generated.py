@@ -84,6 +84,8 @@ def test_relative_links_of_markdown_files_resolve(doc):
 
 def test_internal_references_of_the_docs_resolve():
     pages = {str(p.relative_to(DOCS).with_suffix("")) for p in DOCS.rglob("*.rst")}
+    # the notebooks are pages under docs/notebooks/ (docs/conf.py copies them there)
+    pages |= {f"notebooks/{p.stem}" for p in (ROOT / "notebooks").glob("*.ipynb")}
     for page in DOCS.rglob("*.rst"):
         text = page.read_text()
         here = page.parent
