@@ -99,6 +99,17 @@ def test_internal_references_of_the_docs_resolve():
             assert (here / ref).is_file(), f"{page.name}: image {ref} missing"
 
 
+def test_the_api_reference_documents_every_package():
+    import tomllib
+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]
+    documented = set(re.findall(r"^\.\. automodule:: (\S+)", (DOCS / "api.rst").read_text(),
+                                re.M))
+    missing = sorted(set(packages) - documented)
+    assert packages and not missing, f"docs/api.rst has no automodule for {missing}"
+
+
 def test_readme_is_a_reference_for_users():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines (at most 250)"
