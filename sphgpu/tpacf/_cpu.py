@@ -24,12 +24,14 @@ import queue
 import numba
 import numpy as np
 
-from . import budget, exact
-from .grid import build_plan, unit_weights
+from . import budget, exact, slop as slop_
+from .grid import build_plan, chunks_of, unit_weights
 from .reference import RawCounts
 from .sky import pool
 
-__all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION"]
+__all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION", "BIN_SLOP", "cell_geometry"]
+
+BIN_SLOP = True                     # counts approximately with bin_slop (sphgpu.tpacf.slop)
 
 PRECISIONS = ("float64", "float32")
 DEFAULT_PRECISION = "float64"
@@ -153,21 +155,134 @@ def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, a
     return nref
 
 
+@numba.njit(inline="always")
+def _mul(a, b):
+    return a * b
+
+
+@numba.njit(inline="always")
+def _add(a, b):
+    return a + b
+
+
+# host twins of the device functions of sphgpu.tpacf.slop (Numba does not contract a * b + c
+# into an FMA without fastmath, so these give the GPU's bits)
+_cell = slop_.geometry_math(numba.njit(inline="always"), _mul, _add)
+_decide = slop_.decision_math(numba.njit(inline="always"), _mul, _add)
+
+
+@numba.njit(nogil=True, cache=True)
+def _cells_into(xyz, c_start, cen, rad):
+    for c in range(c_start.shape[0] - 1):
+        _cell(c, xyz, c_start, cen, rad)
+
+
+def cell_geometry(sc, i_tile):
+    """Chunk ids (n,) int64, centres (3, nchunks) and radii (nchunks,) float64 of a sorted
+    catalog on the host (:mod:`sphgpu.tpacf.slop`), cached on it."""
+    key = ("cells", int(i_tile))
+    if key not in sc.cache:
+        c_start = chunks_of(sc, i_tile)[0]
+        nc = c_start.size - 1
+        cen, rad = np.empty((3, nc)), np.empty(nc)
+        _cells_into(sc.xyz, c_start, cen, rad)
+        cid = np.repeat(np.arange(nc, dtype=np.int64), np.diff(c_start))
+        sc.cache[key] = (cid, cen, rad)
+    return sc.cache[key]
+
+
+@numba.njit(nogil=True, cache=True)
+def _count_groups_slop(g0, g1, items, group_start, x1, x2, cid1, cen1, rad1, cid2, cen2, rad2,
+                       E, lo, hi, cmin, cmax, auto, w1, w2, weighted, nreg, mean, cnt, wsum, rc,
+                       rw, ts, ls):
+    """:func:`_count_groups` with bin_slop: for each point j of an item's range, the pairs
+    with the item's chunk are counted at once, skipped or counted exactly as
+    ``slop.decision_math`` decides for (chunk, chunk of j). Returns the pairs counted at
+    once."""
+    nb = cnt.shape[0]
+    P64 = E.shape[0]
+    emax = E[nb]
+    hc = np.zeros(nb, np.int64)
+    hw = np.zeros(nb)
+    at_once = 0
+    for it in range(group_start[g0], group_start[g1]):
+        i0, i1, j0, j1 = items[it, 0], items[it, 1], items[it, 2], items[it, 3]
+        hc[:] = 0
+        hw[:] = 0.0
+        a = cid1[i0]
+        ni = i1 - i0
+        wa = 0.0
+        if weighted:
+            for i in range(i0, i1):
+                wa += w1[i]
+        last = -1
+        dec = slop_.EXACT
+        for j in range(j0, j1):
+            b = cid2[j]
+            if b != last:                  # one decision per (chunk, cell of j)
+                last = b
+                if auto and a == b:        # pairs inside one chunk: always exact
+                    dec = slop_.EXACT
+                else:
+                    dec = _decide(cen1[0, a], cen1[1, a], cen1[2, a], rad1[a], cen2[0, b],
+                                  cen2[1, b], cen2[2, b], rad2[b], E, P64, nb, lo, hi, cmin,
+                                  cmax)
+            if dec >= 0:
+                hc[dec] += ni
+                at_once += ni
+                if weighted:
+                    hw[dec] += wa * w2[j]
+                if mean:
+                    ex = cen1[0, a] - cen2[0, b]
+                    ey = cen1[1, a] - cen2[1, b]
+                    ez = cen1[2, a] - cen2[2, b]
+                    _add_theta(ts, ls, dec, (ex * ex + ey * ey) + ez * ez,
+                               wa * w2[j] if weighted else float(ni))
+                continue
+            if dec == slop_.SKIP:
+                continue
+            iend = min(i1, j) if auto else i1
+            for i in range(i0, iend):
+                d = _d2(x1, i, x2, j)
+                if d >= emax:
+                    continue
+                k = _count_le(E, P64, d) - 1
+                if k < 0:
+                    continue
+                hc[k] += 1
+                if weighted:
+                    hw[k] += w1[i] * w2[j]
+                if mean:
+                    _add_theta(ts, ls, k, d, w1[i] * w2[j] if weighted else 1.0)
+        base = (items[it, 4] * nreg + items[it, 5]) * nb
+        for k in range(nb):
+            cnt[k] += hc[k]
+            wsum[k] += hw[k]
+            if nreg > 0:
+                rc[base + k] += hc[k]
+                rw[base + k] += hw[k]
+    return at_once
+
+
 def _threads():
     return max(1, numba.get_num_threads())
 
 
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
                 mean_theta=False, max_device_bytes=None, i_tile=I_TILE, j_max=J_MAX,
-                groups=None):
-    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the CPU."""
+                groups=None, slop=None):
+    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the CPU;
+    approximate with ``slop`` (a :class:`sphgpu.tpacf.slop.SlopPlan`, float64 arithmetic
+    whatever ``precision``)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS} on the cpu backend, got "
                          f"{precision!r}")
     if groups is None:
         groups = GROUPS_PER_THREAD * numba.get_num_threads()
+    if slop is not None:
+        i_tile = slop_.CELL_POINTS
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
-                      groups=groups)
+                      groups=groups, h=None if slop is None else slop.h)
     budget.check(plan, bins.nbins, n_regions, weighted, mean_theta, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     nb, G = bins.nbins, plan.group_start.size - 1
@@ -184,23 +299,30 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
              np.zeros(nb), np.zeros(nb)) for _ in range(max(1, nthreads))]
     for h in sets:
         free.put(h)
-    args = (plan.items, plan.group_start, s1.xyz, s2.xyz, s1.xyz32, s2.xyz32, E, T, gap,
-            exact.float32_cutoff(T, gap), plan.auto, precision == "float32", w1, w2, weighted,
-            nreg, bool(mean_theta))
+    if slop is None:
+        fn = _count_groups
+        args = (plan.items, plan.group_start, s1.xyz, s2.xyz, s1.xyz32, s2.xyz32, E, T, gap,
+                exact.float32_cutoff(T, gap), plan.auto, precision == "float32", w1, w2,
+                weighted, nreg, bool(mean_theta))
+    else:
+        fn = _count_groups_slop
+        args = (plan.items, plan.group_start, s1.xyz, s2.xyz, *cell_geometry(s1, i_tile),
+                *cell_geometry(s2, i_tile), E, slop.lo, slop.hi, slop.cmin, slop.cmax,
+                plan.auto, w1, w2, weighted, nreg, bool(mean_theta))
 
     def run(ab):
         h = free.get()
         try:
-            return _count_groups(ab[0], ab[1], *args, *h)
+            return fn(ab[0], ab[1], *args, *h)
         finally:
             free.put(h)
 
     if nthreads <= 1:
-        refined = run((0, G))
+        tally = run((0, G))
     else:
         # groups are of about equal work; threads take slices of them as they become free
         step = max(1, G // (nthreads * 4))
-        refined = sum(pool(nthreads).map(run, [(a, min(G, a + step))
+        tally = sum(pool(nthreads).map(run, [(a, min(G, a + step))
                                                for a in range(0, G, step)]))
     c, w, rc, rw, ts, ls = (sum(h[m] for h in sets) for m in range(6))
     shape = (nreg, nreg, nb)
@@ -209,4 +331,6 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
                      patch_weights=rw.reshape(shape) if (n_regions and weighted) else None,
                      theta_sum=ts if mean_theta else None,
                      log_theta_sum=ls if mean_theta else None,
-                     refined=int(refined), pairs_compared=plan.pairs_compared)
+                     refined=0 if slop is not None else int(tally),
+                     at_once=int(tally) if slop is not None else 0,
+                     pairs_compared=plan.pairs_compared)

@@ -13,13 +13,16 @@ per pair of regions, the split of a count over its budget, the counts of a corre
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _tuning, backends
-from . import budget
+from . import budget, slop as slop_
 from .bins import AngularBins
 from .catalog import Catalog, as_catalog
 from .counts import PairCounts, check_normalization
+from .grid import MIN_BAND_DEG
 from . import covariance as cov_
 from . import estimators as est
 from .jackknife import JackknifeRegions
@@ -146,11 +149,15 @@ def _totals(cat1, cat2, nreg, weighted):
 
 
 def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
-           mean_theta=False, max_device_bytes=None, progress=None):
+           mean_theta=False, max_device_bytes=None, progress=None, bin_slop=None):
     bins = _check_bins(bins)
+    s = slop_.check_bin_slop(bin_slop)
     nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     impl = backends.load("tpacf", backend)
+    if s is not None and not getattr(impl, "BIN_SLOP", False):
+        raise ValueError(f"bin_slop={bin_slop!r}: this backend counts exactly only; use "
+                         "backend='cpu' or 'cuda' for approximate counts (or bin_slop=0)")
     if precision is None:
         precision = impl.DEFAULT_PRECISION
     if precision not in impl.PRECISIONS:
@@ -171,9 +178,35 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
     c1, c2 = _counted(cat1), _counted(cat2)
     if c1 is None or (cat2 is not None and c2 is None):     # every weight 0: no pair counts
         raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta))
-    else:
+    elif s is None:
         raw = _within_budget(impl, c1, c2, bins, kw, progress)
+    else:
+        raw = _slop_count(impl, c1, c2, bins, s, kw, progress)
     return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+
+
+def _slop_count(impl, cat1, cat2, bins, s, kw, progress):
+    """The approximate count (:mod:`sphgpu.tpacf.slop`): each group of bins on its own grid,
+    what it prepared dropped after it (one grid's prepared catalogs held at a time)."""
+    parts = []
+    for a, b, plan in slop_.groups(bins, s, math.radians(MIN_BAND_DEG)):
+        sub = AngularBins(bins.edges[a:b + 1], bins.unit, spacing=bins.spacing)
+        made = [(c, set(c._cache)) for c in (cat1, cat2) if c is not None]
+        try:
+            parts.append(_within_budget(impl, cat1, cat2, sub, dict(kw, slop=plan), progress))
+        finally:
+            for c, before in made:
+                for key in set(c._cache) - before:
+                    del c._cache[key]
+
+    def cat(name):
+        v = [getattr(p, name) for p in parts]
+        return None if v[0] is None else np.concatenate(v, axis=-1)
+
+    return RawCounts(**{f: cat(f) for f in ("counts", "weights", "patch_counts",
+                                            "patch_weights", "theta_sum", "log_theta_sum")},
+                     **{f: sum(getattr(p, f) for p in parts)
+                        for f in ("refined", "pairs_compared", "at_once")})
 
 
 def _within_budget(impl, cat1, cat2, bins, kw, progress):
@@ -221,13 +254,13 @@ def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
         patch_total=t if reg else None, patch_weighted_total=wt if reg else None,
         patch_self_total=st if reg else None, patch_weighted_self_total=wst if reg else None,
         theta_sum=raw.theta_sum, log_theta_sum=raw.log_theta_sum,
-        pairs_compared=raw.pairs_compared, refined=raw.refined)
+        pairs_compared=raw.pairs_compared, refined=raw.refined, pairs_at_once=raw.at_once)
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
                 labels1=None, labels2=None, n_regions=None, precision=None, mean_theta=False,
-                backend="auto", max_device_bytes=None, progress=False):
-    """Exact pair counts in angular bins: DD, DR or RR.
+                backend="auto", max_device_bytes=None, progress=False, bin_slop=None):
+    """Pair counts in angular bins: DD, DR or RR; exact, or approximate with ``bin_slop``.
 
     Parameters
     ----------
@@ -272,22 +305,37 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         left prepared on other Catalogs is not included.
     progress : bool or callable(str)
         Say when a count is split to fit the budget (True: a line on stdout).
+    bin_slop : float >= 0, optional
+        None or 0 (default): exact counts. s > 0: approximate counts, as TreeCorr's
+        ``bin_slop``, on "cpu" and "cuda" ("reference" raises ValueError): pairs of small
+        sky cells whose whole range of separations fits their bin up to the slop are
+        counted at once. With u = ln(theta) for log bins (theta otherwise) and Delta the bin
+        width in u (:func:`sphgpu.tpacf.slop.bin_width`), bin k counts every pair inside it
+        except that pairs within s * Delta of its edges, inside or outside, may be counted
+        there or not: exact(k) - N_in(k) <= counts[k] <= exact(k) + N_out(k), N_in/N_out the
+        pairs inside/outside bin k within s * Delta of its edges (weights likewise). With
+        s <= 1 a pair moves at most to a neighbouring bin. "cpu" and "cuda" take the same
+        decisions and give equal counts; float64 arithmetic whatever ``precision``.
+        :attr:`PairCounts.pairs_at_once` says how many pairs were counted at once.
 
     Returns
     -------
     PairCounts
         ``counts[k]``: pairs with chord2_edges[k] <= d2 < chord2_edges[k+1] (see
-        :mod:`sphgpu.tpacf.bins` for d2), equal as integers on every backend.
+        :mod:`sphgpu.tpacf.bins` for d2), equal as integers on every backend (within the
+        bound above with ``bin_slop``).
 
     Raises
     ------
     TypeError, ValueError
-        For bad catalogs, bins, labels, precision or backend names (naming the argument).
+        For bad catalogs, bins, labels, precision, bin_slop or backend names (naming the
+        argument).
     """
     cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend,
                   mean_theta=mean_theta, max_device_bytes=max_device_bytes,
-                  progress=_tuning.print_progress if progress is True else (progress or None))
+                  progress=_tuning.print_progress if progress is True else (progress or None),
+                  bin_slop=bin_slop)
 
 
 def _check_weight_sums(named):
@@ -372,9 +420,10 @@ class _Counter:
     """Counts of one call, each pair of catalogs counted once (by object: a catalog shared by
     several correlations is prepared and counted once)."""
 
-    def __init__(self, bins, nreg, precision, backend, max_device_bytes, progress, total):
+    def __init__(self, bins, nreg, precision, backend, max_device_bytes, progress, total,
+                 bin_slop=None):
         self.kw = dict(n_regions=nreg, precision=precision, backend=backend,
-                       max_device_bytes=max_device_bytes)
+                       max_device_bytes=max_device_bytes, bin_slop=bin_slop)
         self.bins, self.memo, self.progress, self.total = bins, {}, progress, total
 
     def __call__(self, label, c1, c2=None, *, mean_theta=False):
@@ -439,7 +488,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
                         num_bootstrap=cov_.NUM_BOOTSTRAP, cross_patch_weight=None,
                         normalization="pairs",
                         mean_theta=True, precision=None, backend="auto",
-                        max_device_bytes=None, progress=False):
+                        max_device_bytes=None, progress=False, bin_slop=None):
     """The angular two-point correlation function w(theta): auto, or cross with ``data2``.
 
     Parameters
@@ -489,6 +538,9 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
         Memory budget of each count, as in :func:`pair_counts`.
     progress : bool or callable(str)
         Report each count as it starts (True: a line on stdout).
+    bin_slop : float >= 0, optional
+        Approximate counts with the bound stated in :func:`pair_counts` (None or 0: exact),
+        for every count of the correlation.
 
     Returns
     -------
@@ -502,6 +554,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
         than 2 regions, cross-correlation catalogs whose footprints do not overlap.
     """
     bins = _check_bins(bins)
+    slop_.check_bin_slop(bin_slop)
     name = est.check_estimator(estimator)
     named = {"data": as_catalog(data, "data")}
     r1 = _random_list(randoms)
@@ -525,7 +578,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
     say = _tuning.print_progress if progress is True else (progress or None)
     nterms = (1 + len(c_r1) * (1 if name == "natural" else 2) if d2 is None
               else 1 + len(c_r1) * (1 if name == "natural" else 3))
-    count = _Counter(bins, nreg, precision, backend, max_device_bytes, say, nterms)
+    count = _Counter(bins, nreg, precision, backend, max_device_bytes, say, nterms, bin_slop)
     terms = _correlate(count, name, d1, c_r1, d2, c_r2, shared, normalization=normalization,
                        mean_theta=mean_theta)
     present = _present(cats.values(), nreg) if nreg else None
@@ -537,7 +590,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
                          var_method=None, seed=None, num_bootstrap=cov_.NUM_BOOTSTRAP,
                          cross_patch_weight=None, normalization="pairs", mean_theta=True,
                          precision=None, backend="auto", max_device_bytes=None,
-                         progress=False):
+                         progress=False, bin_slop=None):
     """Every auto- and cross-correlation of k catalogs (tomographic bins) in one call.
 
     Each catalog is labelled and prepared once and each pair of catalogs counted once: DD of
@@ -559,7 +612,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
         As in :func:`angular_correlation`.
     mean_theta, precision, backend
         As in :func:`angular_correlation`.
-    max_device_bytes, progress
+    max_device_bytes, progress, bin_slop
         As in :func:`angular_correlation`.
 
     Returns
@@ -574,6 +627,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
         than ``catalogs``.
     """
     bins = _check_bins(bins)
+    slop_.check_bin_slop(bin_slop)
     name = est.check_estimator(estimator)
     if name == "multi-random":
         raise ValueError("estimator='multi-random' is for one auto-correlation; use "
@@ -599,7 +653,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
     r = [cats[f"randoms[{i}]"] for i in range(k)] if per else [cats["randoms"]] * k
     say = _tuning.print_progress if progress is True else (progress or None)
     count = _Counter(bins, nreg, precision, backend, max_device_bytes, say,
-                     k * (k + 1) // 2 * (1 if name == "natural" else 4))
+                     k * (k + 1) // 2 * (1 if name == "natural" else 4), bin_slop)
     present = _present(cats.values(), nreg) if nreg else None
     out = {}
     for i in range(k):

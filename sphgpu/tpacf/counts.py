@@ -36,7 +36,7 @@ NORMALIZATIONS = ("pairs", "treecorr")
 _ADDITIVE = ("counts", "weights", "total", "weighted_total", "self_total",
              "weighted_self_total", "patch_counts", "patch_weights", "patch_total",
              "patch_weighted_total", "patch_self_total", "patch_weighted_self_total",
-             "theta_sum", "log_theta_sum", "pairs_compared", "refined")
+             "theta_sum", "log_theta_sum", "pairs_compared", "refined", "pairs_at_once")
 
 
 def check_normalization(normalization):
@@ -106,6 +106,9 @@ class PairCounts:
     pairs_compared, refined : int
         Diagnostics: pairs the backend compared after pruning, and of those how many the
         float32 path recomputed in float64.
+    pairs_at_once : int
+        Diagnostic of an approximate count (``bin_slop``): pairs counted at once, by cell
+        pair, instead of by their own separation (0 in an exact count).
 
     Raises
     ------
@@ -127,7 +130,7 @@ class PairCounts:
                  self_total=0.0, weighted_self_total=None, patch_counts=None,
                  patch_weights=None, patch_total=None, patch_weighted_total=None,
                  patch_self_total=None, patch_weighted_self_total=None, theta_sum=None,
-                 log_theta_sum=None, pairs_compared=0, refined=0):
+                 log_theta_sum=None, pairs_compared=0, refined=0, pairs_at_once=0):
         if not isinstance(bins, AngularBins):
             raise TypeError(f"bins must be an AngularBins, got {type(bins).__name__}")
 
@@ -154,6 +157,7 @@ class PairCounts:
         self.log_theta_sum = arr(log_theta_sum)
         self.pairs_compared = int(pairs_compared)
         self.refined = int(refined)
+        self.pairs_at_once = int(pairs_at_once)
         nb = bins.nbins
         if self.counts.shape != (nb,):
             raise ValueError(f"counts must have shape ({nb},), got {self.counts.shape}")
@@ -415,7 +419,8 @@ class PairCounts:
             patch_self_total=twice(self.patch_self_total),
             patch_weighted_self_total=twice(self.patch_weighted_self_total),
             theta_sum=twice(self.theta_sum), log_theta_sum=twice(self.log_theta_sum),
-            pairs_compared=self.pairs_compared, refined=self.refined)
+            pairs_compared=self.pairs_compared, refined=self.refined,
+            pairs_at_once=2 * self.pairs_at_once)
 
     # --- accumulation -------------------------------------------------------------------------
     def replace(self, **changes):

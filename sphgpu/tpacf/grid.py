@@ -49,7 +49,7 @@ from . import sky
 from .sky import QBITS
 
 __all__ = ["band_height", "SortedCatalog", "sorted_catalog", "PairPlan", "build_plan",
-           "unit_weights", "Preparer", "HOST", "ALL_PAIRS_FROM_DEG", "BAND_FRACTION"]
+           "unit_weights", "chunks_of", "Preparer", "HOST", "ALL_PAIRS_FROM_DEG", "BAND_FRACTION"]
 
 #: Band height as a fraction of theta_max (measured tuning parameter, see benchmarks/tpacf.py).
 BAND_FRACTION = 0.25
@@ -322,27 +322,34 @@ class PairPlan:
         return int(np.sum(full) + np.sum(m * (j1 - 1) - (a + b - 1) * m // 2))
 
 
+def chunks_of(sc, i_tile):
+    """The chunks of a sorted catalog (:func:`_chunks`), cut once and cached on it."""
+    ckey = ("chunks", int(i_tile))
+    if ckey not in sc.cache:                       # depends on the catalog only: kept
+        h, nbands = sc.h, sc.nbands
+        # chunk RA width: about a band height of true angle at the band's widest declination
+        edges = -0.5 * math.pi + h * np.arange(nbands + 1)
+        cmin = np.minimum(np.cos(edges[:-1]), np.cos(edges[1:]))
+        width = np.where(cmin > 1e-9, h / np.maximum(cmin, 1e-9), 2 * math.pi)
+        wq = np.minimum(width / _Q, 2.0**QBITS).astype(np.int64)
+        sc.cache[ckey] = _chunks(sc, int(i_tile), np.maximum(wq, 1))
+    return sc.cache[ckey]
+
+
 def build_plan(cat1, cat2, bins, *, n_regions=0, i_tile=256, j_max=4096, groups=1024,
-               prep=HOST):
+               prep=HOST, h=None):
     """Sort both catalogs (``prep``; cached), cut chunks, list the work items and group them.
 
     ``cat2`` is None for an auto-correlation. ``n_regions`` 0 means no jackknife labels.
+    ``h`` (radians) replaces the band height :func:`band_height` of the bins' theta_max
+    (finer cells for :mod:`sphgpu.tpacf.slop`; pruning is exact for any height).
     """
     theta_max = bins.theta_max_rad
-    h = band_height(theta_max)
+    h = band_height(theta_max) if h is None else h
     s1 = sorted_catalog(cat1, h, n_regions, prep)
     s2 = s1 if cat2 is None else sorted_catalog(cat2, h, n_regions, prep)
-    nbands = s1.nbands
-    # chunk RA width: about a band height of true angle at the band's widest declination
-    edges = -0.5 * math.pi + h * np.arange(nbands + 1)
-    cmin = np.minimum(np.cos(edges[:-1]), np.cos(edges[1:]))
-    width = np.where(cmin > 1e-9, h / np.maximum(cmin, 1e-9), 2 * math.pi)
-    wq = np.minimum(width / _Q, 2.0**QBITS).astype(np.int64)
-    ckey = ("chunks", int(i_tile))
-    if ckey not in s1.cache:                       # depends on the catalog only: kept
-        s1.cache[ckey] = _chunks(s1, int(i_tile), np.maximum(wq, 1))
     theta = min(math.pi, theta_max * (1.0 + PAD_REL) + PAD_ABS)
-    items = _items(s1, s1.cache[ckey], s2, theta, cat2 is None, int(j_max))
+    items = _items(s1, chunks_of(s1, i_tile), s2, theta, cat2 is None, int(j_max))
     if n_regions > 1 and items.shape[0]:
         items = items[np.lexsort((items[:, 5], items[:, 0]))]   # by chunk, then label_j
     work = (items[:, 1] - items[:, 0]) * (items[:, 3] - items[:, 2])

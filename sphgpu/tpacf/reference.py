@@ -30,7 +30,8 @@ class RawCounts:
     float64 sums of w theta and w ln(theta), theta in radians (None unless asked).
 
     ``refined`` is how many pairs the float32 path recomputed in float64 (0 in float64 mode);
-    ``pairs_compared`` how many pairs were looked at (after pruning)."""
+    ``pairs_compared`` how many pairs were looked at (after pruning); ``at_once`` how many
+    pairs ``bin_slop`` counted at once, without their own separation (:mod:`.slop`)."""
 
     counts: np.ndarray
     weights: np.ndarray | None = None
@@ -40,6 +41,7 @@ class RawCounts:
     log_theta_sum: np.ndarray | None = None
     refined: int = 0
     pairs_compared: int = 0
+    at_once: int = 0
 
     def __add__(self, other):
         """Counts of two disjoint sets of pairs, added (fields that are None stay None)."""

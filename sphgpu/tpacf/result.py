@@ -29,7 +29,7 @@ __all__ = ["CorrelationResult", "joint_covariance"]
 
 _FORMAT = "sphgpu.tpacf.CorrelationResult"
 _PC_SCALARS = ("n1", "n2", "auto", "total", "weighted_total", "self_total",
-               "weighted_self_total", "pairs_compared", "refined")
+               "weighted_self_total", "pairs_compared", "refined", "pairs_at_once")
 _RESULT_ARRAYS = ("theta", "w", "covariance", "sigma", "w_jackknife", "present")
 
 
