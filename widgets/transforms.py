@@ -18,6 +18,7 @@ slider. A file that is not a HEALPix map gives a message naming it.
 from __future__ import annotations
 
 import dataclasses
+import html
 import io
 import math
 import time
@@ -76,7 +77,8 @@ class TransformResult:
     eb_maps: np.ndarray        # (2, 12 nside^2) E-only and B-only skies (spin 0), muK
     cl_model: np.ndarray       # (6, lmax+1) input TT, EE, BB, TE (times beams), EB, TB = 0; muK^2
     cl_hat: np.ndarray         # (6, lmax+1) recovered spectra (anafast's rows), muK^2
-    roundtrip_error: float     # |map2alm(alm2map(a)) - a| / |a| over T, E, B, relative L2
+    roundtrip_error: float     # |map2alm(alm2map(a)) - a| / |a| over T, E, B, relative L2, over
+    #                            the l the map holds (l < 3 nside; see held_lmax)
     synthesis_s: float         # alm2map (T, E, B -> I, Q, U) wall time
     analysis_s: float          # map2alm (I, Q, U -> T, E, B, with iter) wall time
     iter: int
@@ -89,6 +91,18 @@ class TransformResult:
     analysis_first: bool = False    # size in this process (compilation and tuning inside)
     source: str = ""           # the file the maps were read from ("": a simulated sky)
     f_sky: float = 1.0         # fraction of pixels that are not UNSEEN
+
+    @property
+    def held_lmax(self) -> int:
+        """Largest l the numbers average over: lmax, or 3 nside - 1 when lmax reaches beyond
+        what the map holds (a HEALPix map of 12 nside^2 pixels cannot hold l >= 3 nside: their
+        power aliases into lower l)."""
+        return min(self.lmax, 3 * self.nside - 1)
+
+    @property
+    def aliased(self) -> bool:
+        """True when the band limit reaches l >= 3 nside, which the map cannot hold."""
+        return self.lmax >= 3 * self.nside
 
     @property
     def map(self) -> np.ndarray:
@@ -152,7 +166,10 @@ class TransformResult:
             (f"map2alm (iter={self.iter}), one call, NumPy in and out",
              fmt_call_seconds(self.analysis_s, self.analysis_first)),
             (f"map rms ({self.field})", f"{self.map.std():.3g} μK"),
-            ("round-trip error of a_lm", f"{self.roundtrip_error:.2e}"),
+            (f"round-trip error of a_lm, ℓ 0–{self.held_lmax}",
+             f"{self.roundtrip_error:.2e}" + (
+                 f" (ℓ ≥ {3 * self.nside} left out: the map cannot hold them)"
+                 if self.aliased else "")),
         ] + [self._ratio_row(spec) for spec in RATIO_SPECTRA]
 
     def _ratio_row(self, spec):
@@ -171,10 +188,15 @@ class TransformResult:
         ratio, sigma = self.ratio_of(spec)
         if hi < lo:
             return (label, "no ℓ ≥ 2 where the beam keeps signal")
-        note = ("; lmax ≥ 3 nside: modes the map cannot hold alias into lower ℓ"
-                if self.lmax >= 3 * self.nside else "")
+        if self.aliased:
+            # the l shown are held, but the power of l >= 3 nside has aliased into them (and
+            # E into B): the ratio measures that aliasing, not C_hat against C
+            return (f"{label}, ℓ {lo}–{hi}",
+                    f"{ratio:.3f}, not an estimate of 1 ± {sigma:.3f}: lmax {self.lmax} ≥ "
+                    f"3 nside = {3 * self.nside}, whose power aliases into every lower ℓ; "
+                    f"lmax < {3 * self.nside} measures the spectrum")
         return (f"{label}, ℓ {lo}–{hi}",
-                f"{ratio:.3f} ± {sigma:.3f} (cosmic variance; b_ℓ² ≥ {RATIO_MIN_BEAM2:g}{note})")
+                f"{ratio:.3f} ± {sigma:.3f} (cosmic variance; b_ℓ² ≥ {RATIO_MIN_BEAM2:g})")
 
 
 class TransformModel(PanelModel):
@@ -185,7 +207,12 @@ class TransformModel(PanelModel):
     nside : int >= 1
         HEALPix resolution of the synthesized map (12 nside^2 pixels).
     lmax : int, optional
-        Band limit, 2 to 4 nside (default 2 nside).
+        Band limit, 2 to 4 nside. Left out, it follows nside (2 nside, also after later
+        changes of nside); given, or set later through ``set(lmax=...)``, it is pinned:
+        a change of nside keeps it, clamped to the new nside's range with a ``note``.
+    lmax_pinned : bool, optional
+        Whether lmax stays when nside changes (default: whether ``lmax`` was given);
+        ``set(lmax_pinned=False)`` releases it to 2 nside.
     fwhm_arcmin : float >= 0
         Gaussian beam applied to the a_lm, full width at half maximum in arcminutes.
     seed : int
@@ -209,13 +236,16 @@ class TransformModel(PanelModel):
         Up to this nside the panel recomputes on every change (``live``).
     """
 
-    PARAMS = ("nside", "lmax", "fwhm_arcmin", "seed", "iter", "backend", "zoom_lon", "zoom_lat",
-              "zoom_width", "field", "spectrum")
+    PARAMS = ("nside", "lmax", "lmax_pinned", "fwhm_arcmin", "seed", "iter", "backend",
+              "zoom_lon", "zoom_lat", "zoom_width", "field", "spectrum")
 
     def __init__(self, nside=32, lmax=None, fwhm_arcmin=60.0, seed=0, iter=3, backend=None, *,
-                 zoom_lon=0.0, zoom_lat=0.0, zoom_width=30.0, field="T", spectrum="TT",
-                 max_nside=None, live_max_nside=LIVE_MAX_NSIDE):
+                 lmax_pinned=None, zoom_lon=0.0, zoom_lat=0.0, zoom_width=30.0, field="T",
+                 spectrum="TT", max_nside=None, live_max_nside=LIVE_MAX_NSIDE):
         super().__init__()
+        #: a sentence on what a change did besides what was asked (lmax kept or clamped)
+        self.note = ""
+        self.lmax_pinned = lmax is not None if lmax_pinned is None else bool(lmax_pinned)
         self.field, self.spectrum = field, spectrum
         self.zoom_lon, self.zoom_lat, self.zoom_width = zoom_lon, zoom_lat, zoom_width
         self.max_nside = dict(MAX_NSIDE, **(max_nside or {}))
@@ -247,10 +277,8 @@ class TransformModel(PanelModel):
             return (f"nside {self.nside} is not allowed on the {self.backend} backend here "
                     f"(at most {limit}: about {_map_mb(self.nside):.0f} MB per map and long "
                     f"transforms); choose nside <= {limit} or another backend")
-        table_lmax = planck2018_cl().shape[-1] - 1
-        if not is_int(self.lmax) or not 2 <= self.lmax <= min(LMAX_PER_NSIDE * self.nside,
-                                                                 table_lmax):
-            top = min(LMAX_PER_NSIDE * self.nside, table_lmax)
+        if not is_int(self.lmax) or not 2 <= self.lmax <= lmax_top(self.nside):
+            top = lmax_top(self.nside)
             return (f"lmax must be a whole number from 2 to {top} for nside {self.nside} "
                     f"(at most {LMAX_PER_NSIDE} nside), not {self.lmax!r}")
         if not isinstance(self.fwhm_arcmin, (int, float)) or not 0 <= self.fwhm_arcmin <= 10800:
@@ -302,7 +330,7 @@ class TransformModel(PanelModel):
         self.result = None
         nside = info["nside"]
         self.max_nside = {b: max(v, nside) for b, v in self.max_nside.items()}
-        return self.set(nside=nside, lmax=2 * nside)
+        return self.set(nside=nside, lmax=2 * nside, lmax_pinned=False)
 
     def close_map(self) -> bool:
         """Back to the simulated sky."""
@@ -372,12 +400,51 @@ class TransformModel(PanelModel):
         return self.result
 
     def set(self, **params) -> bool:
+        """Assign parameters and validate (see :class:`PanelModel`), keeping lmax coupled to
+        nside: an lmax given pins it; a new nside moves an unpinned lmax to 2 nside and
+        clamps a pinned one to the new range, saying so in ``note``; ``lmax_pinned=False``
+        alone sends lmax back to 2 nside."""
+        if params:                  # set() alone (run's validation) keeps the last note
+            self.note = ""
+        if "lmax" in params and "lmax_pinned" not in params:
+            params["lmax_pinned"] = True
+        nside = params.get("nside", self.nside)
+        pinned = params.get("lmax_pinned", self.lmax_pinned)
+        valid_nside = is_int(nside) and nside >= 1
+        if "lmax" not in params and valid_nside:
+            if not pinned:
+                params["lmax"] = 2 * nside
+            elif nside != self.nside:
+                params["lmax"] = self._pinned_lmax(nside)
         ok = super().set(**params)
         # field and spectrum are views of the result: follow them without recomputing
         if ok and self.result is not None:
             self.result = dataclasses.replace(self.result, field=self.field,
                                               spectrum=self.spectrum)
         return ok
+
+    def _pinned_lmax(self, nside: int) -> int:
+        """The pinned lmax for a new ``nside``: kept, or clamped into 2..:func:`lmax_top`
+        with a ``note`` saying so."""
+        lmax, top = self.lmax, lmax_top(nside)
+        if not is_int(lmax) or not 2 <= lmax <= top:
+            new = top if is_int(lmax) and lmax > top else 2
+            self.note = (f"lmax was pinned at {lmax!r}, outside 2..{top} for nside {nside} "
+                         f"(at most {LMAX_PER_NSIDE} nside): clamped to {new}")
+            return new
+        return lmax
+
+    def pin_text(self) -> str:
+        """What the lmax pin does now, for the panel's label."""
+        n, lmax = self.nside, self.lmax
+        if not (is_int(n) and is_int(lmax)):
+            return ""
+        if not self.lmax_pinned:
+            return f"lmax follows nside: 2 × {n} = {lmax}"
+        text = f"lmax pinned at {lmax} (2 nside = {2 * n}): nside changes keep it"
+        if lmax >= 3 * n:
+            text += f"; ℓ ≥ 3 nside = {3 * n} alias (the map cannot hold them)"
+        return text
 
     def _beam(self):
         return sphgpu.gauss_beam(fwhm_arcmin=float(self.fwhm_arcmin), lmax=self.lmax, pol=True)
@@ -402,7 +469,10 @@ class TransformModel(PanelModel):
         alm_hat = sphgpu.map2alm(maps, self.lmax, iter=self.iter, backend=self.backend)
         seconds = time.perf_counter() - t0
         first = first_call("map2alm", self.backend, self.nside, self.lmax)
-        err = float(np.linalg.norm(alm_hat - alm) / np.linalg.norm(alm))
+        # over the l the map holds: l >= 3 nside cannot come back from 12 nside^2 pixels
+        held = sphgpu.AlmLayout(self.lmax).lm()[0] < 3 * self.nside
+        err = float(np.linalg.norm(alm_hat[:, held] - alm[:, held])
+                    / np.linalg.norm(alm[:, held]))
         return sphgpu.alm2cl(alm_hat), err, seconds, first
 
     # -- views --------------------------------------------------------------------------------
@@ -441,8 +511,20 @@ class TransformModel(PanelModel):
             sx.set_yscale("log")
         else:
             sx.axhline(0.0, color="0.5", lw=0.5)
-        sx.set_title(f"{r.spectrum}: input × beam against anafast")
+        if r.aliased:
+            # the map holds l < 3 nside: mark where the recovered spectrum stops meaning C_l
+            sx.axvline(3 * r.nside, color="0.35", ls=":", lw=1.2)
+            sx.set_title(f"{r.spectrum}: input × beam against anafast;\n"
+                         f"ℓ ≥ 3 nside = {3 * r.nside} (dotted) alias")
+        else:
+            sx.set_title(f"{r.spectrum}: input × beam against anafast")
         return fig
+
+
+def lmax_top(nside: int) -> int:
+    """Largest lmax the explorer takes at ``nside``: 4 nside, and no more than the shipped
+    Planck 2018 table reaches."""
+    return min(LMAX_PER_NSIDE * nside, planck2018_cl().shape[-1] - 1)
 
 
 def _seen(m):
@@ -492,8 +574,13 @@ class TransformPanel(Panel):
         self.nside = w.Dropdown(options=sorted(set(nsides) | {nside}), value=nside,
                                 description="nside", style=style)
         self.lmax = w.IntSlider(value=m.lmax if is_int(m.lmax) else 2 * nside, min=2,
-                                max=LMAX_PER_NSIDE * nside, description="lmax",
+                                max=lmax_top(nside), description="lmax",
                                 continuous_update=False, style=style)
+        # lmax follows nside unless pinned: moving the slider pins it, unticking releases it
+        self.lmax_pin = w.Checkbox(value=bool(m.lmax_pinned), description="pin lmax",
+                                   indent=False, layout=w.Layout(width="7em"),
+                                   tooltip="keep lmax when nside changes")
+        self.pin_label = w.HTML(m.pin_text())
         # ranges reach the model's own values: a slider would clamp them without a word, and
         # the next change of any control would send the clamped value back to the model
         self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0,
@@ -539,13 +626,18 @@ class TransformPanel(Panel):
         self.upload.observe(self.guarded(self._uploaded), names="value")
         self.simulated.on_click(self.guarded(lambda b: self._close()))
         self._syncing = False
-        self.nside.observe(self.guarded(self._nside_changed), names="value")
-        self.observe_values([self.lmax, self.fwhm, self.seed, self.iter, self.backend],
-                            self._changed)
+        self.nside.observe(self.guarded(lambda change: self._changed()), names="value")
+        self.lmax.observe(self.guarded(lambda change: self._changed(lmax_moved=True)),
+                          names="value")
+        self.lmax_pin.observe(self.guarded(self._pin_changed), names="value")
+        self.seed.observe(self.guarded(self._seed_changed), names="value")
+        self.unit.observe(self.guarded(self._unit_changed), names="value")
+        self.observe_values([self.fwhm, self.iter, self.backend], self._changed)
         self.observe_values([self.zoom_lon, self.zoom_lat, self.zoom_width, self.field,
                              self.spectrum], self._viewed)
         self.on_run(self.run)
-        controls = w.HBox([w.VBox([self.nside, self.lmax, self.backend]),
+        controls = w.HBox([w.VBox([self.nside, self.lmax,
+                                   w.HBox([self.lmax_pin, self.pin_label]), self.backend]),
                            w.VBox([self.fwhm, self.seed, self.iter]),
                            w.VBox([self.zoom_lon, self.zoom_lat, self.zoom_width])])
         views = w.HBox([self.field, self.spectrum])
@@ -572,10 +664,9 @@ class TransformPanel(Panel):
             if nside not in self.nside.options:
                 self.nside.options = sorted(set(self.nside.options) | {nside})
             self.nside.value = nside
-            self.lmax.max = max(LMAX_PER_NSIDE * nside, 2)
-            self.lmax.value = self.model.lmax
         finally:
             self._syncing = False
+        self._sync_lmax()
         self._refresh()
 
     def _uploaded(self, change):
@@ -588,26 +679,77 @@ class TransformPanel(Panel):
         self.model.close_map()
         self._changed()
 
-    def _nside_changed(self, change):
-        """Keep lmax in step with nside: the slider's range is 2..4 nside and a value at the
-        usual 2 nside follows the new nside."""
-        old, new = change["old"], change["new"]
+    def _sync_lmax(self):
+        """Show the model's lmax, its range for the nside chosen and its pin (the model
+        couples them: :meth:`TransformModel.set`)."""
+        m = self.model
         self._syncing = True
         try:
-            self.lmax.max = max(LMAX_PER_NSIDE * new, 2)
-            if self.lmax.value == 2 * old or self.lmax.value > self.lmax.max:
-                self.lmax.value = max(2 * new, 2)
+            if is_int(m.nside) and m.nside >= 1:
+                top = lmax_top(m.nside)
+                if self.lmax.min > top:
+                    self.lmax.min = 2
+                self.lmax.max = max(top, 2)
+            if is_int(m.lmax) and self.lmax.min <= m.lmax <= self.lmax.max:
+                self.lmax.value = m.lmax
+            self.lmax_pin.value = bool(m.lmax_pinned)
+            self.pin_label.value = html.escape(m.pin_text())
         finally:
             self._syncing = False
-        self._changed()
 
-    def _changed(self):
+    def _changed(self, lmax_moved=False):
+        """A control of the computation moved: set the model (the lmax slider's value only
+        when it was the one moved, which pins lmax), show the coupled lmax, recompute."""
         if self._syncing:
             return
         m = self.model
-        m.set(nside=self.nside.value, lmax=self.lmax.value, fwhm_arcmin=self.fwhm.value,
-              seed=self.seed.value, iter=self.iter.value, backend=self.backend.value)
+        params = dict(nside=self.nside.value, fwhm_arcmin=self.fwhm.value,
+                      seed=self.seed.value, iter=self.iter.value, backend=self.backend.value)
+        if lmax_moved:
+            params["lmax"] = self.lmax.value
+        m.set(**params)
+        self._sync_lmax()
         self._refresh()
+
+    def _pin_changed(self, change):
+        """Ticking pins lmax where it is (nothing to recompute: the label says so);
+        unticking sends it back to 2 nside."""
+        if self._syncing:
+            return
+        m = self.model
+        before = m.lmax
+        m.set(lmax_pinned=bool(change["new"]))
+        self._sync_lmax()
+        if m.lmax != before or m.message:
+            self._refresh()
+        elif not m.message:
+            self.show_message(f"{m.pin_text()}; lmax is unchanged, so is the sky", "note")
+
+    def _seed_changed(self, change):
+        """The seed draws the simulated sky: with a map file open it changes nothing shown,
+        and the panel says so."""
+        if self._syncing:
+            return
+        if self.model.opened is not None:
+            self.model.set(seed=self.seed.value)
+            self.show_message(f"the seed draws the simulated sky; the open map "
+                              f"{self.model.opened['name']} stays (press \"simulated sky\" "
+                              f"to see seed {self.seed.value})", "note")
+            return
+        self._changed()
+
+    def _unit_changed(self, change):
+        """The unit is read with the next file: say so rather than change nothing silently."""
+        opened = self.model.opened
+        now = f"; {opened['name']} stays as read (open it again)" if opened else ""
+        self.show_message(f"the unit applies to the next Open or Upload{now}", "note")
+
+    def run(self):
+        """:meth:`Panel.run`, then the model's note (an lmax clamped), if any."""
+        super().run()
+        m = self.model
+        if m.note and not m.message and m.result is not None:
+            self.show_message(m.note, "note")
 
     def _viewed(self):
         """The zoom, the map and the spectrum shown are views of the result: redraw without
@@ -624,11 +766,12 @@ class TransformPanel(Panel):
 
     def stale_note(self):
         m = self.model
-        return f"nside {m.nside} on {m.backend}: press Run to compute"
+        note = f"; {m.note}" if m.note else ""
+        return f"nside {m.nside} on {m.backend}: press Run to compute{note}"
 
 
 def transform_panel(**kw) -> TransformPanel:
     """The transform explorer. Keywords are :class:`TransformModel`'s (nside, lmax,
-    fwhm_arcmin, seed, iter, backend, zoom_lon, zoom_lat, zoom_width, field, spectrum,
-    max_nside, live_max_nside)."""
+    fwhm_arcmin, seed, iter, backend, lmax_pinned, zoom_lon, zoom_lat, zoom_width, field,
+    spectrum, max_nside, live_max_nside)."""
     return TransformPanel(TransformModel(**kw))

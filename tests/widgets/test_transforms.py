@@ -356,3 +356,156 @@ def test_open_a_map_by_path_and_a_file_that_is_no_healpix_map(tmp_path):
     panel.path.value = str(tmp_path / "missing.fits")
     panel.open_button.click()
     assert "missing.fits" in panel.message.value and "no such file" in panel.message.value
+
+
+# ------------------------------------------------------------- nside, lmax and the lmax pin
+def test_lmax_follows_nside_until_pinned_and_a_pin_is_kept():
+    m = TransformModel(nside=16, backend="cpu")
+    assert not m.lmax_pinned and m.lmax == 32
+    assert m.set(nside=64) and m.lmax == 128 and m.note == ""        # follows: 2 nside
+    assert "follows nside" in m.pin_text() and "128" in m.pin_text()
+    assert m.set(lmax=100) and m.lmax_pinned                         # set by hand: pinned
+    assert m.set(nside=32) and m.lmax == 100                         # kept (valid: <= 128)
+    assert "pinned at 100" in m.pin_text()
+    assert "ℓ ≥ 3 nside = 96 alias" in m.pin_text()                  # 100 >= 96: said
+    assert m.set(lmax_pinned=False) and m.lmax == 64                 # released: 2 nside
+    assert not m.lmax_pinned and m.run().lmax == 64
+
+
+def test_a_pinned_lmax_invalid_for_the_new_nside_is_clamped_with_a_note():
+    m = TransformModel(nside=64, lmax=200, backend="cpu")            # given: pinned
+    assert m.lmax_pinned and m.message == ""
+    assert m.set(nside=16)                                            # 200 > 4 * 16
+    assert m.lmax == 64 and m.lmax_pinned
+    assert "pinned at 200" in m.note and "clamped to 64" in m.note
+    r = m.run()
+    assert r.lmax == 64 and r.nside == 16
+    assert m.set(seed=1) and m.note == ""                             # said once
+
+
+def test_ratios_and_round_trip_average_only_the_multipoles_the_map_holds():
+    """Issue 40: at lmax = 4 nside the explorer printed a BB ratio of 28 as if it were 1 within
+    cosmic variance; l >= 3 nside alias into every lower l."""
+    nside, lmax = 16, 64
+    m = TransformModel(nside=nside, lmax=lmax, fwhm_arcmin=0.0, seed=4, backend="cpu")
+    r = m.run()
+    assert r.aliased and r.held_lmax == 3 * nside - 1
+    rows = dict(r.numbers())
+    for spec in ("TT", "EE", "BB"):
+        lo, hi = r.ratio_range_of(spec)
+        assert hi == 3 * nside - 1                                    # not 4 nside
+        label = "⟨C_hat / C b²⟩" if spec == "TT" else f"{spec}: ⟨C_hat / C b²⟩"
+        text = rows[f"{label}, ℓ {lo}–{hi}"]
+        ratio, sigma = r.ratio_of(spec)
+        assert text.startswith(f"{ratio:.3f}, not an estimate of 1 ± {sigma:.3f}")
+        assert "aliases" in text and "lmax < 48" in text
+    # the BB ratio really is far from 1 here (E aliased into B): the words matter
+    assert abs(r.ratio_of("BB")[0] - 1) > 10 * r.ratio_of("BB")[1]
+    # the round trip over l < 3 nside, from sphgpu's calls directly
+    teb, iqu, *_ = _pipeline(nside, lmax, 0.0, 4, m.iter)
+    back = sphgpu.map2alm(iqu, lmax, iter=m.iter, backend="cpu")
+    held = sphgpu.AlmLayout(lmax).lm()[0] < 3 * nside
+    want = np.linalg.norm((back - teb)[:, held]) / np.linalg.norm(teb[:, held])
+    assert r.roundtrip_error == pytest.approx(want, rel=1e-12)
+    assert rows["round-trip error of a_lm, ℓ 0–47"].startswith(f"{want:.2e} (ℓ ≥ 48 left out")
+    # the spectrum plot marks where the map stops holding the modes
+    sx = next(a for a in m.figure().axes if a.get_title().startswith("TT"))
+    assert "ℓ ≥ 3 nside = 48" in sx.get_title()
+    assert any(list(line.get_xdata()) == [48, 48] for line in sx.get_lines())
+    # below 3 nside: the usual cosmic-variance reading, no aliasing words
+    m.set(lmax=47)
+    r = m.run()
+    assert not r.aliased
+    text = dict(r.numbers())[f"BB: ⟨C_hat / C b²⟩, ℓ 2–47"]
+    ratio, sigma = r.ratio_of("BB")
+    assert text.startswith(f"{ratio:.3f} ± {sigma:.3f} (cosmic variance") and 0.8 < ratio < 1.25
+
+
+def test_panel_lmax_follows_nside_and_shows_its_pin():
+    p = transform_panel(nside=16, backend="cpu")
+    assert not p.lmax_pin.value and "follows nside" in p.pin_label.value
+    p.nside.value = 32                                    # follows: slider and sky
+    assert p.lmax.value == 64 and p.lmax.max == 128 and p.model.result.lmax == 64
+    img, numbers = png(p.figure), p.numbers.value
+    p.lmax.value = 40                                     # moved by hand: pinned, shown
+    assert p.lmax_pin.value and "pinned at 40" in p.pin_label.value
+    assert p.model.result.lmax == 40 and png(p.figure) != img and p.numbers.value != numbers
+    p.nside.value = 64                                    # the pin keeps lmax
+    assert p.lmax.value == 40 and p.lmax.max == 256
+    assert p.model.result.nside == 64 and p.model.result.lmax == 40
+    assert "pinned at 40 (2 nside = 128)" in p.pin_label.value
+    numbers = p.numbers.value
+    p.lmax_pin.value = False                              # released: back to 2 nside
+    assert p.lmax.value == 128 and p.model.result.lmax == 128 and p.numbers.value != numbers
+    assert "follows nside: 2 × 64 = 128" in p.pin_label.value
+    numbers = p.numbers.value
+    p.lmax_pin.value = True                               # pinned where it is: nothing to redo
+    assert p.model.lmax_pinned and p.numbers.value == numbers
+    assert "lmax is unchanged" in p.message.value and "pinned at 128" in p.message.value
+
+
+def test_panel_clamps_a_pinned_lmax_and_says_so():
+    p = transform_panel(nside=64, backend="cpu")
+    p.lmax.value = 250                                    # pinned, valid at nside 64
+    p.nside.value = 16                                    # 250 > 4 * 16: clamped
+    assert p.lmax.value == 64 and p.lmax.max == 64 and p.model.result.lmax == 64
+    assert "clamped to 64" in p.message.value and "pinned at 250" in p.message.value
+    assert "pinned at 64" in p.pin_label.value
+
+
+def test_panel_controls_without_effect_on_an_open_map_say_why(tmp_path):
+    panel = transform_panel(nside=16, backend="cpu")
+    sphgpu.write_map(tmp_path / "t.fits", np.arange(12 * 8**2, dtype=np.float64))
+    panel.path.value = str(tmp_path / "t.fits")
+    panel.open_button.click()
+    assert panel.model.result.source.endswith("t.fits")
+    assert not panel.lmax_pin.value and panel.lmax.value == 16       # the file's nside: 8
+    img, numbers = png(panel.figure), panel.numbers.value
+    panel.seed.value = 9                                  # the file's sky has no seed
+    assert png(panel.figure) == img and panel.numbers.value == numbers
+    assert "seed draws the simulated sky" in panel.message.value
+    assert "t.fits" in panel.message.value
+    panel.unit.value = "mK"                               # read with the next file only
+    assert "unit applies to the next Open or Upload" in panel.message.value
+    panel.simulated.click()                               # the simulated sky takes the seed
+    assert panel.model.result.seed == 9 and panel.message.value == ""
+
+
+def _shown(panel):
+    return png(panel.figure), panel.numbers.value, panel.message.value, panel.pin_label.value
+
+
+def test_every_control_changes_the_view_or_says_why():
+    p = transform_panel(nside=16, backend="cpu")
+    moves = [(p.nside, 32), (p.lmax, 50), (p.lmax_pin, False), (p.lmax_pin, True),
+             (p.fwhm, 120.0), (p.seed, 3), (p.iter, 1), (p.backend, "reference"),
+             (p.backend, "cpu"), (p.zoom_lon, 40.0), (p.zoom_lat, -30.0), (p.zoom_width, 10.0),
+             (p.field, "U"), (p.spectrum, "EE"), (p.unit, "K")]
+    for control, value in moves:
+        before = _shown(p)
+        control.value = value
+        assert control.value == value
+        assert _shown(p) != before, (control.description, value)
+        assert "unexpected error" not in p.message.value
+
+
+def test_panel_numbers_are_sphgpus_functions_called_directly():
+    import html
+    import re
+
+    p = transform_panel(nside=16, fwhm_arcmin=120.0, seed=7, backend="cpu")
+    p.iter.value = 2
+    teb, iqu, cl6, cl4, bl = _pipeline(16, 32, 120.0, 7, 2)
+    shown = dict(re.findall(r"<td[^>]*>(.*?)</td><td><b>(.*?)</b></td>",
+                            html.unescape(p.numbers.value)))
+    assert shown["map rms (T)"] == f"{iqu[0].std():.3g} μK"
+    model = cl4[0] * bl[:, 0] ** 2
+    ell = np.arange(33)
+    keep = (ell >= 2) & (bl[:, 0] ** 2 >= 1e-3) & (ell < 48)
+    modes = 2 * ell[keep] + 1
+    ratio = np.sum(modes * cl6[0, keep] / model[keep]) / modes.sum()
+    label = f"⟨C_hat / C b²⟩, ℓ 2–{ell[keep][-1]}"
+    assert shown[label].startswith(f"{ratio:.3f} ± {np.sqrt(2 / modes.sum()):.3f}")
+    back = sphgpu.map2alm(iqu, 32, iter=2, backend="cpu")
+    err = np.linalg.norm(back - teb) / np.linalg.norm(teb)
+    assert shown["round-trip error of a_lm, ℓ 0–32"] == f"{err:.2e}"
