@@ -554,7 +554,7 @@ class MonteCarloModel(PanelModel):
         r = result or self.result
         if r is None or r.nsims == 0:
             return None
-        fig = new_figure(10.5, 7.0)
+        fig = new_figure(10.5, 6.4)
         (ax, mx), (qx, cx) = fig.subplots(2, 2, gridspec_kw={"width_ratios": [1.6, 1]})
         ell = np.arange(2, r.lmax + 1)
         dl = ell * (ell + 1) / (2 * np.pi)
