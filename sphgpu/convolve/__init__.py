@@ -15,10 +15,10 @@ from .cost import CostModel, MeasuredCostModel, PaperCostModel
 from .kernels import ARCMIN, CompactKernel, RadialKernel
 from .optimize import (FIT_PRESETS, Candidate, Plan, default_theta_grid, optimize_split,
                        plan_for_cuts)
-from .split import KernelSplit, SplitFitter, split_kernel
+from .split import KernelSplit, SplitFitter, clear_fit_cache, split_kernel
 
 __all__ = ["RadialKernel", "CompactKernel", "convolve", "split_kernel", "KernelSplit",
            "SplitFitter", "optimize_split", "Plan", "Candidate", "default_theta_grid",
            "FIT_PRESETS", "CostModel", "PaperCostModel", "MeasuredCostModel", "calibrate_alpha",
            "AlphaCalibration", "measure_error", "MeasuredError", "white_noise", "METHODS",
-           "ARCMIN", "plan_for_cuts", "measure_plan", "PlanMeasurement"]
+           "ARCMIN", "plan_for_cuts", "measure_plan", "PlanMeasurement", "clear_fit_cache"]

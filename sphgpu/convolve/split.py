@@ -42,7 +42,8 @@ from .._validate import check_int
 from .kernels import (ARCMIN, CompactKernel, RadialKernel, _check_angle,
                       _legendre_transform_pieces, bspline_knots, bspline_piece_values)
 
-__all__ = ["KernelSplit", "SplitFitter", "split_kernel", "DEFAULT_ALPHA", "FIT_PRESETS"]
+__all__ = ["KernelSplit", "SplitFitter", "split_kernel", "clear_fit_cache", "DEFAULT_ALPHA",
+           "FIT_PRESETS"]
 
 #: The paper's empirical factor between the estimated and the actual error.
 DEFAULT_ALPHA = 5.0
@@ -175,6 +176,18 @@ class KernelSplit:
         return (f"KernelSplit({self.kernel.name!r}, l_cut={self.l_cut}, "
                 f"theta_cut={self.theta_cut_arcmin:.4g}', predicted_error="
                 f"{self.predicted_error:.3g} (alpha={self.alpha:g}))")
+
+
+def clear_fit_cache() -> None:
+    """Free the design matrices that kernel-split fits keep for reuse (about 100 MB after fits
+    at nside 2048, lmax 4096; see ``_Design.KEEP``); the next fit rebuilds what it needs.
+
+    Returns
+    -------
+    None
+    """
+    _Design._cache.clear()
+    _Design._order.clear()
 
 
 class _Design:
