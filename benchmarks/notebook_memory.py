@@ -20,7 +20,9 @@ twice:
 After the last cell, before the kernel is shut down, the kernel process's ``VmRSS`` (memory
 resident now, MB) and ``VmHWM`` (its peak) are read from ``/proc/<pid>/status``, with the
 resident memory of its child processes (Dask workers) summed apart; ``rss_after_cell_mb`` lists
-the kernel's RSS after each code cell, to find the cell that holds memory. ``wall_s`` is the
+the kernel's RSS after each code cell, to find the cell that holds memory; ``numba_loaded``
+says whether the kernel loaded Numba's compiler (about 130 MB: its import and its first
+compiled call). ``wall_s`` is the
 Run All time (kernel start excluded). The issue's goals (issue 40): kernel RSS after Run All at
 most 250 MB with warm caches, each notebook at most 60 s on one core with cold caches. The
 JSON (``notebook_memory.json``) holds the machine, whether the run was pinned to one core, the
@@ -30,6 +32,7 @@ load average before and after (the development machine is shared), and one row p
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -78,14 +81,25 @@ def children_rss_mb(pid: int) -> float:
     return total
 
 
+def numba_in(pid: int) -> bool:
+    """Whether process ``pid`` has loaded Numba's compiler (llvmlite's library is mapped)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return any("llvmlite" in line for line in f)
+
+
 def run_notebook(path: pathlib.Path, env: dict) -> dict:
-    """Execute ``path`` in a fresh kernel with ``env``; its memory and time after Run All."""
+    """Execute ``path`` in a fresh kernel with this process's environment changed by ``env``
+    (a value None removes the variable); its memory and time after Run All."""
     import nbclient
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     saved = dict(os.environ)
-    os.environ.update(env)                   # the kernel inherits this process's environment
+    for key, value in env.items():           # the kernel inherits this process's environment
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     try:
         client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                                          resources={"metadata": {"path": str(path.parent)}})
@@ -105,12 +119,13 @@ def run_notebook(path: pathlib.Path, env: dict) -> dict:
             wall = time.perf_counter() - t0
             mem = status_mb(pid)
             children = children_rss_mb(pid)
+            numba_loaded = numba_in(pid)
     finally:
         os.environ.clear()
         os.environ.update(saved)
     return {"wall_s": round(wall, 2), "rss_mb": round(mem["VmRSS"], 1),
             "hwm_mb": round(mem["VmHWM"], 1), "children_rss_mb": round(children, 1),
-            "rss_after_cell_mb": after_cell, "errors": errors}
+            "numba_loaded": numba_loaded, "rss_after_cell_mb": after_cell, "errors": errors}
 
 
 def main(argv=None):
@@ -143,6 +158,9 @@ def main(argv=None):
                                 "jobs: times are upper bounds, see load_average"),
         "load_average_before": list(os.getloadavg()),
         "goals": {"rss_mb": GOAL_RSS_MB, "cold_one_core_s": GOAL_COLD_S},
+        # notebook 01 compares with healpy where it is installed (Binder's environment has no
+        # healpy): its kernel holds healpy too when this is true
+        "healpy_installed": importlib.util.find_spec("healpy") is not None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "notebooks": [],
     }
