@@ -14,14 +14,23 @@ turns any number of pseudo-spectra into unbiased bandpowers.
 >>> cb = ws.decouple_cell(sphgpu.anafast(mask * sky))       # (nbins,)
 >>> ws.bin_theory(cl_theory)                                 # what cb estimates
 
-Pure-B purification (Smith 2006) is not implemented yet (``purify_b=True`` raises).
+Pure B (Smith 2006): on a cut sky the B of the masked maps holds leaked E; with an apodized
+mask, :func:`pseudo_alm_spin2` (``purify_b=True``) returns B without it, and
+``coupling_matrix(..., purify_b=True)`` its exact coupling.
+
+>>> pcl = master.pseudo_cl_spin2(q, u, mask, purify_b=True)         # EE, EB, BE, BB
+>>> cpl = master.coupling_matrix(mask, spins=(2, 2), purify_b=True)
+>>> cb = master.Workspace(cpl, bins).decouple_cell(pcl)
+>>> cb = master.bandpowers_spin2(q, u, mask, bins, purify_b=True)   # the same, one call
 """
 
 from .apodize import APOTYPES, apodize_mask
-from .bandpowers import Workspace, decouple
+from .bandpowers import Workspace, bandpowers_spin2, decouple
 from .bins import Bins
 from .coupling import Coupling, coupling_matrix, mask_spectrum
+from .purify import mask_derivatives, pseudo_alm_spin2, pseudo_cl_spin2
 from .wigner import wigner3j
 
 __all__ = ["Bins", "Coupling", "coupling_matrix", "mask_spectrum", "Workspace", "decouple",
-           "apodize_mask", "APOTYPES", "wigner3j"]
+           "apodize_mask", "APOTYPES", "wigner3j", "pseudo_alm_spin2", "pseudo_cl_spin2",
+           "mask_derivatives", "bandpowers_spin2"]

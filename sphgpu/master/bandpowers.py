@@ -11,6 +11,10 @@ and the decoupled bandpowers of pseudo-spectra C~ are C_b = K^-1 P C~. Their exp
 sum_l W_bl C_l with the bandpower window functions W = K^-1 P M diag(F), which is what a theory
 spectrum is to be compared with (:meth:`Workspace.bin_theory`); for a C_l constant over each bin
 (and zero outside the bins) it equals that constant exactly.
+
+A coupling made with ``purify_b=True`` gives the bandpowers of pure B (Smith 2006), whose
+pseudo-spectra :func:`sphgpu.master.pseudo_cl_spin2` computes; :func:`bandpowers_spin2` goes
+from Q, U maps and a mask to decoupled EE, EB, BE, BB in one call.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import numpy as np
 from .._validate import is_device_array
 from ..sht import pixwin as _pixwin
 from .bins import Bins
-from .coupling import SPECTRA, Coupling, _spins
+from .coupling import SPECTRA, Coupling, _spins, coupling_matrix
+from .purify import pseudo_cl_spin2
 
-__all__ = ["Workspace", "decouple", "COND_MAX"]
+__all__ = ["Workspace", "decouple", "bandpowers_spin2", "COND_MAX"]
 
 #: largest condition number of the binned coupling K accepted: beyond it the inversion loses
 #: more than half of float64's digits (1e-8 of the largest bandpower), and it means "too much
@@ -55,7 +60,7 @@ class Workspace:
     ----------
     coupling : Coupling
         From :func:`sphgpu.master.coupling_matrix`, for one spin pair (or "all" with
-        ``spins`` given).
+        ``spins`` given); made with ``purify_b=True``, it decouples pure B.
     bins : Bins
         Its ``lmax`` must equal the coupling's.
     spins : tuple of int, optional
@@ -68,6 +73,16 @@ class Workspace:
         fields); an array: a window as for ``beam``; False (default): none.
     nside : int, optional
         For ``pixwin=True`` when the coupling was made from a spectrum.
+
+    Attributes
+    ----------
+    spins : tuple of int
+        The spin pair.
+    spectra : tuple of str
+        The spectra of the stacking, e.g. ("EE", "EB", "BE", "BB").
+    purify_b : bool
+        B is pure B (the coupling was made with ``purify_b=True``): decouple pseudo-spectra
+        of :func:`sphgpu.master.pseudo_cl_spin2` with ``purify_b=True``.
 
     Raises
     ------
@@ -96,6 +111,7 @@ class Workspace:
         mat = coupling.matrix(key)
         mat = mat if isinstance(mat, np.ndarray) else mat.get()    # blocks made on the GPU
         self.spins = key
+        self.purify_b = bool(coupling.purify_b) and key != (0, 0)
         self.bins = bins
         self.lmax = lmax = coupling.lmax
         self.spectra = SPECTRA[key]
@@ -214,7 +230,8 @@ class Workspace:
         return out[..., 0, :] if flat else out
 
     def __repr__(self) -> str:
-        return f"Workspace(spins={self.spins}, lmax={self.lmax}, nbins={self.bins.nbins})"
+        pure = ", purify_b=True" if self.purify_b else ""
+        return f"Workspace(spins={self.spins}, lmax={self.lmax}, nbins={self.bins.nbins}{pure})"
 
 
 def decouple(pseudo_cl, coupling: Coupling, bins: Bins, *, spins=None, beam=None,
@@ -230,7 +247,8 @@ def decouple(pseudo_cl, coupling: Coupling, bins: Bins, *, spins=None, beam=None
         Pseudo-spectra of the masked maps (noise bias removed), stacked as
         ``Workspace.spectra`` ((TT), (TE, TB), (EE, EB, BE, BB)).
     coupling : Coupling
-        From :func:`sphgpu.master.coupling_matrix`.
+        From :func:`sphgpu.master.coupling_matrix` (with ``purify_b=True`` for pseudo-spectra
+        of pure B, :func:`sphgpu.master.pseudo_cl_spin2`).
     bins : Bins
         Bins over l = 0..coupling.lmax.
     spins : tuple of int, optional
@@ -254,3 +272,79 @@ def decouple(pseudo_cl, coupling: Coupling, bins: Bins, *, spins=None, beam=None
     """
     ws = Workspace(coupling, bins, spins=spins, beam=beam, pixwin=pixwin, nside=nside)
     return ws.decouple_cell(pseudo_cl)
+
+
+def bandpowers_spin2(q, u, mask, bins: Bins | None = None, *, workspace: Workspace | None = None,
+                     purify_b: bool = False, beam=None, pixwin=False,
+                     lmax_mask: int | None = None, iter: int = 3, backend: str = "auto"):
+    """Decoupled EE, EB, BE, BB bandpowers of Q, U maps on a masked sky, B purified on request.
+
+    The whole MASTER chain for a spin-2 field: the pseudo-spectra of the masked maps
+    (:func:`sphgpu.master.pseudo_cl_spin2`, pure B with ``purify_b=True``), the coupling of the
+    mask (:func:`sphgpu.master.coupling_matrix` with the same ``purify_b``) and its binned
+    inverse (:class:`Workspace`). A batch of maps shares one coupling; for many calls make
+    the workspace once and pass it as ``workspace``. Noise bias is not removed.
+
+    Parameters
+    ----------
+    q, u : array, shape (npix,) or (k, npix), float
+        Stokes Q and U maps (RING HEALPix), not multiplied by the mask; a leading k is a
+        batch. NumPy or device arrays.
+    mask : array_like, shape (npix,)
+        The window; apodized (not binary) for ``purify_b=True``.
+    bins : Bins, optional
+        Bins over l = 0..lmax (their lmax is the spectra's); give this or ``workspace``.
+    workspace : Workspace, optional
+        A workspace for spins (2, 2) made from this mask's coupling with the same
+        ``purify_b``; then ``bins``, ``beam`` and ``pixwin`` stay unset.
+    purify_b : bool
+        Pure B (Smith 2006): B without the E a cut sky leaks into it.
+    beam : array_like, optional
+        Beam transfer b_l of the maps, as in :class:`Workspace`.
+    pixwin : bool or array_like, optional
+        Pixel windows, as in :class:`Workspace`.
+    lmax_mask : int, optional
+        Band limit of the window's derivatives (default 3 nside - 1).
+    iter : int
+        Jacobi iterations of the analyses.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        Backend of the transforms and of the coupling.
+
+    Returns
+    -------
+    array, shape (4, nbins) or (k, 4, nbins), float64
+        EE, EB, BE, BB bandpowers; compare them with ``Workspace.bin_theory`` of a theory.
+
+    Raises
+    ------
+    ValueError
+        Neither or both of ``bins`` and ``workspace``; a workspace of other spins or of the
+        other ``purify_b``; as :func:`~sphgpu.master.pseudo_cl_spin2` and :class:`Workspace`.
+
+    Examples
+    --------
+    >>> mask = apodize_mask(binary, 10.0, apotype="C2")
+    >>> cb = bandpowers_spin2(q, u, mask, Bins.linear(3 * nside - 1, 8), purify_b=True)
+    """
+    if (bins is None) == (workspace is None):
+        raise ValueError("give bins or workspace (one of them)")
+    if workspace is None:
+        if not isinstance(bins, Bins):
+            raise TypeError(f"bins must be a Bins, got {type(bins).__name__}")
+        coupling = coupling_matrix(mask, bins.lmax, spins=(2, 2), purify_b=purify_b, iter=iter,
+                                   backend=backend)
+        workspace = Workspace(coupling, bins, beam=beam, pixwin=pixwin)
+    else:
+        if not isinstance(workspace, Workspace):
+            raise TypeError(f"workspace must be a Workspace, got {type(workspace).__name__}")
+        if workspace.spins != (2, 2):
+            raise ValueError(f"workspace must be for spins (2, 2), got {workspace.spins}")
+        if workspace.purify_b != bool(purify_b):
+            raise ValueError(f"purify_b={purify_b!r} disagrees with the workspace's coupling "
+                             f"(made with purify_b={workspace.purify_b})")
+        if beam is not None or pixwin is not False:
+            raise ValueError("beam and pixwin belong to the workspace: leave them unset when "
+                             "workspace is given")
+    pcl = pseudo_cl_spin2(q, u, mask, workspace.lmax, purify_b=purify_b, lmax_mask=lmax_mask,
+                          iter=iter, backend=backend)
+    return workspace.decouple_cell(pcl)

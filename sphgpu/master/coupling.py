@@ -14,6 +14,21 @@ M^-- mix E and B:
 
 which :meth:`Coupling.matrix` writes as one matrix on NaMaster's stacking of spectra: (TT,)
 for spins (0, 0); (TE, TB) for (0, 2); (EE, EB, BE, BB) for (2, 2).
+
+With pure B (``purify_b=True``, :mod:`sphgpu.master.purify`) the pure-B coefficients are
+B^pure_lm = a_lm[W beta] / N_l, the spin-0 pseudo-a_lm of the scalar beta = sum N_l B_lm Y_lm
+divided by N_l = sqrt((l+2)!/(l-2)!): they hold no E, and their couplings are the spin-0 and
+spin-0 x 2 blocks rescaled by R_ll' = N_l' / N_l (l, l' >= 2; 0 otherwise):
+
+    M^pp = R^2 M^00 (pure B x pure B),   M^+p = R M^02 (E x pure B),   M^0p = R M^00 (T x pure B),
+
+    EE~ = M^++ EE + M^-- BB,   EB~ = M^+p EB,   BE~ = M^+p BE,   BB~ = M^pp BB,
+    TE~ = M^02 TE,   TB~ = M^0p TB.
+
+This is the exact expectation of the pure estimator (E is not purified): the three-term
+kernels of Grain, Tristram & Stompor (2009), with the window's spin-0, 1 and 2 spectra, reduce
+to it term by term in L through the same integration by parts that defines the estimator
+(tests/master/test_purify.py checks it against the estimator's exact linear map).
 """
 
 from __future__ import annotations
@@ -28,7 +43,8 @@ from .._validate import check_int, is_device_array
 from ..sht import anafast
 from .wigner import BLOCKS
 
-__all__ = ["Coupling", "coupling_matrix", "mask_spectrum", "SPIN_PAIRS"]
+__all__ = ["Coupling", "coupling_matrix", "mask_spectrum", "pure_ratio", "require_apodized",
+           "SPIN_PAIRS", "PURE_BLOCKS"]
 
 #: the spin pairs and the blocks each needs; "all" asks for every block at once
 SPIN_PAIRS = {(0, 0): ("00",), (0, 2): ("02",), (2, 0): ("02",), (2, 2): ("++", "--"),
@@ -36,6 +52,10 @@ SPIN_PAIRS = {(0, 0): ("00",), (0, 2): ("02",), (2, 0): ("02",), (2, 2): ("++", 
 #: spectra on which each spin pair's full matrix acts, in NaMaster's order
 SPECTRA = {(0, 0): ("TT",), (0, 2): ("TE", "TB"), (2, 0): ("ET", "BT"),
            (2, 2): ("EE", "EB", "BE", "BB")}
+#: with pure B: the blocks each spin pair's matrix uses, and the standard blocks they come from
+PURE_BLOCKS = {(0, 2): ("02", "0p"), (2, 0): ("02", "0p"), (2, 2): ("++", "--", "+p", "pp"),
+               "all": BLOCKS + ("0p", "+p", "pp")}
+_PURE_SOURCE = {"0p": ("00", 1), "+p": ("02", 1), "pp": ("00", 2)}
 
 
 def _spins(spins):
@@ -131,6 +151,10 @@ class Coupling:
         The mask power spectrum W_L they were made from (a device array if it was given so).
     nside : int or None
         The mask's nside when it was given as a map.
+    purify_b : bool
+        The spin-2 fields' B is pure B (:mod:`sphgpu.master.purify`): ``blocks`` then also
+        holds "0p", "+p", "pp" (module docstring of :mod:`sphgpu.master.coupling`), which
+        :meth:`matrix` uses for TB, EB/BE and BB.
     """
 
     lmax: int
@@ -138,6 +162,7 @@ class Coupling:
     blocks: dict
     mask_cl: np.ndarray = field(repr=False)
     nside: int | None = None
+    purify_b: bool = False
 
     def matrix(self, spins=None):
         """The full coupling matrix of a spin pair, on NaMaster's stacking of spectra.
@@ -153,12 +178,15 @@ class Coupling:
         ndarray, shape (n (lmax + 1), n (lmax + 1)), float64
             n = 1, 2, 2, 4 spectra ((TT), (TE, TB), (ET, BT), (EE, EB, BE, BB)); entry
             [i (lmax + 1) + l, j (lmax + 1) + l'] couples spectrum j at l' into i at l.
+            With ``purify_b`` the B rows are those of pure B (module docstring).
         """
         key = _spins(self.spins if spins is None else spins)
         if key == "all":
             raise ValueError("spins must name one spin pair for a coupling made with "
                              "spins='all', e.g. spins=(2, 2)")
-        missing = [b for b in SPIN_PAIRS[key] if b not in self.blocks]
+        pure = self.purify_b and key != (0, 0)
+        need = PURE_BLOCKS[key] if pure else SPIN_PAIRS[key]
+        missing = [b for b in need if b not in self.blocks]
         if missing:
             raise ValueError(f"spins={key} needs blocks {missing}, which this coupling (made "
                              f"for spins={self.spins!r}) does not have")
@@ -172,9 +200,12 @@ class Coupling:
 
         if key in ((0, 2), (2, 0)):
             z = xp.zeros_like(b["02"])
-            return grid([[b["02"], z], [z, b["02"]]])
+            return grid([[b["02"], z], [z, b["0p" if pure else "02"]]])
         p, m = b["++"], b["--"]
         z = xp.zeros_like(p)
+        if pure:
+            x, bb = b["+p"], b["pp"]
+            return grid([[p, z, z, m], [z, x, z, z], [z, z, x, z], [z, z, z, bb]])
         return grid([[p, z, z, m], [z, p, -m, z], [z, -m, p, z], [m, z, z, p]])
 
     def couple_cell(self, cl, spins=None):
@@ -239,7 +270,12 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
     spins : (0, 0), (0, 2), (2, 0), (2, 2) or "all"
         The spins of the two fields (blocks "00"; "02"; "++" and "--"; all four).
     purify_b : bool
-        Pure-B coupling (Smith 2006): not implemented yet; True raises NotImplementedError.
+        Couple pure B (Smith 2006; :func:`sphgpu.master.pseudo_alm_spin2` with
+        ``purify_b=True``) instead of the standard pseudo-B, for spins (2, 2), (0, 2), (2, 0)
+        or "all": the blocks gain "0p", "+p", "pp" = R M^00, R M^02, R^2 M^00 with R_ll' =
+        N_l' / N_l, N_l = sqrt((l+2)!/(l-2)!) (module docstring of
+        :mod:`sphgpu.master.coupling`), the exact expectation of the pure estimator (E not
+        purified). A mask given as a map must be apodized (not binary).
     mask2 : array_like, shape (npix,), optional
         The second field's mask (a map, same nside); default ``mask``.
     is_cl : bool
@@ -266,19 +302,22 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
     ------
     ValueError
         A mask of the wrong size (not 12 nside^2 pixels), negative, NaN or all zero; spins
-        other than 0 and 2; lmax out of range.
-    NotImplementedError
-        ``purify_b=True``.
+        other than 0 and 2; lmax out of range; ``purify_b=True`` with spins (0, 0) (no B to
+        purify) or with a binary mask.
 
     Examples
     --------
     >>> c = coupling_matrix(mask, lmax=383, spins=(2, 2))
     >>> expected_pseudo = c.couple_cell(np.stack([ee, 0 * ee, 0 * ee, bb]))
+    >>> pure = coupling_matrix(apodized_mask, lmax=383, spins=(2, 2), purify_b=True)
     """
     key = _spins(spins)
-    if purify_b:
-        raise NotImplementedError("purify_b=True (pure-B coupling, Smith 2006) is not "
-                                  "implemented yet in sphgpu.master")
+    if not isinstance(purify_b, (bool, np.bool_)):
+        raise TypeError(f"purify_b must be True or False, got {purify_b!r}")
+    purify_b = bool(purify_b)
+    if purify_b and key == (0, 0):
+        raise ValueError("purify_b=True purifies the B of a spin-2 field: spins must be (2, 2), "
+                         "(0, 2), (2, 0) or 'all', got spins=(0, 0)")
     nside = None
     if is_cl:
         if mask2 is not None:
@@ -295,13 +334,20 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
         if lmax_mask is not None:
             raise ValueError("lmax_mask is for masks given as maps; cut the spectrum instead")
     else:
-        _, nside = _mask_map(mask, "mask")
+        m, nside = _mask_map(mask, "mask")
+        if purify_b:
+            require_apodized(m, "mask")
+            if mask2 is not None:
+                require_apodized(_mask_map(mask2, "mask2")[0], "mask2")
         lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
         lm = min(2 * lmax, 3 * nside - 1) if lmax_mask is None \
             else check_int("lmax_mask", lmax_mask, minimum=0)
         wl = mask_spectrum(mask, mask2, lm, iter=iter, backend=backend)
     wl = wl[:2 * lmax + 1]                    # L > 2 lmax never enters
-    blocks = SPIN_PAIRS[key]
+    wanted = PURE_BLOCKS[key] if purify_b else SPIN_PAIRS[key]
+    # the standard blocks to compute: those wanted, and those the pure ones are made from
+    blocks = tuple(b for b in BLOCKS if b in wanted
+                   or any(_PURE_SOURCE[p][0] == b for p in wanted if p in _PURE_SOURCE))
     module = backends.load("master", backend)
     if is_cl and is_device_array(mask) and module.ACCEPTS_DEVICE_ARRAYS:
         wl = mask[:2 * lmax + 1]              # device in, device out (checked on its host copy)
@@ -310,5 +356,59 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
         raise ValueError(f"method={method!r} is for the CPU backend; this call runs on "
                          f"{module.__name__}")
     arr = module.coupling_blocks(wl, lmax, blocks, **kw)
-    return Coupling(lmax=lmax, spins=key, blocks={b: arr[i] for i, b in enumerate(blocks)},
-                    mask_cl=wl, nside=nside)
+    made = {b: arr[i] for i, b in enumerate(blocks)}
+    if purify_b:
+        made = _pure_blocks(made, lmax, wanted)
+    return Coupling(lmax=lmax, spins=key, blocks=made, mask_cl=wl, nside=nside,
+                    purify_b=purify_b)
+
+
+def pure_ratio(lmax: int) -> np.ndarray:
+    """R_ll' = N_l' / N_l with N_l = sqrt((l+2)!/(l-2)!), 0 where l or l' < 2.
+
+    Parameters
+    ----------
+    lmax : int
+        Last multipole.
+
+    Returns
+    -------
+    ndarray, shape (lmax + 1, lmax + 1), float64
+        Indexed [l, l'].
+    """
+    l = np.arange(lmax + 1, dtype=np.float64)
+    n = np.sqrt(np.maximum((l + 2.0) * (l + 1.0) * l * (l - 1.0), 0.0))
+    inv = np.where(l >= 2, 1.0 / np.where(l >= 2, n, 1.0), 0.0)
+    return inv[:, None] * n[None, :]
+
+
+def _pure_blocks(made, lmax, wanted):
+    """The pure-B blocks "0p", "+p", "pp" from the standard ones (module docstring)."""
+    first = next(iter(made.values()))
+    xp = np if isinstance(first, np.ndarray) else _cupy()
+    r = xp.asarray(pure_ratio(lmax))
+    out = {b: made[b] for b in wanted if b in made}
+    for name in wanted:
+        if name in _PURE_SOURCE:
+            src, power = _PURE_SOURCE[name]
+            out[name] = made[src] * (r if power == 1 else r * r)
+    return out
+
+
+def require_apodized(m, name: str) -> None:
+    """ValueError naming ``name`` when the window ``m`` is binary (0 and one other value),
+    which B-mode purification cannot use.
+
+    Parameters
+    ----------
+    m : ndarray, shape (npix,), float64
+        The window (validated: non-negative, finite, not all zero).
+    name : str
+        The argument it came from.
+    """
+    seen = m[m > 0]
+    if np.any(m == 0) and seen.min() == seen.max():
+        raise ValueError(
+            f"{name} is binary (0 and one other value): B-mode purification needs a window "
+            "that vanishes with its first derivative at the edge of the sky (Smith 2006); "
+            "apodize it first, e.g. sphgpu.master.apodize_mask(mask, 5.0, apotype='C2')")

@@ -158,8 +158,10 @@ def test_spins_other_than_0_and_2_are_named(spins):
 
 
 def test_other_bad_arguments():
-    with pytest.raises(NotImplementedError, match="purify_b"):
-        coupling_matrix(np.ones(9), spins=(2, 2), purify_b=True, is_cl=True)
+    # purify_b needs a spin-2 field (tests/master/test_purify.py has the rest)
+    with pytest.raises(ValueError, match="purify_b=True purifies the B of a spin-2 field"):
+        coupling_matrix(np.ones(9), spins=(0, 0), purify_b=True, is_cl=True)
+    assert coupling_matrix(np.ones(9), spins=(2, 2), purify_b=True, is_cl=True).purify_b
     with pytest.raises(TypeError, match="lmax must be an integer"):
         coupling_matrix(np.ones(9), 4.0, is_cl=True)
     with pytest.raises(ValueError, match="method must be one of"):
