@@ -23,7 +23,6 @@ release = version = sphgpu.__version__
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.mathjax", "numpydoc", "myst_nb"]
 
 root_doc = "index"
-# Markdown is not a page format here (docs/notes/README.md is for readers of the repository).
 source_suffix = {".rst": "restructuredtext", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "notes/README.md"]
 
