@@ -22,7 +22,7 @@ resident now, MB) and ``VmHWM`` (its peak) are read from ``/proc/<pid>/status``,
 resident memory of its child processes (Dask workers) summed apart; ``rss_after_cell_mb`` lists
 the kernel's RSS after each code cell, to find the cell that holds memory; ``numba_loaded``
 says whether the kernel loaded Numba's compiler (about 130 MB: its import and its first
-compiled call). ``wall_s`` is the
+compiled call); ``cell_s`` the seconds of each code cell. ``wall_s`` is the
 Run All time (kernel start excluded). The issue's goals (issue 40): kernel RSS after Run All at
 most 250 MB with warm caches, each notebook at most 60 s on one core with cold caches. The
 JSON (``notebook_memory.json``) holds the machine, whether the run was pinned to one core, the
@@ -105,17 +105,19 @@ def run_notebook(path: pathlib.Path, env: dict) -> dict:
                                          resources={"metadata": {"path": str(path.parent)}})
         with client.setup_kernel():
             pid = client.km.provisioner.process.pid
-            after_cell, errors = [], []
+            after_cell, cell_s, errors = [], [], []
             t0 = time.perf_counter()
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
+                c0 = time.perf_counter()
                 try:
                     client.execute_cell(cell, index)
                 except nbclient.exceptions.CellExecutionError as exc:
                     errors.append(f"cell {index}: {str(exc).splitlines()[-1][:300]}")
                     break
                 after_cell.append(round(status_mb(pid)["VmRSS"], 1))
+                cell_s.append(round(time.perf_counter() - c0, 2))
             wall = time.perf_counter() - t0
             mem = status_mb(pid)
             children = children_rss_mb(pid)
@@ -125,7 +127,8 @@ def run_notebook(path: pathlib.Path, env: dict) -> dict:
         os.environ.update(saved)
     return {"wall_s": round(wall, 2), "rss_mb": round(mem["VmRSS"], 1),
             "hwm_mb": round(mem["VmHWM"], 1), "children_rss_mb": round(children, 1),
-            "numba_loaded": numba_loaded, "rss_after_cell_mb": after_cell, "errors": errors}
+            "numba_loaded": numba_loaded, "rss_after_cell_mb": after_cell, "cell_s": cell_s,
+            "errors": errors}
 
 
 def main(argv=None):

@@ -9,6 +9,11 @@ backend. ``TransformPanel`` shows one map (T, Q, U, or the E-only / B-only sky) 
 view, one input against recovered spectrum (TT, EE, BB or TE), and the numbers. See
 :mod:`sphgpu.widgets._base` for the pattern.
 
+lmax follows nside (2 nside) until the user moves its slider, which pins it; the "pin lmax" box
+shows the pin and releases it, and a pinned lmax outside a new nside's range is clamped with a
+note. A map of 12 nside^2 pixels holds l < 3 nside: the numbers average those l only, and at
+lmax >= 3 nside they say that the power above has aliased into them.
+
 "Open a map" replaces the simulated sky by a HEALPix FITS file (a path or an uploaded file,
 read by :func:`sphgpu.io.read_sky`): the same maps, zoom and spectra, measured from the file
 (``map2alm`` with ``iter``, ``alm2cl``), against the Planck model times the beam set by the
@@ -580,7 +585,8 @@ class TransformPanel(Panel):
         self.lmax_pin = w.Checkbox(value=bool(m.lmax_pinned), description="pin lmax",
                                    indent=False, layout=w.Layout(width="7em"),
                                    tooltip="keep lmax when nside changes")
-        self.pin_label = w.HTML(m.pin_text())
+        self.pin_label = w.HTML(html.escape(m.pin_text()),
+                                layout=w.Layout(max_width="24em"))   # wraps, never clipped
         # ranges reach the model's own values: a slider would clamp them without a word, and
         # the next change of any control would send the clamped value back to the model
         self.fwhm = w.FloatSlider(value=float(m.fwhm_arcmin), min=0.0,
