@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from .. import backends, master
+from .._device import to_host
 from .._validate import as_maps, as_real_array, check_int
 from ..sht.beam_window import beam_rows
 from ..sht.spectra import _field_spectra, _fwhm_radians
@@ -83,6 +84,24 @@ def _stacked(cov, pol):
     if not pol:
         return np.array(cov[:1, 0])
     return np.stack([cov[0, 0], cov[1, 1], cov[2, 2], cov[0, 1], cov[1, 2], cov[0, 2]])
+
+
+def _purify_flag(purify_b, pol, mask):
+    """``purify_b`` checked: a bool, with pol and an apodized (not binary) mask."""
+    if not isinstance(purify_b, (bool, np.bool_)):
+        raise TypeError(f"purify_b must be True or False, got {purify_b!r}")
+    if not purify_b:
+        return False
+    if not pol:
+        raise ValueError("purify_b=True purifies B: it needs pol=True")
+    if mask is None:
+        raise ValueError("purify_b=True needs a mask: the full sky has no E-to-B leakage")
+    seen = mask[mask > 0]
+    if np.any(mask == 0) and seen.min() == seen.max():
+        raise ValueError("mask is binary (0 and one other value): purify_b=True needs a mask "
+                         "that vanishes with its first derivative at the edge of the sky; "
+                         "apodize it (sphgpu.master.apodize_mask(mask, 5.0, apotype='C2'))")
+    return True
 
 
 def _as_bins(bins, lmax):
@@ -219,6 +238,17 @@ class MonteCarlo:
         bandpowers estimate the input signal (:attr:`expected_bandpowers`). The decoupling is a
         matrix product done here, on the client, as each batch arrives (also from a Dask
         cluster). None (default): pseudo-spectra only.
+    purify_b : bool
+        Measure pure B (Smith 2006; :func:`sphgpu.master.pseudo_alm_spin2`) instead of the
+        masked maps' B: no E leaks into BB, EB and TB (``spectra`` then hold pure-B
+        pseudo-spectra) and, with ``bins``, the coupling is
+        ``coupling_matrix(..., purify_b=True)``. Needs ``pol=True`` and an apodized ``mask``
+        (one that vanishes with its first derivative where the sky ends:
+        :func:`sphgpu.master.apodize_mask`). The mask's derivatives come from its harmonic
+        coefficients analysed with this ``iter``: give ``iter=3`` (an E-only sky's pure BB
+        scattered 2300-70000 times less than the standard decoupled BB with it, 55-900 times
+        with ``iter=0``, nside 32, a 10 degree edge: tests/sims/test_montecarlo_bandpowers.py).
+        The noise bias subtracted is exact for ``iter=0`` (:attr:`noise_bias`). Default False.
 
     Attributes
     ----------
@@ -251,7 +281,7 @@ class MonteCarlo:
     def __init__(self, cls, nside, lmax=None, *, pol=False, new=True, fwhm=0.0,
                  fwhm_arcmin=None, beam_window=None, mask=None, noise_sigma=None,
                  noise_cls=None, iter=0, seed=0, batch_size=None, backend="auto",
-                 bins=None):
+                 bins=None, purify_b=False):
         nside = check_int("nside", nside, minimum=1)
         lmax = 3 * nside - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
         if lmax > 4 * nside:
@@ -286,10 +316,12 @@ class MonteCarlo:
             noise_sigma = _pixel_values("noise_sigma", noise_sigma, npix, n)
         if batch_size is not None:
             batch_size = check_int("batch_size", batch_size, minimum=1)
+        purify_b = _purify_flag(purify_b, pol, mask)
         self.plan = SimulationPlan(
             nside=nside, lmax=lmax, pol=pol, signal=transfer_factors(cov, rows),
             noise_alm=noise_alm, noise_sigma=noise_sigma, mask=mask,
-            iter=check_int("iter", iter, minimum=0), seed=check_int("seed", seed, minimum=0))
+            iter=check_int("iter", iter, minimum=0), seed=check_int("seed", seed, minimum=0),
+            purify_b=purify_b)
         self.beam = np.array(rows)
         self.batch_size = batch_size
         self.backend = backends._check_name(backend)
@@ -404,6 +436,11 @@ class MonteCarlo:
             wl[0] = 4.0 * math.pi
             self.coupling = master.coupling_matrix(wl, p.lmax, spins=spins, is_cl=True,
                                                    backend=where)
+        elif p.purify_b:
+            # the mask analysed with the iterations that made its derivatives: the estimator
+            # and its coupling then describe the same window (sphgpu.master.purify)
+            self.coupling = master.coupling_matrix(p.mask, p.lmax, spins=spins, purify_b=True,
+                                                   iter=p.iter, backend=where)
         else:
             self.coupling = master.coupling_matrix(p.mask, p.lmax, spins=spins, backend=where)
         beam = np.stack([self.beam[0], self.beam[1]]) if p.pol else self.beam[0]
@@ -415,9 +452,9 @@ class MonteCarlo:
             except ValueError as exc:
                 raise ValueError(f"bins (with this mask and beam, spins {pair}): {exc}") \
                     from None
-        self._noise_bias = self._expected_noise(noise_cov)
+        self._noise_bias = self._expected_noise(noise_cov, where)
 
-    def _expected_noise(self, noise_cov):
+    def _expected_noise(self, noise_cov, where):
         """The mean pseudo-spectra of the noise alone, (nspec, lmax+1), muK^2.
 
         White pixel noise n_p of variance sigma_p^2, masked by w_p and analysed by one
@@ -426,6 +463,12 @@ class MonteCarlo:
         addition theorem, spin 0 and 2), so its pseudo-C_l is flat: Omega mean_p(w^2 sigma^2)
         for TT, the same with (sigma_Q^2 + sigma_U^2) / 2 for EE and BB at l >= 2, and 0 for
         the cross-spectra. Exact with ``iter=0``; Jacobi iterations change it slightly.
+        Pure B (Smith 2006) adds to the masked maps' B the curl of the spin-1 field
+        edth-bar(W) P with weight f1_l = 2 / sqrt((l-1)(l+2)) and the scalar X1 U - X2 Q with
+        weight f0_l = sqrt((l-2)!/(l+2)!) (D1 + i D2 = edth W, X1 + i X2 = edth^2 W); spin
+        harmonics of different spins at one point sum to zero over m, so their noise adds:
+        BB = Omega mean(W^2 s2 + f1_l^2 (D1^2 + D2^2) s2 + f0_l^2 (X1^2 sU^2 + X2^2 sQ^2)),
+        s2 = (sQ^2 + sU^2) / 2; EB and TB stay 0.
         Noise spectra (``noise_cls``, added after the beam) are coupled by the mask like the
         signal, without the beam.
         """
@@ -439,6 +482,15 @@ class MonteCarlo:
             out[0] = omega * np.mean(w2 * s2[0])
             if p.pol:
                 out[1:3, 2:] = omega * np.mean(w2 * 0.5 * (s2[1] + s2[2]))
+            if p.purify_b:
+                (d1, d2), (x1, x2) = np.asarray(to_host(master.mask_derivatives(
+                    p.mask, iter=p.iter, backend=where)))
+                ell = np.arange(2, p.lmax + 1, dtype=np.float64)
+                f1sq = 4.0 / ((ell - 1) * (ell + 2))
+                f0sq = 1.0 / ((ell + 2) * (ell + 1) * ell * (ell - 1))
+                sbar = 0.5 * (s2[1] + s2[2])
+                out[2, 2:] += omega * (f1sq * np.mean((d1 ** 2 + d2 ** 2) * sbar)
+                                       + f0sq * np.mean(x1 ** 2 * s2[2] + x2 ** 2 * s2[1]))
         if noise_cov is not None:
             nl = _stacked(noise_cov, p.pol)
             out[0] += self.coupling.couple_cell(nl[0], spins=(0, 0))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import backends
+from .. import backends, master
 from .._device import array_module, to_host
 from ..alm import AlmLayout
 from ..sht.spectra import alm2cl
@@ -99,6 +99,9 @@ class SimulationPlan:
         Jacobi iterations of map2alm.
     seed : int
         The Monte Carlo's seed (>= 0).
+    purify_b : bool
+        Measure pure B (:func:`sphgpu.master.pseudo_alm_spin2`, Smith 2006) instead of the
+        masked maps' B (``pol`` and an apodized ``mask`` only).
     """
 
     nside: int
@@ -110,6 +113,7 @@ class SimulationPlan:
     mask: np.ndarray | None
     iter: int
     seed: int
+    purify_b: bool = False
 
     @property
     def nfields(self) -> int:
@@ -210,21 +214,36 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
     if d["sigma"] is not None:
         for q, rng in enumerate(rngs):
             maps[q] += d["sigma"] * rng.standard_normal(maps.shape[1:])
-    if d["mask"] is not None:
-        maps *= d["mask"]
-    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
+    alm = _masked_alm(plan, maps, d["mask"], name, inplace=True)
     cl = alm2cl(alm.reshape(k, n, nalm))
     return np.asarray(to_host(cl)).reshape(k, plan.nspec, plan.lmax + 1)
+
+
+def _masked_alm(plan, maps, mask, name, inplace=False):
+    """a_lm (k, n, nalm) of a batch of unmasked maps (k, n, npix) or (k, npix) through the
+    mask (``mask``: the plan's, where the maps are; ``inplace`` masks ``maps`` themselves, a
+    batch's memory saved); with ``purify_b`` the B row is pure B, which reads the unmasked
+    Q, U with the mask's derivatives."""
+    if plan.purify_b:
+        xp = array_module() if hasattr(maps, "__cuda_array_interface__") else np
+        t = map2alm(maps[:, 0] * mask, plan.lmax, plan.lmax, plan.iter, pol=False,
+                    backend=name)
+        eb = master.pseudo_alm_spin2(maps[:, 1], maps[:, 2], plan.mask, plan.lmax,
+                                     purify_b=True, iter=plan.iter, backend=name)
+        return xp.concatenate([t[:, None], eb], axis=1)
+    if mask is not None and inplace:
+        maps *= mask
+    elif mask is not None:
+        maps = maps * mask
+    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
+    return alm.reshape(maps.shape[0], plan.nfields, alm.shape[-1])
 
 
 def _analysed_spectra(plan, maps, name):
     """Pseudo-spectra (B, nspec, lmax+1) of a batch of unmasked maps, as simulate_batch
     measures them: mask, map2alm, alm2cl."""
-    if plan.mask is not None:
-        maps = maps * plan.mask
-    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
-    nalm = alm.shape[-1]
-    return np.asarray(to_host(alm2cl(alm.reshape(-1, plan.nfields, nalm))))
+    maps = maps.reshape((-1,) + maps.shape[-2:]) if plan.pol else maps.reshape(-1, plan.npix)
+    return np.asarray(to_host(alm2cl(_masked_alm(plan, maps, plan.mask, name))))
 
 
 def expected_spectra(plan: SimulationPlan, backend: str = "auto", *,
