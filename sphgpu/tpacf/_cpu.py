@@ -172,33 +172,37 @@ _decide = slop_.decision_math(numba.njit(inline="always"), _mul, _add)
 
 
 @numba.njit(nogil=True, cache=True)
-def _cells_into(xyz, c_start, cen, rad):
+def _cells_into(xyz, c_start, w, cen, rad, wcum):
     for c in range(c_start.shape[0] - 1):
-        _cell(c, xyz, c_start, cen, rad)
+        _cell(c, xyz, c_start, w, cen, rad, wcum)
 
 
-def cell_geometry(sc, i_tile):
-    """Chunk ids (n,) int64, centres (3, nchunks) and radii (nchunks,) float64 of a sorted
-    catalog on the host (:mod:`sphgpu.tpacf.slop`), cached on it."""
-    key = ("cells", int(i_tile))
+def cell_geometry(sc, i_tile, weighted):
+    """Chunk starts (nchunks + 1,) and ids (n,) int64, centres (3, nchunks) and radii
+    (nchunks,) float64, and (``weighted``) the within-chunk running sums of the weights (n,)
+    float64 (else an empty array), of a sorted catalog on the host (:mod:`sphgpu.tpacf.slop`);
+    cached on it."""
+    key = ("cells", int(i_tile), bool(weighted))
     if key not in sc.cache:
         c_start = chunks_of(sc, i_tile)[0]
         nc = c_start.size - 1
         cen, rad = np.empty((3, nc)), np.empty(nc)
-        _cells_into(sc.xyz, c_start, cen, rad)
+        w = unit_weights(sc) if weighted else np.zeros(0)
+        wcum = np.empty(w.size)
+        _cells_into(sc.xyz, c_start, w, cen, rad, wcum)
         cid = np.repeat(np.arange(nc, dtype=np.int64), np.diff(c_start))
-        sc.cache[key] = (cid, cen, rad)
+        sc.cache[key] = (c_start, cid, cen, rad, wcum)
     return sc.cache[key]
 
 
 @numba.njit(nogil=True, cache=True)
-def _count_groups_slop(g0, g1, items, group_start, x1, x2, cid1, cen1, rad1, cid2, cen2, rad2,
-                       E, lo, hi, cmin, cmax, auto, w1, w2, weighted, nreg, mean, cnt, wsum, rc,
-                       rw, ts, ls):
-    """:func:`_count_groups` with bin_slop: for each point j of an item's range, the pairs
-    with the item's chunk are counted at once, skipped or counted exactly as
-    ``slop.decision_math`` decides for (chunk, chunk of j). Returns the pairs counted at
-    once."""
+def _count_groups_slop(g0, g1, items, group_start, x1, x2, cs1, cid1, cen1, rad1, wc1, cs2,
+                       cid2, cen2, rad2, wc2, E, lo, hi, cmin, cmax, auto, w1, w2, weighted,
+                       nreg, mean, cnt, wsum, rc, rw, ts, ls):
+    """:func:`_count_groups` with bin_slop: an item's range is walked by the parts of it in
+    one chunk b; the pairs of the item's chunk a with such a part are counted at once,
+    skipped or counted exactly as ``slop.decision_math`` decides for (a, b). Returns the
+    pairs counted at once."""
     nb = cnt.shape[0]
     P64 = E.shape[0]
     emax = E[nb]
@@ -211,49 +215,46 @@ def _count_groups_slop(g0, g1, items, group_start, x1, x2, cid1, cen1, rad1, cid
         hw[:] = 0.0
         a = cid1[i0]
         ni = i1 - i0
-        wa = 0.0
-        if weighted:
-            for i in range(i0, i1):
-                wa += w1[i]
-        last = -1
-        dec = slop_.EXACT
-        for j in range(j0, j1):
+        wa = wc1[i1 - 1] if weighted else 0.0      # items hold whole chunks
+        j = j0
+        while j < j1:
             b = cid2[j]
-            if b != last:                  # one decision per (chunk, cell of j)
-                last = b
-                if auto and a == b:        # pairs inside one chunk: always exact
-                    dec = slop_.EXACT
-                else:
-                    dec = _decide(cen1[0, a], cen1[1, a], cen1[2, a], rad1[a], cen2[0, b],
-                                  cen2[1, b], cen2[2, b], rad2[b], E, P64, nb, lo, hi, cmin,
-                                  cmax)
+            q = min(j1, cs2[b + 1])
+            if auto and a == b:            # pairs inside one chunk: always exact
+                dec = slop_.EXACT
+            else:
+                dec = _decide(cen1[0, a], cen1[1, a], cen1[2, a], rad1[a], cen2[0, b],
+                              cen2[1, b], cen2[2, b], rad2[b], E, P64, nb, lo, hi, cmin, cmax)
             if dec >= 0:
-                hc[dec] += ni
-                at_once += ni
+                m = ni * (q - j)
+                hc[dec] += m
+                at_once += m
+                sb = 0.0
                 if weighted:
-                    hw[dec] += wa * w2[j]
+                    sb = wc2[q - 1] - (wc2[j - 1] if j > cs2[b] else 0.0)
+                    hw[dec] += wa * sb
                 if mean:
                     ex = cen1[0, a] - cen2[0, b]
                     ey = cen1[1, a] - cen2[1, b]
                     ez = cen1[2, a] - cen2[2, b]
                     _add_theta(ts, ls, dec, (ex * ex + ey * ey) + ez * ez,
-                               wa * w2[j] if weighted else float(ni))
-                continue
-            if dec == slop_.SKIP:
-                continue
-            iend = min(i1, j) if auto else i1
-            for i in range(i0, iend):
-                d = _d2(x1, i, x2, j)
-                if d >= emax:
-                    continue
-                k = _count_le(E, P64, d) - 1
-                if k < 0:
-                    continue
-                hc[k] += 1
-                if weighted:
-                    hw[k] += w1[i] * w2[j]
-                if mean:
-                    _add_theta(ts, ls, k, d, w1[i] * w2[j] if weighted else 1.0)
+                               wa * sb if weighted else float(m))
+            elif dec == slop_.EXACT:
+                for jj in range(j, q):
+                    iend = min(i1, jj) if auto else i1
+                    for i in range(i0, iend):
+                        d = _d2(x1, i, x2, jj)
+                        if d >= emax:
+                            continue
+                        k = _count_le(E, P64, d) - 1
+                        if k < 0:
+                            continue
+                        hc[k] += 1
+                        if weighted:
+                            hw[k] += w1[i] * w2[jj]
+                        if mean:
+                            _add_theta(ts, ls, k, d, w1[i] * w2[jj] if weighted else 1.0)
+            j = q
         base = (items[it, 4] * nreg + items[it, 5]) * nb
         for k in range(nb):
             cnt[k] += hc[k]
@@ -306,8 +307,9 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
                 weighted, nreg, bool(mean_theta))
     else:
         fn = _count_groups_slop
-        args = (plan.items, plan.group_start, s1.xyz, s2.xyz, *cell_geometry(s1, i_tile),
-                *cell_geometry(s2, i_tile), E, slop.lo, slop.hi, slop.cmin, slop.cmax,
+        args = (plan.items, plan.group_start, s1.xyz, s2.xyz,
+                *cell_geometry(s1, i_tile, weighted), *cell_geometry(s2, i_tile, weighted), E,
+                slop.lo, slop.hi, slop.cmin, slop.cmax,
                 plan.auto, w1, w2, weighted, nreg, bool(mean_theta))
 
     def run(ab):

@@ -118,20 +118,23 @@ class DevicePreparer(Preparer):
 DEVICE = DevicePreparer()
 
 
-def cell_geometry(sc, i_tile):
-    """Chunk ids (n,) int32, centres (3, nchunks) and radii (nchunks,) float64 of a sorted
-    catalog on the device (:mod:`sphgpu.tpacf.slop`; the host's bits), cached on it."""
-    key = ("cells", int(i_tile))
+def cell_geometry(sc, i_tile, weighted):
+    """Chunk starts (nchunks + 1,) and ids (n,) int32, centres (3, nchunks) and radii
+    (nchunks,) float64, and (``weighted``) within-chunk running weight sums (n,) float64 of a
+    sorted catalog on the device (:mod:`sphgpu.tpacf.slop`; the host's bits), cached on it."""
+    key = ("cells", int(i_tile), bool(weighted))
     if key not in sc.cache:
         xp = sc.xp
         c_start = chunks_of(sc, i_tile)[0]
         nc = c_start.size - 1
         cs = xp.asarray(c_start)
         cen, rad = xp.empty((3, nc)), xp.empty(nc)
-        _launch(K.cell_geometry, -(-nc // POINT_THREADS), POINT_THREADS, *_inputs(sc.xyz, cs),
-                cen, rad)
+        w = unit_weights(sc) if weighted else xp.zeros(0)
+        wcum = xp.empty(w.shape[0])
+        _launch(K.cell_geometry, -(-nc // POINT_THREADS), POINT_THREADS,
+                *_inputs(sc.xyz, cs, w), cen, rad, wcum)
         cid = (xp.searchsorted(cs, xp.arange(sc.size), side="right") - 1).astype(np.int32)
-        sc.cache[key] = (cid, cen, rad)
+        sc.cache[key] = (cs.astype(np.int32), cid, cen, rad, wcum)
     return sc.cache[key]
 
 
@@ -211,13 +214,13 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     else:
         kernel = K.slop_kernel(th, int(i_tile), nb, E.size, bool(weighted), n_regions > 0,
                                plan.auto, mean)
-        cid1, cen1, rad1 = cell_geometry(s1, i_tile)
-        cid2, cen2, rad2 = cell_geometry(s2, i_tile)
+        cs1, cid1, cen1, rad1, wc1 = cell_geometry(s1, i_tile, weighted)
+        cs2, cid2, cen2, rad2, wc2 = cell_geometry(s2, i_tile, weighted)
         tables = xp.asarray(E), xp.asarray(slop.lo), xp.asarray(slop.hi)
         clock.lap("upload")
         # nref holds the pairs counted at once here (no float32 path to refine)
-        _launch(kernel, ngroups, th, items, gstart, s1.xyz, s2.xyz, cid1, cid2, cen1, cen2,
-                rad1, rad2, *tables, np.float64(slop.cmin), np.float64(slop.cmax),
+        _launch(kernel, ngroups, th, items, gstart, s1.xyz, s2.xyz, cs1, cs2, cid1, cid2, cen1,
+                cen2, rad1, rad2, wc1 if weighted else one, wc2 if weighted else one, *tables, np.float64(slop.cmin), np.float64(slop.cmax),
                 np.float64(E[nb]), w1 if weighted else one, w2 if weighted else one,
                 cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")

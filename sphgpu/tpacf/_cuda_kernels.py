@@ -107,14 +107,16 @@ def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
 
 
 @cuda.jit(cache=True)
-def cell_geometry(xyz, c_start, cen, rad):
-    """Centre cen[:, c] and radius rad[c] of chunk c (``slop.geometry_math``).
+def cell_geometry(xyz, c_start, w, cen, rad, wcum):
+    """Centre cen[:, c], radius rad[c] and running weight sums wcum of chunk c
+    (``slop.geometry_math``).
 
     Launch: one thread per chunk, any 1-D shape. xyz (3, n) float64 sorted unit vectors;
-    c_start (nchunks + 1,) int64; cen (3, nchunks), rad (nchunks,) float64 out."""
+    c_start (nchunks + 1,) int64; w (n,) float64 sorted weights or length 0; cen (3, nchunks),
+    rad (nchunks,), wcum (like w) float64 out."""
     c = cuda.grid(1)
     if c < rad.shape[0]:
-        _chunk_cell(c, xyz, c_start, cen, rad)
+        _chunk_cell(c, xyz, c_start, w, cen, rad, wcum)
 
 
 def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
@@ -377,19 +379,23 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
                 auto: bool, mean: bool = False):
     """The counting kernel with ``bin_slop`` (:mod:`sphgpu.tpacf.slop`), float64 only.
 
-    As :func:`pair_kernel` in float64 mode, except that a thread first decides, for its point
-    j and the item's chunk a, with ``slop.decision_math`` on the centres and radii of chunk a
-    and of j's chunk b: a bin k >= 0 adds the chunk's n_a pairs with j (weights W_a w_j,
-    W_a summed over the staged chunk in order) to bin k at once; SKIP adds nothing; EXACT
-    (always when auto and a == b) compares j with every staged point as the exact kernel does.
+    As :func:`pair_kernel` in float64 mode, except that thread t walks its own stretch of
+    the item's range (the t-th of ``threads`` equal, contiguous ones) by the parts of it in
+    one chunk b, and decides for each part with ``slop.decision_math`` on the centres and
+    radii of the item's chunk a and of b: a bin k >= 0 adds the n_a * (part length) pairs
+    (weights W_a times the part's weight sum, from the running sums) to bin k at once; SKIP
+    adds nothing; EXACT (always when auto and a == b) compares each point of the part with
+    every staged point. Decisions depend on (a, b) only, so the counts are the cpu
+    backend's whatever the stretches.
 
     Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments: items (nitems, 6)
     int32; group_start (ngroups + 1,) int32; x1, x2 (3, n) float64 sorted unit vectors;
-    cid1, cid2 (n,) int32 chunk of each sorted point; cen1, cen2 (3, nchunks) float64 and
-    rad1, rad2 (nchunks,) float64 chunk centres and radii; E (p64,) float64 padded chord**2
-    edges; lo, hi (nbins,) float64 chord limits; cmin, cmax, emax float64; w1, w2 (n,) float64
-    (weighted only); cnt, wsum, rc, rw, nreg, tsum, lsum as in :func:`pair_kernel`; once (1,)
-    int64 (pairs counted at once). Outputs are added to.
+    cs1, cs2 (nchunks + 1,) int32 chunk starts; cid1, cid2 (n,) int32 chunk of each sorted
+    point; cen1, cen2 (3, nchunks) and rad1, rad2 (nchunks,) float64 chunk centres and radii;
+    wc1, wc2 (n,) float64 within-chunk running weight sums (weighted only); E (p64,) float64
+    padded chord**2 edges; lo, hi (nbins,) float64 chord limits; cmin, cmax, emax float64;
+    w1, w2 (n,) float64 (weighted only); cnt, wsum, rc, rw, nreg, tsum, lsum as in
+    :func:`pair_kernel`; once (1,) int64 (pairs counted at once). Outputs are added to.
     """
     NB = nbins
     TH = threads
@@ -402,8 +408,9 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
     flush = _flush_fn(NB, TH, weighted, mean, jack)
 
     @cuda.jit(cache=True)
-    def kernel(items, group_start, x1, x2, cid1, cid2, cen1, cen2, rad1, rad2, E, lo, hi,
-               cmin, cmax, emax, w1, w2, cnt, wsum, rc, rw, once, nreg, tsum, lsum):
+    def kernel(items, group_start, x1, x2, cs1, cs2, cid1, cid2, cen1, cen2, rad1, rad2, wc1,
+               wc2, E, lo, hi, cmin, cmax, emax, w1, w2, cnt, wsum, rc, rw, once, nreg, tsum,
+               lsum):
         t = cuda.threadIdx.x
         g = cuda.blockIdx.x
         sE = cuda.shared.array(p64, float64)
@@ -431,7 +438,6 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
                 lhist[k * TH + t] = 0.0
         my_once = int64(0)
         loaded = int32(-1)
-        wa = 0.0
         it1 = group_start[g + 1]
         for it in range(group_start[g], it1):
             i0 = items[it, 0]
@@ -446,30 +452,36 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
                         sw[k] = w1[i0 + k]
                 loaded = i0
             cuda.syncthreads()
-            if weighted:                      # W_a in the host's order (same bits)
-                wa = 0.0
-                for k in range(ni):
-                    wa += sw[k]
             a = cid1[i0]
+            wa = wc1[items[it, 1] - 1] if weighted else 0.0     # items hold whole chunks
             ax = cen1[0, a]
             ay = cen1[1, a]
             az = cen1[2, a]
             ra = rad1[a]
+            j0 = items[it, 2]
             j1 = items[it, 3]
-            for j in range(items[it, 2] + t, j1, TH):
+            span = (j1 - j0 + TH - 1) // TH
+            j = j0 + t * span
+            jend = min(j1, j + span)
+            tcol = uint32(t)
+            while j < jend:
                 b = cid2[j]
+                q = min(jend, cs2[b + 1])
                 dec = slop_.EXACT
                 if not (auto and a == b):
                     dec = _decide(ax, ay, az, ra, cen2[0, b], cen2[1, b], cen2[2, b], rad2[b],
                                   sE, p64, NB, slo, shi, cmin, cmax)
-                wj = w2[j] if weighted else 0.0
-                tcol = uint32(t)
                 if dec >= 0:
                     bb = uint32(dec)
-                    hist[bb * uint32(TH) + tcol] += uint32(ni)
-                    my_once += ni
+                    m = ni * (q - j)
+                    hist[bb * uint32(TH) + tcol] += uint32(m)
+                    my_once += m
+                    sb = 0.0
                     if weighted:
-                        whist[bb * uint32(TH) + tcol] += wa * wj
+                        sb = wc2[q - 1]
+                        if j > cs2[b]:
+                            sb -= wc2[j - 1]
+                        whist[bb * uint32(TH) + tcol] += wa * sb
                     if mean:
                         ex = ax - cen2[0, b]
                         ey = ay - cen2[1, b]
@@ -477,37 +489,40 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
                         dc = _dadd(_dadd(_dmul(ex, ex), _dmul(ey, ey)), _dmul(ez, ez))
                         th = 2.0 * math.asin(0.5 * math.sqrt(dc))
                         lt = math.log(th) if th > 0.0 else -math.inf
-                        f = wa * wj if weighted else float64(ni)
+                        f = wa * sb if weighted else float64(m)
                         thist[bb * uint32(TH) + tcol] += f * th
                         lhist[bb * uint32(TH) + tcol] += f * lt
                 elif dec == slop_.EXACT:
-                    xj = x2[0, j]
-                    yj = x2[1, j]
-                    zj = x2[2, j]
-                    # auto: only i < j (items start at their chunk, so j - i0 >= 0)
-                    kend = uint32(max(0, min(ni, j - i0)) if auto else ni)
-                    k = uint32(0)
-                    while k < kend:
-                        dx = sx[k] - xj
-                        dy = sy[k] - yj
-                        dz = sz[k] - zj
-                        d = _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
-                        if d < emax:
-                            e = count_le(sE, d)
-                            if e >= uint32(1):
-                                bb = e - uint32(1)
-                                hist[bb * uint32(TH) + tcol] += uint32(1)
-                                if weighted:
-                                    whist[bb * uint32(TH) + tcol] += sw[k] * wj
-                                if mean:
-                                    th = 2.0 * math.asin(0.5 * math.sqrt(d))
-                                    lt = math.log(th) if th > 0.0 else -math.inf
+                    for jj in range(j, q):
+                        xj = x2[0, jj]
+                        yj = x2[1, jj]
+                        zj = x2[2, jj]
+                        wj = w2[jj] if weighted else 0.0
+                        # auto: only i < jj (items start at their chunk, so jj - i0 >= 0)
+                        kend = uint32(max(0, min(ni, jj - i0)) if auto else ni)
+                        k = uint32(0)
+                        while k < kend:
+                            dx = sx[k] - xj
+                            dy = sy[k] - yj
+                            dz = sz[k] - zj
+                            d = _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
+                            if d < emax:
+                                e = count_le(sE, d)
+                                if e >= uint32(1):
+                                    bb = e - uint32(1)
+                                    hist[bb * uint32(TH) + tcol] += uint32(1)
                                     if weighted:
-                                        th *= sw[k] * wj
-                                        lt *= sw[k] * wj
-                                    thist[bb * uint32(TH) + tcol] += th
-                                    lhist[bb * uint32(TH) + tcol] += lt
-                        k += uint32(1)
+                                        whist[bb * uint32(TH) + tcol] += sw[k] * wj
+                                    if mean:
+                                        th = 2.0 * math.asin(0.5 * math.sqrt(d))
+                                        lt = math.log(th) if th > 0.0 else -math.inf
+                                        if weighted:
+                                            th *= sw[k] * wj
+                                            lt *= sw[k] * wj
+                                        thist[bb * uint32(TH) + tcol] += th
+                                        lhist[bb * uint32(TH) + tcol] += lt
+                            k += uint32(1)
+                j = q
             if jack:
                 li = items[it, 4]
                 lj = items[it, 5]

@@ -14,18 +14,22 @@ and with s <= 1 a pair can only move to a neighbouring bin (weighted sums: the s
 pair's weight). s = 0 (or None) is the exact count.
 
 How. Each bin range is counted on its own grid (:mod:`sphgpu.tpacf.grid`) whose cells (chunks:
-at most ``i_tile`` consecutive sorted points in one declination band and one RA cell) are small
-against the bin widths there: bins are grouped from the top by factors of
+at most :data:`CELL_POINTS` consecutive sorted points in one declination band and one RA cell)
+are small against the bin widths there: bins are grouped from the top by factors of
 :data:`GROUP_FACTOR` in theta, and a group's band height is
-:data:`CELL_FRACTION` * (1/2 + s) * (bin width in theta at the group's lowest edge). A cell has
+:data:`CELL_FRACTION` * (1/2 + s) * (bin width in theta at the group's lowest edge). No slop is
+taken across a group's outer edges (L and U below are the edges themselves there), since two
+groups decide on different cells and a pair near their common edge could be counted by both. A cell has
 a centre c (the mean of its float64 unit vectors) and a radius rho >= max |x - c| over its
 points (Euclidean, padded against rounding). By the triangle inequality in R^3, every pair of
 two cells has a chord within [D - rho_a - rho_b, D + rho_a + rho_b], D = |c_a - c_b|. For a
-pair of a point j with the cells (chunk a, cell of j), the backends decide:
+work item (chunk a, range of the second catalog) and each cell b the range passes through, the
+backends decide:
 
 * k = bin of D (the exact rule on D**2); if that range of chords lies within
   [chord(L_k), chord(U_k)], u(L_k) = u(edge_k) - s Delta, u(U_k) = u(edge_{k+1}) + s Delta,
-  the chunk's n_a pairs with j (weights W_a w_j) are added to bin k at once;
+  the pairs of chunk a with the points of the range in cell b (weights: W_a times their
+  weight sum) are added to bin k at once;
 * if the range lies wholly below the first edge or wholly at or above the last one, nothing
   is counted (exact: none of those pairs is in a bin);
 * otherwise (and for an auto count's pairs inside one chunk) each pair is counted exactly.
@@ -50,13 +54,15 @@ from .grid import band_height
 __all__ = ["check_bin_slop", "bin_width", "slop_edges", "groups", "SlopPlan", "geometry_math",
            "decision_math", "EXACT", "SKIP", "CELL_POINTS"]
 
-#: Bins are grouped so that theta_max / theta_min of a group is at most this (a group's cells
-#: are sized for its lowest edge, so a wider group has too fine cells at its top).
-GROUP_FACTOR = 2.0
-#: Cell (band) height over (1/2 + s) * the bin width in theta at a group's lowest edge: a cell's
-#: diameter is about 1.4 band heights, so two cells span 2.8 of them, which fits the
-#: acceptance window of a cell pair whose centre separation is well inside its bin.
-CELL_FRACTION = 0.35
+#: Bins are grouped so that theta_max / theta_min of a group is at most this: a group's cells
+#: are sized for its lowest edge (too fine at its top), and no slop crosses a group's outer
+#: edges (too few slop edges in narrow groups).
+GROUP_FACTOR = 4.0
+#: Cell (band) height over (1/2 + s) * the bin width in theta at a group's lowest edge.
+#: GROUP_FACTOR and CELL_FRACTION: the fastest of {2, 3, 4} x {0.35, 0.7} on the cpu backend
+#: (6e4 uniform points, 20 log bins 2.5'-250', s = 0.1, 0.5, 1); to be retuned on the GPU
+#: with benchmarks/tpacf_bin_slop.py.
+CELL_FRACTION = 0.7
 #: Points of a cell (chunk) at most, on every backend (the same cells give the same decisions).
 CELL_POINTS = 256
 #: Padding of a cell radius (relative, absolute chord units): far above the rounding of the
@@ -154,7 +160,11 @@ def groups(bins: AngularBins, s: float, min_band: float):
         h = CELL_FRACTION * (0.5 + s) * width
         h = min(max(h, min_band), band_height(e[b]))
         nbands = max(1, math.ceil(math.pi / h))
-        lo, hi = _chord_limits(L[a:b], U[a:b])
+        # no slop across a group's outer edges: a pair near one would be counted by both
+        # groups' grids (each decides on its own cells), one-sidedly raising both bins
+        lo_rad, hi_rad = L[a:b].copy(), U[a:b].copy()
+        lo_rad[0], hi_rad[-1] = e[a], e[b]
+        lo, hi = _chord_limits(lo_rad, hi_rad)
         c2 = bins.chord2_edges
         out.append((a, b, SlopPlan(h=math.pi / nbands, lo=lo, hi=hi,
                                    cmin=float(math.sqrt(c2[a])), cmax=float(math.sqrt(c2[b])))))
@@ -163,14 +173,20 @@ def groups(bins: AngularBins, s: float, min_band: float):
 
 
 def geometry_math(jit, mul, add):
-    """``cell(c, xyz, c_start, cen, rad)``: the centre cen[:, c] (mean of the float64 unit
-    vectors xyz[:, c_start[c]:c_start[c+1]]) and padded radius rad[c] of chunk c, compiled
+    """``cell(c, xyz, c_start, w, cen, rad, wcum)``: the centre cen[:, c] (mean of the float64
+    unit vectors xyz[:, c_start[c]:c_start[c+1]]) and padded radius rad[c] of chunk c, and
+    (w of length > 0) wcum[p], the sum of w over the chunk's points up to p inclusive; compiled
     by ``jit`` with the given float64 ``mul`` and ``add`` (the same bits on host and GPU)."""
 
     @jit
-    def cell(c, xyz, c_start, cen, rad):
+    def cell(c, xyz, c_start, w, cen, rad, wcum):
         a = c_start[c]
         b = c_start[c + 1]
+        if w.shape[0] > 0:
+            acc = 0.0
+            for p in range(a, b):
+                acc = add(acc, w[p])
+                wcum[p] = acc
         sx = 0.0
         sy = 0.0
         sz = 0.0
