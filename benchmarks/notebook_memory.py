@@ -22,7 +22,8 @@ resident now, MB) and ``VmHWM`` (its peak) are read from ``/proc/<pid>/status``,
 resident memory of its child processes (Dask workers) summed apart; ``rss_after_cell_mb`` lists
 the kernel's RSS after each code cell, to find the cell that holds memory; ``numba_loaded``
 says whether the kernel loaded Numba's compiler (about 130 MB: its import and its first
-compiled call); ``cell_s`` the seconds of each code cell. ``wall_s`` is the
+compiled call: ``numba_cost_mb`` measures it in a plain interpreter); ``cell_s`` the seconds
+of each code cell. ``wall_s`` is the
 Run All time (kernel start excluded). The issue's goals (issue 40): kernel RSS after Run All at
 most 250 MB with warm caches, each notebook at most 60 s on one core with cold caches. The
 JSON (``notebook_memory.json``) holds the machine, whether the run was pinned to one core, the
@@ -131,6 +132,35 @@ def run_notebook(path: pathlib.Path, env: dict) -> dict:
             "errors": errors}
 
 
+_NUMBA_COST = """
+import json, sys
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 / 1e6 for l in f if l.startswith("VmRSS"))
+import numpy as np
+out = {"numpy_mb": rss()}
+import sphgpu
+out["sphgpu_mb"] = rss()
+import numba
+out["numba_import_mb"] = rss()
+sphgpu.radix_sort(np.arange(100, dtype=np.uint32)[::-1], backend="cpu")
+out["first_numba_call_mb"] = rss()
+print(json.dumps(out))
+"""
+
+
+def numba_cost(env: dict) -> dict:
+    """RSS (MB) of a fresh interpreter after NumPy, ``import sphgpu``, ``import numba`` and a
+    first call of compiled code (``radix_sort`` on the CPU), run twice on the caches of
+    ``env``: the second run loads from the cache, as a warm kernel does."""
+    import subprocess
+
+    e = dict(os.environ, **env)
+    runs = [subprocess.run([sys.executable, "-c", _NUMBA_COST], env=e, capture_output=True,
+                           text=True, check=True, timeout=600) for _ in range(2)]
+    return json.loads(runs[-1].stdout)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
@@ -168,6 +198,12 @@ def main(argv=None):
         "notebooks": [],
     }
     base = {"SPHGPU_BACKEND": "cpu", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    caches = tempfile.mkdtemp(prefix="nbmem-")
+    try:
+        # what Numba alone costs a process, the floor of every notebook that compiles code
+        result["numba_cost_mb"] = numba_cost(dict(base, NUMBA_CACHE_DIR=caches))
+    finally:
+        shutil.rmtree(caches, ignore_errors=True)
     for path in paths:
         row = {"notebook": path.name}
         caches = tempfile.mkdtemp(prefix="nbmem-")

@@ -692,10 +692,7 @@ class TransformPanel(Panel):
         self._syncing = True
         try:
             if is_int(m.nside) and m.nside >= 1:
-                top = lmax_top(m.nside)
-                if self.lmax.min > top:
-                    self.lmax.min = 2
-                self.lmax.max = max(top, 2)
+                self.lmax.max = lmax_top(m.nside)
             if is_int(m.lmax) and self.lmax.min <= m.lmax <= self.lmax.max:
                 self.lmax.value = m.lmax
             self.lmax_pin.value = bool(m.lmax_pinned)
