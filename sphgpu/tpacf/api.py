@@ -188,9 +188,19 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
 def _slop_count(impl, cat1, cat2, bins, s, kw, progress):
     """The approximate count (:mod:`sphgpu.tpacf.slop`): each group of bins on its own grid,
     what it prepared dropped after it (one grid's prepared catalogs held at a time)."""
+    rho = min(slop_.density(c) for c in (cat1, cat2) if c is not None)
+    runs = []                          # groups counted exactly are merged into one count
+    for a, b, plan in slop_.groups(bins, s, math.radians(MIN_BAND_DEG), rho):
+        if plan is None and runs and runs[-1][2] is None:
+            runs[-1] = (runs[-1][0], b, None)
+        else:
+            runs.append((a, b, plan))
     parts = []
-    for a, b, plan in slop_.groups(bins, s, math.radians(MIN_BAND_DEG)):
+    for a, b, plan in runs:
         sub = AngularBins(bins.edges[a:b + 1], bins.unit, spacing=bins.spacing)
+        if plan is None:
+            parts.append(_within_budget(impl, cat1, cat2, sub, kw, progress))
+            continue
         made = [(c, set(c._cache)) for c in (cat1, cat2) if c is not None]
         try:
             parts.append(_within_budget(impl, cat1, cat2, sub, dict(kw, slop=plan), progress))

@@ -48,10 +48,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._device import array_module, to_host
 from .bins import AngularBins, chord2
 from .grid import band_height
 
-__all__ = ["check_bin_slop", "bin_width", "slop_edges", "groups", "SlopPlan", "geometry_math",
+__all__ = ["check_bin_slop", "bin_width", "slop_edges", "groups", "density", "SlopPlan",
+           "geometry_math",
            "decision_math", "EXACT", "SKIP", "CELL_POINTS"]
 
 #: Bins are grouped so that theta_max / theta_min of a group is at most this: a group's cells
@@ -63,6 +65,11 @@ GROUP_FACTOR = 4.0
 #: (6e4 uniform points, 20 log bins 2.5'-250', s = 0.1, 0.5, 1); to be retuned on the GPU
 #: with benchmarks/tpacf_bin_slop.py.
 CELL_FRACTION = 0.7
+#: Fewest points a cell should hold on average (from the catalogs' density) for a group of
+#: bins to be counted with slop; sparser groups are counted exactly (cells of a point or less
+#: save nothing and multiply the grid's work items: 2e4 full-sky points ran 6-13 times slower
+#: than exact without this floor, tpacf_bin_slop.py --quick --backend cpu).
+MIN_CELL_POINTS = 2.0
 #: Points of a cell (chunk) at most, on every backend (the same cells give the same decisions).
 CELL_POINTS = 256
 #: Padding of a cell radius (relative, absolute chord units): far above the rounding of the
@@ -144,9 +151,25 @@ class SlopPlan:
     cmax: float
 
 
-def groups(bins: AngularBins, s: float, min_band: float):
-    """The bins in groups counted on one grid each: a list of (a, b, SlopPlan) for bins
-    a .. b - 1, from the top. ``min_band`` (radians) is the finest band height used."""
+def density(cat) -> float:
+    """Points per steradian of the sky a catalog occupies (its 1 x 1 degree RA/Dec cells
+    holding points), where the catalog is held (NumPy or CuPy)."""
+    xp = array_module() if cat.on_device else np
+    ra, dec = cat.coordinates(xp)
+    row = xp.clip(xp.floor(dec + 90.0), 0, 179).astype(np.int64)
+    col = xp.clip(xp.floor(xp.mod(ra, 360.0)), 0, 359).astype(np.int64)
+    occupied = to_host(xp.bincount(row * 360 + col, minlength=180 * 360)).reshape(180, 360) > 0
+    lat = np.deg2rad(np.arange(181) - 90.0)
+    row_area = np.deg2rad(1.0) * np.diff(np.sin(lat))
+    return cat.size / max(float(np.sum(occupied * row_area[:, None])), 1e-300)
+
+
+def groups(bins: AngularBins, s: float, min_band: float, density: float = math.inf):
+    """The bins in groups counted on one grid each: a list of (a, b, SlopPlan or None) for
+    bins a .. b - 1, from the bottom; None: count the group exactly (its cells would hold
+    fewer than :data:`MIN_CELL_POINTS` at ``density`` points per steradian, or be finer
+    than ``min_band`` radians)."""
+    floor = max(min_band, math.sqrt(MIN_CELL_POINTS / density) if density > 0 else math.inf)
     e = bins.edges_rad
     log, delta = bin_width(bins)
     L, U = slop_edges(bins, s)
@@ -157,8 +180,11 @@ def groups(bins: AngularBins, s: float, min_band: float):
         while a > 0 and e[b] <= GROUP_FACTOR * e[a - 1]:
             a -= 1
         width = e[a] * (math.exp(delta) - 1.0) if log else delta
-        h = CELL_FRACTION * (0.5 + s) * width
-        h = min(max(h, min_band), band_height(e[b]))
+        h = min(CELL_FRACTION * (0.5 + s) * width, band_height(e[b]))
+        if h < floor:
+            out.append((a, b, None))
+            b = a
+            continue
         nbands = max(1, math.ceil(math.pi / h))
         # no slop across a group's outer edges: a pair near one would be counted by both
         # groups' grids (each decides on its own cells), one-sidedly raising both bins

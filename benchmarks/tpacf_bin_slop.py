@@ -1,0 +1,205 @@
+"""Approximate pair counts (``bin_slop``): sphgpu against its exact counts and TreeCorr's
+default bin_slop.
+
+Run on the GPU machine:
+    python benchmarks/tpacf_bin_slop.py --out benchmarks/results
+Small CPU run (seconds to a minute):
+    python benchmarks/tpacf_bin_slop.py --quick --backend cpu --out /tmp/bin_slop
+
+Workload: n uniform random points over the full sky (10^6, 10^7, 10^8 by default), an auto
+count (RR) in 20 log bins from 2.5 to 250 arcmin.
+
+What is timed (whole calls from NumPy arrays, as a user makes them):
+  * sphgpu ``pair_counts(ra, dec, bins=..., backend=B, bin_slop=s)`` for each s of --slops
+    (0 is the exact count): the first call in a fresh process apart (import, then the first
+    call, then a second one; subprocesses reading the catalog from an .npy file), then the
+    median of --repeat calls in this process after one untimed call;
+  * TreeCorr's ``NNCorrelation`` with its default bin_slop (metric "Arc", all host threads,
+    --treecorr-threads), Catalog built inside the timing, at sizes up to --treecorr-max.
+Accuracy: for every approximate count, the largest relative difference per bin from sphgpu's
+exact count (bins with pairs), and the fraction of pairs counted at once; the same for
+TreeCorr's counts. Writes tpacf_bin_slop.json and tpacf_bin_slop.png under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from sphgpu.bench import machine_info, time_call
+
+BINS = dict(theta_min=2.5, theta_max=250.0, nbins=20, unit="arcmin")
+SIZES = {"full": [10**6, 10**7, 10**8], "quick": [20_000, 60_000]}
+
+FRESH = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from sphgpu.tpacf import AngularBins, pair_counts
+t1 = time.perf_counter()
+path, backend, s, b = sys.argv[1], sys.argv[2], float(sys.argv[3]), json.loads(sys.argv[4])
+x = np.load(path)
+bins = AngularBins.log(b["theta_min"], b["theta_max"], b["nbins"], unit=b["unit"])
+runs = []
+for _ in range(2):
+    t = time.perf_counter()
+    pair_counts(x[0], x[1], bins=bins, backend=backend, bin_slop=s)
+    runs.append(time.perf_counter() - t)
+print(json.dumps({"import_s": t1 - t0, "first_s": runs[0], "second_s": runs[1]}))
+"""
+
+
+def catalog(n, seed=1):
+    """(ra, dec) of n points uniform over the full sky, degrees."""
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    return uniform_randoms(n, (0.0, 360.0, -90.0, 90.0), seed=seed)
+
+
+def max_rel(counts, exact):
+    """Largest |counts / exact - 1| over the bins with exact pairs."""
+    c, e = np.asarray(counts, float), np.asarray(exact, float)
+    keep = e > 0
+    return float(np.max(np.abs(c[keep] / e[keep] - 1.0))) if keep.any() else 0.0
+
+
+def fresh_process(path, backend, s):
+    """Import, first and second call of one count in a fresh process (seconds)."""
+    p = subprocess.run([sys.executable, "-c", FRESH, path, backend, str(s), json.dumps(BINS)],
+                       capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "failed"}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def treecorr_run(ra, dec, threads):
+    """TreeCorr's default-bin_slop auto count, whole call: (seconds, npairs, its bin_slop)."""
+    import treecorr
+
+    t = time.perf_counter()
+    nn = treecorr.NNCorrelation(min_sep=BINS["theta_min"], max_sep=BINS["theta_max"],
+                                nbins=BINS["nbins"], sep_units=BINS["unit"], metric="Arc",
+                                bin_type="Log")
+    nn.process(treecorr.Catalog(ra=ra, dec=dec, ra_units="deg", dec_units="deg"),
+               num_threads=threads)
+    return time.perf_counter() - t, nn.npairs.tolist(), float(nn.bin_slop)
+
+
+def run(args):
+    from sphgpu.tpacf import AngularBins, pair_counts
+
+    bins = AngularBins.log(BINS["theta_min"], BINS["theta_max"], BINS["nbins"],
+                           unit=BINS["unit"])
+    sizes = args.sizes or SIZES["quick" if args.quick else "full"]
+    out = {"machine": machine_info(), "backend": args.backend, "bins": BINS,
+           "slops": args.slops, "treecorr_threads": args.treecorr_threads,
+           "treecorr_max": args.treecorr_max, "rows": []}
+    print(json.dumps(out["machine"]), flush=True)
+    tmp = tempfile.mkdtemp(prefix="bin_slop_")
+    for n in sizes:
+        ra, dec = catalog(n)
+        path = os.path.join(tmp, f"cat_{n}.npy")
+        np.save(path, np.stack([ra, dec]))
+        row = {"n": n, "sphgpu": [], "treecorr": None}
+        exact = None
+        for s in args.slops:
+            fresh = fresh_process(path, args.backend, s) if not args.no_fresh else None
+            got = {}
+
+            def call(s=s, got=got):
+                got["pc"] = pair_counts(ra, dec, bins=bins, backend=args.backend, bin_slop=s)
+
+            t = time_call(call, repeat=args.repeat, warmup=1, max_seconds=args.max_seconds)
+            pc = got["pc"]
+            if s == 0:
+                exact = pc.counts
+            entry = {"bin_slop": s, "median_s": t.median, "seconds": t.seconds,
+                     "fresh_process": fresh, "counts": pc.counts.tolist(),
+                     "pairs_at_once_fraction": pc.pairs_at_once / max(1, int(pc.counts.sum()))}
+            row["sphgpu"].append(entry)
+            print(f"n={n:>11,} sphgpu {args.backend} bin_slop={s:<4}: {t.median:9.3f} s "
+                  f"(at once {entry['pairs_at_once_fraction']:.3f})", flush=True)
+        if exact is not None:
+            for entry in row["sphgpu"]:
+                entry["max_rel_diff"] = max_rel(entry["counts"], exact)
+        if not args.no_treecorr and n <= args.treecorr_max:
+            try:
+                secs, npairs, slop = treecorr_run(ra, dec, args.treecorr_threads)
+                row["treecorr"] = {"seconds": secs, "npairs": npairs, "bin_slop": slop,
+                                   "max_rel_diff": (None if exact is None
+                                                    else max_rel(npairs, exact))}
+                print(f"n={n:>11,} TreeCorr default bin_slop ({slop:.3f}), "
+                      f"{args.treecorr_threads} threads: {secs:9.3f} s", flush=True)
+            except ImportError:
+                row["treecorr"] = {"error": "treecorr is not installed"}
+        os.remove(path)
+        out["rows"].append(row)
+        write(out, args.out)
+    os.rmdir(tmp)
+    return out
+
+
+def write(out, where):
+    """tpacf_bin_slop.json and its plot under ``where``."""
+    os.makedirs(where, exist_ok=True)
+    with open(os.path.join(where, "tpacf_bin_slop.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ns = [r["n"] for r in out["rows"]]
+    for k, s in enumerate(out["slops"]):
+        ts = [r["sphgpu"][k]["median_s"] for r in out["rows"]]
+        ax.loglog(ns, ts, "o-", label=f"sphgpu {out['backend']}, bin_slop={s}"
+                  + (" (exact)" if s == 0 else ""))
+    tc = [(r["n"], r["treecorr"]["seconds"]) for r in out["rows"]
+          if r["treecorr"] and "seconds" in r["treecorr"]]
+    if tc:
+        ax.loglog(*zip(*tc), "s--k", label=f"TreeCorr default bin_slop, "
+                  f"{out['treecorr_threads']} threads")
+    ax.set_xlabel("points (full sky, auto count)")
+    ax.set_ylabel("seconds a call (median)")
+    m = out["machine"]
+    ax.set_title(f"20 log bins 2.5'-250'; {m.get('host')}, GPU: {m.get('gpu')}", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(where, "tpacf_bin_slop.png"), dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="benchmarks/results", help="folder of the JSON and plot")
+    p.add_argument("--backend", default="cuda", help="sphgpu backend (default cuda)")
+    p.add_argument("--quick", action="store_true", help="small sizes (CPU, seconds)")
+    p.add_argument("--sizes", type=int, nargs="+", help="numbers of points (overrides)")
+    p.add_argument("--slops", type=float, nargs="+", default=[0.0, 0.1, 1.0],
+                   help="bin_slop values; 0 is the exact count the others are compared with")
+    p.add_argument("--repeat", type=int, default=3, help="timed calls a size at most")
+    p.add_argument("--max-seconds", type=float, default=120.0,
+                   help="stop repeating once the timed calls pass this")
+    p.add_argument("--treecorr-max", type=int, default=10**8,
+                   help="largest n TreeCorr runs at (its time grows fastest)")
+    p.add_argument("--treecorr-threads", type=int, default=os.cpu_count(),
+                   help="TreeCorr threads (default: all host cores)")
+    p.add_argument("--no-treecorr", action="store_true")
+    p.add_argument("--no-fresh", action="store_true", help="skip the fresh-process calls")
+    args = p.parse_args(argv)
+    if 0.0 not in args.slops:
+        args.slops = [0.0] + args.slops
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
