@@ -84,3 +84,19 @@ def test_gpu_workers_give_the_same_simulations():
         client.close()
     np.testing.assert_allclose(there.spectra, make().run(8, progress=False).spectra,
                                rtol=TOL["sims_same_skies_rtol"])
+
+
+@pytest.mark.parametrize("purify_b", [False, True])
+def test_gpu_bandpowers_equal_the_cpu(purify_b):
+    """Decoupled bandpowers (pure B or not) of the same skies on the GPU and the CPU."""
+    nside, lmax = 32, 64
+    cl = 1e3 / (np.arange(lmax + 1) + 2.0) ** 2
+    cls = np.stack([cl, 0.3 * cl, 0.05 * cl, 0.3 * cl])
+    mask = latitude_cut_mask(nside, 20, apodization_deg=15)
+    kw = dict(pol=True, fwhm=0.05, seed=5, mask=mask, noise_sigma=0.2, bins=8,
+              purify_b=purify_b, iter=3)
+    gpu = MonteCarlo(cls, nside, lmax, backend="cuda", **kw).run(4, progress=False)
+    cpu = MonteCarlo(cls, nside, lmax, backend="cpu", **kw).run(4, progress=False)
+    scale = np.abs(cpu.bandpowers).max(axis=(0, 2), keepdims=True)
+    np.testing.assert_allclose(gpu.bandpowers / scale, cpu.bandpowers / scale, rtol=0,
+                               atol=1e-9)
