@@ -19,9 +19,11 @@ are small against the bin widths there: bins are grouped from the top by factors
 :data:`GROUP_FACTOR` in theta, and a group's band height is
 :data:`CELL_FRACTION` * (1/2 + s) * (bin width in theta at the group's lowest edge). No slop is
 taken across a group's outer edges (L and U below are the edges themselves there), since two
-groups decide on different cells and a pair near their common edge could be counted by both. A cell has
-a centre c (the mean of its float64 unit vectors) and a radius rho >= max |x - c| over its
-points (Euclidean, padded against rounding). By the triangle inequality in R^3, every pair of
+groups decide on different cells and a pair near their common edge could be counted by both.
+A group whose cells would hold fewer than :data:`MIN_CELL_POINTS` points on average (from the
+catalogs' density) is counted exactly. A cell has a centre c (the mean of its float64 unit
+vectors) and a radius rho >= max |x - c| over its points (Euclidean, padded against
+rounding). By the triangle inequality in R^3, every pair of
 two cells has a chord within [D - rho_a - rho_b, D + rho_a + rho_b], D = |c_a - c_b|. For a
 work item (chunk a, range of the second catalog) and each cell b the range passes through, the
 backends decide:

@@ -157,6 +157,29 @@ def test_cuda_kernel_takes_the_cpu_decisions(rng):
                                        rtol=TOL["mean_theta_rtol"])
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("s", [0.1, 1.0])
+def test_real_gpu_takes_the_cpu_decisions_at_real_sizes(s, rng):
+    """On a GPU: 2 x 10^5 points, auto, cross, weighted and labelled, equal to the cpu
+    backend's counts (libdevice's rounding intrinsics, no FMA contraction)."""
+    box = (0.0, 40.0, 0.0, 40.0)
+    ra, dec = mocks.clustered_catalog(200_000, box, seed=11)
+    ra2, dec2 = mocks.uniform_randoms(150_000, box, seed=12)
+    bins = AngularBins.log(2.5, 250, 20, unit="arcmin")
+    kw = dict(weights1=rng.uniform(0.5, 2, ra.size), labels1=rng.integers(0, 5, ra.size),
+              labels2=rng.integers(0, 5, ra2.size))
+    for args, extra in (((ra, dec), {}), ((ra, dec, ra2, dec2), kw)):
+        cpu = pair_counts(*args, bins=bins, backend="cpu", bin_slop=s, **extra)
+        gpu = pair_counts(*args, bins=bins, backend="cuda", bin_slop=s, **extra)
+        np.testing.assert_array_equal(gpu.counts, cpu.counts)
+        assert gpu.pairs_at_once == cpu.pairs_at_once > 0
+        if extra:
+            np.testing.assert_array_equal(gpu.patch_counts, cpu.patch_counts)
+            # loosened from TOL["pair_sums_rtol"]: ~1e10 float64 products summed in another
+            # order (block columns, atomics) than the cpu backend's
+            np.testing.assert_allclose(gpu.weights, cpu.weights, rtol=1e-9)
+
+
 def test_against_treecorr_bin_slop():
     """The error of the approximate counts is of the order of TreeCorr's with the same
     bin_slop or below (the two group pairs differently, so only the order is compared: the
