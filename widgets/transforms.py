@@ -632,6 +632,7 @@ class TransformPanel(Panel):
         self.upload.observe(self.guarded(self._uploaded), names="value")
         self.simulated.on_click(self.guarded(lambda b: self._close()))
         self._syncing = False
+        self._last_run = None           # _shown_key() of the last run shown
         self.nside.observe(self.guarded(lambda change: self._changed()), names="value")
         self.lmax.observe(self.guarded(lambda change: self._changed(lmax_moved=True)),
                           names="value")
@@ -641,7 +642,7 @@ class TransformPanel(Panel):
         self.observe_values([self.fwhm, self.iter, self.backend], self._changed)
         self.observe_values([self.zoom_lon, self.zoom_lat, self.zoom_width, self.field,
                              self.spectrum], self._viewed)
-        self.on_run(self.run)
+        self.on_run(self._run_pressed)
         controls = w.HBox([w.VBox([self.nside, self.lmax,
                                    w.HBox([self.lmax_pin, self.pin_label]), self.backend]),
                            w.VBox([self.fwhm, self.seed, self.iter]),
@@ -682,8 +683,29 @@ class TransformPanel(Panel):
             self._open(f["content"], name=f["name"])
 
     def _close(self):
+        if self.model.opened is None:
+            self.show_message("the simulated sky is shown already (no map file is open)", "note")
+            return
         self.model.close_map()
         self._changed()
+
+    def _shown_key(self):
+        """What the shown result was computed from (None when nothing is shown)."""
+        m = self.model
+        if m.result is None or not self.figure.outputs or m.message:
+            return None
+        return (m.nside, m.lmax, float(m.fwhm_arcmin), m.seed, m.iter, m.backend,
+                m.result.source)
+
+    def _run_pressed(self):
+        """Run; when the settings shown are those already computed, say so rather than redraw
+        the same picture without a word."""
+        key = self._shown_key()
+        if key is not None and key == self._last_run:
+            self.show_message("these settings are shown already: change a control to compute "
+                              "another sky (small nside recompute as you move them)", "note")
+            return
+        self.run()
 
     def _sync_lmax(self):
         """Show the model's lmax, its range for the nside chosen and its pin (the model
@@ -750,6 +772,7 @@ class TransformPanel(Panel):
     def run(self):
         """:meth:`Panel.run`, then the model's note (an lmax clamped), if any."""
         super().run()
+        self._last_run = self._shown_key()
         m = self.model
         if m.note and not m.message and m.result is not None:
             self.show_message(m.note, "note")

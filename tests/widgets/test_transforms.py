@@ -509,3 +509,21 @@ def test_panel_numbers_are_sphgpus_functions_called_directly():
     back = sphgpu.map2alm(iqu, 32, iter=2, backend="cpu")
     err = np.linalg.norm(back - teb) / np.linalg.norm(teb)
     assert shown["round-trip error of a_lm, ℓ 0–32"] == f"{err:.2e}"
+
+
+def test_buttons_that_would_change_nothing_say_so():
+    p = transform_panel(nside=16, backend="cpu")
+    img, numbers = png(p.figure), p.numbers.value
+    p.run_button.click()                                  # live: already computed
+    assert "shown already" in p.message.value
+    assert png(p.figure) == img and p.numbers.value == numbers
+    p.simulated.click()                                   # no file is open
+    assert "simulated sky is shown already" in p.message.value
+    p.seed.value = 2                                      # a change is computed and shown
+    assert p.message.value == "" and png(p.figure) != img
+    big = transform_panel(nside=16, backend="cpu", live_max_nside=16)
+    big.nside.value = 32                                  # stale: Run computes it
+    big.run_button.click()
+    assert big.model.result.nside == 32 and big.message.value == ""
+    big.run_button.click()                                # again: nothing new
+    assert "shown already" in big.message.value
