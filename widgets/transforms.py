@@ -789,11 +789,17 @@ class TransformPanel(Panel):
         elif m.result is not None and self.figure.outputs:   # not while stale (press Run)
             show_figure(self.figure, m.figure())
             self.numbers.value = numbers_html(m.result.numbers())
+        else:
+            self.show_message(f"{self.stale_note()}; then it shows the {m.field} map, the "
+                              f"{m.spectrum} spectrum and the zoom on "
+                              f"({float(m.zoom_lon):g}°, {float(m.zoom_lat):g}°), "
+                              f"{float(m.zoom_width):g}° wide", "note")
 
     def stale_note(self):
         m = self.model
         note = f"; {m.note}" if m.note else ""
-        return f"nside {m.nside} on {m.backend}: press Run to compute{note}"
+        return (f"nside {m.nside}, lmax {m.lmax}, beam {float(m.fwhm_arcmin):g}′, seed {m.seed}, "
+                f"iter {m.iter} on {m.backend}: press Run to compute{note}")
 
 
 def transform_panel(**kw) -> TransformPanel:

@@ -527,3 +527,20 @@ def test_buttons_that_would_change_nothing_say_so():
     assert big.model.result.nside == 32 and big.message.value == ""
     big.run_button.click()                                # again: nothing new
     assert "shown already" in big.message.value
+
+
+def test_controls_moved_while_waiting_for_run_change_the_note():
+    p = transform_panel(nside=16, backend="cpu", live_max_nside=16)
+    p.nside.value = 32
+    for control, value, words in [(p.lmax, 50, "lmax 50"), (p.fwhm, 30.0, "beam 30′"),
+                                  (p.seed, 4, "seed 4"), (p.iter, 1, "iter 1"),
+                                  (p.field, "Q", "the Q map"), (p.spectrum, "BB", "BB spectrum"),
+                                  (p.zoom_lat, 20.0, "(0°, 20°)"), (p.zoom_width, 12.0, "12° wide")]:
+        before = p.message.value
+        control.value = value
+        assert words in p.message.value and "press Run" in p.message.value, control.description
+        assert p.message.value != before and png(p.figure) is None
+    p.run_button.click()
+    r = p.model.result
+    assert (r.nside, r.lmax, r.fwhm_arcmin, r.seed, r.iter, r.field, r.spectrum) == (
+        32, 50, 30.0, 4, 1, "Q", "BB")
