@@ -201,8 +201,9 @@ def _count_groups_slop(g0, g1, items, group_start, x1, x2, cs1, cid1, cen1, rad1
                        nreg, mean, cnt, wsum, rc, rw, ts, ls):
     """:func:`_count_groups` with bin_slop: an item's range is walked by the parts of it in
     one chunk b; the pairs of the item's chunk a with such a part are counted at once,
-    skipped or counted exactly as ``slop.decision_math`` decides for (a, b). Returns the
-    pairs counted at once."""
+    skipped or, when ``slop.decision_math`` decides EXACT for (a, b), decided again for
+    (a, each point of the part as a cell of its own) and counted exactly only where that
+    is EXACT too. Returns the pairs counted at once."""
     nb = cnt.shape[0]
     P64 = E.shape[0]
     emax = E[nb]
@@ -241,6 +242,26 @@ def _count_groups_slop(g0, g1, items, group_start, x1, x2, cs1, cid1, cen1, rad1
                                wa * sb if weighted else float(m))
             elif dec == slop_.EXACT:
                 for jj in range(j, q):
+                    # the point alone as a cell (radius: rounding pad only)
+                    dj = slop_.EXACT
+                    if not (auto and a == b):
+                        dj = _decide(cen1[0, a], cen1[1, a], cen1[2, a], rad1[a], x2[0, jj],
+                                     x2[1, jj], x2[2, jj], slop_.RHO_ABS, E, P64, nb, lo, hi,
+                                     cmin, cmax)
+                    if dj >= 0:
+                        hc[dj] += ni
+                        at_once += ni
+                        if weighted:
+                            hw[dj] += wa * w2[jj]
+                        if mean:
+                            ex = cen1[0, a] - x2[0, jj]
+                            ey = cen1[1, a] - x2[1, jj]
+                            ez = cen1[2, a] - x2[2, jj]
+                            _add_theta(ts, ls, dj, (ex * ex + ey * ey) + ez * ez,
+                                       wa * w2[jj] if weighted else float(ni))
+                        continue
+                    if dj == slop_.SKIP:
+                        continue
                     iend = min(i1, jj) if auto else i1
                     for i in range(i0, iend):
                         d = _d2(x1, i, x2, jj)

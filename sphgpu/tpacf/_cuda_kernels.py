@@ -384,8 +384,9 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
     one chunk b, and decides for each part with ``slop.decision_math`` on the centres and
     radii of the item's chunk a and of b: a bin k >= 0 adds the n_a * (part length) pairs
     (weights W_a times the part's weight sum, from the running sums) to bin k at once; SKIP
-    adds nothing; EXACT (always when auto and a == b) compares each point of the part with
-    every staged point. Decisions depend on (a, b) only, so the counts are the cpu
+    adds nothing; EXACT (always when auto and a == b) decides again for each point of the
+    part as a cell of its own, and compares it with every staged point only where that is
+    EXACT too. Decisions depend on (a, b) and (a, point) only, so the counts are the cpu
     backend's whatever the stretches.
 
     Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments: items (nitems, 6)
@@ -498,6 +499,30 @@ def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool,
                         yj = x2[1, jj]
                         zj = x2[2, jj]
                         wj = w2[jj] if weighted else 0.0
+                        # the point alone as a cell (radius: rounding pad only)
+                        dj = slop_.EXACT
+                        if not (auto and a == b):
+                            dj = _decide(ax, ay, az, ra, xj, yj, zj, slop_.RHO_ABS, sE, p64,
+                                         NB, slo, shi, cmin, cmax)
+                        if dj >= 0:
+                            bb = uint32(dj)
+                            hist[bb * uint32(TH) + tcol] += uint32(ni)
+                            my_once += ni
+                            if weighted:
+                                whist[bb * uint32(TH) + tcol] += wa * wj
+                            if mean:
+                                ex = ax - xj
+                                ey = ay - yj
+                                ez = az - zj
+                                dc = _dadd(_dadd(_dmul(ex, ex), _dmul(ey, ey)), _dmul(ez, ez))
+                                th = 2.0 * math.asin(0.5 * math.sqrt(dc))
+                                lt = math.log(th) if th > 0.0 else -math.inf
+                                f = wa * wj if weighted else float64(ni)
+                                thist[bb * uint32(TH) + tcol] += f * th
+                                lhist[bb * uint32(TH) + tcol] += f * lt
+                            continue
+                        if dj == slop_.SKIP:
+                            continue
                         # auto: only i < jj (items start at their chunk, so jj - i0 >= 0)
                         kend = uint32(max(0, min(ni, jj - i0)) if auto else ni)
                         k = uint32(0)

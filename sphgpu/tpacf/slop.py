@@ -34,7 +34,9 @@ backends decide:
   weight sum) are added to bin k at once;
 * if the range lies wholly below the first edge or wholly at or above the last one, nothing
   is counted (exact: none of those pairs is in a bin);
-* otherwise (and for an auto count's pairs inside one chunk) each pair is counted exactly.
+* otherwise the same decision is taken for chunk a and each point j of the part (a cell of
+  radius 0): its n_a pairs with j counted at once in a bin, skipped, or, only if that is
+  undecided too (and always for an auto count's pairs inside one chunk), counted exactly.
 
 The decision uses only IEEE additions, multiplications and comparisons of float64 values
 (``mul``/``add`` as :mod:`sphgpu.tpacf.sky` gives them: no FMA contraction), and the centres
