@@ -106,3 +106,21 @@ def test_bad_arguments_are_named(coupling, rng):
         Workspace(coupling, Bins.linear(LMAX, 4), spins=(0, 0), beam=np.ones(5))
     with pytest.raises(ValueError, match="pixwin=True needs nside"):
         Workspace(coupling, Bins.linear(LMAX, 4), spins=(0, 0), pixwin=True)
+
+
+def test_row_binning_equals_the_dense_kronecker_products(rng):
+    """Workspace bins M row by row (_bin_rows); the dense kron(eye(n), P) @ M @ kron(eye(n), Q)
+    is its slow twin, with uneven bins, a zero weight and multipoles left out of every bin."""
+    from sphgpu.master.bandpowers import _bin_rows
+
+    lmax, n = 40, 4
+    weights = rng.uniform(0.5, 2.0, lmax + 1)
+    weights[7] = 0.0
+    bins = Bins([3, 5, 9, 20, 33], lmax=lmax, weights=weights)
+    m = rng.standard_normal((n * (lmax + 1), n * (lmax + 1)))
+    P = np.kron(np.eye(n), bins.matrix)
+    Q = np.kron(np.eye(n), bins.unbin_matrix)
+    pm = _bin_rows(bins.matrix, m, n)
+    np.testing.assert_allclose(pm, P @ m, rtol=0, atol=1e-13 * np.abs(m).max())
+    k = _bin_rows(bins.unbin_matrix.T, pm.T, n).T
+    np.testing.assert_allclose(k, P @ m @ Q, rtol=0, atol=1e-12 * np.abs(m).max())
