@@ -166,6 +166,9 @@ CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
 MONTECARLO = load(r"montecarlo(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
+MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
+BIN_SLOP = load(r"tpacf_bin_slop(_[a-z]+\d+)?\.json")
+IO = load(r"io_read_map\.json")
 FIRST_CALL = load(r"first_call(_optimize_split)?(_[a-z]+\d+)?\.json")
 
 
@@ -383,6 +386,78 @@ def master_page() -> list[str]:
                 for row in r.data.get("rows", [])]
         out += table(["lmax", "blocks", "sphgpu, NumPy", "sphgpu, CuPy", "ducc0",
                       "NumPy / ducc0", "error", "first call"], rows)
+    return out + master_montecarlo_page()
+
+
+def master_montecarlo_page() -> list[str]:
+    out = section("Bandpowers of simulations", "^")
+    out += ["``benchmarks/montecarlo_bandpowers.py``: polarized masked simulations to decoupled "
+           "bandpowers, ``MonteCarlo(cls, nside, pol=True, mask=..., bins=...).run(n)`` on one "
+           "GPU, bandpowers of every simulation included; construction (the mask's coupling, "
+           "the Workspaces) and the first run (compilation, tuning) timed apart; the same "
+           "pipeline without bins beside it. chi²: the mean bandpowers against the expected "
+           "ones over the bins (diagonal errors).", ""]
+    for r in MC_BANDPOWERS:
+        d = r.data
+        out += [r.heading(f"nside {d.get('nside')}, lmax {d.get('lmax')}, bins of "
+                          f"{d.get('bin_width')}; goal: {d.get('goal')}."), ""]
+        rows = []
+        for row in d.get("rows", []):
+            chi2 = row.get("chi2_mean_vs_expected") or {}
+            rows.append(["bandpowers" if row.get("bins") else "pseudo-spectra only",
+                         seconds(row.get("construct_s")), seconds(row.get("construct_again_s")),
+                         seconds(row.get("first_run_s")),
+                         f"{row.get('nsims')} in {seconds(row.get('run_s'))}",
+                         f"{number(row.get('rate'))} /s",
+                         ", ".join(f"{k} {v['chi2']:.0f}/{v['bins']}" for k, v in chi2.items())
+                         or "–"])
+        out += table(["output", "construct", "construct again", "first run", "simulations",
+                      "rate", "chi² / bins"], rows)
+    return out
+
+
+def bin_slop_page() -> list[str]:
+    out = section("Approximate counts (bin_slop)", "^")
+    out += ["``benchmarks/tpacf_bin_slop.py``: an auto count (RR) of uniform full-sky points in "
+           "20 log bins 2.5′-250′, ``pair_counts(..., bin_slop=s)`` from NumPy (median), s = 0 "
+           "exact; TreeCorr's ``NNCorrelation`` with its default bin_slop on every host thread "
+           "in the same run. Difference: the largest relative difference of a bin's count from "
+           "sphgpu's exact count; \"at once\": the fraction of pairs counted a cell pair at a "
+           "time.", ""]
+    for r in BIN_SLOP:
+        d = r.data
+        out += [r.heading(""), ""]
+        rows = []
+        for row in d.get("rows", []):
+            for e in row.get("sphgpu", []):
+                rows.append([f"{row['n']:,}", f"sphgpu {d.get('backend')}, bin_slop "
+                             f"{e['bin_slop']}", seconds(e.get("median_s")),
+                             error(e.get("max_rel_diff")),
+                             number(e.get("pairs_at_once_fraction"))])
+            tc = row.get("treecorr") or {}
+            if "seconds" in tc:
+                rows.append([f"{row['n']:,}", f"TreeCorr, bin_slop {tc['bin_slop']:.3f}, "
+                             f"{d.get('treecorr_threads')} threads", seconds(tc["seconds"]),
+                             error(tc.get("max_rel_diff")), "–"])
+        out += table(["points", "counter", "time", "difference", "at once"], rows)
+    return out
+
+
+def io_page() -> list[str]:
+    out = section("Reading maps")
+    out += ["``benchmarks/io_read_map.py``: ``read_map`` of an nside 2048 I, Q, U float32 "
+            "file (RING and NESTED on disk, RING returned) against healpy's, each in a fresh "
+            "process; healpy imports astropy when it is imported, sphgpu on its first read, so "
+            "the first read is shown with the import. Memory: the first read's peak resident "
+            "memory beyond the process's before, over the map's bytes. CPU only.", ""]
+    for r in IO:
+        out += [r.heading(""), ""]
+        rows = [[row["file_ordering"], row["library"],
+                 seconds(row.get("import_and_first_s")), seconds(row.get("second_s")),
+                 f"{number(row.get('rss_extra_per_map'))} x"]
+                for row in r.data.get("results", [])]
+        out += table(["file", "library", "import + first read", "second read",
+                      "extra memory / map"], rows)
     return out
 
 
@@ -467,8 +542,8 @@ def render_page() -> str:
            "run on one machine: its GPU, host cores and date head it, and every peer in it ran "
            "in the same process. Speedups are against that machine's own host, and hosts "
            "differ between machines of one GPU kind.", ""]
-    for part in (sht_page, sort_page, tpacf_page, convolve_page, montecarlo_page,
-                 master_page, distributed_page, first_call_page):
+    for part in (sht_page, sort_page, tpacf_page, bin_slop_page, convolve_page,
+                 montecarlo_page, master_page, io_page, distributed_page, first_call_page):
         out += part()
     return "\n".join(out).rstrip() + "\n"
 
