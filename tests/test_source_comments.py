@@ -54,3 +54,15 @@ def test_no_source_line_names_a_gpu_with_a_timing():
                 found.append(f"{path.relative_to(ROOT)}:{number}: {reason}")
     assert not found, ("timings belong in benchmarks/results/, not in comments; a comment gives "
                        "the reason for a constant and the results file:\n" + "\n".join(found))
+
+
+def test_no_notebook_cell_names_a_gpu_with_a_timing():
+    """The teaching notebooks send readers to the performance page for GPU numbers."""
+    import json
+
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for k, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            for number, reason in offending_lines("".join(cell["source"])):
+                found.append(f"{path.name}, cell {k}, line {number}: {reason}")
+    assert not found, "\n".join(found)
