@@ -12,9 +12,10 @@ count (RR) in 20 log bins from 2.5 to 250 arcmin.
 
 What is timed (whole calls from NumPy arrays, as a user makes them):
   * sphgpu ``pair_counts(ra, dec, bins=..., backend=B, bin_slop=s)`` for each s of --slops
-    (0 is the exact count): the first call in a fresh process apart (import, then the first
-    call, then a second one; subprocesses reading the catalog from an .npy file), then the
-    median of --repeat calls in this process after one untimed call;
+    (0 is the exact count): up to --fresh-max points, the first call in a fresh process apart
+    (import, then the first call, then a second one; subprocesses reading the catalog from an
+    .npy file); then in this process the first call (``first_s``) and the median of up to
+    --repeat more (fewer once they pass --max-seconds);
   * TreeCorr's ``NNCorrelation`` with its default bin_slop (metric "Arc", all host threads,
     --treecorr-threads), Catalog built inside the timing, at sizes up to --treecorr-max.
 Accuracy: for every approximate count, the largest relative difference per bin from sphgpu's
@@ -34,7 +35,7 @@ import time
 
 import numpy as np
 
-from sphgpu.bench import machine_info, time_call
+from sphgpu.bench import machine_info
 
 BINS = dict(theta_min=2.5, theta_max=250.0, nbins=20, unit="arcmin")
 SIZES = {"full": [10**6, 10**7, 10**8], "quick": [20_000, 60_000]}
@@ -113,22 +114,25 @@ def run(args):
         row = {"n": n, "sphgpu": [], "treecorr": None}
         exact = None
         for s in args.slops:
-            fresh = fresh_process(path, args.backend, s) if not args.no_fresh else None
-            got = {}
-
-            def call(s=s, got=got):
-                got["pc"] = pair_counts(ra, dec, bins=bins, backend=args.backend, bin_slop=s)
-
-            t = time_call(call, repeat=args.repeat, warmup=1, max_seconds=args.max_seconds)
-            pc = got["pc"]
+            fresh = (fresh_process(path, args.backend, s)
+                     if not args.no_fresh and n <= args.fresh_max else None)
+            seconds = []
+            while len(seconds) < 1 + args.repeat and (len(seconds) < 2
+                                                      or sum(seconds[1:]) < args.max_seconds):
+                t0 = time.perf_counter()
+                pc = pair_counts(ra, dec, bins=bins, backend=args.backend, bin_slop=s)
+                seconds.append(time.perf_counter() - t0)
             if s == 0:
                 exact = pc.counts
-            entry = {"bin_slop": s, "median_s": t.median, "seconds": t.seconds,
-                     "fresh_process": fresh, "counts": pc.counts.tolist(),
+            entry = {"bin_slop": s, "first_s": seconds[0],
+                     "median_s": float(np.median(seconds[1:] or seconds)),
+                     "seconds": seconds[1:], "fresh_process": fresh,
+                     "counts": pc.counts.tolist(),
                      "pairs_at_once_fraction": pc.pairs_at_once / max(1, int(pc.counts.sum()))}
             row["sphgpu"].append(entry)
-            print(f"n={n:>11,} sphgpu {args.backend} bin_slop={s:<4}: {t.median:9.3f} s "
-                  f"(at once {entry['pairs_at_once_fraction']:.3f})", flush=True)
+            print(f"n={n:>11,} sphgpu {args.backend} bin_slop={s:<4}: {entry['median_s']:9.3f} s"
+                  f" (first in this process {seconds[0]:.3f} s; at once "
+                  f"{entry['pairs_at_once_fraction']:.3f})", flush=True)
         if exact is not None:
             for entry in row["sphgpu"]:
                 entry["max_rel_diff"] = max_rel(entry["counts"], exact)
@@ -189,9 +193,12 @@ def main(argv=None):
     p.add_argument("--sizes", type=int, nargs="+", help="numbers of points (overrides)")
     p.add_argument("--slops", type=float, nargs="+", default=[0.0, 0.1, 1.0],
                    help="bin_slop values; 0 is the exact count the others are compared with")
-    p.add_argument("--repeat", type=int, default=3, help="timed calls a size at most")
-    p.add_argument("--max-seconds", type=float, default=120.0,
-                   help="stop repeating once the timed calls pass this")
+    p.add_argument("--repeat", type=int, default=2,
+                   help="timed calls after the first one, at most")
+    p.add_argument("--max-seconds", type=float, default=60.0,
+                   help="stop repeating once the calls after the first pass this")
+    p.add_argument("--fresh-max", type=int, default=10**7,
+                   help="largest n timed in fresh processes too (each costs two calls)")
     p.add_argument("--treecorr-max", type=int, default=10**8,
                    help="largest n TreeCorr runs at (its time grows fastest)")
     p.add_argument("--treecorr-threads", type=int, default=os.cpu_count(),
