@@ -14,7 +14,7 @@ import numpy as np
 from sphgpu import UNSEEN
 
 __all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
-           "readable", "fit_titles", "MASKED_COLOR"]
+           "readable", "fit_titles", "MASKED_COLOR", "coupling_image", "bandpower_plot"]
 
 #: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
 FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}
@@ -277,4 +277,67 @@ def spectrum_plot(ax, cl_model, cl_hat, *, lmin=2, band=None):
     ax.set_ylabel(r"$\ell(\ell+1)C_\ell/2\pi$ [μK²]")
     if len(ell):
         ax.set_xlim(lmin, max(lmin + 1, ell[-1]))
+    ax.legend(frameon=False, fontsize=FONT["legend"])
+
+
+def coupling_image(ax, matrix, *, decades=6.0):
+    """A mode-coupling matrix |M_ll'| as a picture on a log colour scale (no colorbar: the
+    title gives the scale, and a colorbar's extra axes slow every redraw).
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    matrix : ndarray, shape (lmax + 1, lmax + 1), float64
+        M[l, l'] (:attr:`sphgpu.master.Coupling.blocks`), rows l, columns l'.
+    decades : float
+        Decades shown below the largest |M|; smaller values are drawn at the floor.
+    """
+    from matplotlib.colors import LogNorm
+
+    m = np.abs(np.asarray(matrix, dtype=np.float64))
+    top = float(m.max()) or 1.0
+    floor = top * 10.0 ** -decades
+    ax.imshow(np.maximum(m, floor), norm=LogNorm(floor, top), origin="upper", cmap="magma",
+              interpolation="nearest", aspect="auto")
+    ax.set_xlabel(r"$\ell'$")
+    ax.set_ylabel(r"$\ell$")
+    ax.set_title(rf"coupling $|M_{{\ell\ell'}}|$, log {floor:.2g}..{top:.2g}",
+                 fontsize=FONT["title"])
+
+
+def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$",
+                   pseudo=None, log=False):
+    """Decoupled bandpowers against the binned input, as D_b = l(l+1)C_b/2pi at each bin's
+    effective multipole.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    ell_eff : ndarray, shape (nbins,), float64
+        Effective multipole of each bin.
+    expected, bandpowers : ndarray, shape (nbins,), float64
+        The binned input (what the bandpowers estimate) and the bandpowers, raw C_b (μK²).
+    label : str
+        Legend entry of the bandpowers.
+    pseudo : ndarray, shape (lmax + 1,), optional
+        A pseudo-spectrum C_l (μK², from l = 0) drawn as a thin line for comparison.
+    log : bool
+        Symmetric-log y axis (EE, BB: decades apart, and a bandpower may be negative).
+    """
+    lb = np.asarray(ell_eff, dtype=np.float64)
+    db = lb * (lb + 1) / (2 * np.pi)
+    if pseudo is not None:
+        ell = np.arange(2, len(pseudo))
+        ax.plot(ell, ell * (ell + 1) / (2 * np.pi) * np.asarray(pseudo)[2:], color="0.6",
+                lw=1, label=r"pseudo-$C_\ell$ of the masked sky")
+    ax.plot(lb, db * expected, "ks", ms=6, mfc="none", label="binned input × beam")
+    ax.plot(lb, db * bandpowers, "o", ms=4, color="#2166ac", label=label)
+    if log:
+        pos = np.abs(db * np.asarray(expected))
+        pos = pos[pos > 0]
+        ax.set_yscale("symlog", linthresh=float(pos.min()) / 10 if pos.size else 1.0)
+    else:
+        ax.axhline(0.0, color="0.5", lw=0.5)
+    ax.set_xlabel(r"multipole $\ell$")
+    ax.set_ylabel(r"$\ell(\ell+1)C_b/2\pi$ [μK²]")
     ax.legend(frameon=False, fontsize=FONT["legend"])

@@ -18,6 +18,13 @@ lmax >= 3 nside they say that the power above has aliased into them.
 read by :func:`sphgpu.io.read_sky`): the same maps, zoom and spectra, measured from the file
 (``map2alm`` with ``iter``, ``alm2cl``), against the Planck model times the beam set by the
 slider. A file that is not a HEALPix map gives a message naming it.
+
+A mask (``mask``: a galactic cut |b| < ``cut_deg`` or WMAP's analysis mask, apodized) cuts the
+sky: the panel then shows the MASTER bandpowers of the cut sky (:mod:`sphgpu.master`: the
+pseudo-spectra of the masked maps decoupled by the mask's binned, inverted coupling matrix, in
+bins of ``bin_width`` multipoles; BB purified with ``purify_b``) against the binned input, and
+the coupling matrix as a picture. An opened map with UNSEEN pixels is always cut by its seen
+pixels: with ``mask="none"`` they are the (binary) mask.
 """
 
 from __future__ import annotations
@@ -27,17 +34,19 @@ import html
 import io
 import math
 import time
+import warnings
 
 import ipywidgets as w
 import numpy as np
 
 import sphgpu
+from sphgpu import master
 from sphgpu.data import planck2018_cl
 
-from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, default_backend,
+from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem, default_backend,
                     first_call, fmt_call_seconds, is_int, is_real, new_figure, numbers_html,
                     show_figure, toggle_buttons, unknown_backend)
-from .plots import gnomview, mollview, mollweide_x, spectrum_plot
+from .plots import bandpower_plot, coupling_image, gnomview, mollview, mollweide_x, spectrum_plot
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
 
@@ -65,6 +74,16 @@ SPECTRA = ("TT", "EE", "BB", "TE", "EB", "TB")
 SHOWN_SPECTRA = SPECTRA[:4]
 #: Spectra with a ratio check: the auto spectra (TE changes sign, a ratio would divide by ~0).
 RATIO_SPECTRA = SPECTRA[:3]
+#: Masks offered: none (the full sky), a galactic cut |b| < cut_deg, WMAP's 7-year temperature
+#: analysis mask (nside 32, shipped in sphgpu.io.sky) moved to the explorer's nside.
+MASKS = ("none", "galactic", "WMAP")
+#: "C2" apodization (NaMaster's) of each mask, degrees: purification needs a window that
+#: vanishes smoothly, and 5 degrees spans 2 pixels at nside 32 (WMAP's point-source holes
+#: grow by this much: f_sky 0.62 binary, 0.34 apodized at nside 32, 0.26 at nside 64)
+MASK_APODIZATION_DEG = {"galactic": 10.0, "WMAP": 5.0}
+#: Spectra with decoupled bandpowers (TE would need the spin (0, 2) coupling too).
+BANDPOWER_SPECTRA = RATIO_SPECTRA
+MAX_BIN_WIDTH = 64
 _FIELD_LABEL = {"T": "ΔT [μK]", "Q": "Q [μK]", "U": "U [μK]",
                 "E": "E-mode sky (a_E alone, spin 0) [μK]",
                 "B": "B-mode sky (a_B alone, spin 0) [μK]"}
@@ -96,6 +115,17 @@ class TransformResult:
     analysis_first: bool = False    # size in this process (compilation and tuning inside)
     source: str = ""           # the file the maps were read from ("": a simulated sky)
     f_sky: float = 1.0         # fraction of pixels that are not UNSEEN
+    # -- the cut sky (all None / "" without a mask) --
+    mask: str = "none"         # the mask's name: "galactic |b| < 20°", "WMAP", "seen pixels"
+    window: np.ndarray | None = None      # (12 nside^2,) float64 in [0, 1]: the mask applied
+    bins: object = None        # sphgpu.master.Bins over l = 0..held_lmax
+    bandpowers: np.ndarray | None = None  # (3, nbins) decoupled TT, EE, BB, muK^2
+    expected: np.ndarray | None = None    # (3, nbins) the input times b_l^2 through the
+    #                                       workspaces' bandpower windows (bin_theory), muK^2
+    coupling: dict | None = None          # spectrum -> (held_lmax+1,)*2 block M[l, l'] coupling
+    #                                       it to itself ("00", "++", "++" or pure "pp")
+    purified: bool = False     # BB is the pure-B estimate (Smith 2006)
+    bandpower_note: str = ""   # why there are no bandpowers, or why B was not purified
 
     @property
     def held_lmax(self) -> int:
@@ -149,7 +179,68 @@ class TransformResult:
         """:meth:`ratio_of` for TT."""
         return self.ratio_of("TT")
 
+    @property
+    def fsky_eff(self) -> float:
+        """w2^2 / w4 of the mask (the full sky: 1), the sky fraction whose modes the cut sky's
+        bandpowers are worth: their cosmic variance is that of a full sky over it."""
+        if self.window is None:
+            return 1.0
+        return float(np.mean(self.window**2) ** 2 / np.mean(self.window**4))
+
+    def decoupled_bins_of(self, spec: str = "TT") -> np.ndarray:
+        """Indices of the bins whose multipoles all lie in :meth:`ratio_range_of` (int64;
+        empty without bandpowers)."""
+        if self.bandpowers is None:
+            return np.zeros(0, dtype=np.int64)
+        lo, hi = self.ratio_range_of(spec)
+        e = np.asarray(self.bins.edges)
+        i = BANDPOWER_SPECTRA.index(spec)
+        return np.flatnonzero((e[:-1] >= lo) & (e[1:] - 1 <= hi) & (self.expected[i] > 0))
+
+    def decoupled_ratio_of(self, spec: str = "TT") -> tuple[float, float]:
+        """(ratio, sigma): the mode-weighted (sum over the bin of 2l+1) mean of decoupled /
+        expected over :meth:`decoupled_bins_of`, and its cosmic variance on the cut sky,
+        sigma = sqrt(2 / (fsky_eff sum (2l+1))) (an approximation: the bins' correlations are
+        left out); (nan, nan) without bandpowers or bins."""
+        keep = self.decoupled_bins_of(spec)
+        if keep.size == 0:
+            return (math.nan, math.nan)
+        e = np.asarray(self.bins.edges)
+        modes = np.array([np.sum(2 * np.arange(e[b], e[b + 1]) + 1) for b in keep], float)
+        i = BANDPOWER_SPECTRA.index(spec)
+        ratio = self.bandpowers[i, keep] / self.expected[i, keep]
+        return (float(modes @ ratio / modes.sum()),
+                float(math.sqrt(2.0 / (self.fsky_eff * modes.sum()))))
+
+    def _bandpower_rows(self):
+        if self.bandpowers is None:
+            return [("decoupled bandpowers", self.bandpower_note)] if self.bandpower_note else []
+        e = np.asarray(self.bins.edges)
+        rows = [("mask: f_sky / w2² / w4",
+                 f"{self.mask}: {float(np.mean(self.window > 0)):.3f} / {self.fsky_eff:.3f}; "
+                 f"{self.bins.nbins} bins of {int(e[1] - e[0])} ℓ from ℓ {int(e[0])}")]
+        for spec in BANDPOWER_SPECTRA:
+            label = f"{spec} decoupled: ⟨C_b / binned input⟩"
+            keep = self.decoupled_bins_of(spec)
+            if keep.size == 0:
+                rows.append((label, "no whole bin where the beam keeps signal"))
+                continue
+            ratio, sigma = self.decoupled_ratio_of(spec)
+            what = ""
+            if spec == "BB":
+                what = ("; pure B" if self.purified else
+                        "; standard B: MASTER takes the leaked E out of its mean, not out of "
+                        "its scatter (tick purify B)")
+            rows.append((f"{label}, ℓ {int(e[keep[0]])}–{int(e[keep[-1] + 1] - 1)}",
+                         f"{ratio:.3f} ± {sigma:.3f} (cosmic variance on the cut sky{what})"))
+        if self.bandpower_note:
+            rows.append(("note", self.bandpower_note))
+        return rows
+
     def numbers(self) -> list[tuple[str, str]]:
+        return self._sky_numbers() + self._bandpower_rows()
+
+    def _sky_numbers(self) -> list[tuple[str, str]]:
         if self.source:
             return [
                 ("map file", self.source),
@@ -239,15 +330,29 @@ class TransformModel(PanelModel):
         The spectrum plotted (a view setting).
     live_max_nside : int
         Up to this nside the panel recomputes on every change (``live``).
+    mask : {"none", "galactic", "WMAP"}
+        The cut sky: none (the full sky), |b| < ``cut_deg`` or WMAP's analysis mask, each
+        apodized ("C2", :data:`MASK_APODIZATION_DEG`). With a mask (or an opened map with
+        UNSEEN pixels) the result holds decoupled TT, EE, BB bandpowers.
+    cut_deg : float, degrees, 0 < cut_deg < 90
+        Half-width of the galactic cut.
+    bin_width : int, 1 to 64
+        Multipoles per bandpower bin (from l = 2).
+    purify_b : bool
+        BB bandpowers of pure B (Smith 2006) instead of the standard pseudo-B.
     """
 
     PARAMS = ("nside", "lmax", "lmax_pinned", "fwhm_arcmin", "seed", "iter", "backend",
-              "zoom_lon", "zoom_lat", "zoom_width", "field", "spectrum")
+              "zoom_lon", "zoom_lat", "zoom_width", "field", "spectrum", "mask", "cut_deg",
+              "bin_width", "purify_b")
 
     def __init__(self, nside=32, lmax=None, fwhm_arcmin=60.0, seed=0, iter=3, backend=None, *,
                  lmax_pinned=None, zoom_lon=0.0, zoom_lat=0.0, zoom_width=30.0, field="T",
-                 spectrum="TT", max_nside=None, live_max_nside=LIVE_MAX_NSIDE):
+                 spectrum="TT", max_nside=None, live_max_nside=LIVE_MAX_NSIDE, mask="none",
+                 cut_deg=20.0, bin_width=8, purify_b=False):
         super().__init__()
+        self.mask, self.cut_deg, self.bin_width, self.purify_b = mask, cut_deg, bin_width, \
+            purify_b
         #: a sentence on what a change did besides what was asked (lmax kept or clamped)
         self.note = ""
         self.lmax_pinned = lmax is not None if lmax_pinned is None else bool(lmax_pinned)
@@ -266,6 +371,9 @@ class TransformModel(PanelModel):
         # (nside, lmax, fwhm, seed, backend) -> (IQU maps, E/B maps, TEB a_lm, seconds)
         self._synth = LRU(4)
         self._analysis = LRU(8)     # + iter -> (cl_hat, roundtrip error, seconds)
+        self._windows = LRU(4)      # (mask, cut, nside, seen pixels) -> (name, window)
+        # (window key, lmax, bin width, purify, iter, backend) -> (bins, workspaces, blocks)
+        self._workspaces = LRU(8)
         self.set()
 
     # -- validation ---------------------------------------------------------------------------
@@ -302,6 +410,20 @@ class TransformModel(PanelModel):
             return f"field must be one of {', '.join(FIELDS)}, not {self.field!r}"
         if self.spectrum not in SHOWN_SPECTRA:
             return f"spectrum must be one of {', '.join(SHOWN_SPECTRA)}, not {self.spectrum!r}"
+        if self.mask not in MASKS:
+            return f"mask must be one of {', '.join(MASKS)}, not {self.mask!r}"
+        if not is_real(self.cut_deg) or not 0 < self.cut_deg < 90:
+            return f"the galactic cut must be from 0 to 90 degrees (exclusive), not {self.cut_deg!r}"
+        if not is_int(self.bin_width) or not 1 <= self.bin_width <= MAX_BIN_WIDTH:
+            return (f"bin width must be a whole number of multipoles from 1 to "
+                    f"{MAX_BIN_WIDTH}, not {self.bin_width!r}")
+        if (self.mask != "none" or self.opened is not None) and \
+                self.bin_width > min(self.lmax, 3 * self.nside - 1) - 1:
+            return (f"bin width {self.bin_width} leaves no bin in ℓ 2–"
+                    f"{min(self.lmax, 3 * self.nside - 1)}: choose at most "
+                    f"{min(self.lmax, 3 * self.nside - 1) - 1}")
+        if not isinstance(self.purify_b, (bool, np.bool_)):
+            return f"purify_b must be True or False, not {self.purify_b!r}"
         return backend_problem(self.backend, "sht")
 
     @property
@@ -358,13 +480,16 @@ class TransformModel(PanelModel):
             return None
         beam = self._beam()
         seen = _seen(maps[0])
+        cl_model = _cl_model(self._cl_input(), beam)
         self.result = TransformResult(
             nside=self.nside, lmax=self.lmax, backend=self.backend, maps=maps, eb_maps=eb_maps,
-            cl_model=_cl_model(self._cl_input(), beam), cl_hat=cl_hat,
+            cl_model=cl_model, cl_hat=cl_hat,
             roundtrip_error=math.nan, synthesis_s=o["seconds"], analysis_s=t_ana,
             iter=self.iter, beam=beam, field=self.field, spectrum=self.spectrum,
             fwhm_arcmin=float(self.fwhm_arcmin), seed=self.seed, analysis_first=first,
-            source=o["name"], f_sky=float(seen.mean()))
+            source=o["name"], f_sky=float(seen.mean()),
+            **self._bandpowers(np.where(seen, maps, 0.0), cl_model,
+                               None if seen.all() else seen))
         return self.result
 
     # -- computation --------------------------------------------------------------------------
@@ -396,13 +521,116 @@ class TransformModel(PanelModel):
             return None
         progress(1.0, "done")
         beam = self._beam()
+        cl_model = _cl_model(self._cl_input(), beam)
         self.result = TransformResult(
             nside=self.nside, lmax=self.lmax, backend=self.backend, maps=maps, eb_maps=eb_maps,
-            cl_model=_cl_model(self._cl_input(), beam), cl_hat=cl_hat, roundtrip_error=err,
+            cl_model=cl_model, cl_hat=cl_hat, roundtrip_error=err,
             synthesis_s=t_syn, analysis_s=t_ana, iter=self.iter, beam=beam, field=self.field,
             spectrum=self.spectrum, fwhm_arcmin=float(self.fwhm_arcmin), seed=self.seed,
-            synthesis_first=syn_first, analysis_first=ana_first)
+            synthesis_first=syn_first, analysis_first=ana_first,
+            **self._bandpowers(maps, cl_model))
         return self.result
+
+    # -- the cut sky --------------------------------------------------------------------------
+    @property
+    def cut_sky(self) -> bool:
+        """Whether the sky is cut: a mask chosen, or an opened map with UNSEEN pixels."""
+        return self.mask != "none" or (
+            self.opened is not None and not _seen(self.opened["maps"][0]).all())
+
+    def window(self, seen=None):
+        """The mask applied: (name, (12 nside^2,) float64 window in [0, 1]), or None for the
+        full sky. ``seen``: (12 nside^2,) bool, the seen pixels of an opened map (None: all),
+        which cut the sky too; alone (``mask="none"``) they are a binary window."""
+        if self.mask == "none" and seen is None:
+            return None
+        key = (self.mask, float(self.cut_deg), self.nside,
+               None if seen is None else hash(seen.tobytes()))
+        return self._windows.get(key, lambda: self._make_window(seen))
+
+    def _make_window(self, seen):
+        if self.mask == "none":
+            return "seen pixels (binary)", seen.astype(np.float64)
+        if self.mask == "galactic":
+            name = f"galactic |b| < {float(self.cut_deg):g}°"
+            binary = sphgpu.sims.latitude_cut_mask(self.nside, float(self.cut_deg))
+        else:
+            name = "WMAP"
+            # WMAP's mask is nside 32: ud_grade copies it to finer pixels, averages it onto
+            # coarser ones (a coarse pixel is kept when most of it was)
+            wmap = sphgpu.pixelfunc.ud_grade(sphgpu.io.sky.wmap_mask(dtype=np.float64),
+                                             self.nside)
+            binary = (wmap >= 0.5).astype(np.float64)
+        if seen is not None:
+            binary = binary * seen
+            name += " × seen pixels"
+        deg = MASK_APODIZATION_DEG[self.mask]
+        return (f"{name}, C2-apodized {deg:g}°",
+                master.apodize_mask(binary, deg, apotype="C2"))
+
+    def _workspaces_for(self, window, key, lb, pure):
+        """(bins, TT workspace, EE/BB workspace, coupling blocks shown), cached per key."""
+        def make():
+            cb = "cuda" if self.backend == "cuda" else "cpu"
+            c00 = master.coupling_matrix(window, lb, spins=(0, 0), iter=self.iter, backend=cb)
+            c22 = master.coupling_matrix(window, lb, spins=(2, 2), purify_b=pure,
+                                         iter=self.iter, backend=cb)
+            bins = master.Bins.linear(lb, self.bin_width, lmin=2)
+            blocks = {s: np.asarray(getattr(c.blocks[b], "get", lambda: c.blocks[b])())
+                      for s, c, b in (("TT", c00, "00"), ("EE", c22, "++"),
+                                      ("BB", c22, "pp" if pure else "++"))}
+            return bins, master.Workspace(c00, bins), master.Workspace(c22, bins), blocks
+        return self._workspaces.get(key + (lb, self.bin_width, pure, self.iter, self.backend),
+                                    make)
+
+    def _bandpowers(self, maps, cl_model, seen=None) -> dict:
+        """The cut sky's fields of :class:`TransformResult`: the decoupled TT, EE, BB of
+        ``maps`` ((3, 12 nside^2) I, Q, U in muK, zero where not seen) against ``cl_model``
+        ((6, lmax+1) muK^2) binned; {} for the full sky. A setting the library refuses
+        (too narrow bins for the mask) becomes ``bandpower_note``."""
+        made = self.window(seen)
+        if made is None:
+            return {}
+        name, window = made
+        notes = []
+        pure = bool(self.purify_b)
+        if pure and self.mask == "none":
+            pure = False
+            notes.append("purify B needs an apodized mask: the seen pixels alone are a binary "
+                         "mask, which cannot be purified (Smith 2006); BB is the standard "
+                         "estimate. Choose galactic or WMAP (apodized, cut by the seen "
+                         "pixels too)")
+        lb = min(self.lmax, 3 * self.nside - 1)
+        key = (self.mask, float(self.cut_deg), self.nside,
+               None if seen is None else hash(seen.tobytes()))
+        out = dict(mask=name, window=window)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                # the library warns when a window is too sharp for pure B (WMAP's point-source
+                # holes at small nside): the panel says so instead of a log line
+                warnings.simplefilter("always", UserWarning)
+                bins, ws00, ws22, blocks, tt, pol = self._decoupled(maps, window, key, lb, pure)
+            notes += [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
+            zero = np.zeros(lb + 1)
+            expected_pol = ws22.bin_theory(np.stack([cl_model[1, :lb + 1], zero, zero,
+                                                     cl_model[2, :lb + 1]]))
+        except USER_ERRORS as exc:
+            notes.append(f"no decoupled bandpowers: {exc}")
+            return dict(out, bandpower_note="; ".join(notes))
+        return dict(out, bins=bins, bandpowers=np.stack([tt, pol[0], pol[3]]),
+                    expected=np.stack([ws00.bin_theory(cl_model[0, :lb + 1]),
+                                       expected_pol[0], expected_pol[3]]),
+                    coupling=blocks, purified=pure, bandpower_note="; ".join(notes))
+
+    def _decoupled(self, maps, window, key, lb, pure):
+        """The workspaces (cached) and the decoupled TT (nbins,) and EE, EB, BE, BB
+        (4, nbins) of ``maps`` ((3, 12 nside^2) I, Q, U in muK) under ``window``."""
+        bins, ws00, ws22, blocks = self._workspaces_for(window, key, lb, pure)
+        tt = ws00.decouple_cell(sphgpu.anafast(maps[0] * window, lmax=lb, pol=False,
+                                               iter=self.iter, backend=self.backend))
+        pol = master.bandpowers_spin2(maps[1], maps[2], window, workspace=ws22,
+                                      purify_b=pure, iter=self.iter, backend=self.backend)
+        return bins, ws00, ws22, blocks, tt, pol
 
     def set(self, **params) -> bool:
         """Assign parameters and validate (see :class:`PanelModel`), keeping lmax coupled to
@@ -487,10 +715,14 @@ class TransformModel(PanelModel):
         r = self.result
         if r is None:
             return None
-        fig = new_figure(13.0, 3.9)
-        gs = fig.add_gridspec(1, 3, width_ratios=[1.5, 0.95, 1.15])
-        ax = fig.add_subplot(gs[0], projection="mollweide")
+        cut = r.bandpowers is not None
+        fig = new_figure(13.0, 7.6 if cut else 3.9)
+        gs = fig.add_gridspec(2 if cut else 1, 3, width_ratios=[1.5, 0.95, 1.15])
+        ax = fig.add_subplot(gs[0, 0], projection="mollweide")
         sky = r.map
+        if r.window is not None:
+            # the cut sky as the bandpowers see it: the map times the window, grey where 0
+            sky = np.where(r.window > 0, sky * r.window, sphgpu.UNSEEN)
         vmax = 3 * _seen_rms(sky) or 1.0
         geom = sphgpu.RingGeometry.healpix(r.nside)
         style = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
@@ -499,15 +731,16 @@ class TransformModel(PanelModel):
                 mec="k", ms=9, mew=1.5)
         fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04,
                      label=_FIELD_LABEL[r.field])
-        ax.set_title(f"{r.field}: {r.source}, nside {r.nside}" if r.source else
-                     f"{r.field}: nside {r.nside}, {r.fwhm_arcmin:g}′ beam, seed {r.seed}")
-        zx = fig.add_subplot(gs[1])
+        ax.set_title((f"{r.field}: {r.source}, nside {r.nside}" if r.source else
+                      f"{r.field}: nside {r.nside}, {r.fwhm_arcmin:g}′ beam, seed {r.seed}")
+                     + (f"\n× mask {r.mask}" if r.window is not None else ""))
+        zx = fig.add_subplot(gs[0, 1])
         gnomview(sky, geom, zx, lon_deg=float(self.zoom_lon), lat_deg=float(self.zoom_lat),
                  width_deg=float(self.zoom_width), npix=160, **style)
         zx.set_title(f"zoom on ({float(self.zoom_lon):g}°, {float(self.zoom_lat):g}°), "
                      f"{float(self.zoom_width):g}° wide")
         i = SPECTRA.index(r.spectrum)
-        sx = fig.add_subplot(gs[2])
+        sx = fig.add_subplot(gs[0, 2])
         spectrum_plot(sx, r.cl_model[i], r.cl_hat[i],
                       band=_te_band(r.cl_model) if r.spectrum == "TE" else None)
         # EE and BB span decades (reionization bump, beam fall-off): log; TE changes sign
@@ -523,7 +756,28 @@ class TransformModel(PanelModel):
                          f"ℓ ≥ 3 nside = {3 * r.nside} (dotted) alias")
         else:
             sx.set_title(f"{r.spectrum}: input × beam against anafast")
+        if cut:
+            self._bandpower_axes(fig, gs, r)
         return fig
+
+    @staticmethod
+    def _bandpower_axes(fig, gs, r):
+        """The second row: the shown spectrum's decoupled bandpowers against the binned input,
+        and the coupling matrix that the workspace inverted for it."""
+        bx = fig.add_subplot(gs[1, :2])
+        mx = fig.add_subplot(gs[1, 2])
+        spec = r.spectrum if r.spectrum in BANDPOWER_SPECTRA else "TT"
+        i = BANDPOWER_SPECTRA.index(spec)
+        kind = ("pure B" if r.purified else "standard B") if spec == "BB" else "MASTER"
+        bandpower_plot(bx, r.bins.ell_eff, r.expected[i], r.bandpowers[i],
+                       label=f"decoupled {spec} ({kind})", log=spec != "TT")
+        ratio, sigma = r.decoupled_ratio_of(spec)
+        shown = "" if spec == r.spectrum else f" (no {r.spectrum} bandpowers: TT shown)"
+        bx.set_title(f"{spec} bandpowers of the cut sky ({r.mask}){shown}: "
+                     f"⟨decoupled / input⟩ = {ratio:.3g} ± {sigma:.2g}")
+        coupling_image(mx, r.coupling[spec])
+        mx.set_title(f"{spec} coupling of the mask: "
+                     + mx.get_title().removeprefix("coupling "))
 
 
 def lmax_top(nside: int) -> int:
@@ -615,6 +869,21 @@ class TransformPanel(Panel):
         self.spectrum = toggle_buttons(list(SHOWN_SPECTRA),
                                        m.spectrum if m.spectrum in SHOWN_SPECTRA else "TT",
                                        "spectrum", style["description_width"])
+        # the cut sky: a mask, the bins of its decoupled bandpowers, pure B
+        self.mask = toggle_buttons(list(MASKS), m.mask if m.mask in MASKS else "none", "mask",
+                                   style["description_width"],
+                                   tooltips=["the full sky",
+                                             f"galactic cut |b| < {float(m.cut_deg):g}°" if
+                                             is_real(m.cut_deg) else "galactic cut",
+                                             "WMAP's 7-year temperature analysis mask"])
+        self.bin_width = w.IntSlider(value=m.bin_width if is_int(m.bin_width) else 8, min=1,
+                                     max=max(MAX_BIN_WIDTH, m.bin_width if is_int(m.bin_width)
+                                             else 0),
+                                     description="bin width [ℓ]", continuous_update=False,
+                                     style=style)
+        self.purify = w.Checkbox(value=bool(m.purify_b), description="purify B", indent=False,
+                                 layout=w.Layout(width="8em"),
+                                 tooltip="BB of pure B (Smith 2006): no E-to-B leakage")
         self.figure = w.Output()
         # open a map: a path or an uploaded file, in a unit (K, mK, μK; "file": its TUNIT)
         self.path = w.Text(placeholder="path/to/map.fits", description="open a map",
@@ -639,7 +908,8 @@ class TransformPanel(Panel):
         self.lmax_pin.observe(self.guarded(self._pin_changed), names="value")
         self.seed.observe(self.guarded(self._seed_changed), names="value")
         self.unit.observe(self.guarded(self._unit_changed), names="value")
-        self.observe_values([self.fwhm, self.iter, self.backend], self._changed)
+        self.observe_values([self.fwhm, self.iter, self.backend, self.mask], self._changed)
+        self.observe_values([self.bin_width, self.purify], self._bandpower_changed)
         self.observe_values([self.zoom_lon, self.zoom_lat, self.zoom_width, self.field,
                              self.spectrum], self._viewed)
         self.on_run(self._run_pressed)
@@ -648,11 +918,12 @@ class TransformPanel(Panel):
                            w.VBox([self.fwhm, self.seed, self.iter]),
                            w.VBox([self.zoom_lon, self.zoom_lat, self.zoom_width])])
         views = w.HBox([self.field, self.spectrum])
+        cut = w.HBox([self.mask, self.bin_width, self.purify])
         opening = w.HBox([self.path, self.open_button, self.upload, self.unit, self.simulated])
         self.children = [w.HTML("<b>Transform explorer</b>: a polarized CMB sky (I, Q, U) "
                                 "from the Planck 2018 spectra through alm2map and back "
                                 "through map2alm"),
-                         controls, views, opening, self.run_row(), self.message, self.figure,
+                         controls, views, cut, opening, self.run_row(), self.message, self.figure,
                          self.numbers]
         self.add_class("sphgpu-transform-panel")
         self.guarded(self._refresh)()
@@ -695,7 +966,7 @@ class TransformPanel(Panel):
         if m.result is None or not self.figure.outputs or m.message:
             return None
         return (m.nside, m.lmax, float(m.fwhm_arcmin), m.seed, m.iter, m.backend,
-                m.result.source)
+                m.result.source, m.mask, m.cut_deg, m.bin_width, m.purify_b)
 
     def _run_pressed(self):
         """Run; when the settings shown are those already computed, say so rather than redraw
@@ -729,12 +1000,28 @@ class TransformPanel(Panel):
             return
         m = self.model
         params = dict(nside=self.nside.value, fwhm_arcmin=self.fwhm.value,
-                      seed=self.seed.value, iter=self.iter.value, backend=self.backend.value)
+                      seed=self.seed.value, iter=self.iter.value, backend=self.backend.value,
+                      mask=self.mask.value, bin_width=self.bin_width.value,
+                      purify_b=self.purify.value)
         if lmax_moved:
             params["lmax"] = self.lmax.value
         m.set(**params)
         self._sync_lmax()
         self._refresh()
+
+    def _bandpower_changed(self):
+        """Bins and purification shape the bandpowers of a cut sky: on the full sky they change
+        nothing shown, and the panel says so."""
+        m = self.model
+        if m.mask == "none" and not m.cut_sky:
+            m.set(bin_width=self.bin_width.value, purify_b=self.purify.value)
+            self.show_message(m.message or (
+                f"bin width {self.bin_width.value} and purify B "
+                f"{'on' if self.purify.value else 'off'} apply to the decoupled bandpowers of "
+                "a cut sky: choose a mask (galactic or WMAP) to see them"),
+                "error" if m.message else "note")
+            return
+        self._changed()
 
     def _pin_changed(self, change):
         """Ticking pins lmax where it is (nothing to recompute: the label says so);
@@ -774,8 +1061,9 @@ class TransformPanel(Panel):
         super().run()
         self._last_run = self._shown_key()
         m = self.model
-        if m.note and not m.message and m.result is not None:
-            self.show_message(m.note, "note")
+        notes = [m.note, m.result.bandpower_note if m.result is not None else ""]
+        if any(notes) and not m.message and m.result is not None:
+            self.show_message("; ".join(n for n in notes if n), "note")
 
     def _viewed(self):
         """The zoom, the map and the spectrum shown are views of the result: redraw without
@@ -798,12 +1086,14 @@ class TransformPanel(Panel):
     def stale_note(self):
         m = self.model
         note = f"; {m.note}" if m.note else ""
+        cut = (f", mask {m.mask} (bins of {m.bin_width} ℓ, purify B "
+               f"{'on' if m.purify_b else 'off'})" if m.mask != "none" else "")
         return (f"nside {m.nside}, lmax {m.lmax}, beam {float(m.fwhm_arcmin):g}′, seed {m.seed}, "
-                f"iter {m.iter} on {m.backend}: press Run to compute{note}")
+                f"iter {m.iter} on {m.backend}{cut}: press Run to compute{note}")
 
 
 def transform_panel(**kw) -> TransformPanel:
     """The transform explorer. Keywords are :class:`TransformModel`'s (nside, lmax,
     fwhm_arcmin, seed, iter, backend, lmax_pinned, zoom_lon, zoom_lat, zoom_width, field,
-    spectrum, max_nside, live_max_nside)."""
+    spectrum, max_nside, live_max_nside, mask, cut_deg, bin_width, purify_b)."""
     return TransformPanel(TransformModel(**kw))
