@@ -1,0 +1,198 @@
+"""Transform explorer on a cut sky: the decoupled bandpowers it shows are sphgpu.master's,
+purification removes the E-to-B leakage, the new controls act or say why not, bad settings give
+messages."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+import sphgpu
+from sphgpu import master
+from sphgpu.data import planck2018_cl
+from sphgpu.widgets.transforms import MASK_APODIZATION_DEG, TransformModel, transform_panel
+
+from .conftest import INTERACTION_BUDGET_S, png, timed
+from .test_transforms import _pipeline
+
+
+def _numbers(panel):
+    return dict(re.findall(r"<td[^>]*>(.*?)</td><td><b>(.*?)</b></td>",
+                           html.unescape(panel.numbers.value)))
+
+
+@pytest.mark.parametrize("purify", [False, True])
+def test_bandpowers_are_sphgpu_master_called_directly(purify):
+    nside, lmax, fwhm, seed, it, width = 16, 32, 120.0, 7, 2, 6
+    m = TransformModel(nside=nside, fwhm_arcmin=fwhm, seed=seed, iter=it, backend="cpu",
+                       mask="galactic", cut_deg=25.0, bin_width=width, purify_b=purify)
+    r = m.run()
+    assert m.message == "" and r.bandpowers is not None and r.purified == purify
+    _, iqu, _, cl4, bl = _pipeline(nside, lmax, fwhm, seed, it)
+    window = master.apodize_mask(sphgpu.sims.latitude_cut_mask(nside, 25.0),
+                                 MASK_APODIZATION_DEG["galactic"], apotype="C2")
+    np.testing.assert_array_equal(r.window, window)
+    bins = master.Bins.linear(lmax, width, lmin=2)
+    ws00 = master.Workspace(master.coupling_matrix(window, lmax, spins=(0, 0), iter=it,
+                                                   backend="cpu"), bins)
+    ws22 = master.Workspace(master.coupling_matrix(window, lmax, spins=(2, 2), purify_b=purify,
+                                                   iter=it, backend="cpu"), bins)
+    tt = ws00.decouple_cell(sphgpu.anafast(iqu[0] * window, lmax=lmax, pol=False, iter=it,
+                                           backend="cpu"))
+    pol = master.bandpowers_spin2(iqu[1], iqu[2], window, workspace=ws22, purify_b=purify,
+                                  iter=it, backend="cpu")
+    np.testing.assert_allclose(r.bandpowers, np.stack([tt, pol[0], pol[3]]), rtol=1e-10,
+                               atol=1e-12 * np.abs(tt).max())
+    beamed = cl4[:3] * bl[:, :3].T ** 2
+    zero = np.zeros(lmax + 1)
+    want = np.stack([ws00.bin_theory(beamed[0]),
+                     ws22.bin_theory(np.stack([beamed[1], zero, zero, beamed[2]]))[0],
+                     ws22.bin_theory(np.stack([beamed[1], zero, zero, beamed[2]]))[3]])
+    np.testing.assert_allclose(r.expected, want, rtol=1e-12)
+    # the numbers table's decoupled TT row: the mode-weighted mean of C_b / expected over the
+    # bins inside the beam's range, with the cosmic variance of the cut sky
+    ell = np.arange(lmax + 1)
+    good = (ell >= 2) & (bl[:, 0] ** 2 >= 1e-3)
+    hi = ell[good][-1]
+    e = bins.edges
+    keep = [b for b in range(bins.nbins) if e[b] >= 2 and e[b + 1] - 1 <= hi]
+    modes = np.array([np.sum(2 * np.arange(e[b], e[b + 1]) + 1) for b in keep])
+    ratio = np.sum(modes * tt[keep] / want[0, keep]) / modes.sum()
+    fsky = np.mean(window**2) ** 2 / np.mean(window**4)
+    p = transform_panel(nside=nside, fwhm_arcmin=fwhm, seed=seed, iter=it, backend="cpu",
+                        mask="galactic", cut_deg=25.0, bin_width=width, purify_b=purify)
+    row = _numbers(p)[f"TT decoupled: ⟨C_b / binned input⟩, ℓ 2–{e[keep[-1] + 1] - 1}"]
+    assert row.startswith(f"{ratio:.3f} ± {np.sqrt(2 / (fsky * modes.sum())):.3f}")
+
+
+def test_purification_removes_the_e_to_b_leakage_of_an_e_only_sky(tmp_path):
+    nside, lmax = 32, 64
+    cl = planck2018_cl(lmax, spectra=("TT", "EE", "BB", "TE"))
+    cl[2] = 0.0                                            # no B at all
+    iqu = sphgpu.synfast(cl, nside, lmax=lmax, new=True, seed=3)
+    path = tmp_path / "e_only.fits"
+    sphgpu.write_map(path, iqu, column_units="uK")
+    m = TransformModel(nside=nside, backend="cpu", fwhm_arcmin=0.0, mask="galactic",
+                       bin_width=8)
+    assert m.open_map(str(path))
+    standard = m.run()
+    m.set(purify_b=True)
+    pure = m.run()
+    assert m.message == "" and not standard.purified and pure.purified
+    bb_std, bb_pure = np.abs(standard.bandpowers[2]), np.abs(pure.bandpowers[2])
+    # from l = 10: the lowest bin of pure B pays for its purity with variance
+    hi = standard.bins.ell_eff >= 10
+    assert bb_std[hi].sum() > 30 * bb_pure[hi].sum(), (bb_std, bb_pure)
+    # EE is not purified: its bandpowers follow the input in both
+    ee = standard.bandpowers[1][hi] / standard.expected[1][hi]
+    assert np.all(np.abs(ee - 1) < 0.6), ee
+
+
+def test_workspaces_are_built_once_per_mask_and_bins():
+    m = TransformModel(nside=16, backend="cpu", mask="galactic")
+    m.run()
+    m.set(seed=4)
+    m.run()
+    m.set(spectrum="BB")
+    m.run()
+    assert m._workspaces.misses == 1 and m._windows.misses == 1
+    m.set(bin_width=4)
+    m.run()
+    assert m._workspaces.misses == 2 and m._windows.misses == 1
+    m.set(purify_b=True)
+    m.run()
+    assert m._workspaces.misses == 3
+
+
+@pytest.mark.parametrize("settings, words", [
+    (dict(mask="galaxy"), "mask must be one of none, galactic, WMAP"),
+    (dict(mask="galactic", cut_deg=95.0), "galactic cut must be from 0 to 90"),
+    (dict(mask="galactic", bin_width=0), "bin width must be a whole number"),
+    (dict(mask="galactic", bin_width="8"), "bin width must be a whole number"),
+    (dict(mask="galactic", bin_width=40), "bin width 40 leaves no bin"),
+    (dict(purify_b="yes"), "purify_b must be True or False"),
+])
+def test_bad_bandpower_settings_give_a_message(settings, words):
+    m = TransformModel(nside=16, backend="cpu")
+    assert not m.set(**settings)
+    assert words in m.message
+    assert m.run() is None and words in m.message
+
+
+def test_a_coupling_that_cannot_be_inverted_is_a_note_not_a_traceback():
+    p = transform_panel(nside=16, backend="cpu", mask="galactic", cut_deg=85.0, bin_width=1)
+    r = p.model.result
+    assert r is not None and r.bandpowers is None
+    assert "cannot be inverted" in r.bandpower_note and "cannot be inverted" in p.message.value
+    assert "cannot be inverted" in _numbers(p)["decoupled bandpowers"]
+    assert png(p.figure) is not None and "unexpected error" not in p.message.value
+
+
+def test_an_open_map_with_unseen_pixels_is_cut_by_them_and_binary_is_not_purified(tmp_path):
+    nside = 16
+    iqu = sphgpu.synfast(planck2018_cl(32, spectra=("TT", "EE", "BB", "TE")), nside, lmax=32,
+                         new=True, seed=1)
+    iqu[:, :400] = sphgpu.UNSEEN
+    path = tmp_path / "cut.fits"
+    sphgpu.write_map(path, iqu, column_units="uK")
+    p = transform_panel(nside=nside, backend="cpu", fwhm_arcmin=0.0)
+    p.path.value = str(path)
+    p.open_button.click()
+    r = p.model.result
+    seen = np.ones(12 * nside**2)
+    seen[:400] = 0
+    assert r.mask == "seen pixels (binary)" and np.array_equal(r.window, seen)
+    assert r.bandpowers is not None and "TT decoupled" in p.numbers.value
+    p.purify.value = True
+    assert "cannot be purified" in p.message.value and not p.model.result.purified
+    p.mask.value = "galactic"                     # apodized, cut by the seen pixels too
+    r = p.model.result
+    assert r.purified and "× seen pixels" in r.mask and np.all(r.window[:400] == 0)
+    assert "cannot be purified" not in p.message.value
+
+
+def _shown(panel):
+    return png(panel.figure), panel.numbers.value, panel.message.value
+
+
+def test_every_new_control_changes_the_view_or_says_why():
+    p = transform_panel(nside=16, backend="cpu")
+    for control, value, words in [(p.bin_width, 4, "choose a mask"),
+                                  (p.purify, True, "choose a mask")]:
+        before = _shown(p)
+        control.value = value
+        assert words in p.message.value and _shown(p) != before, control.description
+    for control, value in [(p.mask, "galactic"), (p.bin_width, 6), (p.purify, False),
+                           (p.purify, True), (p.spectrum, "BB"), (p.spectrum, "TE"),
+                           (p.mask, "WMAP"), (p.mask, "none")]:
+        before = _shown(p)
+        control.value = value
+        assert _shown(p) != before, (control.description, value)
+        assert "unexpected error" not in p.message.value
+    r = p.model.result
+    assert r.bandpowers is None and r.window is None      # back to the full sky
+
+
+def test_the_figure_shows_the_shown_spectrums_bandpowers_and_coupling():
+    m = TransformModel(nside=16, backend="cpu", spectrum="BB")
+    m.run()
+    full = len(m.figure().axes)
+    m.set(mask="galactic")
+    m.run()
+    axes = m.figure().axes
+    assert len(axes) == full + 2                 # the bandpowers and the coupling matrix
+    assert "BB bandpowers" in axes[-2].get_title() and "BB coupling" in axes[-1].get_title()
+    m.set(spectrum="TE")                         # no TE bandpowers: TT instead, and says so
+    axes = m.figure().axes
+    assert "no TE bandpowers: TT shown" in axes[-2].get_title()
+
+
+@pytest.mark.timing
+def test_cut_sky_interactions_answer_within_the_budget():
+    p = transform_panel(nside=64, backend="cpu", mask="galactic")     # Binder size; warm
+    p.seed.value = 1
+    for control, value in [(p.seed, 2), (p.purify, True), (p.bin_width, 6), (p.spectrum, "BB"),
+                           (p.fwhm, 30.0)]:
+        seconds = timed(lambda: setattr(control, "value", value))
+        assert seconds < 1.5 * INTERACTION_BUDGET_S, (control.description, value, seconds)
