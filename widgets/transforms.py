@@ -46,7 +46,8 @@ from sphgpu.data import planck2018_cl
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem, default_backend,
                     first_call, fmt_call_seconds, is_int, is_real, new_figure, numbers_html,
                     show_figure, toggle_buttons, unknown_backend)
-from .plots import bandpower_plot, coupling_image, gnomview, mollview, mollweide_x, spectrum_plot
+from .plots import (bandpower_plot, coupling_image, gnomview, mollview, mollweide_x,
+                    spectrum_plot)
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
 
@@ -413,7 +414,8 @@ class TransformModel(PanelModel):
         if self.mask not in MASKS:
             return f"mask must be one of {', '.join(MASKS)}, not {self.mask!r}"
         if not is_real(self.cut_deg) or not 0 < self.cut_deg < 90:
-            return f"the galactic cut must be from 0 to 90 degrees (exclusive), not {self.cut_deg!r}"
+            return (f"the galactic cut must be from 0 to 90 degrees (exclusive), not "
+                    f"{self.cut_deg!r}")
         if not is_int(self.bin_width) or not 1 <= self.bin_width <= MAX_BIN_WIDTH:
             return (f"bin width must be a whole number of multipoles from 1 to "
                     f"{MAX_BIN_WIDTH}, not {self.bin_width!r}")
@@ -571,7 +573,10 @@ class TransformModel(PanelModel):
     def _workspaces_for(self, window, key, lb, pure):
         """(bins, TT workspace, EE/BB workspace, coupling blocks shown), cached per key."""
         def make():
-            cb = "cuda" if self.backend == "cuda" else "cpu"
+            # the reference coupling sums in exact arithmetic (seconds at lmax 64): the
+            # explorer's reference runs the transforms, and the coupling where it is fast
+            cb = (sphgpu.backends.default("master") if sphgpu.backends.info(self.backend).reference
+                  else self.backend)
             c00 = master.coupling_matrix(window, lb, spins=(0, 0), iter=self.iter, backend=cb)
             c22 = master.coupling_matrix(window, lb, spins=(2, 2), purify_b=pure,
                                          iter=self.iter, backend=cb)

@@ -23,16 +23,15 @@ from numba import cuda
 
 from .. import _fast_launch
 from .._device import SIMULATOR, array_module, to_host
-from . import budget, exact, slop as slop_
+from . import budget, exact
 from . import _cuda_kernels as K
-from .grid import Preparer, band_height, build_plan, chunks_of, sorted_catalog, unit_weights
+from .grid import Preparer, band_height, build_plan, sorted_catalog, unit_weights
 from .reference import RawCounts
 
 __all__ = ["count_pairs", "DevicePreparer", "DEVICE", "PRECISIONS", "DEFAULT_PRECISION",
-           "ACCEPTS_DEVICE_ARRAYS", "BIN_SLOP", "cell_geometry"]
+           "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True        # device coordinates are prepared where they are
-BIN_SLOP = True                     # counts approximately with bin_slop (sphgpu.tpacf.slop)
 PRECISIONS = ("float32", "float64")
 DEFAULT_PRECISION = "float32"
 #: Defaults of the launch (the lead tunes them on the GPU; see benchmarks/tpacf.py --sweep).
@@ -55,17 +54,6 @@ def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False)
     raise ValueError(f"{nbins} bins{' with weights' if weighted else ''} need more shared "
                      "memory than a block has on the cuda backend; use fewer bins or "
                      "backend='cpu'")
-
-
-def _slop_launch_shape(threads, i_tile, nbins, p64, weighted, mean):
-    """:func:`_launch_shape` for :func:`_cuda_kernels.slop_kernel`."""
-    th = threads
-    while th >= 32:
-        if K.slop_shared_bytes(th, i_tile, nbins, p64, weighted, mean) <= SHARED_LIMIT:
-            return th
-        th //= 2
-    raise ValueError(f"{nbins} bins need more shared memory than a block has with bin_slop "
-                     "on the cuda backend; use fewer bins or backend='cpu'")
 
 
 # launches through sphgpu._fast_launch: little host time, kernels from sphgpu's disk cache in
@@ -118,32 +106,10 @@ class DevicePreparer(Preparer):
 DEVICE = DevicePreparer()
 
 
-def cell_geometry(sc, i_tile, weighted):
-    """Chunk starts (nchunks + 1,) and ids (n,) int32, centres (3, nchunks) and radii
-    (nchunks,) float64, and (``weighted``) within-chunk running weight sums (n,) float64 of a
-    sorted catalog on the device (:mod:`sphgpu.tpacf.slop`; the host's bits), cached on it."""
-    key = ("cells", int(i_tile), bool(weighted))
-    if key not in sc.cache:
-        xp = sc.xp
-        c_start = chunks_of(sc, i_tile)[0]
-        nc = c_start.size - 1
-        cs = xp.asarray(c_start)
-        cen, rad = xp.empty((3, nc)), xp.empty(nc)
-        w = unit_weights(sc) if weighted else xp.zeros(0)
-        wcum = xp.empty(w.shape[0])
-        _launch(K.cell_geometry, -(-nc // POINT_THREADS), POINT_THREADS,
-                *_inputs(sc.xyz, cs, w), cen, rad, wcum)
-        cid = (xp.searchsorted(cs, xp.arange(sc.size), side="right") - 1).astype(np.int32)
-        sc.cache[key] = (cs.astype(np.int32), cid, cen, rad, wcum)
-    return sc.cache[key]
-
-
 def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFAULT_PRECISION,
                 mean_theta=False, max_device_bytes=None, threads=THREADS, i_tile=I_TILE,
-                j_max=J_MAX, groups=GROUPS, profile=None, slop=None):
-    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU;
-    approximate with ``slop`` (a :class:`sphgpu.tpacf.slop.SlopPlan`; float64 arithmetic
-    whatever ``precision``, cells of ``slop.CELL_POINTS`` points whatever ``i_tile``).
+                j_max=J_MAX, groups=GROUPS, profile=None):
+    """Pair counts of ``cat1`` x ``cat2`` (None: unique pairs of ``cat1``) on the GPU.
 
     ``profile``, a dict, receives the seconds spent in each step (prepare: the catalogs on the
     device, nothing for Catalogs prepared before; plan; upload; kernel; download; the device
@@ -162,24 +128,20 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
     mean = bool(mean_theta)
-    if slop is not None:
-        i_tile = slop_.CELL_POINTS
-        th = _slop_launch_shape(threads, i_tile, nb, E.size, weighted, mean)
-    else:
-        th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean)
-    h = band_height(bins.theta_max_rad) if slop is None else slop.h
+    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean)
+    h = band_height(bins.theta_max_rad)
     for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
         if c is not None:
             sorted_catalog(c, h, n_regions, DEVICE)
     clock.lap("prepare")
     plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
-                      groups=groups, prep=DEVICE, h=h)
+                      groups=groups, prep=DEVICE)
     clock.lap("plan")
     work = int(np.sum((plan.items[:, 1] - plan.items[:, 0])
                       * (plan.items[:, 3] - plan.items[:, 2]))) if plan.items.size else 0
     if work > MAX_GROUP_PAIRS * (plan.group_start.size - 1):
         plan = build_plan(cat1, cat2, bins, n_regions=n_regions, i_tile=i_tile, j_max=j_max,
-                          groups=math.ceil(2 * work / MAX_GROUP_PAIRS), prep=DEVICE, h=h)
+                          groups=math.ceil(2 * work / MAX_GROUP_PAIRS), prep=DEVICE)
     budget.check(plan, nb, n_regions, weighted, mean, max_device_bytes)
     s1, s2 = plan.s1, plan.s2
     ngroups = plan.group_start.size - 1
@@ -200,29 +162,16 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     one = xp.zeros(1)
     # without mean separations the kernel never touches these: no allocation for them
     tsum, lsum = (xp.zeros(nb), xp.zeros(nb)) if mean else (one, one)
+    kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
+                           n_regions > 0, plan.auto, mean)
     items = xp.asarray(plan.items.astype(np.int32))
     gstart = xp.asarray(plan.group_start.astype(np.int32))
-    if slop is None:
-        kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
-                               n_regions > 0, plan.auto, mean)
-        tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E)
-        clock.lap("upload")
-        _launch(kernel, ngroups, th, items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
-                exact.float32_cutoff(T, gap), np.float64(E[nb]),
-                w1 if weighted else one, w2 if weighted else one,
-                cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
-    else:
-        kernel = K.slop_kernel(th, int(i_tile), nb, E.size, bool(weighted), n_regions > 0,
-                               plan.auto, mean)
-        cs1, cid1, cen1, rad1, wc1 = cell_geometry(s1, i_tile, weighted)
-        cs2, cid2, cen2, rad2, wc2 = cell_geometry(s2, i_tile, weighted)
-        tables = xp.asarray(E), xp.asarray(slop.lo), xp.asarray(slop.hi)
-        clock.lap("upload")
-        # nref holds the pairs counted at once here (no float32 path to refine)
-        _launch(kernel, ngroups, th, items, gstart, s1.xyz, s2.xyz, cs1, cs2, cid1, cid2, cen1,
-                cen2, rad1, rad2, wc1 if weighted else one, wc2 if weighted else one, *tables, np.float64(slop.cmin), np.float64(slop.cmax),
-                np.float64(E[nb]), w1 if weighted else one, w2 if weighted else one,
-                cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
+    tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E)
+    clock.lap("upload")
+    _launch(kernel, ngroups, th, items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
+            exact.float32_cutoff(T, gap), np.float64(E[nb]),
+            w1 if weighted else one, w2 if weighted else one,
+            cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")
     out = RawCounts(
         counts=to_host(cnt), weights=to_host(wsum) if weighted else None,
@@ -231,9 +180,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         else None,
         theta_sum=to_host(tsum) if mean else None,
         log_theta_sum=to_host(lsum) if mean else None,
-        refined=int(to_host(nref)[0]) if slop is None else 0,
-        at_once=0 if slop is None else int(to_host(nref)[0]),
-        pairs_compared=plan.pairs_compared)
+        refined=int(to_host(nref)[0]), pairs_compared=plan.pairs_compared)
     clock.lap("download")
     if profile is not None:
         profile.update(threads=th, groups=ngroups, items=int(plan.items.shape[0]),

@@ -44,13 +44,12 @@ from numba import cuda, float32, float64, int32, int64, uint32, uint64
 
 from .._cuda_launch import refresh_kernel_cache
 from .._device import SIMULATOR
-from . import sky, slop as slop_
+from . import sky
 
-# kernels are cached on disk (cache=True); they inline sky's and slop's device functions
-refresh_kernel_cache(__file__, sky.__file__, slop_.__file__)
+# kernels are cached on disk (cache=True); they inline sky's device functions
+refresh_kernel_cache(__file__, sky.__file__)
 
-__all__ = ["pair_kernel", "slop_kernel", "slop_shared_bytes", "shared_bytes", "cell_keys",
-           "sorted_points", "cell_geometry"]
+__all__ = ["pair_kernel", "shared_bytes", "cell_keys", "sorted_points"]
 
 if SIMULATOR:
     def _dmul(a, b):
@@ -67,8 +66,6 @@ else:  # pragma: no cover - real GPU only
 _math = sky.point_math(cuda.jit(device=True, inline=True), _dmul, _dadd)
 _cell = _math.cell
 _unit_vector = _math.unit_vector
-_chunk_cell = slop_.geometry_math(cuda.jit(device=True, inline=True), _dmul, _dadd)
-_decide = slop_.decision_math(cuda.jit(device=True, inline=True), _dmul, _dadd)
 
 
 @cuda.jit(cache=True)
@@ -106,19 +103,6 @@ def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
             ws[k] = w[i]
 
 
-@cuda.jit(cache=True)
-def cell_geometry(xyz, c_start, w, cen, rad, wcum):
-    """Centre cen[:, c], radius rad[c] and running weight sums wcum of chunk c
-    (``slop.geometry_math``).
-
-    Launch: one thread per chunk, any 1-D shape. xyz (3, n) float64 sorted unit vectors;
-    c_start (nchunks + 1,) int64; w (n,) float64 sorted weights or length 0; cen (3, nchunks),
-    rad (nchunks,), wcum (like w) float64 out."""
-    c = cuda.grid(1)
-    if c < rad.shape[0]:
-        _chunk_cell(c, xyz, c_start, w, cen, rad, wcum)
-
-
 def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
     """Static shared memory of one block (must stay <= 48 KiB)."""
     stage = 3 * i_tile * (4 if use32 else 8) + (8 * i_tile if weighted else 0)
@@ -127,12 +111,45 @@ def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
     return stage + hist + tables
 
 
-def _count_le_fn(p64):
-    """Device function #{E <= v}, E padded with +inf to p64 = 2**k entries (unsigned 32-bit
-    indices: signed ones make Numba emit a wrap-around test at every array access)."""
+@functools.lru_cache(maxsize=None)
+def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32: bool,
+                weighted: bool, jack: bool, auto: bool, mean: bool = False):
+    """The counting kernel for one configuration (compile-time constants).
+
+    Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments:
+    items (nitems, 6) int32; group_start (ngroups + 1,) int32; f1, f2 (3, n) float32 and
+    x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
+    gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; smax float32 and emax float64
+    scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
+    int64; wsum (nbins,) float64; rc (nreg * nreg * nbins,) int64 and rw (nreg * nreg * nbins,)
+    float64, patch pair (label_i, label_j) major (jack only); nref (1,) int64 (pairs
+    recomputed in float64); nreg int32; tsum, lsum (nbins,) float64 sums of w theta and
+    w ln(theta), radians (mean only). Outputs are added to.
+    """
+    NB = nbins
+    TH = threads
+    PG = p32 // 2 + 1
+    STAGE_T = float32 if use32 else float64
+    NI = i_tile
+    NW = i_tile if weighted else 1
+    HN = NB * TH                              # shared shapes must be compile-time constants
+    HW = NB * TH if weighted else 1
+    HM = NB * TH if mean else 1
+
+    # Index arithmetic in the inner loop is unsigned 32-bit: signed indices make Numba emit a
+    # negative-index wrap-around test at every array access.
+    @cuda.jit(device=True, inline=True)
+    def count_lt(T, v):                       # #{T < v}, T padded with +inf to p32 = 2**k
+        pos = uint32(0)
+        step = uint32(p32 >> 1)
+        while step > uint32(0):
+            if T[pos + step - uint32(1)] < v:
+                pos += step
+            step >>= uint32(1)
+        return pos
 
     @cuda.jit(device=True, inline=True)
-    def count_le(E, v):
+    def count_le(E, v):                       # #{E <= v}, E padded with +inf to p64 = 2**k
         pos = uint32(0)
         step = uint32(p64 >> 1)
         while step > uint32(0):
@@ -141,22 +158,12 @@ def _count_le_fn(p64):
             step >>= uint32(1)
         return pos
 
-    return count_le
-
-
-@cuda.jit(device=True, inline=True)
-def _d2_exact(x1, i, x2, j):
-    """The defining float64 squared chord of pair (i, j), no FMA."""
-    dx = x1[0, i] - x2[0, j]
-    dy = x1[1, i] - x2[1, j]
-    dz = x1[2, i] - x2[2, j]
-    return _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
-
-
-def _flush_fn(NB, TH, weighted, mean, jack):
-    """Device function adding a block's histogram columns (``hist[bin * TH + t]``, and the
-    weighted and separation ones) to the global histograms (with labels also to the patch
-    pair at ``base``), then zeroing them; called by every thread of the block."""
+    @cuda.jit(device=True, inline=True)
+    def d2_exact(x1, i, x2, j):              # the defining float64 expression, no FMA
+        dx = x1[0, i] - x2[0, j]
+        dy = x1[1, i] - x2[1, j]
+        dz = x1[2, i] - x2[2, j]
+        return _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
 
     @cuda.jit(device=True, inline=True)
     def flush(hist, whist, thist, lhist, t, base, cnt, wsum, rc, rw, tsum, lsum):
@@ -197,49 +204,6 @@ def _flush_fn(NB, TH, weighted, mean, jack):
             if mean:
                 thist[k * TH + t] = 0.0
                 lhist[k * TH + t] = 0.0
-
-    return flush
-
-
-@functools.lru_cache(maxsize=None)
-def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32: bool,
-                weighted: bool, jack: bool, auto: bool, mean: bool = False):
-    """The counting kernel for one configuration (compile-time constants).
-
-    Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments:
-    items (nitems, 6) int32; group_start (ngroups + 1,) int32; f1, f2 (3, n) float32 and
-    x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
-    gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; smax float32 and emax float64
-    scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
-    int64; wsum (nbins,) float64; rc (nreg * nreg * nbins,) int64 and rw (nreg * nreg * nbins,)
-    float64, patch pair (label_i, label_j) major (jack only); nref (1,) int64 (pairs
-    recomputed in float64); nreg int32; tsum, lsum (nbins,) float64 sums of w theta and
-    w ln(theta), radians (mean only). Outputs are added to.
-    """
-    NB = nbins
-    TH = threads
-    PG = p32 // 2 + 1
-    STAGE_T = float32 if use32 else float64
-    NI = i_tile
-    NW = i_tile if weighted else 1
-    HN = NB * TH                              # shared shapes must be compile-time constants
-    HW = NB * TH if weighted else 1
-    HM = NB * TH if mean else 1
-
-    # Index arithmetic in the inner loop is unsigned 32-bit: signed indices make Numba emit a
-    # negative-index wrap-around test at every array access.
-    @cuda.jit(device=True, inline=True)
-    def count_lt(T, v):                       # #{T < v}, T padded with +inf to p32 = 2**k
-        pos = uint32(0)
-        step = uint32(p32 >> 1)
-        while step > uint32(0):
-            if T[pos + step - uint32(1)] < v:
-                pos += step
-            step >>= uint32(1)
-        return pos
-
-    count_le = _count_le_fn(p64)
-    flush = _flush_fn(NB, TH, weighted, mean, jack)
 
     @cuda.jit(cache=True)
     def kernel(items, group_start, f1, f2, x1, x2, T, gap, E, smax, emax, w1, w2, cnt, wsum,
@@ -318,7 +282,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                             c = count_lt(sT, s)
                             if c & uint32(1):
                                 my_ref += 1
-                                d = _d2_exact(x1, i0 + int32(k), x2, j)
+                                d = d2_exact(x1, i0 + int32(k), x2, j)
                                 e = count_le(sE, d)
                                 if e >= uint32(1) and e <= uint32(NB):
                                     b = e - uint32(1)
@@ -342,7 +306,7 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
                             whist[b * uint32(TH) + tcol] += sw[k] * wj
                         if mean:
                             if d < 0.0:
-                                d = _d2_exact(x1, i0 + int32(k), x2, j)
+                                d = d2_exact(x1, i0 + int32(k), x2, j)
                             th = 2.0 * math.asin(0.5 * math.sqrt(d))
                             lt = math.log(th) if th > 0.0 else -math.inf
                             if weighted:
@@ -364,202 +328,5 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
             flush(hist, whist, thist, lhist, t, 0, cnt, wsum, rc, rw, tsum, lsum)
         if my_ref != 0:
             cuda.atomic.add(nref, 0, my_ref)
-
-    return kernel
-
-
-def slop_shared_bytes(threads, i_tile, nbins, p64, weighted, mean=False):
-    """Static shared memory of one block of :func:`slop_kernel` (must stay <= 48 KiB)."""
-    return shared_bytes(threads, i_tile, nbins, 0, p64, False, weighted, mean) \
-        + 8 * (2 * nbins + 1)
-
-
-@functools.lru_cache(maxsize=None)
-def slop_kernel(threads: int, i_tile: int, nbins: int, p64: int, weighted: bool, jack: bool,
-                auto: bool, mean: bool = False):
-    """The counting kernel with ``bin_slop`` (:mod:`sphgpu.tpacf.slop`), float64 only.
-
-    As :func:`pair_kernel` in float64 mode, except that thread t walks its own stretch of
-    the item's range (the t-th of ``threads`` equal, contiguous ones) by the parts of it in
-    one chunk b, and decides for each part with ``slop.decision_math`` on the centres and
-    radii of the item's chunk a and of b: a bin k >= 0 adds the n_a * (part length) pairs
-    (weights W_a times the part's weight sum, from the running sums) to bin k at once; SKIP
-    adds nothing; EXACT (always when auto and a == b) decides again for each point of the
-    part as a cell of its own, and compares it with every staged point only where that is
-    EXACT too. Decisions depend on (a, b) and (a, point) only, so the counts are the cpu
-    backend's whatever the stretches.
-
-    Launch: grid (ngroups,), block ``threads`` (a power of two). Arguments: items (nitems, 6)
-    int32; group_start (ngroups + 1,) int32; x1, x2 (3, n) float64 sorted unit vectors;
-    cs1, cs2 (nchunks + 1,) int32 chunk starts; cid1, cid2 (n,) int32 chunk of each sorted
-    point; cen1, cen2 (3, nchunks) and rad1, rad2 (nchunks,) float64 chunk centres and radii;
-    wc1, wc2 (n,) float64 within-chunk running weight sums (weighted only); E (p64,) float64
-    padded chord**2 edges; lo, hi (nbins,) float64 chord limits; cmin, cmax, emax float64;
-    w1, w2 (n,) float64 (weighted only); cnt, wsum, rc, rw, nreg, tsum, lsum as in
-    :func:`pair_kernel`; once (1,) int64 (pairs counted at once). Outputs are added to.
-    """
-    NB = nbins
-    TH = threads
-    NI = i_tile
-    NW = i_tile if weighted else 1
-    HN = NB * TH
-    HW = NB * TH if weighted else 1
-    HM = NB * TH if mean else 1
-    count_le = _count_le_fn(p64)
-    flush = _flush_fn(NB, TH, weighted, mean, jack)
-
-    @cuda.jit(cache=True)
-    def kernel(items, group_start, x1, x2, cs1, cs2, cid1, cid2, cen1, cen2, rad1, rad2, wc1,
-               wc2, E, lo, hi, cmin, cmax, emax, w1, w2, cnt, wsum, rc, rw, once, nreg, tsum,
-               lsum):
-        t = cuda.threadIdx.x
-        g = cuda.blockIdx.x
-        sE = cuda.shared.array(p64, float64)
-        slo = cuda.shared.array(NB, float64)
-        shi = cuda.shared.array(NB, float64)
-        sx = cuda.shared.array(NI, float64)
-        sy = cuda.shared.array(NI, float64)
-        sz = cuda.shared.array(NI, float64)
-        sw = cuda.shared.array(NW, float64)
-        hist = cuda.shared.array(HN, uint32)
-        whist = cuda.shared.array(HW, float64)
-        thist = cuda.shared.array(HM, float64)
-        lhist = cuda.shared.array(HM, float64)
-        for m in range(t, p64, TH):
-            sE[m] = E[m]
-        for m in range(t, NB, TH):
-            slo[m] = lo[m]
-            shi[m] = hi[m]
-        for k in range(NB):
-            hist[k * TH + t] = 0
-            if weighted:
-                whist[k * TH + t] = 0.0
-            if mean:
-                thist[k * TH + t] = 0.0
-                lhist[k * TH + t] = 0.0
-        my_once = int64(0)
-        loaded = int32(-1)
-        it1 = group_start[g + 1]
-        for it in range(group_start[g], it1):
-            i0 = items[it, 0]
-            ni = items[it, 1] - i0
-            cuda.syncthreads()                # the previous chunk is no longer read
-            if i0 != loaded:                  # same decision in every thread
-                for k in range(t, ni, TH):
-                    sx[k] = x1[0, i0 + k]
-                    sy[k] = x1[1, i0 + k]
-                    sz[k] = x1[2, i0 + k]
-                    if weighted:
-                        sw[k] = w1[i0 + k]
-                loaded = i0
-            cuda.syncthreads()
-            a = cid1[i0]
-            wa = wc1[items[it, 1] - 1] if weighted else 0.0     # items hold whole chunks
-            ax = cen1[0, a]
-            ay = cen1[1, a]
-            az = cen1[2, a]
-            ra = rad1[a]
-            j0 = items[it, 2]
-            j1 = items[it, 3]
-            span = (j1 - j0 + TH - 1) // TH
-            j = j0 + t * span
-            jend = min(j1, j + span)
-            tcol = uint32(t)
-            while j < jend:
-                b = cid2[j]
-                q = min(jend, cs2[b + 1])
-                dec = slop_.EXACT
-                if not (auto and a == b):
-                    dec = _decide(ax, ay, az, ra, cen2[0, b], cen2[1, b], cen2[2, b], rad2[b],
-                                  sE, p64, NB, slo, shi, cmin, cmax)
-                if dec >= 0:
-                    bb = uint32(dec)
-                    m = ni * (q - j)
-                    hist[bb * uint32(TH) + tcol] += uint32(m)
-                    my_once += m
-                    sb = 0.0
-                    if weighted:
-                        sb = wc2[q - 1]
-                        if j > cs2[b]:
-                            sb -= wc2[j - 1]
-                        whist[bb * uint32(TH) + tcol] += wa * sb
-                    if mean:
-                        ex = ax - cen2[0, b]
-                        ey = ay - cen2[1, b]
-                        ez = az - cen2[2, b]
-                        dc = _dadd(_dadd(_dmul(ex, ex), _dmul(ey, ey)), _dmul(ez, ez))
-                        th = 2.0 * math.asin(0.5 * math.sqrt(dc))
-                        lt = math.log(th) if th > 0.0 else -math.inf
-                        f = wa * sb if weighted else float64(m)
-                        thist[bb * uint32(TH) + tcol] += f * th
-                        lhist[bb * uint32(TH) + tcol] += f * lt
-                elif dec == slop_.EXACT:
-                    for jj in range(j, q):
-                        xj = x2[0, jj]
-                        yj = x2[1, jj]
-                        zj = x2[2, jj]
-                        wj = w2[jj] if weighted else 0.0
-                        # the point alone as a cell (radius: rounding pad only)
-                        dj = slop_.EXACT
-                        if not (auto and a == b):
-                            dj = _decide(ax, ay, az, ra, xj, yj, zj, slop_.RHO_ABS, sE, p64,
-                                         NB, slo, shi, cmin, cmax)
-                        if dj >= 0:
-                            bb = uint32(dj)
-                            hist[bb * uint32(TH) + tcol] += uint32(ni)
-                            my_once += ni
-                            if weighted:
-                                whist[bb * uint32(TH) + tcol] += wa * wj
-                            if mean:
-                                ex = ax - xj
-                                ey = ay - yj
-                                ez = az - zj
-                                dc = _dadd(_dadd(_dmul(ex, ex), _dmul(ey, ey)), _dmul(ez, ez))
-                                th = 2.0 * math.asin(0.5 * math.sqrt(dc))
-                                lt = math.log(th) if th > 0.0 else -math.inf
-                                f = wa * wj if weighted else float64(ni)
-                                thist[bb * uint32(TH) + tcol] += f * th
-                                lhist[bb * uint32(TH) + tcol] += f * lt
-                            continue
-                        if dj == slop_.SKIP:
-                            continue
-                        # auto: only i < jj (items start at their chunk, so jj - i0 >= 0)
-                        kend = uint32(max(0, min(ni, jj - i0)) if auto else ni)
-                        k = uint32(0)
-                        while k < kend:
-                            dx = sx[k] - xj
-                            dy = sy[k] - yj
-                            dz = sz[k] - zj
-                            d = _dadd(_dadd(_dmul(dx, dx), _dmul(dy, dy)), _dmul(dz, dz))
-                            if d < emax:
-                                e = count_le(sE, d)
-                                if e >= uint32(1):
-                                    bb = e - uint32(1)
-                                    hist[bb * uint32(TH) + tcol] += uint32(1)
-                                    if weighted:
-                                        whist[bb * uint32(TH) + tcol] += sw[k] * wj
-                                    if mean:
-                                        th = 2.0 * math.asin(0.5 * math.sqrt(d))
-                                        lt = math.log(th) if th > 0.0 else -math.inf
-                                        if weighted:
-                                            th *= sw[k] * wj
-                                            lt *= sw[k] * wj
-                                        thist[bb * uint32(TH) + tcol] += th
-                                        lhist[bb * uint32(TH) + tcol] += lt
-                            k += uint32(1)
-                j = q
-            if jack:
-                li = items[it, 4]
-                lj = items[it, 5]
-                last = it + 1 == it1
-                if not last:
-                    last = items[it + 1, 4] != li or items[it + 1, 5] != lj
-                if last:                      # same decision in every thread
-                    flush(hist, whist, thist, lhist, t, (li * nreg + lj) * NB, cnt, wsum, rc,
-                          rw, tsum, lsum)
-        if not jack:
-            flush(hist, whist, thist, lhist, t, 0, cnt, wsum, rc, rw, tsum, lsum)
-        if my_once != 0:
-            cuda.atomic.add(once, 0, my_once)
 
     return kernel
