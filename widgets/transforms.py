@@ -44,8 +44,8 @@ from sphgpu import master
 from sphgpu.data import planck2018_cl
 
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
-                    default_backend, first_call, fmt_call_seconds, is_int, is_real, new_figure, numbers_html,
-                    show_figure, toggle_buttons, unknown_backend)
+                    default_backend, first_call, fmt_call_seconds, is_int, is_real, new_figure,
+                    numbers_html, show_figure, toggle_buttons, unknown_backend)
 from .plots import (bandpower_plot, coupling_image, gnomview, mollview, mollweide_x,
                     spectrum_plot)
 
