@@ -417,6 +417,8 @@ def master_montecarlo_page() -> list[str]:
 
 
 def bin_slop_page() -> list[str]:
+    if not BIN_SLOP:
+        return []
     out = section("Approximate counts (bin_slop)", "^")
     out += ["``benchmarks/tpacf_bin_slop.py``: an auto count (RR) of uniform full-sky points in "
            "20 log bins 2.5′-250′, ``pair_counts(..., bin_slop=s)`` from NumPy (median), s = 0 "

@@ -155,9 +155,10 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
     nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     impl = backends.load("tpacf", backend)
-    if s is not None and not getattr(impl, "BIN_SLOP", False):
-        raise ValueError(f"bin_slop={bin_slop!r}: this backend counts exactly only; use "
-                         "backend='cpu' or 'cuda' for approximate counts (or bin_slop=0)")
+    if not getattr(impl, "BIN_SLOP", False):
+        # an exact count is within every bound bin_slop states; on the GPU the exact kernel
+        # beat an approximate one at every size tried (benchmarks/tpacf_bin_slop.py)
+        s = None
     if precision is None:
         precision = impl.DEFAULT_PRECISION
     if precision not in impl.PRECISIONS:
@@ -317,16 +318,17 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         Say when a count is split to fit the budget (True: a line on stdout).
     bin_slop : float >= 0, optional
         None or 0 (default): exact counts. s > 0: approximate counts, as TreeCorr's
-        ``bin_slop``, on "cpu" and "cuda" ("reference" raises ValueError): pairs of small
-        sky cells whose whole range of separations fits their bin up to the slop are
-        counted at once. With u = ln(theta) for log bins (theta otherwise) and Delta the bin
+        ``bin_slop``, on "cpu": pairs of small sky cells whose whole range of separations
+        fits their bin up to the slop are counted at once. "cuda" and "reference" count
+        exactly whatever the slop (an exact count is within the bound below; on the GPU the
+        exact count is the faster one). With u = ln(theta) for log bins (theta otherwise) and Delta the bin
         width in u (:func:`sphgpu.tpacf.slop.bin_width`), bin k counts every pair inside it
         except that pairs within s * Delta of its edges, inside or outside, may be counted
         there or not: exact(k) - N_in(k) <= counts[k] <= exact(k) + N_out(k), N_in/N_out the
         pairs inside/outside bin k within s * Delta of its edges (weights likewise). With
-        s <= 1 a pair moves at most to a neighbouring bin. "cpu" and "cuda" take the same
-        decisions and give equal counts; float64 arithmetic whatever ``precision``.
-        :attr:`PairCounts.pairs_at_once` says how many pairs were counted at once.
+        s <= 1 a pair moves at most to a neighbouring bin. Float64 arithmetic whatever
+        ``precision``. :attr:`PairCounts.pairs_at_once` says how many pairs were counted at
+        once (0 for an exact count).
 
     Returns
     -------
