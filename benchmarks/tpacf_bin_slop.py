@@ -1,7 +1,10 @@
 """Approximate pair counts (``bin_slop``): sphgpu against its exact counts and TreeCorr's
 default bin_slop.
 
-Run on the GPU machine:
+The approximate mode runs on the cpu backend; "cuda" counts exactly whatever the slop (its
+exact kernel beat an approximate one, see sphgpu.tpacf.pair_counts), so on the GPU machine
+this compares the GPU's exact count with TreeCorr's approximate one and the host's
+approximate one (--backend cpu):
     python benchmarks/tpacf_bin_slop.py --out benchmarks/results
 Small CPU run (a minute; 2x10^4 and 6x10^4 points on a 20 x 20 degree patch, dense enough
 for cells to be counted at once, where the same numbers over the full sky are counted exactly):
