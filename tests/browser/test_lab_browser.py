@@ -299,7 +299,13 @@ def _transform_panel(page, panel, nside):
     shown = Shown(page, panel)
 
     def ratio_ok():
-        value = float(_row(shown.numbers(), "⟨C_hat / C b²⟩").split()[0])
+        row = _row(shown.numbers(), "⟨C_hat / C b²⟩")
+        if "not an estimate" in row:
+            # a pinned lmax at or above 3 nside after the nside moved down: the panel says
+            # that the power above aliases instead of giving a ratio to 1
+            assert "alias" in row, row
+            return
+        value = float(row.split()[0])
         assert 0.8 <= value <= 1.25, shown.numbers()
 
     ratio_ok()
@@ -317,6 +323,11 @@ def _transform_panel(page, panel, nside):
         shown.move(action, changes)
         assert "μK" in shown.numbers() and not shown.message()
         ratio_ok()
+    # the cut sky: decoupled bandpowers of a galactic cut, then the full sky again
+    shown.move(_toggle(panel, "mask", "galactic"), ("image", "numbers"))
+    assert " ± " in _row(shown.numbers(), "TT decoupled: ⟨C_b / binned input⟩")
+    shown.move(_toggle(panel, "mask", "none"), ("image", "numbers"))
+    assert "TT decoupled" not in shown.numbers()
     assert _row(shown.numbers(), "backend") == "reference"
     assert _row(shown.numbers(), "map rms (Q)").endswith("μK")
     assert _row(shown.numbers(), "nside / pixels").startswith(f"{nside} / {12 * nside**2:,} ")
