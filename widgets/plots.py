@@ -306,7 +306,7 @@ def coupling_image(ax, matrix, *, decades=6.0):
 
 
 def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$",
-                   pseudo=None, log=False):
+                   binned=None, log=False):
     """Decoupled bandpowers against the binned input, as D_b = l(l+1)C_b/2pi at each bin's
     effective multipole.
 
@@ -319,18 +319,19 @@ def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$"
         The binned input (what the bandpowers estimate) and the bandpowers, raw C_b (μK²).
     label : str
         Legend entry of the bandpowers.
-    pseudo : ndarray, shape (lmax + 1,), optional
-        A pseudo-spectrum C_l (μK², from l = 0) drawn as a thin line for comparison.
+    binned : ndarray, shape (nbins,), optional
+        The input averaged over each bin alone (``Bins.bin_cell``, μK²), a thin line: where the
+        expected bandpowers leave it, the bandpower windows mix in other bins or spectra (the
+        E-to-B leakage of standard B on a cut sky).
     log : bool
         Symmetric-log y axis (EE, BB: decades apart, and a bandpower may be negative).
     """
     lb = np.asarray(ell_eff, dtype=np.float64)
     db = lb * (lb + 1) / (2 * np.pi)
-    if pseudo is not None:
-        ell = np.arange(2, len(pseudo))
-        ax.plot(ell, ell * (ell + 1) / (2 * np.pi) * np.asarray(pseudo)[2:], color="0.6",
-                lw=1, label=r"pseudo-$C_\ell$ of the masked sky")
-    ax.plot(lb, db * expected, "ks", ms=6, mfc="none", label="binned input × beam")
+    if binned is not None:
+        ax.plot(lb, db * np.asarray(binned), color="0.6", lw=1, label="input × beam, binned")
+    ax.plot(lb, db * expected, "ks", ms=6, mfc="none",
+            label="expected (input × beam through the windows)")
     ax.plot(lb, db * bandpowers, "o", ms=4, color="#2166ac", label=label)
     if log:
         pos = np.abs(db * np.asarray(expected))

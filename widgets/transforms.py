@@ -123,6 +123,8 @@ class TransformResult:
     bandpowers: np.ndarray | None = None  # (3, nbins) decoupled TT, EE, BB, muK^2
     expected: np.ndarray | None = None    # (3, nbins) the input times b_l^2 through the
     #                                       workspaces' bandpower windows (bin_theory), muK^2
+    binned: np.ndarray | None = None      # (3, nbins) the input times b_l^2 averaged over each
+    #                                       bin alone (Bins.bin_cell), muK^2
     coupling: dict | None = None          # spectrum -> (held_lmax+1,)*2 block M[l, l'] coupling
     #                                       it to itself ("00", "++", "++" or pure "pp")
     purified: bool = False     # BB is the pure-B estimate (Smith 2006)
@@ -201,8 +203,9 @@ class TransformResult:
     def decoupled_ratio_of(self, spec: str = "TT") -> tuple[float, float]:
         """(ratio, sigma): the mode-weighted (sum over the bin of 2l+1) mean of decoupled /
         expected over :meth:`decoupled_bins_of`, and its cosmic variance on the cut sky,
-        sigma = sqrt(2 / (fsky_eff sum (2l+1))) (an approximation: the bins' correlations are
-        left out); (nan, nan) without bandpowers or bins."""
+        sigma = sqrt(2 / (fsky_eff sum (2l+1))) (an approximation: the bins' correlations and
+        the scatter that leaked E adds to standard B are left out); (nan, nan) without
+        bandpowers or bins."""
         keep = self.decoupled_bins_of(spec)
         if keep.size == 0:
             return (math.nan, math.nan)
@@ -233,7 +236,8 @@ class TransformResult:
                         "; standard B: MASTER takes the leaked E out of its mean, not out of "
                         "its scatter (tick purify B)")
             rows.append((f"{label}, ℓ {int(e[keep[0]])}–{int(e[keep[-1] + 1] - 1)}",
-                         f"{ratio:.3f} ± {sigma:.3f} (cosmic variance on the cut sky{what})"))
+                         f"{ratio:.3f} ± {sigma:.3f} (≈ cosmic variance of the cut sky: a full "
+                         f"sky's over w2²/w4, leakage and bin correlations left out{what})"))
         if self.bandpower_note:
             rows.append(("note", self.bandpower_note))
         return rows
@@ -623,6 +627,7 @@ class TransformModel(PanelModel):
             notes.append(f"no decoupled bandpowers: {exc}")
             return dict(out, bandpower_note="; ".join(notes))
         return dict(out, bins=bins, bandpowers=np.stack([tt, pol[0], pol[3]]),
+                    binned=bins.bin_cell(cl_model[:3, :lb + 1]),
                     expected=np.stack([ws00.bin_theory(cl_model[0, :lb + 1]),
                                        expected_pol[0], expected_pol[3]]),
                     coupling=blocks, purified=pure, bandpower_note="; ".join(notes))
@@ -725,13 +730,13 @@ class TransformModel(PanelModel):
         gs = fig.add_gridspec(2 if cut else 1, 3, width_ratios=[1.5, 0.95, 1.15])
         ax = fig.add_subplot(gs[0, 0], projection="mollweide")
         sky = r.map
-        if r.window is not None:
-            # the cut sky as the bandpowers see it: the map times the window, grey where 0
-            sky = np.where(r.window > 0, sky * r.window, sphgpu.UNSEEN)
         vmax = 3 * _seen_rms(sky) or 1.0
         geom = sphgpu.RingGeometry.healpix(r.nside)
         style = dict(cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-        mesh = mollview(sky, geom, ax, **style)
+        # the cut sky as the bandpowers see it: the map times the window, grey where 0 (the
+        # zoom keeps the whole map: its default centre lies in any galactic cut)
+        mesh = mollview(sky if r.window is None else
+                        np.where(r.window > 0, sky * r.window, sphgpu.UNSEEN), geom, ax, **style)
         ax.plot(mollweide_x(self.zoom_lon), np.deg2rad(self.zoom_lat), "s", mfc="none",
                 mec="k", ms=9, mew=1.5)
         fig.colorbar(mesh, ax=ax, orientation="horizontal", shrink=0.6, pad=0.04,
@@ -775,7 +780,8 @@ class TransformModel(PanelModel):
         i = BANDPOWER_SPECTRA.index(spec)
         kind = ("pure B" if r.purified else "standard B") if spec == "BB" else "MASTER"
         bandpower_plot(bx, r.bins.ell_eff, r.expected[i], r.bandpowers[i],
-                       label=f"decoupled {spec} ({kind})", log=spec != "TT")
+                       label=f"decoupled {spec} ({kind})", binned=r.binned[i],
+                       log=spec != "TT")
         ratio, sigma = r.decoupled_ratio_of(spec)
         shown = "" if spec == r.spectrum else f" (no {r.spectrum} bandpowers: TT shown)"
         bx.set_title(f"{spec} bandpowers of the cut sky ({r.mask}){shown}: "
