@@ -212,3 +212,27 @@ def test_cut_sky_interactions_answer_within_the_budget():
                            (p.fwhm, 30.0)]:
         seconds = timed(lambda: setattr(control, "value", value))
         assert seconds < 1.5 * INTERACTION_BUDGET_S, (control.description, value, seconds)
+
+
+def test_cut_sky_controls_moved_while_waiting_for_run_change_the_note():
+    p = transform_panel(nside=16, backend="cpu", live_max_nside=16)
+    p.nside.value = 32
+    for control, value, words in [(p.mask, "galactic", "mask galactic"),
+                                  (p.bin_width, 4, "bins of 4 ℓ"),
+                                  (p.purify, True, "purify B on")]:
+        before = p.message.value
+        control.value = value
+        assert words in p.message.value and "press Run" in p.message.value, control.description
+        assert p.message.value != before and png(p.figure) is None
+    p.run_button.click()
+    r = p.model.result
+    assert r.purified and r.bins.edges[1] - r.bins.edges[0] == 4 and "galactic" in r.mask
+
+
+def test_a_bad_mask_given_to_the_panel_is_its_message():
+    p = transform_panel(nside=16, backend="cpu", mask="galaxy", bin_width=500)
+    assert "mask must be one of" in p.message.value and png(p.figure) is None
+    p.mask.value = "galactic"                     # the control's value replaces it
+    assert "bin width must be a whole number" in p.message.value
+    p.bin_width.value = 8
+    assert p.message.value == "" and p.model.result.bandpowers is not None
