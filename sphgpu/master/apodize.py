@@ -9,8 +9,8 @@ nearest masked pixel (mask value 0), theta_* the apodization scale and
     C2: f = (1 - cos(pi x)) / 2         for x < 1, else 1.
 
 "Smooth": every pixel within 2.5 theta_* of a masked pixel is masked, the result is smoothed
-with a Gaussian of standard deviation theta_*, and the pixels masked at the start are set to 0
-again.
+with a Gaussian of standard deviation theta_*, the pixels masked at the start are set to 0
+again, and the smoothing's slight ringing below 0 is cut at 0.
 
 Distances are between HEALPix pixel centres (RING order), found with a k-d tree of the masked
 pixels' unit vectors (chord distance d, theta = 2 asin(d / 2)).
@@ -114,6 +114,9 @@ def apodize_mask(mask, aposize_deg: float, *, apotype: str = "C1", backend: str 
         out = np.asarray(smoothing(grown, sigma=theta_s, pol=False, backend=backend),
                          dtype=np.float64)
         out[m <= 0] = 0.0
+        # a band-limited Gaussian rings slightly below 0 beside sharp edges (-1e-3 for WMAP's
+        # mask at nside 16, 5 deg); a mask must be >= 0 for coupling_matrix and pure B
+        np.maximum(out, 0.0, out=out)
         return out
     dist = distance_to_masked(m, theta_s)
     x = np.sqrt((1.0 - np.cos(np.minimum(dist, math.pi))) / (1.0 - math.cos(theta_s)))

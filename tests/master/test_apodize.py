@@ -82,3 +82,16 @@ def test_bad_input_is_named():
         apodize_mask(np.ones(100), 5.0)
     with pytest.raises(ValueError, match="mask must be non-negative"):
         apodize_mask(-m, 5.0)
+
+
+def test_smooth_apodization_of_a_real_mask_is_never_negative():
+    """The smoothing rings below 0 beside WMAP's point-source holes; the mask stays >= 0 and
+    is accepted by coupling_matrix."""
+    from sphgpu.io import wmap_mask
+    from sphgpu.master import coupling_matrix
+    from sphgpu.pixelfunc import ud_grade
+
+    mask = (ud_grade(wmap_mask(), 16) >= 0.5).astype(np.float64)
+    got = apodize_mask(mask, 5.0, apotype="Smooth", backend="cpu")
+    assert got.min() >= 0.0 and got.max() > 0.5
+    coupling_matrix(got, 20, spins=(0, 0))
