@@ -27,7 +27,7 @@ import numpy as np
 from . import budget, exact, slop as slop_
 from .grid import build_plan, chunks_of, unit_weights
 from .reference import RawCounts
-from .sky import pool
+from .sky import _add, _mul, pool
 
 __all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION", "BIN_SLOP", "cell_geometry"]
 
@@ -155,18 +155,7 @@ def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, a
     return nref
 
 
-@numba.njit(inline="always")
-def _mul(a, b):
-    return a * b
-
-
-@numba.njit(inline="always")
-def _add(a, b):
-    return a + b
-
-
-# host twins of the device functions of sphgpu.tpacf.slop (Numba does not contract a * b + c
-# into an FMA without fastmath, so these give the GPU's bits)
+# the cell geometry and decisions of sphgpu.tpacf.slop, compiled for the host
 _cell = slop_.geometry_math(numba.njit(inline="always"), _mul, _add)
 _decide = slop_.decision_math(numba.njit(inline="always"), _mul, _add)
 

@@ -39,9 +39,9 @@ backends decide:
   undecided too (and always for an auto count's pairs inside one chunk), counted exactly.
 
 The decision uses only IEEE additions, multiplications and comparisons of float64 values
-(``mul``/``add`` as :mod:`sphgpu.tpacf.sky` gives them: no FMA contraction), and the centres
-and radii are computed by one function compiled for the host and the GPU, so the "cpu" and
-"cuda" backends take the same decisions and give the same counts, integer for integer.
+(``mul``/``add`` as :mod:`sphgpu.tpacf.sky` gives them: no FMA contraction). The "cpu" backend
+counts this way; "cuda" counts exactly whatever the slop (an approximate GPU kernel was slower
+than the exact one: :func:`sphgpu.tpacf.pair_counts`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ __all__ = ["check_bin_slop", "bin_width", "slop_edges", "groups", "density", "Sl
 GROUP_FACTOR = 4.0
 #: Cell (band) height over (1/2 + s) * the bin width in theta at a group's lowest edge.
 #: GROUP_FACTOR and CELL_FRACTION: the fastest of {2, 3, 4} x {0.35, 0.7} on the cpu backend
-#: (6e4 uniform points, 20 log bins 2.5'-250', s = 0.1, 0.5, 1); to be retuned on the GPU
-#: with benchmarks/tpacf_bin_slop.py.
+#: (6e4 uniform points, 20 log bins 2.5'-250', s = 0.1, 0.5, 1; benchmarks/tpacf_bin_slop.py).
 CELL_FRACTION = 0.7
 #: Fewest points a cell should hold on average (from the catalogs' density) for a group of
 #: bins to be counted with slop; sparser groups are counted exactly (cells of a point or less
@@ -206,7 +205,7 @@ def geometry_math(jit, mul, add):
     """``cell(c, xyz, c_start, w, cen, rad, wcum)``: the centre cen[:, c] (mean of the float64
     unit vectors xyz[:, c_start[c]:c_start[c+1]]) and padded radius rad[c] of chunk c, and
     (w of length > 0) wcum[p], the sum of w over the chunk's points up to p inclusive; compiled
-    by ``jit`` with the given float64 ``mul`` and ``add`` (the same bits on host and GPU)."""
+    by ``jit`` with the given float64 ``mul`` and ``add`` (no FMA contraction)."""
 
     @jit
     def cell(c, xyz, c_start, w, cen, rad, wcum):
