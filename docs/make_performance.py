@@ -138,6 +138,8 @@ def newest(results, kind, pick):
 
 # -- rst --------------------------------------------------------------------------------------
 def table(header, rows) -> list[str]:
+    if not rows:                # docutils rejects a list-table with a header only
+        return ["(no rows in this results file)", ""]
     out = [".. list-table::", "   :header-rows: 1", ""]
     for row in [header, *rows]:
         out.append("   * - " + str(row[0]))
@@ -163,7 +165,7 @@ SORT = load(r"sort(_[a-z]+\d+)?\.json")
 TPACF = load(r"tpacf(_[a-z]+\d+)?\.json")
 TPACF_SCALE = load(r"tpacf_scale(_[a-z]+\d+)?\.json")
 CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
-MONTECARLO = load(r"montecarlo(_[a-z0-9]+)*\.json")
+MONTECARLO = load(r"montecarlo(?!_bandpowers)(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
 MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
