@@ -27,6 +27,7 @@ from sphgpu.sims import MonteCarlo, latitude_cut_mask
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
                     default_backend, figure_outputs, fit_descriptions, is_int, is_real,
                     new_figure, numbers_html, toggle_buttons, unknown_backend)
+from .plots import coupling_image
 
 __all__ = ["MonteCarloModel", "MonteCarloSettings", "MonteCarloResult", "MonteCarloPanel",
            "montecarlo_panel"]
@@ -549,8 +550,6 @@ class MonteCarloModel(PanelModel):
         matplotlib.figure.Figure or None
             None without a result.
         """
-        from matplotlib.colors import LogNorm
-
         r = result or self.result
         if r is None or r.nsims == 0:
             return None
@@ -584,15 +583,7 @@ class MonteCarloModel(PanelModel):
         ax.set_ylabel(r"$D_\ell$ [$\mu$K$^2$]")
         ax.legend(fontsize=7)
         if r.coupling is not None:
-            m = np.abs(r.coupling)
-            top = float(m.max())
-            mx.imshow(np.maximum(m, top * 1e-6), norm=LogNorm(top * 1e-6, top),
-                           origin="upper", cmap="magma", interpolation="nearest", aspect="auto")
-            mx.set_xlabel(r"$\ell'$")
-            mx.set_ylabel(r"$\ell$")
-            # no colorbar: a fifth axes made each redraw a quarter slower; the title gives the scale
-            mx.set_title(rf"coupling $|M_{{\ell\ell'}}|$, log {top:.2g}/$10^6$..{top:.2g}",
-                         fontsize=9)
+            coupling_image(mx, r.coupling)
         else:
             mx.set_axis_off()
         if r.bandpowers is not None and r.nsims >= 2:
