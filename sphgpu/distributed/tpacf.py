@@ -170,20 +170,85 @@ def _stripe_task(piece, own, other, bins, n_regions, options, backend):
 
 _RAW = ("counts", "weights", "patch_counts", "patch_weights", "theta_sum", "log_theta_sum",
         "refined", "pairs_compared")
+_PATCH = ("patch_counts", "patch_weights")
 
 
 def _raw_fields(pc):
     """What a stripe returns: the counted fields of a PairCounts (its totals are those of the
-    stripe's catalogs, not of the whole; they are made on the client)."""
-    return {f: getattr(pc, f) for f in _RAW}
+    stripe's catalogs, not of the whole; they are made on the client).
+
+    The per-region arrays (R, R, nbins) go back as the patch pairs that hold a pair, a stripe
+    meets few of R**2 (its regions and their neighbours): ``(shape, a, b, values (m, nbins))``.
+    With 200 regions and 20 bins a dense pair of arrays is 12.8 MB a stripe, which the client
+    would hold for every stripe until the last one finishes."""
+    out = {f: getattr(pc, f) for f in _RAW}
+    pcnt, pw = out["patch_counts"], out["patch_weights"]
+    if pcnt is not None:
+        nz = pcnt.any(axis=2)
+        if pw is not None:
+            nz |= (pw != 0).any(axis=2)
+        a, b = np.nonzero(nz)
+        for f in _PATCH:
+            if out[f] is not None:
+                out[f] = (out[f].shape, a, b, out[f][a, b])
+    return out
+
+
+def _dense(x):
+    """A stripe's per-region field as a dense (R, R, nbins) array (see :func:`_raw_fields`)."""
+    if not isinstance(x, tuple):
+        return x
+    shape, a, b, v = x
+    out = np.zeros(shape, v.dtype)
+    out[a, b] = v
+    return out
 
 
 def _add_raw(parts):
-    out = dict(parts[0])
+    """The sum of the stripes' fields; per-region fields into one dense array each."""
+    out = {f: _dense(parts[0][f]) if f in _PATCH else parts[0][f] for f in _RAW}
     for p in parts[1:]:
         for f in _RAW:
-            out[f] = None if out[f] is None or p[f] is None else out[f] + p[f]
+            if out[f] is None or p[f] is None:
+                out[f] = None
+            elif f in _PATCH and isinstance(p[f], tuple):
+                _, a, b, v = p[f]
+                out[f][a, b] += v           # (a, b) are distinct: np.nonzero made them
+            else:
+                out[f] = out[f] + p[f]
     return out
+
+
+def _progress_hook(progress, what, n):
+    """For ``progress`` a callable(str): ``hook(i)`` gives a done-callback for the future of
+    task i (of ``n``) that calls ``progress("<what>: k of n done")`` when a task finishes
+    (a task run again after a lost worker counts once). None for other ``progress``."""
+    if not callable(progress) or isinstance(progress, bool):
+        return None
+    import threading
+
+    lock, done = threading.Lock(), set()
+
+    def hook(i):
+        def tick(future):
+            if future.status != "finished":
+                return
+            with lock:
+                if i in done:
+                    return
+                done.add(i)
+                k = len(done)
+            progress(f"{what}: {k} of {n} done")
+        return tick
+
+    return hook
+
+
+def _check_progress(progress):
+    if not (isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress must be a bool or a callable(str), got "
+                        f"{type(progress).__name__}")
+    return progress
 
 
 def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress):
@@ -254,13 +319,18 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
             for i, at, own, has_other in slots:
                 futures[i] = (got[at], own, got[at + 1] if has_other else None)
         rk = f"sphgpu-paircount-{uuid.uuid4().hex[:8]}"          # new keys every round
-        return [[client.submit(_stripe_task, futures[i][0], futures[i][1], futures[i][2],
-                               bins, nreg, options, name, resources=resources, key=(rk, i))]
-                for i in todo]
+        out = [[client.submit(_stripe_task, futures[i][0], futures[i][1], futures[i][2],
+                              bins, nreg, options, name, resources=resources, key=(rk, i))]
+               for i in todo]
+        if hook is not None:
+            for i, [f] in zip(todo, out):
+                f.add_done_callback(hook(i))
+        return out
 
     if n == 0:                   # no stripe has points of both catalogs within reach
         return None
-    results = _run_items(client, n, build, progress=progress)
+    hook = _progress_hook(progress, "pair counts, stripes", n)
+    results = _run_items(client, n, build, progress=progress is True)
     try:
         _PIECES[client] = (tuple(None if c is None else weakref.ref(c) for c in cats), key,
                            futures)
@@ -295,13 +365,25 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         Default: the current Dask client.
     backend : {"auto", "cuda", "cpu", "reference"}
         "auto": the GPU workers when there are any.
-    progress : bool
-        Dask's progress bar.
+    progress : bool or callable(str)
+        True: Dask's progress bar over the stripes' tasks. A callable is called with
+        "pair counts, stripes: k of n done" as each stripe's task finishes (from a thread of
+        the client).
 
     Returns
     -------
     PairCounts
         The counts of the whole catalogs, with their ``n1``, ``n2``, ``auto`` and totals.
+
+    Notes
+    -----
+    Memory, with R jackknife regions and B bins: a stripe's task holds its points and halo
+    (about 110 bytes a point prepared, 76 of them on the GPU for "cuda") and the per-region
+    histograms of its count, R * R * B * 16 bytes (int64 counts and float64 weights; the
+    "cpu" backend holds one such pair per thread, the "cuda" one on the GPU), e.g. 12.8 MB
+    for R = 200, B = 20. It sends back only the region pairs its pairs fall in; the client
+    holds those of every stripe and the R * R * B sums (a few region pairs per region and
+    stripe, with compact regions).
 
     Raises
     ------
@@ -322,6 +404,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
                 or nchunks < 1:
             raise ValueError(f"nchunks must be an integer >= 1, got {nchunks!r}")
         nchunks = int(nchunks)
+    _check_progress(progress)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
     raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress)
