@@ -48,6 +48,24 @@ print(cl.shape, 'numba' in sys.modules)
     assert _python(code, NUMBA_ENABLE_CUDASIM=None, SPHGPU_BACKEND="cpu") == "(6, 33) False"
 
 
+def test_coupling_matrices_by_ducc0_load_no_numba():
+    """``from sphgpu import master`` and its ducc0 path need no compiler (notebook 07); the
+    Numba twin and ``wigner3j`` load it on first use."""
+    code = """
+import sys
+import numpy as np
+from sphgpu import master
+mask = np.ones(12 * 8**2)
+mask[:200] = 0.0
+c = master.coupling_matrix(mask, 15, spins="all", backend="cpu")
+print(sorted(c.blocks), 'numba' in sys.modules)
+master.wigner3j(3, 4)
+print('numba' in sys.modules)
+"""
+    assert _python(code, NUMBA_ENABLE_CUDASIM=None).splitlines() == [
+        "['++', '--', '00', '02'] False", "True"]
+
+
 def test_cuda_available_without_a_driver_answers_without_numba():
     code = ("import sys, sphgpu; from sphgpu import backends; "
             "print(backends._no_cuda_driver(), sphgpu.cuda_available(), 'numba' in sys.modules)")

@@ -29,7 +29,16 @@ from .bandpowers import Workspace, bandpowers_spin2, decouple
 from .bins import Bins
 from .coupling import Coupling, coupling_matrix, mask_spectrum
 from .purify import mask_derivatives, pseudo_alm_spin2, pseudo_cl_spin2
-from .wigner import wigner3j
+
+
+def __getattr__(name):
+    # wigner3j is Numba-compiled: imported on first use, so that `from sphgpu import master`
+    # costs a notebook no compiler (about 100 MB) when ducc0 or the GPU does the sums
+    if name == "wigner3j":
+        from .wigner import wigner3j
+
+        return wigner3j
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Bins", "Coupling", "coupling_matrix", "mask_spectrum", "Workspace", "decouple",
            "apodize_mask", "APOTYPES", "wigner3j", "pseudo_alm_spin2", "pseudo_cl_spin2",

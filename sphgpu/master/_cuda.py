@@ -17,8 +17,8 @@ from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
 from .._device import device_constant as _const
 from .._validate import is_device_array
-from . import wigner
 from ._cuda_kernels import coupling_kernel
+from .coupling import BLOCKS
 
 __all__ = ["ACCEPTS_DEVICE_ARRAYS", "THREADS_PER_BLOCK", "coupling_blocks"]
 
@@ -52,7 +52,7 @@ def coupling_blocks(wl, lmax: int, blocks: tuple, *, tpb: int | None = None):
     tpb = int(tpb or THREADS_PER_BLOCK)
     n = lmax + 1
     out = xp.empty((len(blocks), n, n), dtype=np.float64)
-    slots = _const(np.array([blocks.index(b) if b in blocks else -1 for b in wigner.BLOCKS],
+    slots = _const(np.array([blocks.index(b) if b in blocks else -1 for b in BLOCKS],
                             dtype=np.int64))
     spin2 = any(b != "00" for b in blocks)
     grid = ((n + tpb - 1) // tpb, n)

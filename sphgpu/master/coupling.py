@@ -41,11 +41,13 @@ import numpy as np
 from .. import backends
 from .._validate import check_int, is_device_array
 from ..sht import anafast
-from .wigner import BLOCKS
 
 __all__ = ["Coupling", "coupling_matrix", "mask_spectrum", "pure_ratio", "require_apodized",
-           "SPIN_PAIRS", "PURE_BLOCKS"]
+           "BLOCKS", "SPIN_PAIRS", "PURE_BLOCKS"]
 
+#: the coupling blocks, in the order every backend returns them (and
+#: :func:`sphgpu.master.wigner.pair_sums` sums them)
+BLOCKS = ("00", "02", "++", "--")
 #: the spin pairs and the blocks each needs; "all" asks for every block at once
 SPIN_PAIRS = {(0, 0): ("00",), (0, 2): ("02",), (2, 0): ("02",), (2, 2): ("++", "--"),
               "all": BLOCKS}

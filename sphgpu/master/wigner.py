@@ -38,10 +38,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-__all__ = ["BLOCKS", "recurrence_step", "pair_sums", "wigner3j_row", "wigner3j"]
-
-#: the coupling blocks, in the order every backend returns them
-BLOCKS = ("00", "02", "++", "--")
+__all__ = ["recurrence_step", "pair_sums", "wigner3j_row", "wigner3j"]
 
 _BIG = 2.0 ** 600          # rescaling threshold and factor: powers of two, so rescaling is exact
 _SMALL = 2.0 ** -600
