@@ -35,7 +35,7 @@ __all__ = [
     # warm-up of every worker at once
     "warmup",
     # pair counts
-    "pair_counts", "pair_counts_many",
+    "pair_counts", "pair_counts_many", "CatalogFiles",
     # convolution
     "convolve", "convolve_many",
     "partition",
@@ -49,7 +49,7 @@ _LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "anafast_
                                         "alm2cl_many", "to_workers", "alm2map", "map2alm",
                                         "WorkersLostError")})
 _LAZY["warmup"] = "warm"
-_LAZY.update({name: "tpacf" for name in ("pair_counts", "pair_counts_many")})
+_LAZY.update({name: "tpacf" for name in ("pair_counts", "pair_counts_many", "CatalogFiles")})
 # the module is "convolution": a submodule named "convolve" would shadow the function
 _LAZY.update({name: "convolution" for name in ("convolve", "convolve_many")})
 

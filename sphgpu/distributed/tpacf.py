@@ -20,6 +20,16 @@ catalogs sends each random catalog to one worker and counts there: one task per 
 counts all the catalogs that worker holds (a call costs one task per worker, not one per
 catalog: with GPU tasks of ~20 ms, Dask's few ms per task were a large share).
 
+Memory: the client of a split count of arrays holds the catalogs and, while it sends them,
+the stripes' copies (about 1 + the halo fraction of them: 16 bytes a point, 32 with weights
+and labels), so the largest catalog it can count is about a third of its memory; each worker
+holds its stripes. Catalogs on disk (:class:`CatalogFiles`) are never held by the client: the
+workers read blocks of :data:`BLOCK_ROWS` rows for the totals and the stripe model, and each
+stripe's task reads its own rows and halo (every block's Dec, and the other columns of blocks
+holding some of its rows: the stripes of a catalog in random order read it whole, once each),
+so a worker holds one stripe and one block. A stripe's task sends back only the jackknife
+region pairs its pairs fall in.
+
 :class:`~sphgpu.tpacf.Catalog` objects stay on the workers after a call: the client's next
 call, given the same objects, finds them there (with the sorted copies the workers made) and
 sends nothing; they are released when a call sends other catalogs. Arrays, or ``(ra, dec)``
@@ -42,7 +52,7 @@ from . import cluster as _cluster
 from .partition import declination_stripes, stripe_members
 from .sht import _eligible, _run_items
 
-__all__ = ["pair_counts", "pair_counts_many"]
+__all__ = ["pair_counts", "pair_counts_many", "CatalogFiles"]
 
 
 def _count_task(c1, s1, c2, s2, same, bins, n_regions, options, backend):
@@ -352,15 +362,25 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     again (and the same bins and ``nchunks``), a call finds the prepared stripes on the
     workers and sends nothing.
 
+    Catalogs on disk (:class:`CatalogFiles`, as ``ra1`` and, for a cross count, ``dec1``,
+    as Catalog objects are given) are read by the workers alone: blocks of rows are checked
+    and summed there (the totals, the largest label, a sample for the stripe model), the
+    client cuts the stripes from the samples, and each stripe's task reads its own rows and
+    halo from the files. Counts equal those of the same catalogs in memory as integers
+    (weighted totals to rounding: they are summed by blocks). Nothing is kept for a next
+    call: each call reads its rows again.
+
     Parameters
     ----------
     ra1, dec1, ra2, dec2, bins, weights1, weights2, labels1, labels2, n_regions, mean_theta, max_device_bytes
         As in :func:`sphgpu.tpacf.pair_counts` (degrees; ``max_device_bytes`` applies to each
-        task's count, which splits itself to fit).
+        task's count, which splits itself to fit); ``ra1``/``dec1`` may be CatalogFiles.
     nchunks : int, optional
         Stripes (tasks); default: the number of workers that run the tasks, one stripe of
-        equal estimated work each. More stripes hold fewer points each (catalogs too large
-        for one device), at the cost of more halo points.
+        equal estimated work each (for CatalogFiles at least one stripe per
+        :data:`FILE_STRIPE_POINTS` points of the catalogs). More stripes hold fewer points
+        each (catalogs too large for one device), at the cost of more halo points (and, for
+        files, one more read of the Dec column per stripe).
     client : distributed.Client, optional
         Default: the current Dask client.
     backend : {"auto", "cuda", "cpu", "reference"}
@@ -397,14 +417,28 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
 
     client = _cluster.get_client(client)
     bins = _check_bins(bins)
-    cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
-    nreg = _regions(cat1, cat2, n_regions)
     if nchunks is not None:
         if isinstance(nchunks, bool) or not isinstance(nchunks, (int, np.integer)) \
                 or nchunks < 1:
             raise ValueError(f"nchunks must be an integer >= 1, got {nchunks!r}")
         nchunks = int(nchunks)
     _check_progress(progress)
+    if isinstance(ra1, CatalogFiles) or isinstance(dec1, CatalogFiles):
+        if not isinstance(ra1, CatalogFiles) or not (dec1 is None
+                                                      or isinstance(dec1, CatalogFiles)):
+            raise TypeError("catalogs on disk are counted with each other: give ra1 (and "
+                            "dec1 for a cross count) as CatalogFiles, got "
+                            f"{type(ra1).__name__} and {type(dec1).__name__}")
+        for nm, v in (("ra2", ra2), ("dec2", dec2), ("weights1", weights1),
+                      ("weights2", weights2), ("labels1", labels1), ("labels2", labels2)):
+            if v is not None:
+                raise TypeError(f"{nm} must be None when catalogs are given as CatalogFiles "
+                                "(their weights and labels are columns of the files)")
+        options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
+        return _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
+                           progress)
+    cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
+    nreg = _regions(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
     raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress)
@@ -502,3 +536,440 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
 
 def _is_future(x):
     return type(x).__name__ == "Future" and hasattr(x, "key")
+
+
+# ----------------------------------------------------------------------------- catalogs on disk
+#: rows a worker reads at a time from a catalog on disk (32 MB a float64 column): what a task
+#: holds beyond the points it keeps
+BLOCK_ROWS = 2**22
+#: default most points (own and halo) of one stripe of a catalog on disk: about 3.5 GB of host
+#: memory on its worker and 2.5 GB prepared on its GPU; more stripes are made past it
+FILE_STRIPE_POINTS = 2**25
+
+
+class CatalogFiles:
+    """A catalog stored on disk that Dask workers read, each the rows it needs; the client
+    never opens the files (a cluster whose workers see them elsewhere works).
+
+    Two layouts, both read by rows without loading a whole column:
+
+    * one ``.npy`` file per column (``CatalogFiles(ra="ra.npy", dec="dec.npy")``), memory-mapped
+      by the workers: the simplest to write (``numpy.save``) and the fastest to read;
+    * an uncompressed FITS binary table (``CatalogFiles.fits(path, ra="RA", dec="DEC")``),
+      memory-mapped through astropy (:func:`sphgpu.io.fitsfile.open_fits`).
+
+    Give it to :func:`pair_counts` in place of arrays: workers read blocks of
+    :data:`BLOCK_ROWS` rows, check them (as :class:`~sphgpu.tpacf.Catalog` does) and sum
+    what the totals need; each stripe's task then reads the rows of its stripe and halo.
+
+    Parameters
+    ----------
+    ra, dec : str or os.PathLike
+        ``.npy`` files of 1-D arrays of real numbers, degrees (as :class:`Catalog`).
+    weights : str or os.PathLike, optional
+        ``.npy`` file of the weights (real numbers).
+    labels : str or os.PathLike, optional
+        ``.npy`` file of the jackknife labels (integers >= 0).
+
+    Raises
+    ------
+    TypeError
+        For an argument that is not a path.
+    ValueError
+        For a name that does not end in ``.npy``. (The files themselves are opened on the
+        workers: a missing file, a wrong shape or bad values raise there, naming the file.)
+    """
+
+    def __init__(self, ra, dec, *, weights=None, labels=None):
+        cols = {"ra": ra, "dec": dec, "weights": weights, "labels": labels}
+        self.kind = "npy"
+        self.path = None
+        self.hdu = None
+        self.columns = {}
+        for name, p in cols.items():
+            if p is None and name in ("weights", "labels"):
+                continue
+            p = _path(name, p)
+            if not p.lower().endswith(".npy"):
+                raise ValueError(f"{name}={p!r}: CatalogFiles reads .npy files (one per "
+                                 "column; use CatalogFiles.fits for a FITS table)")
+            self.columns[name] = p
+
+    @classmethod
+    def fits(cls, path, *, ra="RA", dec="DEC", weights=None, labels=None, hdu=1):
+        """A catalog in an uncompressed FITS binary table (column names match exactly, else
+        ignoring case).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The ``.fits`` file (not ``.gz``: a compressed file cannot be read by rows).
+        ra, dec : str
+            Columns of RA and Dec in degrees.
+        weights, labels : str, optional
+            Columns of weights and of integer jackknife labels.
+        hdu : int
+            The table's HDU.
+
+        Returns
+        -------
+        CatalogFiles
+        """
+        path = _path("path", path)
+        if path.lower().endswith((".gz", ".fz", ".bz2", ".zip")):
+            raise ValueError(f"path={path!r}: a compressed FITS file cannot be read by rows; "
+                             "decompress it first")
+        if isinstance(hdu, bool) or not isinstance(hdu, (int, np.integer)) or hdu < 0:
+            raise ValueError(f"hdu must be an integer >= 0, got {hdu!r}")
+        self = cls.__new__(cls)
+        self.kind, self.path, self.hdu = "fits", path, int(hdu)
+        self.columns = {}
+        for name, c in (("ra", ra), ("dec", dec), ("weights", weights), ("labels", labels)):
+            if c is None and name in ("weights", "labels"):
+                continue
+            if not isinstance(c, str):
+                raise TypeError(f"{name} must be a column name (str), got {type(c).__name__}")
+            self.columns[name] = c
+        return self
+
+    @property
+    def has_weights(self) -> bool:
+        """Whether the catalog has a weights column."""
+        return "weights" in self.columns
+
+    @property
+    def has_labels(self) -> bool:
+        """Whether the catalog has a jackknife labels column."""
+        return "labels" in self.columns
+
+    def __repr__(self):
+        where = self.path if self.kind == "fits" else self.columns["ra"]
+        return f"CatalogFiles({self.kind}: {where}, columns {sorted(self.columns)})"
+
+    def __eq__(self, other):
+        return isinstance(other, CatalogFiles) and (self.kind, self.path, self.hdu,
+                                                    self.columns) == (
+            other.kind, other.path, other.hdu, other.columns)
+
+    def __hash__(self):
+        return hash((self.kind, self.path, self.hdu, tuple(sorted(self.columns.items()))))
+
+
+def _path(name, p):
+    import os
+
+    if not isinstance(p, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(p).__name__}")
+    return os.path.abspath(os.fspath(p))
+
+
+class _Reader:
+    """On a worker: the columns of a CatalogFiles, memory-mapped; ``rows(a, b, names)`` reads
+    rows [a, b) of some of them as checked native arrays (float64; labels int64)."""
+
+    def __init__(self, files):
+        import contextlib
+
+        self.files, self.stack = files, contextlib.ExitStack()
+        if files.kind == "npy":
+            self.cols = {}
+            for name, p in files.columns.items():
+                import os
+
+                if not os.path.exists(p):
+                    raise FileNotFoundError(f"{name}={p!r}: no such file (read on a worker)")
+                try:
+                    a = np.load(p, mmap_mode="r", allow_pickle=False)
+                except ValueError as exc:
+                    raise ValueError(f"{name}={p!r} is not a .npy array file: {exc}") from None
+                self.cols[name] = (a, repr(p))
+        else:
+            from ..io.fitsfile import open_fits
+            from ..tpacf.catalog import _column
+
+            f = self.stack.enter_context(open_fits(files.path, memmap=True, name="path"))
+            if files.hdu >= len(f):
+                raise ValueError(f"path={files.path!r} has no HDU {files.hdu}")
+            data = f[files.hdu].data
+            names = list(getattr(getattr(data, "columns", None), "names", None) or [])
+            if not names:
+                raise ValueError(f"path={files.path!r}: HDU {files.hdu} is not a table")
+            self.cols = {}
+            for name, c in files.columns.items():
+                k = _column(c, names)
+                if k is None:
+                    raise ValueError(f"column {c!r} not found in {files.path} (HDU "
+                                     f"{files.hdu}); columns are {names}")
+                self.cols[name] = (data.field(names[k]), f"column {c!r} of {files.path}")
+        sizes = {name: a.shape for name, (a, _) in self.cols.items()}
+        for name, (a, shown) in self.cols.items():
+            if a.ndim != 1:
+                raise ValueError(f"{shown} must be 1-D, got shape {a.shape}")
+            kinds = "iu" if name == "labels" else "fiu"
+            if a.dtype.kind not in kinds:
+                want = "integers" if name == "labels" else "real numbers"
+                raise TypeError(f"{shown} must hold {want}, got dtype {a.dtype}")
+        if len(set(sizes.values())) != 1:
+            raise ValueError(f"the columns of {files!r} differ in length: {sizes}")
+        self.size = int(sizes["ra"][0])
+        if self.size == 0:
+            raise ValueError(f"{files!r} is empty: a catalog needs at least one point")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cols = None
+        self.stack.close()
+
+    def rows(self, a, b, names):
+        out = {}
+        for name in names:
+            if name not in self.cols:
+                out[name] = None
+                continue
+            col, shown = self.cols[name]
+            v = np.asarray(col[a:b])
+            if name == "labels":
+                v = v.astype(np.int64)
+                if v.size and (v.min() < 0 or v.max() >= 2**31):
+                    raise ValueError(f"{shown} must hold labels in [0, 2**31), got values "
+                                     f"from {v.min()} to {v.max()} (rows {a}:{b})")
+            else:
+                v = np.ascontiguousarray(v, dtype=np.float64)
+                if not np.isfinite(v).all():
+                    raise ValueError(f"{shown} contains NaN or infinite values (rows {a}:{b})")
+                if name == "dec" and v.size and (v.min() < -90.0 or v.max() > 90.0):
+                    raise ValueError(f"{shown} must be in [-90, 90] degrees, got values from "
+                                     f"{v.min()} to {v.max()} (rows {a}:{b})")
+            out[name] = v
+        return out
+
+
+def _file_size(files):
+    """On a worker: the number of rows of a CatalogFiles (its files checked)."""
+    with _Reader(files) as r:
+        return r.size
+
+
+def _file_summary(files, start, stop, step):
+    """On a worker: rows [start, stop) of ``files`` checked, and what the client needs of
+    them: ``n`` points, ``nobj`` of non-zero weight, per label (when labelled) the points of
+    non-zero weight, sums of w and of w**2, the sums of w and w**2 over all, the largest
+    label, and the sample of the stripe model (the rows of index a multiple of ``step``,
+    the rows :func:`sphgpu.distributed.partition.declination_stripes` samples in memory)."""
+    names = ("ra", "dec", "weights", "labels")
+    out = dict(n=0, nobj=0, sw=0.0, sq=0.0, lab_max=-1, ln=np.zeros(0), ls=np.zeros(0),
+               lq=np.zeros(0), ra=[], dec=[])
+
+    def grow(a, b):
+        if a.size < b.size:
+            a = np.concatenate([a, np.zeros(b.size - a.size)])
+        a[:b.size] += b
+        return a
+
+    with _Reader(files) as r:
+        for a in range(start, stop, BLOCK_ROWS):
+            b = min(stop, a + BLOCK_ROWS)
+            v = r.rows(a, b, names)
+            w, lab = v["weights"], v["labels"]
+            out["n"] += b - a
+            nz = None if w is None else w != 0
+            out["nobj"] += (b - a) if w is None else int(np.count_nonzero(nz))
+            if w is not None:
+                out["sw"] += float(w.sum())
+                out["sq"] += float(np.dot(w, w))
+            if lab is not None:
+                out["lab_max"] = max(out["lab_max"], int(lab.max()))
+                out["ln"] = grow(out["ln"], np.bincount(lab if w is None else lab[nz])
+                                 .astype(np.float64))
+                if w is not None:
+                    out["ls"] = grow(out["ls"], np.bincount(lab, weights=w))
+                    out["lq"] = grow(out["lq"], np.bincount(lab, weights=w * w))
+            first = -(-a // step) * step
+            # copies: the rows may be views of a memory map that closes with the reader
+            out["ra"].append(v["ra"][first - a::step].copy())
+            out["dec"].append(v["dec"][first - a::step].copy())
+    out["ra"], out["dec"] = np.concatenate(out["ra"]), np.concatenate(out["dec"])
+    return out
+
+
+def _merge_summaries(parts):
+    """The summaries of a catalog's row blocks, in row order, as one."""
+    def pad(arrs):
+        m = max(a.size for a in arrs)
+        return sum(np.concatenate([a, np.zeros(m - a.size)]) for a in arrs)
+
+    return dict(n=sum(p["n"] for p in parts), nobj=sum(p["nobj"] for p in parts),
+                sw=sum(p["sw"] for p in parts), sq=sum(p["sq"] for p in parts),
+                lab_max=max(p["lab_max"] for p in parts),
+                ln=pad([p["ln"] for p in parts]), ls=pad([p["ls"] for p in parts]),
+                lq=pad([p["lq"] for p in parts]),
+                ra=np.concatenate([p["ra"] for p in parts]),
+                dec=np.concatenate([p["dec"] for p in parts]))
+
+
+def _summary_sums(files, summ, nreg):
+    """(points of non-zero weight, (n, sum w, sum w**2) per region) of a summarised catalog,
+    as :func:`sphgpu.tpacf.api._sums` makes them from a Catalog."""
+    r = max(nreg, 1)
+
+    def per_region(a):
+        return np.concatenate([a, np.zeros(max(0, r - a.size))])[:r]
+
+    if not nreg or not files.has_labels:
+        n = np.array([float(summ["nobj"])])
+        if not files.has_weights:
+            return summ["nobj"], (n, n, n)
+        return summ["nobj"], (n, np.array([summ["sw"]]), np.array([summ["sq"]]))
+    n = per_region(summ["ln"])
+    if not files.has_weights:
+        return summ["nobj"], (n, n, n)
+    return summ["nobj"], (n, per_region(summ["ls"]), per_region(summ["lq"]))
+
+
+def _stripe_of(dec, edges):
+    """The stripe of each declination (as :func:`partition.stripe_members`)."""
+    return np.minimum(np.searchsorted(edges[1:-1], dec, side="right"), edges.size - 2)
+
+
+def _read_selected(files, pick, labelled):
+    """On a worker: the rows of ``files`` that ``pick(dec) -> (own mask, halo mask)`` keeps,
+    read a block at a time: one Catalog of the own rows followed by the halo rows, and how
+    many are own (None when no row is kept)."""
+    from ..tpacf.catalog import Catalog as _Catalog
+
+    names = ("ra", "weights") + (("labels",) if labelled else ())
+    own, halo = [], []
+    with _Reader(files) as r:
+        for a in range(0, r.size, BLOCK_ROWS):
+            b = min(r.size, a + BLOCK_ROWS)
+            dec = r.rows(a, b, ("dec",))["dec"]
+            m_own, m_halo = pick(dec)
+            v = None
+            for mask, into in ((m_own, own), (m_halo, halo)):
+                if mask is not None and mask.any():
+                    idx = np.flatnonzero(mask)
+                    if v is None:             # the other columns of the block, read once
+                        v = r.rows(a, b, names)
+                    # fancy indexing copies: nothing kept refers to the memory map
+                    into.append({"ra": v["ra"][idx], "dec": dec[idx],
+                                 **{k: None if v[k] is None else v[k][idx]
+                                    for k in names[1:]}})
+    rows = own + halo
+    if not rows:
+        return None, 0
+    n_own = sum(x["ra"].size for x in own)
+
+    def cat(k):
+        return None if rows[0].get(k) is None else np.concatenate([x[k] for x in rows])
+
+    return _Catalog(cat("ra"), cat("dec"), weights=cat("weights"), labels=cat("labels"),
+                    copy=False), n_own
+
+
+def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backend):
+    """On a worker: the counts of stripe ``i`` of catalogs on disk, read here (as
+    :func:`_stripe_task` counts a stripe sent from the client)."""
+    from ..tpacf.reference import RawCounts as _Raw
+
+    labelled = nreg > 0
+    top = edges[i + 1] + pad
+
+    def mine(dec):
+        return _stripe_of(dec, edges) == i
+
+    def mine_and_above(dec):
+        s = _stripe_of(dec, edges)
+        return s == i, (s > i) & (dec <= top)
+
+    def count(c1, c2):
+        return _serial_pair_counts(c1, c2, bins=bins, n_regions=nreg, backend=backend,
+                                   **options)
+
+    weighted = files1.has_weights or (files2 is not None and files2.has_weights)
+    if files2 is None:
+        piece, own = _read_selected(files1, mine_and_above, labelled)
+        if piece is None or own == 0:
+            zero = _Raw.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
+            return {f: getattr(zero, f) for f in _RAW}
+        total = count(piece.part(0, own), None)
+        if own < piece.size:
+            total = total + count(piece.part(0, own), piece.part(own, piece.size))
+        return _raw_fields(total)
+    c1, _ = _read_selected(files1, lambda d: (mine(d), None), labelled)
+    c2 = None
+    if c1 is not None:
+        lo = edges[i] - pad
+        c2, _ = _read_selected(files2, lambda d: ((d >= lo) & (d <= top), None), labelled)
+    if c1 is None or c2 is None:
+        zero = _Raw.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
+        return {f: getattr(zero, f) for f in _RAW}
+    return _raw_fields(count(c1, c2))
+
+
+def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, progress):
+    """:func:`pair_counts` of catalogs on disk: summaries read on the workers, stripes cut
+    here from their samples, each stripe read and counted on a worker."""
+    import types
+
+    from ..tpacf.api import _counts_from_sums
+    from ..tpacf.reference import RawCounts as _Raw
+    from . import partition as _partition
+
+    with _cluster.one_view(client):
+        name, resources = _cluster.placement(client, backend)
+        where = _eligible(client, resources)
+    nw = max(1, len(where))
+    files = [f for f in (f1, f2) if f is not None]
+
+    def gather(fn, args_list, what):
+        hook = _progress_hook(progress, what, len(args_list))
+
+        def build(todo):
+            out = []
+            for i in todo:
+                f = client.submit(fn, *args_list[i], resources=resources, pure=False)
+                if hook is not None:
+                    f.add_done_callback(hook(i))
+                out.append([f])
+            return out
+
+        return [r for [r] in _run_items(client, len(args_list), build,
+                                          progress=progress is True)]
+
+    sizes = gather(_file_size, [(f,) for f in files], "reading catalogs, sizes")
+    jobs, owner = [], []
+    for c, (f, n) in enumerate(zip(files, sizes)):
+        # the rows declination_stripes samples of arrays in memory: every step-th
+        step = max(1, n // _partition.STRIPE_SAMPLE)
+        nb = max(min(2 * nw, n), -(-n // BLOCK_ROWS))
+        bounds = np.linspace(0, n, nb + 1).astype(np.int64)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if b > a:
+                jobs.append((f, int(a), int(b), step))
+                owner.append(c)
+    got = gather(_file_summary, jobs, "reading catalogs, blocks")
+    summ = [_merge_summaries([g for g, o in zip(got, owner) if o == c])
+            for c in range(len(files))]
+    s1, s2 = summ[0], (summ[1] if f2 is not None else None)
+    # the regions, checked as for Catalogs (labels in both or neither, n_regions >= needed)
+    stand = [types.SimpleNamespace(labels=True if f.has_labels else None,
+                                   n_regions=s["lab_max"] + 1) for f, s in zip(files, summ)]
+    nreg = _regions(stand[0], stand[1] if f2 is not None else None, n_regions)
+    weighted = any(f.has_weights for f in files)
+    k = nchunks
+    if k is None:
+        k = max(nw, -(-sum(sizes) // FILE_STRIPE_POINTS))
+    theta = bins.theta_max_rad
+    edges = declination_stripes(s1["dec"], k, theta, ra1=s1["ra"],
+                                dec2=None if s2 is None else s2["dec"],
+                                ra2=None if s2 is None else s2["ra"])
+    pad = math.degrees(theta) * (1.0 + HALO_PAD_REL) + HALO_PAD_DEG
+    parts = gather(_file_stripe_task,
+                   [(f1, f2, edges, i, pad, bins, nreg, options, name)
+                    for i in range(edges.size - 1)], "pair counts, stripes")
+    raw = _Raw(**_add_raw(parts))
+    sums1 = _summary_sums(f1, s1, nreg)
+    sums2 = None if f2 is None else _summary_sums(f2, s2, nreg)
+    return _counts_from_sums(raw, sums1, sums2, bins, nreg, weighted)

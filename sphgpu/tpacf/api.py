@@ -133,8 +133,15 @@ def _sums(cat, nreg):
 def _totals(cat1, cat2, nreg, weighted):
     """Possible pairs of each pair of regions (R, R) and, auto, what TreeCorr's normalisation
     adds on the diagonal (R,): unweighted and (when ``weighted``) weighted."""
-    n1, s1, q1 = _sums(cat1, nreg)
-    if cat2 is None:
+    return _totals_of_sums(_sums(cat1, nreg), None if cat2 is None else _sums(cat2, nreg),
+                           nreg, weighted)
+
+
+def _totals_of_sums(sums1, sums2, nreg, weighted):
+    """:func:`_totals` from the catalogs' :func:`_sums` (``sums2`` None: auto), which a
+    caller may have made without holding a catalog (summed over parts of it)."""
+    n1, s1, q1 = sums1
+    if sums2 is None:
         def auto(s, q):                       # pairs i < j: off the diagonal a < b
             t = np.triu(np.outer(s, s), 1)
             t[np.diag_indices_from(t)] = (s * s - q) / 2.0
@@ -142,7 +149,7 @@ def _totals(cat1, cat2, nreg, weighted):
         t, st = auto(n1, n1)
         wt, wst = auto(s1, q1) if weighted else (None, None)
         return t, st, wt, wst
-    n2, s2, _ = _sums(cat2, nreg)
+    n2, s2, _ = sums2
     zero = np.zeros(max(nreg, 1))
     return (np.outer(n1, n2), zero, np.outer(s1, s2) if weighted else None,
             zero if weighted else None)
@@ -254,11 +261,20 @@ def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
     """The PairCounts of a backend's RawCounts of ``cat1`` x ``cat2`` (None: auto), with the
     totals of those catalogs: written once here for every backend and the distributed
     counts."""
-    t, st, wt, wst = _totals(cat1, cat2, n_regions, weighted)
+    return _counts_from_sums(raw, (_nobj(cat1), _sums(cat1, n_regions)),
+                             None if cat2 is None else (_nobj(cat2), _sums(cat2, n_regions)),
+                             bins, n_regions, weighted)
+
+
+def _counts_from_sums(raw, sums1, sums2, bins, n_regions, weighted):
+    """:func:`_counts_from_raw` from each catalog's (number of points of non-zero weight,
+    :func:`_sums`) (``sums2`` None: auto): for catalogs no single process holds."""
+    t, st, wt, wst = _totals_of_sums(sums1[1], None if sums2 is None else sums2[1],
+                                     n_regions, weighted)
     reg = n_regions > 0
     return PairCounts(
-        bins, raw.counts, n1=_nobj(cat1), n2=_nobj(cat1 if cat2 is None else cat2),
-        auto=cat2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
+        bins, raw.counts, n1=sums1[0], n2=(sums1 if sums2 is None else sums2)[0],
+        auto=sums2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
         weighted_total=None if wt is None else wt.sum(),
         weighted_self_total=None if wst is None else wst.sum(),
         patch_counts=raw.patch_counts, patch_weights=raw.patch_weights,

@@ -1,0 +1,378 @@
+"""Survey-scale exact pair counts on 1, 2, ... N GPUs of one node through sphgpu.distributed
+(issue 42), against the plain one-GPU call without Dask in the same run; whole public calls
+from NumPy arrays.
+
+    python benchmarks/tpacf_survey.py --gpus 1 2 4 --out $OUT                  # 4-GPU node
+    python benchmarks/tpacf_survey.py --gpus 0 --cpu-workers 2 --quick --out /tmp/s   # CPU
+
+Workloads (``--only``; ``--quick`` shrinks them to seconds on a CPU):
+  des    a DES-Y6-like auto-correlation: --des-n (1.5x10^8) data points and --des-randoms
+         (as many) randoms, uniform over a 4961 deg^2 footprint (RA 0-100, Dec -60-0),
+         --patches (100) k-means jackknife patches from the randoms, 20 log bins 2.5'-250';
+         DD, DR and RR with per-patch counts, then Landy-Szalay w and its jackknife
+         covariance (``landy_szalay(..., leave_one_out=True)``, ``jackknife_covariance``).
+         The plain call is ``sphgpu.tpacf.pair_counts`` for each term in this process; the
+         Dask one ``sphgpu.distributed.pair_counts`` with the same arguments. Counts (per
+         patch pair too) must be equal as integers; w and the covariance are compared.
+  rr7    exact RR of --rr-small (10^7) full-sky randoms, 20 log bins 0.01-10 deg.
+  rr8    the same for --rr-large (10^8).
+Every timing is a whole public call from NumPy arrays (the catalogs are sent at every call).
+The first call of each workload in the process (plain) or on a fresh cluster (Dask: workers
+compile from the shared disk caches, prepare, count) is timed apart (``first_s``); then
+--repeat calls (median ``seconds``; 0: the first call only). One fresh cluster per number of
+workers (``local_cluster(gpus=[...])``, one worker per GPU; ``--gpus 0``: single-thread CPU
+workers with the cpu backend). Writes DIR/tpacf_survey.json (machine info, every timing,
+whether the counts were equal) after every step and DIR/tpacf_survey.png (seconds against
+workers, the plain call dashed); exits 1 when any count differs from the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+FULL = {"des_n": 150_000_000, "des_randoms": 150_000_000, "patches": 100,
+        "rr_small": 10_000_000, "rr_large": 100_000_000, "repeat": 1}
+QUICK = {"des_n": 20_000, "des_randoms": 20_000, "patches": 100, "rr_small": 20_000,
+         "rr_large": 60_000, "repeat": 1}
+#: RA 0-100 deg, Dec -60-0 deg: 100 * (pi / 180) * sin(60 deg) sr = 4961 deg^2
+FOOTPRINT = (0.0, 100.0, -60.0, 0.0)
+FULL_SKY = (0.0, 360.0, -90.0, 90.0)
+
+
+def _sync(backend):
+    if backend == "cuda":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def _free_pool(backend):
+    if backend == "cuda":
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _cluster(n, backend):
+    import sphgpu.distributed as sd
+
+    if backend == "cuda":
+        ids = sd.visible_gpus()
+        if len(ids) < n:
+            raise SystemExit(f"asked for {n} GPUs, this machine shows {len(ids)}")
+        return sd.local_cluster(gpus=ids[:n], cpu_workers=0, dashboard_address=":0")
+    return sd.local_cluster(gpus=0, cpu_workers=n, threads_per_worker=1,
+                            dashboard_address=":0")
+
+
+def _timed(fn, repeat, backend):
+    """(first seconds, median of the next ``repeat`` or None, all of them, last result)."""
+    t0 = time.perf_counter()
+    out = fn()
+    _sync(backend)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        _sync(backend)
+        times.append(time.perf_counter() - t0)
+    return first, (statistics.median(times) if times else None), times, out
+
+
+# ----------------------------------------------------------------------------- inputs
+def des_inputs(cfg, log):
+    from sphgpu.tpacf import AngularBins, JackknifeRegions
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    t0 = time.perf_counter()
+    ra, dec = uniform_randoms(cfg["des_n"], FOOTPRINT, seed=41)
+    rra, rdec = uniform_randoms(cfg["des_randoms"], FOOTPRINT, seed=42)
+    made = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    regions = JackknifeRegions.kmeans(rra, rdec, cfg["patches"], seed=0)
+    lab, rlab = regions.labels(ra, dec), regions.labels(rra, rdec)
+    labelled = time.perf_counter() - t0
+    log(f"DES-like inputs: {ra.size:.2e} data, {rra.size:.2e} randoms in {made:.1f} s; "
+        f"{cfg['patches']} k-means patches in {labelled:.1f} s")
+    return {"ra": ra, "dec": dec, "lab": lab, "rra": rra, "rdec": rdec, "rlab": rlab,
+            "bins": AngularBins.log(2.5 / 60, 250 / 60, 20, unit="deg"),
+            "make_s": made, "label_s": labelled}
+
+
+def rr_inputs(n):
+    from sphgpu.tpacf import AngularBins
+    from sphgpu.tpacf.mocks import uniform_randoms
+
+    ra, dec = uniform_randoms(n, FULL_SKY, seed=31)
+    return {"ra": ra, "dec": dec, "bins": AngularBins.log(0.01, 10, 20, unit="deg")}
+
+
+# ----------------------------------------------------------------------------- one run
+def des_run(count, d, progress=None):
+    """DD, DR, RR (per-patch counts), Landy-Szalay w and its jackknife covariance through
+    ``count`` (the plain or the distributed pair_counts, as a partial with its backend):
+    (results dict, seconds of each step)."""
+    from sphgpu.tpacf import jackknife_covariance, landy_szalay
+
+    kw = {"bins": d["bins"]}
+    if progress is not None:
+        kw["progress"] = progress
+    steps, out = {}, {}
+    for name, args, labels in (("dd", (d["ra"], d["dec"]), {"labels1": d["lab"]}),
+                               ("dr", (d["ra"], d["dec"], d["rra"], d["rdec"]),
+                                {"labels1": d["lab"], "labels2": d["rlab"]}),
+                               ("rr", (d["rra"], d["rdec"]), {"labels1": d["rlab"]})):
+        t0 = time.perf_counter()
+        out[name] = count(*args, **labels, **kw)
+        steps[name + "_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out["w"] = landy_szalay(out["dd"], out["dr"], out["rr"])
+    _, out["cov"] = jackknife_covariance(landy_szalay(out["dd"], out["dr"], out["rr"],
+                                                      leave_one_out=True))
+    steps["estimator_s"] = time.perf_counter() - t0
+    return out, steps
+
+
+def des_equal(got, want):
+    """Whether every count (per patch pair too) is equal as integers, and how far w and the
+    covariance are from the baseline's (largest relative difference)."""
+    equal = all(np.array_equal(got[k].counts, want[k].counts)
+                and np.array_equal(got[k].patch_counts, want[k].patch_counts)
+                for k in ("dd", "dr", "rr"))
+
+    def rel(a, b):
+        scale = np.max(np.abs(b))
+        return float(np.max(np.abs(a - b)) / scale) if scale > 0 else 0.0
+
+    return {"counts_equal": bool(equal), "w_max_rel_diff": rel(got["w"], want["w"]),
+            "cov_max_rel_diff": rel(got["cov"], want["cov"])}
+
+
+def des_plain(cfg, backend, d, log):
+    from sphgpu.tpacf import pair_counts
+
+    def count(*a, **k):
+        return pair_counts(*a, backend=backend, **k)
+
+    steps = {}
+
+    def run():
+        out, s = des_run(count, d)
+        steps.update(s)
+        return out
+
+    first, med, times, out = _timed(run, cfg["repeat"], backend)
+    log(f"DES-like w with {cfg['patches']} patches, plain call: first {first:.1f} s, then "
+        f"{_fmt(med)} s ({_steps(steps)}); pairs DD {out['dd'].counts.sum():.3e}")
+    _free_pool(backend)
+    return {"first_s": first, "seconds": med, "all_s": times, "last_steps": steps,
+            "pairs": {k: int(out[k].counts.sum()) for k in ("dd", "dr", "rr")}}, out
+
+
+def des_dask(client, cfg, backend, d, want, log, progress):
+    import sphgpu.distributed as sd
+
+    def count(*a, **k):
+        return sd.pair_counts(*a, client=client, backend=backend, **k)
+
+    steps = {}
+
+    def run():
+        out, s = des_run(count, d, progress)
+        steps.update(s)
+        return out
+
+    first, med, times, out = _timed(run, cfg["repeat"], "cpu")
+    check = des_equal(out, want)
+    log(f"  DES-like: first {first:.1f} s, then {_fmt(med)} s ({_steps(steps)}); {check}")
+    return {"first_s": first, "seconds": med, "all_s": times, "last_steps": steps, **check}
+
+
+def rr_plain(cfg, backend, d, n, log):
+    from sphgpu.tpacf import pair_counts
+
+    first, med, times, got = _timed(
+        lambda: pair_counts(d["ra"], d["dec"], bins=d["bins"], backend=backend),
+        cfg["repeat"], backend)
+    log(f"RR {n:.0e} plain call: first {first:.2f} s, then {_fmt(med)} s")
+    _free_pool(backend)
+    return {"first_s": first, "seconds": med, "all_s": times,
+            "pairs": int(got.counts.sum())}, got.counts
+
+
+def rr_dask(client, cfg, backend, d, want, log, progress):
+    import sphgpu.distributed as sd
+
+    kw = {"progress": progress} if progress is not None else {}
+    first, med, times, got = _timed(
+        lambda: sd.pair_counts(d["ra"], d["dec"], bins=d["bins"], client=client,
+                               backend=backend, **kw), cfg["repeat"], "cpu")
+    equal = bool(np.array_equal(got.counts, want))
+    log(f"  RR {d['ra'].size:.0e}: first {first:.2f} s, then {_fmt(med)} s; counts equal: "
+        f"{equal}")
+    return {"first_s": first, "seconds": med, "all_s": times, "counts_equal": equal}
+
+
+def _fmt(t):
+    return "-" if t is None else f"{t:.2f}"
+
+
+def _steps(steps):
+    return ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in steps.items())
+
+
+# ----------------------------------------------------------------------------- report
+def table(data):
+    units = data["units"]
+    lines = [f"{'workload':<30}{'plain':>12}" + "".join(f"{str(n) + ' workers':>14}"
+                                                      for n in units)]
+    for w in data["workloads"]:
+        for key, label in (("seconds", "s"), ("first_s", "first call s")):
+            p = data["plain"].get(w, {}).get(key)
+            cells = [data["rows"][str(n)].get(w, {}).get(key) for n in units]
+            lines.append(f"{w + ' ' + label:<30}{_fmt(p):>12}"
+                         + "".join(f"{_fmt(c):>14}" for c in cells))
+        eq = [data["rows"][str(n)].get(w, {}).get("counts_equal") for n in units]
+        lines.append(f"{w + ' counts equal':<30}{'':>12}" + "".join(f"{str(e):>14}"
+                                                                  for e in eq))
+    return "\n".join(lines)
+
+
+def plot(data, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws = data["workloads"]
+    sz = data["sizes"]
+    titles = {"des": f"DES-like w: {sz['des_n']:.1e} points, {sz['patches']} patches",
+              "rr7": f"RR of {sz['rr_small']:.0e} full-sky randoms",
+              "rr8": f"RR of {sz['rr_large']:.0e} full-sky randoms"}
+    fig, axes = plt.subplots(1, len(ws), figsize=(4.2 * len(ws), 3.6), squeeze=False)
+    units = data["units"]
+    kind = "GPU" if data["backend"] == "cuda" else "CPU"
+    for ax, w in zip(axes[0], ws):
+        for key, style, label in (("seconds", "o-", "Dask, whole call"),
+                                  ("first_s", "s:", "Dask, first call")):
+            ys = [data["rows"][str(n)].get(w, {}).get(key) for n in units]
+            xs = [n for n, y in zip(units, ys) if y is not None]
+            ax.plot(xs, [y for y in ys if y is not None], style, label=label)
+        p = data["plain"].get(w, {}).get("seconds") or data["plain"].get(w, {}).get("first_s")
+        if p is not None:
+            ax.axhline(p, color="k", ls="--", lw=1, label=f"plain call, one {kind}")
+        ax.set_xticks(units)
+        ax.set_xlabel(f"{kind} workers")
+        ax.set_ylabel("seconds")
+        ax.set_yscale("log")
+        ax.set_title(titles[w], fontsize=9)
+        ax.legend(fontsize=7)
+    on = data["machine"].get("gpu") if data["backend"] == "cuda" else (
+        f"CPU workers of one thread ({data['machine'].get('host')})")
+    fig.suptitle(f"Exact pair counts through sphgpu.distributed on {on}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpus", type=int, nargs="+", default=None,
+                   help="numbers of GPU workers (default 1, 2, 4, 8 up to the GPUs there are);"
+                        " 0: CPU workers instead (see --cpu-workers)")
+    p.add_argument("--cpu-workers", type=int, default=2,
+                   help="with --gpus 0: the largest number of single-thread CPU workers")
+    p.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke test)")
+    p.add_argument("--only", nargs="+", choices=["des", "rr7", "rr8"],
+                   default=["des", "rr7", "rr8"])
+    p.add_argument("--progress", action="store_true",
+                   help="print each stripe of a Dask count as it finishes")
+    p.add_argument("--out", default="benchmarks/results")
+    for key, value in FULL.items():
+        p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
+                       help=f"default {value} ({QUICK[key]} with --quick)")
+    args = p.parse_args()
+    cfg = dict(QUICK if args.quick else FULL)
+    cfg.update({k: getattr(args, k) for k in FULL if getattr(args, k) is not None})
+
+    import sphgpu.distributed as sd
+    from sphgpu.bench import machine_info
+
+    if args.gpus == [0]:
+        backend = "cpu"
+        units = [n for n in (1, 2, 4, 8) if n <= args.cpu_workers]
+    else:
+        backend = "cuda"
+        have = len(sd.visible_gpus())
+        units = args.gpus or [n for n in (1, 2, 4, 8) if n <= have]
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "tpacf_survey.json")
+
+    def log(msg):
+        print(msg, flush=True)
+
+    progress = log if args.progress else None
+    data = {"machine": machine_info(), "backend": backend, "units": units, "sizes": cfg,
+            "quick": args.quick, "workloads": list(args.only), "plain": {},
+            "rows": {str(n): {} for n in units}}
+    log(json.dumps(data["machine"]))
+
+    def save():
+        data["date"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+
+    t_start = time.perf_counter()
+    inputs, want = {}, {}
+    # the plain calls first, in this process: the baseline every Dask count must equal
+    if "des" in args.only:
+        inputs["des"] = des_inputs(cfg, log)
+        data["sizes"]["des_make_s"] = inputs["des"]["make_s"]
+        data["sizes"]["des_label_s"] = inputs["des"]["label_s"]
+        data["plain"]["des"], want["des"] = des_plain(cfg, backend, inputs["des"], log)
+        save()
+    for w, key in (("rr7", "rr_small"), ("rr8", "rr_large")):
+        if w in args.only:
+            inputs[w] = rr_inputs(cfg[key])
+            data["plain"][w], want[w] = rr_plain(cfg, backend, inputs[w], cfg[key], log)
+            save()
+    for n in units:
+        t0 = time.perf_counter()
+        client = _cluster(n, backend)
+        row = data["rows"][str(n)]
+        row["cluster_start_s"] = time.perf_counter() - t0
+        log(f"{n} {'GPU' if backend == 'cuda' else 'CPU'} worker(s), started in "
+            f"{row['cluster_start_s']:.1f} s")
+        try:
+            for w in args.only:
+                if w == "des":
+                    row[w] = des_dask(client, cfg, backend, inputs[w], want[w], log, progress)
+                else:
+                    row[w] = rr_dask(client, cfg, backend, inputs[w], want[w], log, progress)
+                save()
+        finally:
+            client.shutdown()
+            client.close()
+    data["wall_s"] = time.perf_counter() - t_start
+    save()
+    plot(data, os.path.join(args.out, "tpacf_survey.png"))
+    log("\n" + table(data))
+    log(f"\nwall {data['wall_s']:.0f} s; written {path}")
+    bad = [(n, w) for n in units for w in args.only
+           if not data["rows"][str(n)].get(w, {}).get("counts_equal", False)]
+    if bad:
+        log(f"COUNTS DIFFER from the plain call: {bad}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
