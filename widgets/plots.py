@@ -306,7 +306,7 @@ def coupling_image(ax, matrix, *, decades=6.0):
 
 
 def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$",
-                   binned=None, log=False):
+                   binned=None, log=False, sigma=None):
     """Decoupled bandpowers against the binned input, as D_b = l(l+1)C_b/2pi at each bin's
     effective multipole.
 
@@ -325,6 +325,8 @@ def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$"
         E-to-B leakage of standard B on a cut sky).
     log : bool
         Symmetric-log y axis (EE, BB: decades apart, and a bandpower may be negative).
+    sigma : ndarray, shape (nbins,), optional
+        One-sigma error of each bandpower (μK², raw C_b), drawn as error bars.
     """
     lb = np.asarray(ell_eff, dtype=np.float64)
     db = lb * (lb + 1) / (2 * np.pi)
@@ -332,7 +334,11 @@ def bandpower_plot(ax, ell_eff, expected, bandpowers, *, label="decoupled $C_b$"
         ax.plot(lb, db * np.asarray(binned), color="0.6", lw=1, label="input × beam, binned")
     ax.plot(lb, db * expected, "ks", ms=6, mfc="none",
             label="expected (input × beam through the windows)")
-    ax.plot(lb, db * bandpowers, "o", ms=4, color="#2166ac", label=label)
+    if sigma is None:
+        ax.plot(lb, db * bandpowers, "o", ms=4, color="#2166ac", label=label)
+    else:
+        ax.errorbar(lb, db * bandpowers, yerr=db * np.asarray(sigma), fmt="o", ms=4,
+                    color="#2166ac", elinewidth=1, capsize=0, label=label)
     if log:
         pos = np.abs(db * np.asarray(expected))
         pos = pos[pos > 0]

@@ -21,9 +21,11 @@ slider. A file that is not a HEALPix map gives a message naming it.
 
 A mask (``mask``: a galactic cut |b| < ``cut_deg`` or WMAP's analysis mask, apodized) cuts the
 sky: the panel then shows the MASTER bandpowers of the cut sky (:mod:`sphgpu.master`: the
-pseudo-spectra of the masked maps decoupled by the mask's binned, inverted coupling matrix, in
-bins of ``bin_width`` multipoles; BB purified with ``purify_b``) against the binned input, and
-the coupling matrix as a picture. An opened map with UNSEEN pixels is always cut by its seen
+pseudo-spectra of the masked maps decoupled by the mask's binned, inverted coupling matrices of
+spins (0, 0), (0, 2) and (2, 2), in bins of ``bin_width`` multipoles; B purified with
+``purify_b``) against the binned input, and the coupling matrix as a picture: TT, EE, BB and
+TE against the input, EB and TB against zero (the input has none), each with approximate
+error bars. An opened map with UNSEEN pixels is always cut by its seen
 pixels: with ``mask="none"`` they are the (binary) mask.
 """
 
@@ -82,8 +84,12 @@ MASKS = ("none", "galactic", "WMAP")
 #: vanishes smoothly, and 5 degrees spans 2 pixels at nside 32 (WMAP's point-source holes
 #: grow by this much: f_sky 0.62 binary, 0.34 apodized at nside 32, 0.26 at nside 64)
 MASK_APODIZATION_DEG = {"galactic": 10.0, "WMAP": 5.0}
-#: Spectra with decoupled bandpowers (TE would need the spin (0, 2) coupling too).
-BANDPOWER_SPECTRA = RATIO_SPECTRA
+#: Spectra with decoupled bandpowers, rows of :attr:`TransformResult.bandpowers`: TT from the
+#: spin (0, 0) coupling, EE, EB, BB from (2, 2), TE and TB from (0, 2). The auto spectra get a
+#: ratio to the input in the numbers; the cross spectra (TE changes sign, EB and TB are zero
+#: in the input) a chi-square against what they estimate.
+BANDPOWER_SPECTRA = SPECTRA
+CROSS_SPECTRA = SPECTRA[3:]
 MAX_BIN_WIDTH = 64
 _FIELD_LABEL = {"T": "ΔT [μK]", "Q": "Q [μK]", "U": "U [μK]",
                 "E": "E-mode sky (a_E alone, spin 0) [μK]",
@@ -120,13 +126,17 @@ class TransformResult:
     mask: str = "none"         # the mask's name: "galactic |b| < 20°", "WMAP", "seen pixels"
     window: np.ndarray | None = None      # (12 nside^2,) float64 in [0, 1]: the mask applied
     bins: object = None        # sphgpu.master.Bins over l = 0..held_lmax
-    bandpowers: np.ndarray | None = None  # (3, nbins) decoupled TT, EE, BB, muK^2
-    expected: np.ndarray | None = None    # (3, nbins) the input times b_l^2 through the
+    bandpowers: np.ndarray | None = None  # (6, nbins) decoupled TT, EE, BB, TE, EB, TB
+    #                                       (rows of SPECTRA), muK^2
+    expected: np.ndarray | None = None    # (6, nbins) the input times b_l^2 through the
     #                                       workspaces' bandpower windows (bin_theory), muK^2
-    binned: np.ndarray | None = None      # (3, nbins) the input times b_l^2 averaged over each
+    binned: np.ndarray | None = None      # (6, nbins) the input times b_l^2 averaged over each
     #                                       bin alone (Bins.bin_cell), muK^2
+    sigma: np.ndarray | None = None       # (6, nbins) approximate one-sigma scatter of each
+    #                                       bandpower, muK^2 (:func:`_bandpower_sigma`)
     coupling: dict | None = None          # spectrum -> (held_lmax+1,)*2 block M[l, l'] coupling
-    #                                       it to itself ("00", "++", "++" or pure "pp")
+    #                                       it to itself ("00", "++", "++" or pure "pp", "02",
+    #                                       "++" or pure "+p", "02" or pure "0p")
     purified: bool = False     # BB is the pure-B estimate (Smith 2006)
     bandpower_note: str = ""   # why there are no bandpowers, or why B was not purified
 
@@ -191,14 +201,32 @@ class TransformResult:
         return float(np.mean(self.window**2) ** 2 / np.mean(self.window**4))
 
     def decoupled_bins_of(self, spec: str = "TT") -> np.ndarray:
-        """Indices of the bins whose multipoles all lie in :meth:`ratio_range_of` (int64;
-        empty without bandpowers)."""
+        """Indices of the bins whose multipoles all lie in :meth:`ratio_range_of` (for a cross
+        spectrum XY, in those of XX and of YY) with a positive expected bandpower (auto
+        spectra) or error (cross spectra); int64, empty without bandpowers."""
         if self.bandpowers is None:
             return np.zeros(0, dtype=np.int64)
-        lo, hi = self.ratio_range_of(spec)
-        e = np.asarray(self.bins.edges)
         i = BANDPOWER_SPECTRA.index(spec)
-        return np.flatnonzero((e[:-1] >= lo) & (e[1:] - 1 <= hi) & (self.expected[i] > 0))
+        if spec in CROSS_SPECTRA:
+            (lo1, hi1), (lo2, hi2) = (self.ratio_range_of(spec[0] * 2),
+                                      self.ratio_range_of(spec[1] * 2))
+            lo, hi, positive = max(lo1, lo2), min(hi1, hi2), self.sigma[i] > 0
+        else:
+            (lo, hi), positive = self.ratio_range_of(spec), self.expected[i] > 0
+        e = np.asarray(self.bins.edges)
+        return np.flatnonzero((e[:-1] >= lo) & (e[1:] - 1 <= hi) & positive)
+
+    def decoupled_chi2_of(self, spec: str = "TE") -> tuple[float, int]:
+        """(chi2, n): sum over the n bins of :meth:`decoupled_bins_of` of ((C_b - expected) /
+        sigma)^2 with :attr:`sigma` (expected: the input through the bandpower windows, zero
+        for EB and TB); (nan, 0) without bandpowers or bins. About n when the bandpowers
+        scatter as :func:`_bandpower_sigma` approximates."""
+        keep = self.decoupled_bins_of(spec)
+        if keep.size == 0:
+            return (math.nan, 0)
+        i = BANDPOWER_SPECTRA.index(spec)
+        pull = (self.bandpowers[i, keep] - self.expected[i, keep]) / self.sigma[i, keep]
+        return float(pull @ pull), int(keep.size)
 
     def decoupled_ratio_of(self, spec: str = "TT") -> tuple[float, float]:
         """(ratio, sigma): the mode-weighted (sum over the bin of 2l+1) mean of decoupled /
@@ -223,7 +251,7 @@ class TransformResult:
         rows = [("mask: f_sky / w2² / w4",
                  f"{self.mask}: {float(np.mean(self.window > 0)):.3f} / {self.fsky_eff:.3f}; "
                  f"{self.bins.nbins} bins of {int(e[1] - e[0])} ℓ from ℓ {int(e[0])}")]
-        for spec in BANDPOWER_SPECTRA:
+        for spec in RATIO_SPECTRA:
             label = f"{spec} decoupled: ⟨C_b / binned input⟩"
             keep = self.decoupled_bins_of(spec)
             if keep.size == 0:
@@ -238,9 +266,26 @@ class TransformResult:
             rows.append((f"{label}, ℓ {int(e[keep[0]])}–{int(e[keep[-1] + 1] - 1)}",
                          f"{ratio:.3f} ± {sigma:.3f} (≈ cosmic variance of the cut sky: a full "
                          f"sky's over w2²/w4, leakage and bin correlations left out{what})"))
+        for spec in CROSS_SPECTRA:
+            rows.append(self._chi2_row(spec))
         if self.bandpower_note:
             rows.append(("note", self.bandpower_note))
         return rows
+
+    def _chi2_row(self, spec):
+        """The numbers row of a cross spectrum's decoupled bandpowers: chi-square against
+        what they estimate (TE: the input through the windows; EB, TB: zero)."""
+        against = "expected" if spec == "TE" else "0 (none in the input)"
+        label = f"{spec} decoupled against {against}: χ² / bins"
+        chi2, n = self.decoupled_chi2_of(spec)
+        if n == 0:
+            return (label, "no whole bin where the beams keep signal")
+        e = np.asarray(self.bins.edges)
+        keep = self.decoupled_bins_of(spec)
+        return (f"{label}, ℓ {int(e[keep[0]])}–{int(e[keep[-1] + 1] - 1)}",
+                f"{chi2:.1f} / {n} (≈ {n} ± {math.sqrt(2 * n):.1f} if consistent; approximate "
+                "errors: the Gaussian covariance of the pseudo-C_ℓ, narrow-kernel "
+                "approximation, through the inverse coupling)")
 
     def numbers(self) -> list[tuple[str, str]]:
         return self._sky_numbers() + self._bandpower_rows()
@@ -338,7 +383,7 @@ class TransformModel(PanelModel):
     mask : {"none", "galactic", "WMAP"}
         The cut sky: none (the full sky), |b| < ``cut_deg`` or WMAP's analysis mask, each
         apodized ("C2", :data:`MASK_APODIZATION_DEG`). With a mask (or an opened map with
-        UNSEEN pixels) the result holds decoupled TT, EE, BB bandpowers.
+        UNSEEN pixels) the result holds decoupled TT, EE, BB, TE, EB, TB bandpowers.
     cut_deg : float, degrees, 0 < cut_deg < 90
         Half-width of the galactic cut.
     bin_width : int, 1 to 64
@@ -575,28 +620,45 @@ class TransformModel(PanelModel):
                 master.apodize_mask(binary, deg, apotype="C2"))
 
     def _workspaces_for(self, window, key, lb, pure):
-        """(bins, TT workspace, EE/BB workspace, coupling blocks shown), cached per key."""
+        """(bins, {spins: workspace} for (0, 0), (0, 2), (2, 2), coupling blocks shown,
+        (covariance kernel, {spins: decouplers}) for :func:`_bandpower_sigma`), cached per
+        key."""
         def make():
             # the reference coupling sums in exact arithmetic (seconds at lmax 64): the
             # explorer's reference runs the transforms, and the coupling where it is fast
             cb = (sphgpu.backends.default("master") if sphgpu.backends.info(self.backend).reference
                   else self.backend)
-            c00 = master.coupling_matrix(window, lb, spins=(0, 0), iter=self.iter, backend=cb)
-            c22 = master.coupling_matrix(window, lb, spins=(2, 2), purify_b=pure,
-                                         iter=self.iter, backend=cb)
+            # the three couplings share the mask's spectrum: analysed once, as
+            # coupling_matrix(window, lb) would (W_L to min(2 lb, 3 nside - 1))
+            wl = master.mask_spectrum(window, lmax=min(2 * lb, 3 * self.nside - 1),
+                                      iter=self.iter, backend=cb)
+            made = {spins: master.coupling_matrix(wl, lb, spins=spins, is_cl=True,
+                                                  purify_b=pure and spins != (0, 0),
+                                                  backend=cb)
+                    for spins in ((0, 0), (0, 2), (2, 2))}
             bins = master.Bins.linear(lb, self.bin_width, lmin=2)
-            blocks = {s: np.asarray(getattr(c.blocks[b], "get", lambda: c.blocks[b])())
-                      for s, c, b in (("TT", c00, "00"), ("EE", c22, "++"),
-                                      ("BB", c22, "pp" if pure else "++"))}
-            return bins, master.Workspace(c00, bins), master.Workspace(c22, bins), blocks
+            shown = {"TT": ((0, 0), "00"), "EE": ((2, 2), "++"),
+                     "BB": ((2, 2), "pp" if pure else "++"), "TE": ((0, 2), "02"),
+                     "EB": ((2, 2), "+p" if pure else "++"), "TB": ((0, 2), "0p" if pure else "02")}
+            blocks = {s: np.asarray(getattr(blk, "get", lambda: blk)())
+                      for s, (spins, b) in shown.items() for blk in [made[spins].blocks[b]]}
+            ws = {s: master.Workspace(c, bins) for s, c in made.items()}
+            # the bandpowers' errors (_bandpower_sigma) couple with the squared window
+            w4 = master.mask_spectrum(window**2, lmax=min(2 * lb, 3 * self.nside - 1),
+                                      iter=self.iter, backend=cb)
+            kernel = master.coupling_matrix(w4, lb, spins=(0, 0), is_cl=True,
+                                            backend=cb).blocks["00"]
+            kernel = np.asarray(getattr(kernel, "get", lambda: kernel)())
+            return bins, ws, blocks, (kernel / (2.0 * np.arange(lb + 1) + 1.0),
+                                      {s: _decouplers(w) for s, w in ws.items()})
         return self._workspaces.get(key + (lb, self.bin_width, pure, self.iter, self.backend),
                                     make)
 
     def _bandpowers(self, maps, cl_model, seen=None) -> dict:
-        """The cut sky's fields of :class:`TransformResult`: the decoupled TT, EE, BB of
-        ``maps`` ((3, 12 nside^2) I, Q, U in muK, zero where not seen) against ``cl_model``
-        ((6, lmax+1) muK^2) binned; {} for the full sky. A setting the library refuses
-        (too narrow bins for the mask) becomes ``bandpower_note``."""
+        """The cut sky's fields of :class:`TransformResult`: the decoupled TT, EE, BB, TE, EB,
+        TB of ``maps`` ((3, 12 nside^2) I, Q, U in muK, zero where not seen) against
+        ``cl_model`` ((6, lmax+1) muK^2) binned; {} for the full sky. A setting the library
+        refuses (too narrow bins for the mask) becomes ``bandpower_note``."""
         made = self.window(seen)
         if made is None:
             return {}
@@ -618,29 +680,30 @@ class TransformModel(PanelModel):
                 # the library warns when a window is too sharp for pure B (WMAP's point-source
                 # holes at small nside): the panel says so instead of a log line
                 warnings.simplefilter("always", UserWarning)
-                bins, ws00, ws22, blocks, tt, pol = self._decoupled(maps, window, key, lb, pure)
+                bins, ws, blocks, spread, decoupled = self._decoupled(maps, window, key, lb,
+                                                                      pure)
             notes += [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
-            zero = np.zeros(lb + 1)
-            expected_pol = ws22.bin_theory(np.stack([cl_model[1, :lb + 1], zero, zero,
-                                                     cl_model[2, :lb + 1]]))
+            model = cl_model[:, :lb + 1]
+            expected = _six(ws, model, "bin_theory")
+            coupled = _six(ws, model, "couple_cell")
         except USER_ERRORS as exc:
             notes.append(f"no decoupled bandpowers: {exc}")
             return dict(out, bandpower_note="; ".join(notes))
-        return dict(out, bins=bins, bandpowers=np.stack([tt, pol[0], pol[3]]),
-                    binned=bins.bin_cell(cl_model[:3, :lb + 1]),
-                    expected=np.stack([ws00.bin_theory(cl_model[0, :lb + 1]),
-                                       expected_pol[0], expected_pol[3]]),
+        return dict(out, bins=bins, bandpowers=decoupled, binned=bins.bin_cell(model),
+                    expected=expected, sigma=_bandpower_sigma(spread, coupled, window),
                     coupling=blocks, purified=pure, bandpower_note="; ".join(notes))
 
     def _decoupled(self, maps, window, key, lb, pure):
-        """The workspaces (cached) and the decoupled TT (nbins,) and EE, EB, BE, BB
-        (4, nbins) of ``maps`` ((3, 12 nside^2) I, Q, U in muK) under ``window``."""
-        bins, ws00, ws22, blocks = self._workspaces_for(window, key, lb, pure)
-        tt = ws00.decouple_cell(sphgpu.anafast(maps[0] * window, lmax=lb, pol=False,
-                                               iter=self.iter, backend=self.backend))
-        pol = master.bandpowers_spin2(maps[1], maps[2], window, workspace=ws22,
-                                      purify_b=pure, iter=self.iter, backend=self.backend)
-        return bins, ws00, ws22, blocks, tt, pol
+        """The workspaces, blocks and error propagators (cached) and the decoupled TT, EE, BB, TE, EB, TB (6,
+        nbins) of ``maps`` ((3, 12 nside^2) I, Q, U in muK) under ``window``: the masked T's
+        a_lm and the spin-2 pseudo-a_lm (pure B with ``pure``) of sphgpu.master, their six
+        pseudo-spectra, each spin pair's through its workspace."""
+        bins, ws, blocks, spread = self._workspaces_for(window, key, lb, pure)
+        t = sphgpu.map2alm(maps[0] * window, lb, iter=self.iter, pol=False, backend=self.backend)
+        eb = master.pseudo_alm_spin2(maps[1], maps[2], window, lb, purify_b=pure,
+                                     iter=self.iter, backend=self.backend)
+        return bins, ws, blocks, spread, _six(ws, sphgpu.alm2cl(np.stack([t, eb[0], eb[1]])),
+                                              "decouple_cell")
 
     def set(self, **params) -> bool:
         """Assign parameters and validate (see :class:`PanelModel`), keeping lmax coupled to
@@ -784,14 +847,19 @@ class TransformModel(PanelModel):
         mx = fig.add_subplot(gs[1, 2])
         spec = r.spectrum if r.spectrum in BANDPOWER_SPECTRA else "TT"
         i = BANDPOWER_SPECTRA.index(spec)
-        kind = ("pure B" if r.purified else "standard B") if spec == "BB" else "MASTER"
+        kind = ("pure B" if r.purified else "standard B") if "B" in spec else "MASTER"
+        # TT is the familiar linear peak plot and TE changes sign; EE and BB span decades
         bandpower_plot(bx, r.bins.ell_eff, r.expected[i], r.bandpowers[i],
                        label=f"decoupled {spec} ({kind})", binned=r.binned[i],
-                       log=spec != "TT")
-        ratio, sigma = r.decoupled_ratio_of(spec)
+                       log=spec in ("EE", "BB"), sigma=r.sigma[i])
         shown = "" if spec == r.spectrum else f" (no {r.spectrum} bandpowers: TT shown)"
-        bx.set_title(f"{spec} bandpowers of the cut sky ({r.mask}){shown}: "
-                     f"⟨decoupled / input⟩ = {ratio:.3g} ± {sigma:.2g}")
+        if spec in CROSS_SPECTRA:
+            chi2, n = r.decoupled_chi2_of(spec)
+            stat = f"χ² = {chi2:.3g} for {n} bins"
+        else:
+            ratio, sigma = r.decoupled_ratio_of(spec)
+            stat = f"⟨decoupled / input⟩ = {ratio:.3g} ± {sigma:.2g}"
+        bx.set_title(f"{spec} bandpowers of the cut sky ({r.mask}){shown}: {stat}")
         coupling_image(mx, r.coupling[spec])
         mx.set_title(f"{spec} coupling of the mask: "
                      + mx.get_title().removeprefix("coupling "))
@@ -831,6 +899,81 @@ def _te_band(model):
     sqrt((C_TE^2 + C_TT C_EE) / (2l+1))."""
     ell = np.arange(model.shape[-1])
     return np.sqrt((model[3] ** 2 + model[0] * model[1]) / (2 * ell + 1))
+
+
+def _six(ws, cl6, method):
+    """A :class:`sphgpu.master.Workspace` method (``"decouple_cell"``, ``"bin_theory"`` or
+    ``"couple_cell"``) applied to six spectra through the workspace of each spin pair.
+
+    ws : dict, spins -> Workspace for (0, 0), (0, 2), (2, 2)
+    cl6 : ndarray, shape (6, lmax + 1), muK^2 -- TT, EE, BB, TE, EB, TB (one field each of T
+        and Q, U, so BE = EB)
+
+    Returns ndarray, shape (6, n): the rows of ``cl6`` (n = nbins, or lmax + 1 for
+    ``couple_cell``).
+    """
+    tt = getattr(ws[(0, 0)], method)(cl6[0])
+    pol = getattr(ws[(2, 2)], method)(np.stack([cl6[1], cl6[4], cl6[4], cl6[2]]))
+    te = getattr(ws[(0, 2)], method)(np.stack([cl6[3], cl6[5]]))
+    return np.stack([tt, pol[0], pol[3], te[0], pol[1], te[1]])
+
+
+#: The two auto spectra (rows of SPECTRA) whose product sets each spectrum's variance.
+_VARIANCE_PAIRS = ((0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2))
+
+
+def _decouplers(ws):
+    """A workspace's decoupler D = K^-1 P (read off its linear ``decouple_cell`` applied to
+    unit spectra), split by the pseudo-spectra it acts on: (n, [(row of SPECTRA, (n nbins,
+    lmax+1) columns of D)]) with n the workspace's spectra; BE's columns are added to EB's
+    (one field: BE = EB)."""
+    n, nl = len(ws.spectra), ws.lmax + 1
+    d = ws.decouple_cell(np.eye(n * nl).reshape(n * nl, n, nl)).reshape(n * nl, -1).T
+    cols = [d[:, i * nl:(i + 1) * nl] for i in range(n)]
+    if n == 1:
+        return n, [(0, cols[0])]                                      # TT
+    if n == 2:
+        return n, [(3, cols[0]), (5, cols[1])]                        # TE, TB
+    return n, [(1, cols[0]), (4, cols[1] + cols[2]), (2, cols[3])]    # EE, EB (+ BE), BB
+
+
+def _bandpower_sigma(spread, coupled, window):
+    """(6, nbins) approximate one-sigma scatter of decoupled TT, EE, BB, TE, EB, TB, muK^2.
+
+    The Gaussian covariance of the pseudo-spectra in the narrow-kernel approximation
+    (Efstathiou 2004; Garcia-Garcia et al. 2019), with spectra C = M C_input / w2 (the
+    expected pseudo-spectra over w2: the power the masked maps hold, standard B's leaked E
+    included):
+
+        Cov(C~_XY,l, C~_XY,l') = (g_l g_l' + C_XY,l C_XY,l') M[w^2]_ll' / (2l' + 1),
+        g = sqrt(C_XX C_YY),
+
+    M[w^2] the spin-0 coupling of the squared window, carried to the bandpowers through the
+    decoupler: var(C_b) = (D Cov D^T)_bb. Left out: covariances between different
+    pseudo-spectra (zero for these inputs, which have no EB or TB) and the spin-2 fields' own
+    kernels (the spin-0 one stands in). Measured over 30 skies per case (nside 32 and 64,
+    galactic and WMAP masks, 8-wide bins, standard and pure B) the pulls' standard deviation
+    per bin and spectrum was 0.38 to 1.43, mostly 0.8 to 1.1.
+
+    spread : (kernel, {spins: decouplers}) -- M[w^2] / (2l' + 1), shape (lmax+1, lmax+1),
+        and :func:`_decouplers` of the three workspaces
+    coupled : ndarray, shape (6, lmax + 1) -- expected pseudo-spectra (``couple_cell``), muK^2
+    window : ndarray, shape (npix,) -- the mask
+    """
+    kernel, decouplers = spread
+    c = coupled / float(np.mean(window**2))
+    var = {}
+    for spins, (n, parts) in decouplers.items():
+        total = 0.0
+        for k, d in parts:
+            i, j = _VARIANCE_PAIRS[k]
+            # (u u^T) o kernel = diag(u) kernel diag(u): a sum of two such terms
+            for u in (np.sqrt(np.maximum(c[i] * c[j], 0.0)), c[k]):
+                du = d * u[None, :]
+                total = total + np.sum((du @ kernel) * du, axis=1)
+        var[spins] = np.maximum(total, 0.0).reshape(n, -1)
+    tt, te, pol = var[(0, 0)], var[(0, 2)], var[(2, 2)]
+    return np.sqrt(np.stack([tt[0], pol[0], pol[3], te[0], pol[1], te[1]]))
 
 
 class TransformPanel(Panel):

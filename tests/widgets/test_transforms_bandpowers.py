@@ -38,18 +38,34 @@ def test_bandpowers_are_sphgpu_master_called_directly(purify):
                                                    backend="cpu"), bins)
     ws22 = master.Workspace(master.coupling_matrix(window, lmax, spins=(2, 2), purify_b=purify,
                                                    iter=it, backend="cpu"), bins)
+    ws02 = master.Workspace(master.coupling_matrix(window, lmax, spins=(0, 2), purify_b=purify,
+                                                   iter=it, backend="cpu"), bins)
     tt = ws00.decouple_cell(sphgpu.anafast(iqu[0] * window, lmax=lmax, pol=False, iter=it,
                                            backend="cpu"))
     pol = master.bandpowers_spin2(iqu[1], iqu[2], window, workspace=ws22, purify_b=purify,
                                   iter=it, backend="cpu")
-    np.testing.assert_allclose(r.bandpowers, np.stack([tt, pol[0], pol[3]]), rtol=1e-10,
-                               atol=1e-12 * np.abs(tt).max())
+    # TE and TB: the masked T's a_lm against E and (pure) B of master.pseudo_alm_spin2
+    t = sphgpu.map2alm(iqu[0] * window, lmax, iter=it, pol=False, backend="cpu")
+    eb = master.pseudo_alm_spin2(iqu[1], iqu[2], window, lmax, purify_b=purify, iter=it,
+                                 backend="cpu")
+    te = ws02.decouple_cell(np.stack([sphgpu.alm2cl(t, eb[0]), sphgpu.alm2cl(t, eb[1])]))
+    direct = np.stack([tt, pol[0], pol[3], te[0], pol[1], te[1]])
+    assert r.bandpowers.shape == (6, bins.nbins)
+    for row in range(6):                     # each spectrum on the scale of its own values
+        np.testing.assert_allclose(r.bandpowers[row], direct[row], rtol=1e-10,
+                                   atol=1e-12 * np.abs(direct[row]).max())
     beamed = cl4[:3] * bl[:, :3].T ** 2
+    te_beamed = cl4[3] * bl[:, 0] * bl[:, 1]
     zero = np.zeros(lmax + 1)
-    want = np.stack([ws00.bin_theory(beamed[0]),
-                     ws22.bin_theory(np.stack([beamed[1], zero, zero, beamed[2]]))[0],
-                     ws22.bin_theory(np.stack([beamed[1], zero, zero, beamed[2]]))[3]])
-    np.testing.assert_allclose(r.expected, want, rtol=1e-12)
+    pol_want = ws22.bin_theory(np.stack([beamed[1], zero, zero, beamed[2]]))
+    te_want = ws02.bin_theory(np.stack([te_beamed, zero]))
+    want = np.stack([ws00.bin_theory(beamed[0]), pol_want[0], pol_want[3], te_want[0],
+                     pol_want[1], te_want[1]])
+    np.testing.assert_allclose(r.expected[:4], want[:4], rtol=1e-12)
+    # no EB or TB in the input: none expected (the couplings do not mix them in)
+    assert not want[4:].any() and not r.expected[4:].any()
+    np.testing.assert_allclose(r.binned, bins.bin_cell(np.stack(
+        [beamed[0], beamed[1], beamed[2], te_beamed, zero, zero])), rtol=1e-12)
     # the numbers table's decoupled TT row: the mode-weighted mean of C_b / expected over the
     # bins inside the beam's range, with the cosmic variance of the cut sky
     ell = np.arange(lmax + 1)
@@ -64,6 +80,91 @@ def test_bandpowers_are_sphgpu_master_called_directly(purify):
                         mask="galactic", cut_deg=25.0, bin_width=width, purify_b=purify)
     row = _numbers(p)[f"TT decoupled: ⟨C_b / binned input⟩, ℓ 2–{e[keep[-1] + 1] - 1}"]
     assert row.startswith(f"{ratio:.3f} ± {np.sqrt(2 / (fsky * modes.sum())):.3f}")
+
+
+def _narrow_kernel_sigma(r, window, iter):
+    """The bandpower errors written out densely: the Gaussian covariance of every pair of
+    stacked pseudo-spectra, Cov(XY_l, ZW_l') = (C^XZ C^YW + C^XW C^YZ)_(l, l') M[w^2]_ll' /
+    (2l'+1), with a product of two auto spectra taken as sqrt(C1_l C2_l C1_l' C2_l') and a
+    cross spectrum squared as C_l C_l' (pairs that need EB or TB are zero: none in the
+    input), C the expected pseudo-spectra over w2 (EB and BE one field: their covariance is
+    EB's variance); through D = K^-1 P of each spin pair, built from the workspace's binned
+    coupling and the bins' matrix."""
+    lmax, nl = r.bins.lmax, r.bins.lmax + 1
+    kern = master.coupling_matrix(window**2, lmax, spins=(0, 0), iter=iter,
+                                  backend="cpu").blocks["00"] / (2 * np.arange(nl) + 1)
+    model = {"TT": r.cl_model[0], "EE": r.cl_model[1], "BB": r.cl_model[2],
+             "TE": r.cl_model[3]}
+    workspaces, pseudo = {}, {}
+    for spins in ((0, 0), (0, 2), (2, 2)):
+        ws = master.Workspace(master.coupling_matrix(window, lmax, spins=spins,
+                                                     purify_b=r.purified and spins != (0, 0),
+                                                     iter=iter, backend="cpu"), r.bins)
+        true = np.stack([model.get(x, np.zeros(r.lmax + 1))[:nl] for x in ws.spectra])
+        coupled = ws.couple_cell(true).reshape(len(ws.spectra), nl) / np.mean(window**2)
+        workspaces[spins] = ws
+        pseudo.update(zip(ws.spectra, coupled))
+    auto = {"T": pseudo["TT"], "E": pseudo["EE"], "B": pseudo["BB"]}
+
+    def cov(a, b):
+        (x, y), (z, w) = a, b
+        if {x, y} == {z, w} and x != y:          # a cross spectrum with itself, or EB/BE
+            c = pseudo[a]
+            first = np.sqrt(np.abs(np.outer(auto[x] * auto[y], auto[x] * auto[y])))
+            return (first + np.outer(c, c)) * kern
+        if a == b:                               # an auto spectrum: 2 C_l C_l'
+            return 2 * np.outer(auto[x], auto[x]) * kern
+        return np.zeros((nl, nl))                # needs EB or TB, none in the input
+
+    out = {}
+    for spins, ws in workspaces.items():
+        n = len(ws.spectra)
+        full = np.block([[cov(a, b) for b in ws.spectra] for a in ws.spectra])
+        d = np.linalg.inv(ws.coupling_binned) @ np.kron(np.eye(n), r.bins.matrix)
+        out[spins] = np.sqrt(np.diag(d @ full @ d.T)).reshape(n, -1)
+    tt, te, pol = out[(0, 0)], out[(0, 2)], out[(2, 2)]
+    return np.stack([tt[0], pol[0], pol[3], te[0], pol[1], te[1]])
+
+
+@pytest.mark.parametrize("mask, purify", [("galactic", False), ("galactic", True),
+                                          ("WMAP", True)])
+def test_bandpower_errors_are_the_narrow_kernel_covariance_written_out(mask, purify):
+    m = TransformModel(nside=16, backend="cpu", mask=mask, purify_b=purify, bin_width=6)
+    r = m.run()
+    assert r.sigma.shape == r.bandpowers.shape and np.all(r.sigma > 0)
+    np.testing.assert_allclose(r.sigma, _narrow_kernel_sigma(r, r.window, m.iter), rtol=1e-8)
+
+
+@pytest.mark.parametrize("purify", [False, True])
+def test_bandpower_errors_match_the_scatter_of_the_bandpowers_over_skies(purify):
+    # 40 skies of nside 16 (3 bins of 8): chi2 / n of every spectrum against its error bars.
+    # Measured: 0.31 (standard EB: the errors are large) to 1.16 (TT); an error bar off by a
+    # factor 2.2 either way takes it outside 0.2..5
+    m = TransformModel(nside=16, backend="cpu", mask="galactic", purify_b=purify)
+    pulls = []
+    for seed in range(40):
+        m.set(seed=seed)
+        r = m.run()
+        pulls.append((r.bandpowers - r.expected) / r.sigma)
+    chi2 = np.mean(np.square(pulls), axis=(0, 2))
+    assert np.all((chi2 > 0.2) & (chi2 < 5)), chi2
+
+
+def test_te_eb_tb_rows_are_chi_squares_against_what_they_estimate():
+    p = transform_panel(nside=16, backend="cpu", mask="galactic", bin_width=6, purify_b=True)
+    r = p.model.result
+    numbers = _numbers(p)
+    e = r.bins.edges
+    for spec, row in (("TE", 3), ("EB", 4), ("TB", 5)):
+        against = "expected" if spec == "TE" else "0 (none in the input)"
+        keep = r.decoupled_bins_of(spec)
+        assert keep.size == r.bins.nbins                     # a 2° beam keeps every bin
+        chi2 = np.sum(((r.bandpowers[row] - r.expected[row]) / r.sigma[row]) ** 2)
+        label = (f"{spec} decoupled against {against}: χ² / bins, "
+                 f"ℓ {e[0]}–{e[-1] - 1}")
+        assert numbers[label].startswith(f"{chi2:.1f} / {keep.size} "), numbers[label]
+    assert r.decoupled_chi2_of("EB") == pytest.approx(
+        (float(np.sum((r.bandpowers[4] / r.sigma[4]) ** 2)), r.bins.nbins))
 
 
 def test_purification_removes_the_e_to_b_leakage_of_an_e_only_sky(tmp_path):
@@ -95,7 +196,7 @@ def test_standard_bb_expects_leaked_e_and_pure_bb_the_binned_input():
     m.set(purify_b=True)
     pure = m.run()
     bins = master.Bins.linear(63, 8, lmin=2)
-    np.testing.assert_allclose(pure.binned, bins.bin_cell(pure.cl_model[:3, :64]), rtol=1e-12)
+    np.testing.assert_allclose(pure.binned, bins.bin_cell(pure.cl_model[:, :64]), rtol=1e-12)
     # the first two bins (l 2-17): through the standard windows the E-mode power leaks into
     # the expected BB many times the B input; pure B's windows keep it within 50%
     lost = np.abs(standard.expected[2, :2] / standard.binned[2, :2] - 1)
@@ -199,9 +300,16 @@ def test_the_figure_shows_the_shown_spectrums_bandpowers_and_coupling():
     axes = m.figure().axes
     assert len(axes) == full + 2                 # the bandpowers and the coupling matrix
     assert "BB bandpowers" in axes[-2].get_title() and "BB coupling" in axes[-1].get_title()
-    m.set(spectrum="TE")                         # no TE bandpowers: TT instead, and says so
+    m.set(spectrum="TE")                         # TE: linear axes, chi-square in the title
     axes = m.figure().axes
-    assert "no TE bandpowers: TT shown" in axes[-2].get_title()
+    assert "TE bandpowers" in axes[-2].get_title() and "χ² = " in axes[-2].get_title()
+    assert "TE coupling" in axes[-1].get_title() and axes[-2].get_yscale() == "linear"
+    # the decoupled TE with its error bars: the points drawn are the result's
+    bars = [c for c in axes[-2].containers if hasattr(c, "has_yerr") and c.has_yerr]
+    r = m.result
+    assert len(bars) == 1
+    db = r.bins.ell_eff * (r.bins.ell_eff + 1) / (2 * np.pi)
+    np.testing.assert_allclose(bars[0].lines[0].get_ydata(), db * r.bandpowers[3])
 
 
 @pytest.mark.timing
