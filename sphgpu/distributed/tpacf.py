@@ -923,13 +923,14 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
     nw = max(1, len(where))
     files = [f for f in (f1, f2) if f is not None]
 
-    def gather(fn, args_list, what):
+    def gather(fn, args_list, what, prefix):
         hook = _progress_hook(progress, what, len(args_list))
 
         def build(todo):
             out = []
+            rk = f"{prefix}-{uuid.uuid4().hex[:8]}"                 # new keys every round
             for i in todo:
-                f = client.submit(fn, *args_list[i], resources=resources, pure=False)
+                f = client.submit(fn, *args_list[i], resources=resources, key=(rk, i))
                 if hook is not None:
                     f.add_done_callback(hook(i))
                 out.append([f])
@@ -938,7 +939,8 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
         return [r for [r] in _run_items(client, len(args_list), build,
                                           progress=progress is True)]
 
-    sizes = gather(_file_size, [(f,) for f in files], "reading catalogs, sizes")
+    sizes = gather(_file_size, [(f,) for f in files], "reading catalogs, sizes",
+                   "sphgpu-catalog-size")
     jobs, owner = [], []
     for c, (f, n) in enumerate(zip(files, sizes)):
         # the rows declination_stripes samples of arrays in memory: every step-th
@@ -949,7 +951,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
             if b > a:
                 jobs.append((f, int(a), int(b), step))
                 owner.append(c)
-    got = gather(_file_summary, jobs, "reading catalogs, blocks")
+    got = gather(_file_summary, jobs, "reading catalogs, blocks", "sphgpu-catalog-block")
     summ = [_merge_summaries([g for g, o in zip(got, owner) if o == c])
             for c in range(len(files))]
     s1, s2 = summ[0], (summ[1] if f2 is not None else None)
@@ -968,7 +970,8 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
     pad = math.degrees(theta) * (1.0 + HALO_PAD_REL) + HALO_PAD_DEG
     parts = gather(_file_stripe_task,
                    [(f1, f2, edges, i, pad, bins, nreg, options, name)
-                    for i in range(edges.size - 1)], "pair counts, stripes")
+                    for i in range(edges.size - 1)], "pair counts, stripes",
+                   "sphgpu-paircount-file")
     raw = _Raw(**_add_raw(parts))
     sums1 = _summary_sums(f1, s1, nreg)
     sums2 = None if f2 is None else _summary_sums(f2, s2, nreg)

@@ -190,3 +190,20 @@ def test_only_the_workers_open_the_files(client, cats, tmp_path, monkeypatch):
     # a size task, blocks (2 per worker here), then one read per stripe
     assert len(opened) == 1 + 4 + 3
     assert got.n_regions == 110
+
+
+def test_a_worker_killed_while_reading_a_stripe_costs_time_only(fresh_process_client, cats,
+                                                                 tmp_path):
+    from .test_faults import _killer
+
+    client = fresh_process_client
+    c = cats
+    p = _save(str(tmp_path), ra=c["ra"], dec=c["dec"], lab=c["lab"])
+    want = pair_counts(c["ra"], c["dec"], bins=BINS, labels1=c["lab"], backend="cpu")
+    flag = str(tmp_path / "killed")
+    client.register_plugin(_killer(flag, 1, once=True, prefix="sphgpu-paircount-file"),
+                           name="killer")
+    got = sd.pair_counts(CatalogFiles(p["ra"], p["dec"], labels=p["lab"]), bins=BINS,
+                         client=client, backend="cpu", nchunks=3)
+    assert os.path.exists(flag)
+    _same(got, want)
