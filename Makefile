@@ -16,11 +16,14 @@ PY := $(VENV)/bin/python
 EXTRAS := lab,test,docs$(if $(GPU),$(comma)gpu)
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
-PYTEST_ARGS ?= -n auto
+PYTEST_ARGS ?= -n auto --dist loadgroup
 
 # Numba's OpenMP threads spin while waiting by default; on a shared or small machine (Binder,
 # a laptop running JupyterLab) that turns millisecond calls into tens of milliseconds.
-RUN_ENV := $(if $(GPU),,SPHGPU_BACKEND=cpu) OMP_WAIT_POLICY=PASSIVE
+# MALLOC_TRIM_THRESHOLD_ (as Dask sets for its workers): glibc gives freed memory back to the
+# system instead of keeping it for later, which held ~50 MB more in notebook 07's kernel.
+KERNEL_ENV := OMP_WAIT_POLICY=PASSIVE MALLOC_TRIM_THRESHOLD_=65536
+RUN_ENV := $(if $(GPU),,SPHGPU_BACKEND=cpu) $(KERNEL_ENV)
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 
 .PHONY: lab lab-notebooks test test-all docs install clean demo browser-deps

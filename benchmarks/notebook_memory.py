@@ -24,7 +24,11 @@ the kernel's RSS after each code cell, to find the cell that holds memory; ``num
 says whether the kernel loaded Numba's compiler (about 130 MB: its import and its first
 compiled call: ``numba_cost_mb`` measures it in a plain interpreter); ``cell_s`` the seconds
 of each code cell. ``wall_s`` is the
-Run All time (kernel start excluded). The issue's goals (issue 40): kernel RSS after Run All at
+Run All time (kernel start excluded); ``anon_mb`` the part of the RSS no file backs (what a
+second kernel cannot share: libraries' pages are shared). The kernels get ``binder/start``'s
+exports (``kernel_environment``). With every notebook open at once in one JupyterLab, the
+memory of each kernel and of the server's tree is measured by the browser test
+(tests/browser/test_lab_browser.py, proportional set sizes). The issue's goals (issue 40): kernel RSS after Run All at
 most 250 MB with warm caches, each notebook at most 60 s on one core with cold caches. The
 JSON (``notebook_memory.json``) holds the machine, whether the run was pinned to one core, the
 load average before and after (the development machine is shared), and one row per notebook.
@@ -37,6 +41,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
 import tempfile
@@ -50,13 +55,25 @@ GOAL_COLD_S = 60.0
 CELL_TIMEOUT_S = 900
 
 
+def binder_exports() -> dict:
+    """What ``binder/start`` exports before JupyterLab starts on Binder (and ``make lab`` sets):
+    the kernels here run with it, as a class's do."""
+    out = {}
+    for line in (ROOT / "binder" / "start").read_text().splitlines():
+        m = re.fullmatch(r"export (\w+)=(\S+)", line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
 def status_mb(pid: int) -> dict:
-    """``VmRSS`` and ``VmHWM`` of process ``pid`` in MB (10^6 bytes), from /proc."""
+    """``VmRSS``, ``VmHWM`` and ``RssAnon`` (the resident memory no file backs) of process
+    ``pid`` in MB (10^6 bytes), from /proc."""
     out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon"):
                 out[key] = int(value.split()[0]) * 1024 / 1e6      # kB in /proc
     return out
 
@@ -127,7 +144,7 @@ def run_notebook(path: pathlib.Path, env: dict) -> dict:
         os.environ.clear()
         os.environ.update(saved)
     return {"wall_s": round(wall, 2), "rss_mb": round(mem["VmRSS"], 1),
-            "hwm_mb": round(mem["VmHWM"], 1), "children_rss_mb": round(children, 1),
+            "anon_mb": round(mem["RssAnon"], 1), "hwm_mb": round(mem["VmHWM"], 1), "children_rss_mb": round(children, 1),
             "numba_loaded": numba_loaded, "rss_after_cell_mb": after_cell, "cell_s": cell_s,
             "errors": errors}
 
@@ -197,7 +214,8 @@ def main(argv=None):
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "notebooks": [],
     }
-    base = {"SPHGPU_BACKEND": "cpu", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    base = dict(binder_exports(), SPHGPU_BACKEND="cpu", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    result["kernel_environment"] = base
     caches = tempfile.mkdtemp(prefix="nbmem-")
     try:
         # what Numba alone costs a process, the floor of every notebook that compiles code

@@ -8,6 +8,12 @@ so nothing is downloaded). Without chromium the tests are skipped, unless
 SPHGPU_REQUIRE_BROWSER=1 (set by .ci/run), where they fail. One JupyterLab listens on 127.0.0.1
 with a random token, on copies of the notebooks, with the CPU backend. A screenshot of each
 notebook is saved to build/test-artifacts/ either way.
+
+The notebooks run one after another in that one JupyterLab, and each kernel stays alive after
+its test (as when a user leaves a tab): the last test measures the memory of the whole server
+process tree with every notebook open (Binder's limit, issue 40). The module's tests run on one
+pytest-xdist worker, in order (``xdist_group``; the Makefile runs pytest with ``--dist
+loadgroup``).
 """
 
 from __future__ import annotations
@@ -20,7 +26,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import json
 import time
+import typing
 import urllib.request
 
 import pytest
@@ -47,6 +55,30 @@ UPDATE_S = 45
 #: Longest a Monte Carlo run of the panel may go without a new batch shown.
 RUN_STALL_S = 120
 STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
+#: Memory goals with every notebook open and Run (issue 40), MB (10^6 bytes) of proportional
+#: set size: each kernel, and the server's whole process tree.
+KERNEL_PSS_MB = 250.0
+TREE_PSS_MB = 1800.0
+
+# one lab server for the whole module, its tests in order: the memory test comes last
+pytestmark = pytest.mark.xdist_group("jupyterlab")
+
+
+class LabServer(typing.NamedTuple):
+    base: str       # http://127.0.0.1:<port>
+    token: str
+    pid: int        # the server process
+
+
+def binder_exports() -> dict:
+    """The variables ``binder/start`` exports before JupyterLab starts on Binder: the test's
+    JupyterLab runs with them, so that what is measured is what a class gets."""
+    out = {}
+    for line in (ROOT / "binder" / "start").read_text().splitlines():
+        m = re.fullmatch(r"export (\w+)=(\S+)", line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
 
 
 def missing_browser() -> str:
@@ -80,8 +112,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory):
-    """JupyterLab on 127.0.0.1 with a token, serving copies of the notebooks; yields
-    (base URL, token)."""
+    """JupyterLab on 127.0.0.1 with a token, serving copies of the notebooks, started as on
+    Binder (``binder/postBuild`` run first, ``binder/start``'s exports); yields a
+    :class:`LabServer`."""
     _require_browser()
     tmp_path = tmp_path_factory.mktemp("lab")
     work = tmp_path / "notebooks"
@@ -97,12 +130,21 @@ def lab_server(tmp_path_factory):
         (settings / ext).mkdir(parents=True, exist_ok=True)
         (settings / ext / f"{name}.jupyterlab-settings").write_text(value)
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, SPHGPU_BACKEND="cpu", OMP_WAIT_POLICY="PASSIVE",
+    env = dict(os.environ, **binder_exports(),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
                IPYTHONDIR=str(tmp_path / "ipython"),
                SPHGPU_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("NUMBA_ENABLE_CUDASIM", None)          # the kernel is a user's, not a test's
+    # As a Binder image is built: postBuild runs every notebook once, so that the kernels load
+    # Numba's compiled code instead of compiling it (compiling holds 30-75 MB more in a kernel,
+    # which the memory test would count). Its `python` and `jupyter` are this environment's.
+    build_env = dict(env, PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent),
+                                                env.get("PATH", "")]))
+    built = subprocess.run(["bash", str(ROOT / "binder" / "postBuild")], cwd=ROOT,
+                           env=build_env, capture_output=True, text=True)
+    if built.returncode:
+        pytest.fail("binder/postBuild failed:\n" + (built.stdout + built.stderr)[-3000:])
     # `-m jupyterlab`, not `-m jupyter lab`: the latter runs the jupyter-lab script, whose
     # interpreter (its #! line) may be another environment's than this test's
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
@@ -125,7 +167,7 @@ def lab_server(tmp_path_factory):
                     pytest.fail("JupyterLab did not start:\n"
                                 + (tmp_path / "jupyter.log").read_text()[-3000:])
                 time.sleep(0.5)
-        yield base, token
+        yield LabServer(base, token, proc.pid)
     finally:
         proc.terminate()
         try:
@@ -516,7 +558,7 @@ def _errors(page):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
                                   for n in NOTEBOOKS])
 def test_notebook_runs_and_its_panels_respond_in_chromium(name, lab_server, browser, tmp_path):
-    base, token = lab_server
+    base, token, _ = lab_server
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"lab_{pathlib.Path(name).stem}.png"
     page = browser.new_page()
@@ -547,3 +589,98 @@ def test_notebook_runs_and_its_panels_respond_in_chromium(name, lab_server, brow
         page.screenshot(path=str(shot), full_page=False)
         page.close()
     assert shot.stat().st_size > 0
+
+
+# -- every notebook open at once ------------------------------------------------------------------
+def _children(pid):
+    kids = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+    except OSError:                                 # the process ended meanwhile
+        pass
+    return kids
+
+
+def _tree(pid):
+    """``pid`` and every process below it."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += _children(p)
+    return out
+
+
+def _memory_mb(pid):
+    """Proportional set size (a page shared by n processes counts 1/n in each: summed over a
+    tree it counts every page once, as the machine's memory does), resident set size and its
+    anonymous part (what no file backs) of one process, MB (10^6 bytes); zeros once it ended."""
+    out = {"pss": 0.0, "rss": 0.0, "anon": 0.0}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("Pss", "Rss"):
+                    out[key.lower()] = int(value.split()[0]) * 1024 / 1e6
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    out["anon"] = int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return out
+
+
+def _api(lab_server, what):
+    with urllib.request.urlopen(f"{lab_server.base}/api/{what}?token={lab_server.token}",
+                                timeout=10) as r:
+        return json.load(r)
+
+
+def test_every_notebook_open_at_once_fits_a_binder_machine(lab_server):
+    """After the tests above ran every notebook (Run All, then every panel's controls) in this
+    one JupyterLab, with each kernel left alive: each kernel's tree at most KERNEL_PSS_MB and
+    the whole server tree at most TREE_PSS_MB of proportional set size. The numbers go to
+    build/test-artifacts/lab_memory.json either way."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    sessions = {pathlib.Path(s["path"]).name: s["kernel"]["id"]
+                for s in _api(lab_server, "sessions")}
+    missing = [n for n in NOTEBOOKS if n not in sessions]
+    if missing:
+        pytest.skip(f"the notebooks {missing} did not run in this JupyterLab (the test measures "
+                    f"the server after every notebook's test in this module)")
+    _wait_for(lambda: all(k["execution_state"] == "idle" for k in _api(lab_server, "kernels")),
+              UPDATE_S, "every kernel to be idle")
+    tree = _tree(lab_server.pid)
+    kernel_of = {}                                  # kernel id -> its process
+    for pid in tree:
+        try:
+            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        m = re.search(r"kernel-([0-9a-f-]+)\.json", cmdline)
+        if m:
+            kernel_of[m.group(1)] = pid
+    rows = {}
+    for name in NOTEBOOKS:
+        pid = kernel_of.get(sessions[name])
+        assert pid is not None, f"no process of {name}'s kernel {sessions[name]} below the server"
+        procs = [_memory_mb(p) for p in _tree(pid)]
+        rows[name] = {k: round(sum(p[k] for p in procs), 1) for k in ("pss", "rss", "anon")}
+        rows[name]["processes"] = len(procs)
+    every = [_memory_mb(p) for p in tree]
+    total = {k: round(sum(p[k] for p in every), 1) for k in ("pss", "rss", "anon")}
+    total["processes"] = len(tree)
+    server = _memory_mb(lab_server.pid)
+    report = {"unit": "MB (10^6 bytes)", "goals": {"kernel_pss": KERNEL_PSS_MB,
+                                                   "tree_pss": TREE_PSS_MB},
+              "environment": binder_exports(), "server": server, "kernels": rows,
+              "tree": total, "load_average": os.getloadavg()}
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "lab_memory.json").write_text(json.dumps(report, indent=1))
+    over = {n: r["pss"] for n, r in rows.items() if r["pss"] > KERNEL_PSS_MB}
+    assert not over, f"kernels over {KERNEL_PSS_MB} MB: {over}; all: {report}"
+    assert total["pss"] <= TREE_PSS_MB, report
