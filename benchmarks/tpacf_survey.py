@@ -14,6 +14,9 @@ Workloads (``--only``; ``--quick`` shrinks them to seconds on a CPU):
          The plain call is ``sphgpu.tpacf.pair_counts`` for each term in this process; the
          Dask one ``sphgpu.distributed.pair_counts`` with the same arguments. Counts (per
          patch pair too) must be equal as integers; w and the covariance are compared.
+  des-files (with --files DIR) the same catalogs written to DIR as .npy columns and counted
+         through ``sphgpu.distributed.CatalogFiles`` (the workers read them; the client never
+         holds them), against the same baseline.
   rr7    exact RR of --rr-small (10^7) full-sky randoms, 20 log bins 0.01-10 deg.
   rr8    the same for --rr-large (10^8).
 Every timing is a whole public call from NumPy arrays (the catalogs are sent at every call).
@@ -116,22 +119,28 @@ def rr_inputs(n):
 
 
 # ----------------------------------------------------------------------------- one run
-def des_run(count, d, progress=None):
-    """DD, DR, RR (per-patch counts), Landy-Szalay w and its jackknife covariance through
-    ``count`` (the plain or the distributed pair_counts, as a partial with its backend):
-    (results dict, seconds of each step)."""
+def des_terms(count, d):
+    """{"dd", "dr", "rr": callable(**keywords)} counting each term of the DES-like w from the
+    NumPy arrays through ``count`` (the plain or the distributed pair_counts, with its
+    backend), with per-patch counts."""
+    return {"dd": lambda **kw: count(d["ra"], d["dec"], labels1=d["lab"], **kw),
+            "dr": lambda **kw: count(d["ra"], d["dec"], d["rra"], d["rdec"],
+                                     labels1=d["lab"], labels2=d["rlab"], **kw),
+            "rr": lambda **kw: count(d["rra"], d["rdec"], labels1=d["rlab"], **kw)}
+
+
+def des_run(terms, bins, progress=None):
+    """DD, DR, RR, then Landy-Szalay w and its jackknife covariance: (results dict, seconds
+    of each step)."""
     from sphgpu.tpacf import jackknife_covariance, landy_szalay
 
-    kw = {"bins": d["bins"]}
+    kw = {"bins": bins}
     if progress is not None:
         kw["progress"] = progress
     steps, out = {}, {}
-    for name, args, labels in (("dd", (d["ra"], d["dec"]), {"labels1": d["lab"]}),
-                               ("dr", (d["ra"], d["dec"], d["rra"], d["rdec"]),
-                                {"labels1": d["lab"], "labels2": d["rlab"]}),
-                               ("rr", (d["rra"], d["rdec"]), {"labels1": d["rlab"]})):
+    for name in ("dd", "dr", "rr"):
         t0 = time.perf_counter()
-        out[name] = count(*args, **labels, **kw)
+        out[name] = terms[name](**kw)
         steps[name + "_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     out["w"] = landy_szalay(out["dd"], out["dr"], out["rr"])
@@ -165,7 +174,7 @@ def des_plain(cfg, backend, d, log):
     steps = {}
 
     def run():
-        out, s = des_run(count, d)
+        out, s = des_run(des_terms(count, d), d["bins"])
         steps.update(s)
         return out
 
@@ -177,23 +186,49 @@ def des_plain(cfg, backend, d, log):
             "pairs": {k: int(out[k].counts.sum()) for k in ("dd", "dr", "rr")}}, out
 
 
-def des_dask(client, cfg, backend, d, want, log, progress):
+def des_dask(client, cfg, backend, d, want, log, progress, files=None):
+    """The DES-like w through sphgpu.distributed from the NumPy arrays, or (``files``: the
+    data's and the randoms' CatalogFiles) from catalogs on disk that the workers read."""
     import sphgpu.distributed as sd
 
     def count(*a, **k):
         return sd.pair_counts(*a, client=client, backend=backend, **k)
 
+    if files is None:
+        terms = des_terms(count, d)
+    else:
+        fd, fr = files
+        terms = {"dd": lambda **kw: count(fd, **kw), "dr": lambda **kw: count(fd, fr, **kw),
+                 "rr": lambda **kw: count(fr, **kw)}
     steps = {}
 
     def run():
-        out, s = des_run(count, d, progress)
+        out, s = des_run(terms, d["bins"], progress)
         steps.update(s)
         return out
 
     first, med, times, out = _timed(run, cfg["repeat"], "cpu")
     check = des_equal(out, want)
-    log(f"  DES-like: first {first:.1f} s, then {_fmt(med)} s ({_steps(steps)}); {check}")
+    log(f"  DES-like{' from files' if files else ''}: first {first:.1f} s, then {_fmt(med)} s "
+        f"({_steps(steps)}); {check}")
     return {"first_s": first, "seconds": med, "all_s": times, "last_steps": steps, **check}
+
+
+def des_files(d, folder, log):
+    """The DES-like catalogs written as .npy columns (ra, dec, patch labels) under
+    ``folder``: (data, randoms) CatalogFiles."""
+    from sphgpu.distributed import CatalogFiles
+
+    os.makedirs(folder, exist_ok=True)
+    t0 = time.perf_counter()
+    out = []
+    for name, keys in (("data", ("ra", "dec", "lab")), ("randoms", ("rra", "rdec", "rlab"))):
+        paths = [os.path.join(folder, f"{name}_{k}.npy") for k in ("ra", "dec", "labels")]
+        for path, k in zip(paths, keys):
+            np.save(path, d[k])
+        out.append(CatalogFiles(paths[0], paths[1], labels=paths[2]))
+    log(f"DES-like catalogs written to {folder} in {time.perf_counter() - t0:.1f} s")
+    return tuple(out)
 
 
 def rr_plain(cfg, backend, d, n, log):
@@ -230,13 +265,18 @@ def _steps(steps):
 
 
 # ----------------------------------------------------------------------------- report
+def _plain(data, w):
+    """The baseline of workload ``w`` (the catalogs on disk have the in-memory one's)."""
+    return data["plain"].get("des" if w == "des-files" else w, {})
+
+
 def table(data):
     units = data["units"]
     lines = [f"{'workload':<30}{'plain':>12}" + "".join(f"{str(n) + ' workers':>14}"
                                                       for n in units)]
     for w in data["workloads"]:
         for key, label in (("seconds", "s"), ("first_s", "first call s")):
-            p = data["plain"].get(w, {}).get(key)
+            p = _plain(data, w).get(key)
             cells = [data["rows"][str(n)].get(w, {}).get(key) for n in units]
             lines.append(f"{w + ' ' + label:<30}{_fmt(p):>12}"
                          + "".join(f"{_fmt(c):>14}" for c in cells))
@@ -255,6 +295,7 @@ def plot(data, path):
     ws = data["workloads"]
     sz = data["sizes"]
     titles = {"des": f"DES-like w: {sz['des_n']:.1e} points, {sz['patches']} patches",
+              "des-files": "the same, catalogs read from .npy files by the workers",
               "rr7": f"RR of {sz['rr_small']:.0e} full-sky randoms",
               "rr8": f"RR of {sz['rr_large']:.0e} full-sky randoms"}
     fig, axes = plt.subplots(1, len(ws), figsize=(4.2 * len(ws), 3.6), squeeze=False)
@@ -266,7 +307,7 @@ def plot(data, path):
             ys = [data["rows"][str(n)].get(w, {}).get(key) for n in units]
             xs = [n for n, y in zip(units, ys) if y is not None]
             ax.plot(xs, [y for y in ys if y is not None], style, label=label)
-        p = data["plain"].get(w, {}).get("seconds") or data["plain"].get(w, {}).get("first_s")
+        p = _plain(data, w).get("seconds") or _plain(data, w).get("first_s")
         if p is not None:
             ax.axhline(p, color="k", ls="--", lw=1, label=f"plain call, one {kind}")
         ax.set_xticks(units)
@@ -295,6 +336,10 @@ def main():
                    default=["des", "rr7", "rr8"])
     p.add_argument("--progress", action="store_true",
                    help="print each stripe of a Dask count as it finishes")
+    p.add_argument("--files", default=None, metavar="DIR",
+                   help="also count the DES-like catalogs from .npy files written to DIR "
+                        "(sphgpu.distributed.CatalogFiles: read by the workers), workload "
+                        "'des-files'")
     p.add_argument("--out", default="benchmarks/results")
     for key, value in FULL.items():
         p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
@@ -320,8 +365,10 @@ def main():
         print(msg, flush=True)
 
     progress = log if args.progress else None
+    workloads = list(args.only) + (["des-files"] if args.files and "des" in args.only
+                                   else [])
     data = {"machine": machine_info(), "backend": backend, "units": units, "sizes": cfg,
-            "quick": args.quick, "workloads": list(args.only), "plain": {},
+            "quick": args.quick, "workloads": workloads, "plain": {},
             "rows": {str(n): {} for n in units}}
     log(json.dumps(data["machine"]))
 
@@ -339,6 +386,9 @@ def main():
         data["sizes"]["des_label_s"] = inputs["des"]["label_s"]
         data["plain"]["des"], want["des"] = des_plain(cfg, backend, inputs["des"], log)
         save()
+        if "des-files" in workloads:
+            files = des_files(inputs["des"], args.files, log)
+            inputs["des-files"], want["des-files"] = inputs["des"], want["des"]
     for w, key in (("rr7", "rr_small"), ("rr8", "rr_large")):
         if w in args.only:
             inputs[w] = rr_inputs(cfg[key])
@@ -352,9 +402,12 @@ def main():
         log(f"{n} {'GPU' if backend == 'cuda' else 'CPU'} worker(s), started in "
             f"{row['cluster_start_s']:.1f} s")
         try:
-            for w in args.only:
+            for w in workloads:
                 if w == "des":
                     row[w] = des_dask(client, cfg, backend, inputs[w], want[w], log, progress)
+                elif w == "des-files":
+                    row[w] = des_dask(client, cfg, backend, inputs[w], want[w], log, progress,
+                                      files=files)
                 else:
                     row[w] = rr_dask(client, cfg, backend, inputs[w], want[w], log, progress)
                 save()
@@ -366,7 +419,7 @@ def main():
     plot(data, os.path.join(args.out, "tpacf_survey.png"))
     log("\n" + table(data))
     log(f"\nwall {data['wall_s']:.0f} s; written {path}")
-    bad = [(n, w) for n in units for w in args.only
+    bad = [(n, w) for n in units for w in workloads
            if not data["rows"][str(n)].get(w, {}).get("counts_equal", False)]
     if bad:
         log(f"COUNTS DIFFER from the plain call: {bad}")
