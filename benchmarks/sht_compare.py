@@ -5,7 +5,8 @@ Each tree is imported in fresh processes of its own (``PYTHONPATH``), one after 
 trees alternating (``--rounds`` processes each), so that a drift of the machine falls on both.
 A process times, on device arrays (CuPy) at ``--nside`` with lmax = 2 nside, the public calls a
 user makes: ``alm2map`` and ``map2alm`` (iter 0) of one map and of a batch of ``--batch`` maps,
-the polarized pair (T, E, B <-> I, Q, U) and ``alm2map_spin``/``map2alm_spin`` with spin 2,
+the polarized pair (T, E, B <-> I, Q, U), one set and a batch of ``--batch // 2`` sets (times
+per set), and ``alm2map_spin``/``map2alm_spin`` with spin 2,
 medians of ``--repeat`` after a warm-up, synchronized. For the batch it also measures the host
 time of a call: how long ``alm2map`` holds the calling thread before returning (the device may
 still be working), which is all a reused transform should cost the host beyond its launches.
@@ -60,12 +61,14 @@ def child(args):
         a[..., : lmax + 1] = a[..., : lmax + 1].real          # m = 0: real
         return cupy.asarray(a)
 
-    a1, ab, apol, aspin = alm(), alm(k), alm(3), alm(2)
+    kp = max(1, k // 2)                      # polarized batch: sets of (T, E, B)
+    a1, ab, apol, aspin, apolb = alm(), alm(k), alm(3), alm(2), alm(kp, 3)
     npix = 12 * nside * nside
     m1 = cupy.asarray(rng.standard_normal(npix))
     mb = cupy.asarray(rng.standard_normal((k, npix)))
     mpol = cupy.asarray(rng.standard_normal((3, npix)))
     mspin = cupy.asarray(rng.standard_normal((2, npix)))
+    mpolb = cupy.asarray(rng.standard_normal((kp, 3, npix)))
     calls = {
         "alm2map": lambda: sphgpu.alm2map(a1, nside, lmax, backend="cuda"),
         "map2alm": lambda: sphgpu.map2alm(m1, lmax, iter=0, backend="cuda"),
@@ -73,6 +76,10 @@ def child(args):
         "map2alm_batch": lambda: sphgpu.map2alm(mb, lmax, iter=0, pol=False, backend="cuda"),
         "alm2map_pol": lambda: sphgpu.alm2map(apol, nside, lmax, pol=True, backend="cuda"),
         "map2alm_pol": lambda: sphgpu.map2alm(mpol, lmax, iter=0, pol=True, backend="cuda"),
+        "alm2map_pol_batch": lambda: sphgpu.alm2map(apolb, nside, lmax, pol=True,
+                                                    backend="cuda"),
+        "map2alm_pol_batch": lambda: sphgpu.map2alm(mpolb, lmax, iter=0, pol=True,
+                                                    backend="cuda"),
         "alm2map_spin2": lambda: sphgpu.alm2map_spin(aspin, nside, 2, lmax, backend="cuda"),
         "map2alm_spin2": lambda: sphgpu.map2alm_spin(mspin, 2, lmax, backend="cuda"),
     }
@@ -84,7 +91,7 @@ def child(args):
         out.setdefault("first_s", {})[name] = time.perf_counter() - t0
         out["summary"][name] = _summary(result)
         del result
-        per = k if name.endswith("_batch") else 1
+        per = (kp if "_pol" in name else k) if name.endswith("_batch") else 1
         out["ms"][name] = time_call(fn, repeat=args.repeat, sync=sync).median * 1e3 / per
     host = []
     for _ in range(args.repeat):
