@@ -97,13 +97,14 @@ def apodize_mask(mask, aposize_deg: float, *, apotype: str = "C1", backend: str 
     Raises
     ------
     ValueError
-        A mask that is not a HEALPix map, negative or NaN; aposize_deg not positive;
-        an unknown apotype.
+        A mask that is not a HEALPix map, negative, NaN or zero everywhere; aposize_deg not
+        in (0, 180]; an unknown apotype; a "Smooth" scale that masks every pixel.
     """
     m, nside = _mask_map(mask, "mask")
     if isinstance(aposize_deg, bool) or not isinstance(aposize_deg, (int, float, np.number)) \
-            or not math.isfinite(aposize_deg) or aposize_deg <= 0:
-        raise ValueError(f"aposize_deg must be a positive number of degrees, got "
+            or not math.isfinite(aposize_deg) or not 0 < aposize_deg <= 180:
+        # beyond 180 degrees no pixel is farther from the cut, and C1/C2's x would turn back
+        raise ValueError(f"aposize_deg must be a positive number of degrees, at most 180, got "
                          f"{aposize_deg!r}")
     if apotype not in APOTYPES:
         raise ValueError(f"apotype must be one of {APOTYPES}, got {apotype!r}")
@@ -117,6 +118,10 @@ def apodize_mask(mask, aposize_deg: float, *, apotype: str = "C1", backend: str 
         # a band-limited Gaussian rings slightly below 0 beside sharp edges (-1e-3 for WMAP's
         # mask at nside 16, 5 deg); a mask must be >= 0 for coupling_matrix and pure B
         np.maximum(out, 0.0, out=out)
+        if not np.any(out > 0):
+            raise ValueError(f"aposize_deg={aposize_deg!r} with apotype 'Smooth' masks the whole "
+                             f"sky (every pixel lies within 2.5 aposize_deg of a masked one): "
+                             "give a smaller scale")
         return out
     dist = distance_to_masked(m, theta_s)
     x = np.sqrt((1.0 - np.cos(np.minimum(dist, math.pi))) / (1.0 - math.cos(theta_s)))

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import is_device_array
+from .._validate import check_int, is_device_array
 from ..sht import pixwin as _pixwin
 from .bins import Bins
-from .coupling import SPECTRA, Coupling, _spins, coupling_matrix
+from .coupling import SPECTRA, Coupling, _nside_of, _spins, coupling_matrix
 from .purify import pseudo_cl_spin2
 
 __all__ = ["Workspace", "decouple", "bandpowers_spin2", "COND_MAX"]
@@ -109,6 +109,9 @@ class Workspace:
     purify_b : bool
         B is pure B (the coupling was made with ``purify_b=True``): decouple pseudo-spectra
         of :func:`sphgpu.master.pseudo_cl_spin2` with ``purify_b=True``.
+    nside : int or None
+        The mask's nside (the coupling's, or ``nside`` given); None when the coupling was
+        made from a mask spectrum and no ``nside`` was given.
 
     Raises
     ------
@@ -137,6 +140,9 @@ class Workspace:
         mat = coupling.matrix(key)
         mat = mat if isinstance(mat, np.ndarray) else mat.get()    # blocks made on the GPU
         self.spins = key
+        if nside is not None:
+            nside = check_int("nside", nside, minimum=1)
+        self.nside = coupling.nside if nside is None else nside
         self.purify_b = bool(coupling.purify_b) and key != (0, 0)
         self.bins = bins
         self.lmax = lmax = coupling.lmax
@@ -187,14 +193,18 @@ class Workspace:
         n, nb, nl = len(self.spectra), self.bins.nbins, self.lmax + 1
         return self._window.reshape(n, nb, n, nl)
 
-    def _shape(self, cl, what):
+    def _shape(self, cl, what, xp=np):
         n, nl = len(self.spectra), self.lmax + 1
         flat = n == 1 and (cl.ndim == 1 or cl.shape[-2] != 1)
         c = cl[..., None, :] if flat else cl
         if c.ndim < 2 or c.shape[-2] != n or c.shape[-1] < nl:
             raise ValueError(f"{what} must have shape (..., {n}, >= {nl}) for spins "
                              f"{self.spins} (spectra {self.spectra}), got {cl.shape}")
-        return c[..., :nl], flat
+        c = c[..., :nl]
+        # a NaN would spread through the decoupler into every bandpower of its spin pair
+        if not bool(xp.all(xp.isfinite(c))):
+            raise ValueError(f"{what} contains NaN or infinite values")
+        return c, flat
 
     def decouple_cell(self, pseudo_cl):
         """Decoupled bandpowers of pseudo-spectra: K^-1 P pseudo-C.
@@ -209,6 +219,11 @@ class Workspace:
         Returns
         -------
         array, shape (..., n, nbins) (or (..., nbins)), float64
+
+        Raises
+        ------
+        ValueError
+            ``pseudo_cl`` of the wrong shape, or holding NaN or infinite values.
         """
         dev = is_device_array(pseudo_cl)
         if dev:
@@ -220,7 +235,7 @@ class Workspace:
             xp = np
             d = self._decoupler.T
         cl = xp.asarray(pseudo_cl, dtype=np.float64)
-        c, flat = self._shape(cl, "pseudo_cl")
+        c, flat = self._shape(cl, "pseudo_cl", xp)
         out = (c.reshape(c.shape[:-2] + (-1,)) @ d).reshape(
             c.shape[:-2] + (len(self.spectra), self.bins.nbins))
         return out[..., 0, :] if flat else out
@@ -347,8 +362,9 @@ def bandpowers_spin2(q, u, mask, bins: Bins | None = None, *, workspace: Workspa
     Raises
     ------
     ValueError
-        Neither or both of ``bins`` and ``workspace``; a workspace of other spins or of the
-        other ``purify_b``; as :func:`~sphgpu.master.pseudo_cl_spin2` and :class:`Workspace`.
+        Neither or both of ``bins`` and ``workspace``; a workspace of other spins, of the
+        other ``purify_b`` or of a mask of another nside; as
+        :func:`~sphgpu.master.pseudo_cl_spin2` and :class:`Workspace`.
 
     Examples
     --------
@@ -368,6 +384,10 @@ def bandpowers_spin2(q, u, mask, bins: Bins | None = None, *, workspace: Workspa
             raise TypeError(f"workspace must be a Workspace, got {type(workspace).__name__}")
         if workspace.spins != (2, 2):
             raise ValueError(f"workspace must be for spins (2, 2), got {workspace.spins}")
+        ns = _nside_of(np.size(mask), "mask")
+        if workspace.nside is not None and workspace.nside != ns:
+            raise ValueError(f"workspace was made for a mask of nside {workspace.nside}; mask "
+                             f"has nside {ns}")
         if workspace.purify_b != bool(purify_b):
             raise ValueError(f"purify_b={purify_b!r} disagrees with the workspace's coupling "
                              f"(made with purify_b={workspace.purify_b})")

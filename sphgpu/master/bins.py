@@ -40,6 +40,8 @@ class Bins:
     ValueError
         Edges not strictly increasing, outside 0..lmax + 1, fewer than two; weights of the
         wrong length, negative, non-finite or zero over a whole bin.
+    TypeError
+        Edges that are not numbers; an lmax that is not an integer.
 
     Examples
     --------
@@ -49,6 +51,8 @@ class Bins:
 
     def __init__(self, edges, lmax: int | None = None, weights=None):
         e = np.asarray(edges)
+        if e.dtype.kind not in "iuf":
+            raise TypeError(f"edges must be integer multipoles, got dtype {e.dtype}")
         if e.ndim != 1 or e.size < 2:
             raise ValueError(f"edges must be a 1-d array of at least 2 multipoles, got shape "
                              f"{e.shape}")
@@ -197,7 +201,10 @@ class Bins:
         if cl.ndim < 1 or cl.shape[-1] < self.lmax + 1:
             raise ValueError(f"cl must have at least lmax + 1 = {self.lmax + 1} multipoles on "
                              f"its last axis, got shape {cl.shape}")
-        return cl[..., :self.lmax + 1] @ self._p.T
+        cl = cl[..., :self.lmax + 1]
+        if not np.all(np.isfinite(cl)):
+            raise ValueError("cl contains NaN or infinite values")
+        return cl @ self._p.T
 
     def unbin_cell(self, cb) -> np.ndarray:
         """Spectra that are constant over each bin: C_l = C_b for l in bin b, 0 elsewhere.
@@ -215,6 +222,8 @@ class Bins:
         if cb.ndim < 1 or cb.shape[-1] != self.nbins:
             raise ValueError(f"cb must have nbins = {self.nbins} values on its last axis, got "
                              f"shape {cb.shape}")
+        if not np.all(np.isfinite(cb)):
+            raise ValueError("cb contains NaN or infinite values")
         return cb @ self._q()
 
     def _q(self):

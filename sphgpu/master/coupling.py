@@ -235,6 +235,8 @@ class Coupling:
             raise ValueError(f"cl must have shape (..., {n}, >= {self.lmax + 1}) for "
                              f"spins={key}, got {cl.shape}")
         c = c[..., :self.lmax + 1]
+        if not np.all(np.isfinite(c)):
+            raise ValueError("cl contains NaN or infinite values")
         out = (c.reshape(c.shape[:-2] + (-1,)) @ np.asarray(mat).T).reshape(c.shape)
         return out[..., 0, :] if flat else out
 
@@ -303,9 +305,10 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
     Raises
     ------
     ValueError
-        A mask of the wrong size (not 12 nside^2 pixels), negative, NaN or all zero; spins
-        other than 0 and 2; lmax out of range; ``purify_b=True`` with spins (0, 0) (no B to
-        purify) or with a binary mask.
+        A mask of the wrong size (not 12 nside^2 pixels), negative, NaN or all zero; a
+        spectrum (``is_cl``) that is not finite or has W_0 <= 0; spins other than 0 and 2;
+        lmax out of range; ``purify_b=True`` with spins (0, 0) (no B to purify) or with a
+        binary mask.
 
     Examples
     --------
@@ -332,6 +335,10 @@ def coupling_matrix(mask, lmax: int | None = None, *, spins=(0, 0), purify_b: bo
                              f"{wl.shape}")
         if not np.all(np.isfinite(wl)):
             raise ValueError("mask (a power spectrum) contains NaN or infinite values")
+        if not wl[0] > 0:
+            # W_0 = 4 pi <w1> <w2> of windows that are >= 0 and see some of the sky
+            raise ValueError(f"mask (a power spectrum, is_cl=True) must have W_0 > 0 (4 pi "
+                             f"times the product of the masks' means), got W_0 = {wl[0]:.3g}")
         lmax = wl.size - 1 if lmax is None else check_int("lmax", lmax, minimum=0)
         if lmax_mask is not None:
             raise ValueError("lmax_mask is for masks given as maps; cut the spectrum instead")

@@ -226,7 +226,10 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
     ------
     ValueError
         A mask that is not a map (wrong size, negative, NaN, zero everywhere); a binary mask
-        with ``purify_b=True``; q and u of different shapes or not of the mask's size.
+        with ``purify_b=True``; q and u of different shapes or not of the mask's size, or
+        NaN or infinite where not masked (UNSEEN or ``numpy.ma``).
+    TypeError
+        ``purify_b`` not a bool; q and u one on the device, the other not.
 
     Examples
     --------
@@ -241,6 +244,8 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
         raise ValueError(f"q and u must have the same shape, got {qq.shape} and {uu.shape}")
     if is_device_array(qq) != is_device_array(uu):
         raise TypeError("q and u must both be NumPy arrays or both device arrays")
+    if not isinstance(purify_b, (bool, np.bool_)):
+        raise TypeError(f"purify_b must be True or False, got {purify_b!r}")
     if purify_b:
         require_apodized(m, "mask")
     xp = _array_module(qq)
