@@ -368,7 +368,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     client cuts the stripes from the samples, and each stripe's task reads its own rows and
     halo from the files. Counts equal those of the same catalogs in memory as integers
     (weighted totals to rounding: they are summed by blocks). Nothing is kept for a next
-    call: each call reads its rows again.
+    call: each call reads its rows again. A catalog on disk is counted with itself or with
+    another on disk, not with arrays.
 
     Parameters
     ----------
@@ -388,7 +389,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     progress : bool or callable(str)
         True: Dask's progress bar over the stripes' tasks. A callable is called with
         "pair counts, stripes: k of n done" as each stripe's task finishes (from a thread of
-        the client).
+        the client); for CatalogFiles also "reading catalogs, blocks: k of n done" as the
+        workers check and sum the blocks of rows.
 
     Returns
     -------
@@ -399,17 +401,21 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     -----
     Memory, with R jackknife regions and B bins: a stripe's task holds its points and halo
     (about 110 bytes a point prepared, 76 of them on the GPU for "cuda") and the per-region
-    histograms of its count, R * R * B * 16 bytes (int64 counts and float64 weights; the
-    "cpu" backend holds one such pair per thread, the "cuda" one on the GPU), e.g. 12.8 MB
-    for R = 200, B = 20. It sends back only the region pairs its pairs fall in; the client
-    holds those of every stripe and the R * R * B sums (a few region pairs per region and
-    stripe, with compact regions).
+    histograms of its count, R * R * B * 8 bytes of int64 counts and, when weighted, as
+    many of float64 weight sums (the "cpu" backend holds a set per thread, "cuda" one on
+    the GPU): 6.4 MB (12.8 weighted) for R = 200, B = 20. It sends back only the region
+    pairs its pairs fall in; the client holds those of every stripe and the R * R * B sums
+    (with compact regions a stripe meets a few region pairs per region it holds).
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`sphgpu.tpacf.pair_counts` (bad catalogs, bins, labels), and for ``nchunks``
-        that is not an integer >= 1.
+        As :func:`sphgpu.tpacf.pair_counts` (bad catalogs, bins, labels), for ``nchunks``
+        that is not an integer >= 1, a ``progress`` that is neither a bool nor callable, and
+        CatalogFiles given with arrays; files with bad values raise on the workers, naming
+        the file and rows.
+    FileNotFoundError
+        For a CatalogFiles whose file the workers do not find.
     WorkersLostError
         When stripes were lost with dying workers more often than ATTEMPTS times.
     """
