@@ -22,11 +22,17 @@ Workloads (``--only``; ``--quick`` shrinks them to seconds on a CPU):
 Every timing is a whole public call from NumPy arrays (the catalogs are sent at every call).
 The first call of each workload in the process (plain) or on a fresh cluster (Dask: workers
 compile from the shared disk caches, prepare, count) is timed apart (``first_s``); then
---repeat calls (median ``seconds``; 0: the first call only). One fresh cluster per number of
-workers (``local_cluster(gpus=[...])``, one worker per GPU; ``--gpus 0``: single-thread CPU
-workers with the cpu backend). Writes DIR/tpacf_survey.json (machine info, every timing,
-whether the counts were equal) after every step and DIR/tpacf_survey.png (seconds against
-workers, the plain call dashed); exits 1 when any count differs from the baseline.
+--repeat calls (--des-repeat for des; median ``seconds``; 0: the first call only). Every
+count is given ``max_device_bytes`` = --max-device-gb GiB (96: the catalogs of a DES-like DR,
+3x10^8 points, need 23 GB prepared, over the default budget of 8 GiB; in a Dask count it is
+each task's budget). The DES-like size is large: its DD holds about 1.2x10^14 pairs within
+250' (the script logs the estimate, N^2 / 2 times the cap's share of the footprint), DR twice
+that, so on a lent node with little device time give a smaller --des-n. One fresh cluster per
+number of workers (``local_cluster(gpus=[...])``, one worker per GPU; ``--gpus 0``:
+single-thread CPU workers with the cpu backend). Writes DIR/tpacf_survey.json (machine info,
+every timing, whether the counts were equal) after every step and DIR/tpacf_survey.png
+(seconds against workers, the plain call dashed); exits 1 when any count differs from the
+baseline.
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ import time
 import numpy as np
 
 FULL = {"des_n": 150_000_000, "des_randoms": 150_000_000, "patches": 100,
-        "rr_small": 10_000_000, "rr_large": 100_000_000, "repeat": 1}
+        "rr_small": 10_000_000, "rr_large": 100_000_000, "repeat": 1, "des_repeat": 0,
+        "max_device_gb": 96}
 QUICK = {"des_n": 20_000, "des_randoms": 20_000, "patches": 100, "rr_small": 20_000,
-         "rr_large": 60_000, "repeat": 1}
+         "rr_large": 60_000, "repeat": 1, "des_repeat": 1, "max_device_gb": 8}
 #: RA 0-100 deg, Dec -60-0 deg: 100 * (pi / 180) * sin(60 deg) sr = 4961 deg^2
 FOOTPRINT = (0.0, 100.0, -60.0, 0.0)
 FULL_SKY = (0.0, 360.0, -90.0, 90.0)
@@ -73,6 +80,10 @@ def _cluster(n, backend):
         return sd.local_cluster(gpus=ids[:n], cpu_workers=0, dashboard_address=":0")
     return sd.local_cluster(gpus=0, cpu_workers=n, threads_per_worker=1,
                             dashboard_address=":0")
+
+
+def _budget(cfg):
+    return int(cfg["max_device_gb"] * 2**30)
 
 
 def _timed(fn, repeat, backend):
@@ -105,8 +116,15 @@ def des_inputs(cfg, log):
     labelled = time.perf_counter() - t0
     log(f"DES-like inputs: {ra.size:.2e} data, {rra.size:.2e} randoms in {made:.1f} s; "
         f"{cfg['patches']} k-means patches in {labelled:.1f} s")
+    bins = AngularBins.log(2.5 / 60, 250 / 60, 20, unit="deg")
+    # pairs within theta_max if the footprint had no edge: n^2 / 2 times the cap's share
+    ra0, ra1, dec0, dec1 = np.radians(FOOTPRINT)
+    area = (ra1 - ra0) * (np.sin(dec1) - np.sin(dec0))
+    share = 2 * np.pi * (1 - np.cos(bins.theta_max_rad)) / area
+    log(f"  about {ra.size ** 2 / 2 * share:.2e} DD pairs within 250', "
+        f"{ra.size * rra.size * share:.2e} DR, {rra.size ** 2 / 2 * share:.2e} RR")
     return {"ra": ra, "dec": dec, "lab": lab, "rra": rra, "rdec": rdec, "rlab": rlab,
-            "bins": AngularBins.log(2.5 / 60, 250 / 60, 20, unit="deg"),
+            "bins": bins,
             "make_s": made, "label_s": labelled}
 
 
@@ -169,7 +187,7 @@ def des_plain(cfg, backend, d, log):
     from sphgpu.tpacf import pair_counts
 
     def count(*a, **k):
-        return pair_counts(*a, backend=backend, **k)
+        return pair_counts(*a, backend=backend, max_device_bytes=_budget(cfg), **k)
 
     steps = {}
 
@@ -178,7 +196,7 @@ def des_plain(cfg, backend, d, log):
         steps.update(s)
         return out
 
-    first, med, times, out = _timed(run, cfg["repeat"], backend)
+    first, med, times, out = _timed(run, cfg["des_repeat"], backend)
     log(f"DES-like w with {cfg['patches']} patches, plain call: first {first:.1f} s, then "
         f"{_fmt(med)} s ({_steps(steps)}); pairs DD {out['dd'].counts.sum():.3e}")
     _free_pool(backend)
@@ -192,7 +210,8 @@ def des_dask(client, cfg, backend, d, want, log, progress, files=None):
     import sphgpu.distributed as sd
 
     def count(*a, **k):
-        return sd.pair_counts(*a, client=client, backend=backend, **k)
+        return sd.pair_counts(*a, client=client, backend=backend,
+                              max_device_bytes=_budget(cfg), **k)
 
     if files is None:
         terms = des_terms(count, d)
@@ -207,7 +226,7 @@ def des_dask(client, cfg, backend, d, want, log, progress, files=None):
         steps.update(s)
         return out
 
-    first, med, times, out = _timed(run, cfg["repeat"], "cpu")
+    first, med, times, out = _timed(run, cfg["des_repeat"], "cpu")
     check = des_equal(out, want)
     log(f"  DES-like{' from files' if files else ''}: first {first:.1f} s, then {_fmt(med)} s "
         f"({_steps(steps)}); {check}")
@@ -235,7 +254,8 @@ def rr_plain(cfg, backend, d, n, log):
     from sphgpu.tpacf import pair_counts
 
     first, med, times, got = _timed(
-        lambda: pair_counts(d["ra"], d["dec"], bins=d["bins"], backend=backend),
+        lambda: pair_counts(d["ra"], d["dec"], bins=d["bins"], backend=backend,
+                            max_device_bytes=_budget(cfg)),
         cfg["repeat"], backend)
     log(f"RR {n:.0e} plain call: first {first:.2f} s, then {_fmt(med)} s")
     _free_pool(backend)
@@ -249,7 +269,8 @@ def rr_dask(client, cfg, backend, d, want, log, progress):
     kw = {"progress": progress} if progress is not None else {}
     first, med, times, got = _timed(
         lambda: sd.pair_counts(d["ra"], d["dec"], bins=d["bins"], client=client,
-                               backend=backend, **kw), cfg["repeat"], "cpu")
+                               backend=backend, max_device_bytes=_budget(cfg), **kw),
+        cfg["repeat"], "cpu")
     equal = bool(np.array_equal(got.counts, want))
     log(f"  RR {d['ra'].size:.0e}: first {first:.2f} s, then {_fmt(med)} s; counts equal: "
         f"{equal}")
