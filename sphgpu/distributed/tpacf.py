@@ -962,6 +962,9 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
             for c in range(len(files))]
     s1, s2 = summ[0], (summ[1] if f2 is not None else None)
     # the regions, checked as for Catalogs (labels in both or neither, n_regions >= needed)
+    if f2 is not None and f1.has_labels != f2.has_labels and n_regions != 0:
+        raise ValueError("jackknife counts need a labels column in both CatalogFiles (one "
+                         "numbering of regions), or n_regions=0 to ignore the labels")
     stand = [types.SimpleNamespace(labels=True if f.has_labels else None,
                                    n_regions=s["lab_max"] + 1) for f, s in zip(files, summ)]
     nreg = _regions(stand[0], stand[1] if f2 is not None else None, n_regions)

@@ -147,7 +147,7 @@ def test_bad_files_and_arguments_raise_clear_errors(client, cats, tmp_path):
         sd.pair_counts(f, (c["rra"], c["rdec"]), **kw)
     with pytest.raises(TypeError, match="weights1"):
         sd.pair_counts(f, weights1=np.ones(c["ra"].size), **kw)
-    with pytest.raises(ValueError, match="labels"):      # labels in one catalog only
+    with pytest.raises(ValueError, match="labels column in both"):   # in one catalog only
         sd.pair_counts(f, CatalogFiles(p["ra"], p["dec"]), **kw)
     with pytest.raises(ValueError, match="n_regions"):
         sd.pair_counts(f, n_regions=5, **kw)
