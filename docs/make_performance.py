@@ -170,6 +170,8 @@ DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
 MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
 IO = load(r"io_read_map\.json")
+NOTEBOOK_MEMORY = load(r"notebook_memory\.json")
+LAB_MEMORY = load(r"lab_memory\.json")
 FIRST_CALL = load(r"first_call(_optimize_split)?(_[a-z]+\d+)?\.json")
 
 
@@ -435,6 +437,43 @@ def io_page() -> list[str]:
     return out
 
 
+def notebooks_page() -> list[str]:
+    out = section("Notebooks on a Binder-sized machine")
+    out += ["``benchmarks/notebook_memory.py``: each notebook run alone (Run All) in a fresh "
+            "kernel on the CPU backend, pinned to one core of a shared two-core machine (times "
+            "are upper bounds), first with Numba's and sphgpu's caches empty (cold), then "
+            "warm; the kernel's resident memory after the last cell, and its anonymous part "
+            "(what no file backs, so what no other kernel can share).", ""]
+    for r in NOTEBOOK_MEMORY:
+        out += [r.heading(""), ""]
+        rows = [[row["notebook"], seconds(get(row, "cold.wall_s")),
+                 seconds(get(row, "warm.wall_s")), f"{number(get(row, 'warm.rss_mb'))} MB",
+                 f"{number(get(row, 'warm.anon_mb'))} MB",
+                 "yes" if get(row, "warm.numba_loaded") else "no"]
+                for row in r.data.get("notebooks", [])]
+        out += table(["notebook", "Run All, cold", "warm", "resident, warm", "anonymous",
+                      "Numba"], rows)
+    if LAB_MEMORY:
+        out += ["``tests/browser/test_lab_browser.py``: every notebook run in one JupyterLab in "
+                "Chromium (Run All, then every control of its panels moved), started as on "
+                "Binder (``binder/postBuild`` first, ``binder/start``'s settings), each kernel "
+                "left alive; then the memory of each kernel and of the server's whole process "
+                "tree. Proportional set size (PSS) counts a page shared by n processes 1/n in "
+                "each, so the tree's sum counts it once; resident size counts it in every "
+                "process that maps it.", ""]
+    for r in LAB_MEMORY:
+        goals = r.data.get("goals", {})
+        out += [r.heading(f"Goals: each kernel at most {number(goals.get('kernel_pss'))} MB, "
+                          f"the tree at most {number(goals.get('tree_pss'))} MB (PSS)."), ""]
+        rows = [[name, f"{number(k['pss'])} MB", f"{number(k['rss'])} MB",
+                 f"{number(k['anon'])} MB"] for name, k in r.data.get("kernels", {}).items()]
+        tree = r.data.get("tree", {})
+        rows.append(["server and every kernel", f"{number(tree.get('pss'))} MB",
+                     f"{number(tree.get('rss'))} MB", f"{number(tree.get('anon'))} MB"])
+        out += table(["kernel", "PSS", "resident", "anonymous"], rows)
+    return out
+
+
 def distributed_page() -> list[str]:
     out = section("Dask")
     out += ["``benchmarks/distributed_scaling.py``: ``sphgpu.distributed`` on 1, 2 and 4 GPU "
@@ -517,7 +556,8 @@ def render_page() -> str:
            "in the same process. Speedups are against that machine's own host, and hosts "
            "differ between machines of one GPU kind.", ""]
     for part in (sht_page, sort_page, tpacf_page, convolve_page,
-                 montecarlo_page, master_page, io_page, distributed_page, first_call_page):
+                 montecarlo_page, master_page, io_page, notebooks_page, distributed_page,
+                 first_call_page):
         out += part()
     return "\n".join(out).rstrip() + "\n"
 
