@@ -48,7 +48,7 @@ from sphgpu.data import planck2018_cl
 from ._base import (LRU, USER_ERRORS, Panel, PanelModel, backend_options, backend_problem,
                     default_backend, first_call, fmt_call_seconds, is_int, is_real, new_figure,
                     numbers_html, show_figure, toggle_buttons, unknown_backend)
-from .plots import (bandpower_plot, coupling_image, gnomview, mollview, mollweide_x,
+from .plots import (FONT, bandpower_plot, coupling_image, gnomview, mollview, mollweide_x,
                     spectrum_plot)
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
@@ -80,10 +80,24 @@ RATIO_SPECTRA = SPECTRA[:3]
 #: Masks offered: none (the full sky), a galactic cut |b| < cut_deg, WMAP's 7-year temperature
 #: analysis mask (nside 32, shipped in sphgpu.io.sky) moved to the explorer's nside.
 MASKS = ("none", "galactic", "WMAP")
-#: "C2" apodization (NaMaster's) of each mask, degrees: purification needs a window that
-#: vanishes smoothly, and 5 degrees spans 2 pixels at nside 32 (WMAP's point-source holes
-#: grow by this much: f_sky 0.62 binary, 0.34 apodized at nside 32, 0.26 at nside 64)
-MASK_APODIZATION_DEG = {"galactic": 10.0, "WMAP": 5.0}
+#: Apodization of each mask (NaMaster's kinds, sphgpu.master.apodize_mask), degrees and kind.
+#: Pure B needs more than a window that vanishes with its derivative at the edge: HEALPix's
+#: quadrature of the window's products with the sky must hold, so the window's spectrum must
+#: fall fast. "C2" tapers (a kink where the taper meets 1, distances between pixel centres)
+#: keep a power-law tail, which WMAP's many point-source holes make large: with "C2" 5 deg the
+#: E-only part of the sky leaked into pure BB up to 7.7 sigma of the BB error bars at nside 64
+#: (3 of 15 bins beyond 1 sigma, 3 skies, beam 0 and 60'); "Smooth" 1 deg (a Gaussian, whose
+#: spectrum falls as exp(-l^2 sigma^2 / 2)) kept it below 0.71 sigma at nside 64 and 0.03 at
+#: 128, for f_sky_eff 0.227 instead of 0.255 (Smooth 1.5 deg: 0.09 sigma, f_sky_eff 0.080). At
+#: nside 16 and 32 no apodization of WMAP's mask tried kept the leak below 6 sigma in every
+#: bin (pixels of 3.7 and 1.8 deg: a Gaussian wide enough to be resolved there grows the holes
+#: over most of the sky); the panel then says so (LEAK_MAX_SIGMA). The galactic cut's "C2"
+#: 10 deg edge, smooth and long, leaked at most 0.12 sigma (nside 16 to 128, cuts 10 to 40 deg).
+MASK_APODIZATION_DEG = {"galactic": 10.0, "WMAP": 1.0}
+MASK_APODIZATION_TYPE = {"galactic": "C2", "WMAP": "Smooth"}
+#: Pure B is called unreliable when the E-only part of the sky, purified and decoupled, gives
+#: a BB bandpower beyond this many of the BB bandpowers' error bars (:attr:`TransformResult.sigma`).
+LEAK_MAX_SIGMA = 1.0
 #: Spectra with decoupled bandpowers, rows of :attr:`TransformResult.bandpowers`: TT from the
 #: spin (0, 0) coupling, EE, EB, BB from (2, 2), TE and TB from (0, 2). The auto spectra get a
 #: ratio to the input in the numbers; the cross spectra (TE changes sign, EB and TB are zero
@@ -134,6 +148,8 @@ class TransformResult:
     #                                       bin alone (Bins.bin_cell), muK^2
     sigma: np.ndarray | None = None       # (6, nbins) approximate one-sigma scatter of each
     #                                       bandpower, muK^2 (:func:`_bandpower_sigma`)
+    leak: np.ndarray | None = None        # (nbins,) with pure B: the pure BB bandpowers of
+    #                                       the sky's E alone (E-to-B leakage), muK^2
     coupling: dict | None = None          # spectrum -> (held_lmax+1,)*2 block M[l, l'] coupling
     #                                       it to itself ("00", "++", "++" or pure "pp", "02",
     #                                       "++" or pure "+p", "02" or pure "0p")
@@ -382,7 +398,8 @@ class TransformModel(PanelModel):
         Up to this nside the panel recomputes on every change (``live``).
     mask : {"none", "galactic", "WMAP"}
         The cut sky: none (the full sky), |b| < ``cut_deg`` or WMAP's analysis mask, each
-        apodized ("C2", :data:`MASK_APODIZATION_DEG`). With a mask (or an opened map with
+        apodized (:data:`MASK_APODIZATION_TYPE`, :data:`MASK_APODIZATION_DEG`: "C2" 10° for
+        the galactic cut, "Smooth" 1° for WMAP's mask). With a mask (or an opened map with
         UNSEEN pixels) the result holds decoupled TT, EE, BB, TE, EB, TB bandpowers.
     cut_deg : float, degrees, 0 < cut_deg < 90
         Half-width of the galactic cut.
@@ -540,7 +557,7 @@ class TransformModel(PanelModel):
             fwhm_arcmin=float(self.fwhm_arcmin), seed=self.seed, analysis_first=first,
             source=o["name"], f_sky=float(seen.mean()),
             **self._bandpowers(np.where(seen, maps, 0.0), cl_model,
-                               None if seen.all() else seen))
+                               None if seen.all() else seen, e_alm=alm[1]))
         return self.result
 
     # -- computation --------------------------------------------------------------------------
@@ -579,7 +596,7 @@ class TransformModel(PanelModel):
             synthesis_s=t_syn, analysis_s=t_ana, iter=self.iter, beam=beam, field=self.field,
             spectrum=self.spectrum, fwhm_arcmin=float(self.fwhm_arcmin), seed=self.seed,
             synthesis_first=syn_first, analysis_first=ana_first,
-            **self._bandpowers(maps, cl_model))
+            **self._bandpowers(maps, cl_model, e_alm=alm[1]))
         return self.result
 
     # -- the cut sky --------------------------------------------------------------------------
@@ -615,9 +632,9 @@ class TransformModel(PanelModel):
         if seen is not None:
             binary = binary * seen
             name += " × seen pixels"
-        deg = MASK_APODIZATION_DEG[self.mask]
-        return (f"{name}, C2-apodized {deg:g}°",
-                master.apodize_mask(binary, deg, apotype="C2"))
+        deg, kind = MASK_APODIZATION_DEG[self.mask], MASK_APODIZATION_TYPE[self.mask]
+        return (f"{name}, {kind}-apodized {deg:g}°",
+                master.apodize_mask(binary, deg, apotype=kind))
 
     def _workspaces_for(self, window, key, lb, pure):
         """(bins, {spins: workspace} for (0, 0), (0, 2), (2, 2), coupling blocks shown,
@@ -654,11 +671,13 @@ class TransformModel(PanelModel):
         return self._workspaces.get(key + (lb, self.bin_width, pure, self.iter, self.backend),
                                     make)
 
-    def _bandpowers(self, maps, cl_model, seen=None) -> dict:
+    def _bandpowers(self, maps, cl_model, seen=None, e_alm=None) -> dict:
         """The cut sky's fields of :class:`TransformResult`: the decoupled TT, EE, BB, TE, EB,
         TB of ``maps`` ((3, 12 nside^2) I, Q, U in muK, zero where not seen) against
         ``cl_model`` ((6, lmax+1) muK^2) binned; {} for the full sky. A setting the library
-        refuses (too narrow bins for the mask) becomes ``bandpower_note``."""
+        refuses (too narrow bins for the mask) becomes ``bandpower_note``. With pure B,
+        ``e_alm`` (the sky's E a_lm to lmax, muK, complex128) gives :attr:`TransformResult.leak`
+        and a note when it exceeds :data:`LEAK_MAX_SIGMA`."""
         made = self.window(seen)
         if made is None:
             return {}
@@ -689,9 +708,48 @@ class TransformModel(PanelModel):
         except USER_ERRORS as exc:
             notes.append(f"no decoupled bandpowers: {exc}")
             return dict(out, bandpower_note="; ".join(notes))
+        sigma = _bandpower_sigma(spread, coupled, window)
+        leak = None
+        if pure and e_alm is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)     # said once above
+                leak = self._e_only_leak(e_alm, window, ws[(2, 2)])
+            notes += self._leak_note(leak, sigma[2], bins, name)
         return dict(out, bins=bins, bandpowers=decoupled, binned=bins.bin_cell(model),
-                    expected=expected, sigma=_bandpower_sigma(spread, coupled, window),
-                    coupling=blocks, purified=pure, bandpower_note="; ".join(notes))
+                    expected=expected, sigma=sigma, leak=leak, coupling=blocks,
+                    purified=pure, bandpower_note="; ".join(notes))
+
+    def _e_only_leak(self, e_alm, window, ws22):
+        """(nbins,) the pure-B BB bandpowers of the E-only part of the sky (Q, U of ``e_alm``
+        alone, synthesized to the sky's lmax), muK^2: zero for a pure estimator in exact
+        arithmetic; what HEALPix's quadrature of the window's products leaves is E leaking
+        into B."""
+        zero = np.zeros_like(e_alm)
+        _, q, u = sphgpu.alm2map(np.stack([zero, e_alm, zero]), self.nside, self.lmax,
+                                 backend=self.backend)
+        if self.opened is not None:          # an opened map is read where it was seen only
+            seen = window > 0
+            q, u = np.where(seen, q, 0.0), np.where(seen, u, 0.0)
+        return master.bandpowers_spin2(q, u, window, workspace=ws22, purify_b=True,
+                                       iter=self.iter, backend=self.backend)[3]
+
+    def _leak_note(self, leak, sigma_bb, bins, name):
+        """[] when the E-only leakage stays within LEAK_MAX_SIGMA of the BB error bars in
+        every bin; else a sentence that says where pure B is unreliable, and by how much."""
+        ratio = np.abs(leak) / np.where(sigma_bb > 0, sigma_bb, np.inf)
+        bad = np.flatnonzero(ratio > LEAK_MAX_SIGMA)
+        if bad.size == 0:
+            return []
+        e = np.asarray(bins.edges)
+        worst = int(bad[np.argmax(ratio[bad])])
+        where = ", ".join(f"ℓ {int(e[b])}–{int(e[b + 1] - 1)}" for b in bad)
+        return [f"pure B is unreliable here: the E-only part of this sky, purified, gives BB "
+                f"beyond {LEAK_MAX_SIGMA:g} σ of the BB error bars in {where} (up to "
+                f"{ratio[worst]:.3g} σ at ℓ {int(e[worst])}–{int(e[worst + 1] - 1)}; crosses "
+                f"in the BB plot). The window ({name}) is too sharp for HEALPix's "
+                f"quadrature at nside {self.nside}: its products with the sky alias, and E "
+                "leaks into B. Measured: WMAP's mask leaks below 1 σ from nside 64, the galactic "
+                "cut at every nside from 16"]
 
     def _decoupled(self, maps, window, key, lb, pure):
         """The workspaces, blocks and error propagators (cached) and the decoupled TT, EE, BB, TE, EB, TB (6,
@@ -852,6 +910,12 @@ class TransformModel(PanelModel):
         bandpower_plot(bx, r.bins.ell_eff, r.expected[i], r.bandpowers[i],
                        label=f"decoupled {spec} ({kind})", binned=r.binned[i],
                        log=spec in ("EE", "BB"), sigma=r.sigma[i])
+        if spec == "BB" and r.leak is not None:
+            # what pure B makes of the sky's E alone: zero if the purification holds
+            db = r.bins.ell_eff * (r.bins.ell_eff + 1) / (2 * np.pi)
+            bx.plot(r.bins.ell_eff, db * r.leak, "x", color="#d6604d", ms=6,
+                    label="E-only part of the sky, pure B (leakage)")
+            bx.legend(frameon=False, fontsize=FONT["legend"])
         shown = "" if spec == r.spectrum else f" (no {r.spectrum} bandpowers: TT shown)"
         if spec in CROSS_SPECTRA:
             chi2, n = r.decoupled_chi2_of(spec)
