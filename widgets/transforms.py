@@ -25,7 +25,10 @@ pseudo-spectra of the masked maps decoupled by the mask's binned, inverted coupl
 spins (0, 0), (0, 2) and (2, 2), in bins of ``bin_width`` multipoles; B purified with
 ``purify_b``) against the binned input, and the coupling matrix as a picture: TT, EE, BB and
 TE against the input, EB and TB against zero (the input has none), each with approximate
-error bars. An opened map with UNSEEN pixels is always cut by its seen
+error bars. With ``purify_b`` the E-only part of the sky is purified too: its BB (zero for an
+exact pure estimator) is drawn beside the BB bandpowers, and a note names the bins where it
+exceeds the error bars, so that a window too sharp for the nside (WMAP's mask below nside 64)
+is said, not shown as a result. An opened map with UNSEEN pixels is always cut by its seen
 pixels: with ``mask="none"`` they are the (binary) mask.
 """
 
