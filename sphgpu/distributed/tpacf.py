@@ -38,14 +38,18 @@ pairs, make new Catalogs and are sent at every call.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import threading
+import types
 import uuid
 import weakref
 
 import numpy as np
 
 from ..tpacf import pair_counts as _serial_pair_counts
-from ..tpacf.api import _catalogs, _counts_from_raw, _regions
+from ..tpacf.api import _catalogs, _counts_from_raw, _counts_from_sums, _regions
 from ..tpacf.catalog import Catalog, as_catalog
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
@@ -235,8 +239,6 @@ def _progress_hook(progress, what, n):
     (a task run again after a lost worker counts once). None for other ``progress``."""
     if not callable(progress) or isinstance(progress, bool):
         return None
-    import threading
-
     lock, done = threading.Lock(), set()
 
     def hook(i):
@@ -662,8 +664,6 @@ class CatalogFiles:
 
 
 def _path(name, p):
-    import os
-
     if not isinstance(p, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(p).__name__}")
     return os.path.abspath(os.fspath(p))
@@ -674,14 +674,10 @@ class _Reader:
     rows [a, b) of some of them as checked native arrays (float64; labels int64)."""
 
     def __init__(self, files):
-        import contextlib
-
         self.files, self.stack = files, contextlib.ExitStack()
         if files.kind == "npy":
             self.cols = {}
             for name, p in files.columns.items():
-                import os
-
                 if not os.path.exists(p):
                     raise FileNotFoundError(f"{name}={p!r}: no such file (read on a worker)")
                 try:
@@ -843,8 +839,6 @@ def _read_selected(files, pick, labelled):
     """On a worker: the rows of ``files`` that ``pick(dec) -> (own mask, halo mask)`` keeps,
     read a block at a time: one Catalog of the own rows followed by the halo rows, and how
     many are own (None when no row is kept)."""
-    from ..tpacf.catalog import Catalog as _Catalog
-
     names = ("ra", "weights") + (("labels",) if labelled else ())
     own, halo = [], []
     with _Reader(files) as r:
@@ -870,15 +864,13 @@ def _read_selected(files, pick, labelled):
     def cat(k):
         return None if rows[0].get(k) is None else np.concatenate([x[k] for x in rows])
 
-    return _Catalog(cat("ra"), cat("dec"), weights=cat("weights"), labels=cat("labels"),
+    return Catalog(cat("ra"), cat("dec"), weights=cat("weights"), labels=cat("labels"),
                     copy=False), n_own
 
 
 def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backend):
     """On a worker: the counts of stripe ``i`` of catalogs on disk, read here (as
     :func:`_stripe_task` counts a stripe sent from the client)."""
-    from ..tpacf.reference import RawCounts as _Raw
-
     labelled = nreg > 0
     top = edges[i + 1] + pad
 
@@ -897,7 +889,7 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
     if files2 is None:
         piece, own = _read_selected(files1, mine_and_above, labelled)
         if piece is None or own == 0:
-            zero = _Raw.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
+            zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
             return {f: getattr(zero, f) for f in _RAW}
         total = count(piece.part(0, own), None)
         if own < piece.size:
@@ -909,7 +901,7 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
         lo = edges[i] - pad
         c2, _ = _read_selected(files2, lambda d: ((d >= lo) & (d <= top), None), labelled)
     if c1 is None or c2 is None:
-        zero = _Raw.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
+        zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
         return {f: getattr(zero, f) for f in _RAW}
     return _raw_fields(count(c1, c2))
 
@@ -917,10 +909,6 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
 def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, progress):
     """:func:`pair_counts` of catalogs on disk: summaries read on the workers, stripes cut
     here from their samples, each stripe read and counted on a worker."""
-    import types
-
-    from ..tpacf.api import _counts_from_sums
-    from ..tpacf.reference import RawCounts as _Raw
     from . import partition as _partition
 
     with _cluster.one_view(client):
@@ -981,7 +969,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
                    [(f1, f2, edges, i, pad, bins, nreg, options, name)
                     for i in range(edges.size - 1)], "pair counts, stripes",
                    "sphgpu-paircount-file")
-    raw = _Raw(**_add_raw(parts))
+    raw = RawCounts(**_add_raw(parts))
     sums1 = _summary_sums(f1, s1, nreg)
     sums2 = None if f2 is None else _summary_sums(f2, s2, nreg)
     return _counts_from_sums(raw, sums1, sums2, bins, nreg, weighted)
