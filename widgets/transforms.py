@@ -92,9 +92,10 @@ MASKS = ("none", "galactic", "WMAP")
 #: (3 of 15 bins beyond 1 sigma, 3 skies, beam 0 and 60'); "Smooth" 1 deg (a Gaussian, whose
 #: spectrum falls as exp(-l^2 sigma^2 / 2)) kept it below 0.71 sigma at nside 64 and 0.03 at
 #: 128, for f_sky_eff 0.227 instead of 0.255 (Smooth 1.5 deg: 0.09 sigma, f_sky_eff 0.080). At
-#: nside 16 and 32 no apodization of WMAP's mask tried kept the leak below 6 sigma in every
-#: bin (pixels of 3.7 and 1.8 deg: a Gaussian wide enough to be resolved there grows the holes
-#: over most of the sky); the panel then says so (LEAK_MAX_SIGMA). The galactic cut's "C2"
+#: nside 16 and 32 (pixels of 3.7 and 1.8 deg) C2 5 deg, Smooth 1 and 1.5 deg all leaked 6.3
+#: sigma or more in some bin, and wider Gaussians grow WMAP's holes over most of the sky
+#: (f_sky_eff 0.05 with Smooth 2 deg at nside 32); the panel then says so (LEAK_MAX_SIGMA).
+#: The galactic cut's "C2"
 #: 10 deg edge, smooth and long, leaked at most 0.12 sigma (nside 16 to 128, cuts 10 to 40 deg).
 MASK_APODIZATION_DEG = {"galactic": 10.0, "WMAP": 1.0}
 MASK_APODIZATION_TYPE = {"galactic": "C2", "WMAP": "Smooth"}
@@ -751,14 +752,14 @@ class TransformModel(PanelModel):
                 f"{ratio[worst]:.3g} σ at ℓ {int(e[worst])}–{int(e[worst + 1] - 1)}; crosses "
                 f"in the BB plot). The window ({name}) is too sharp for HEALPix's "
                 f"quadrature at nside {self.nside}: its products with the sky alias, and E "
-                "leaks into B. Measured: WMAP's mask leaks below 1 σ from nside 64, the galactic "
-                "cut at every nside from 16"]
+                "leaks into B. Measured: WMAP's mask leaks below 1 σ from nside 64, the "
+                "galactic cut at every nside from 16"]
 
     def _decoupled(self, maps, window, key, lb, pure):
-        """The workspaces, blocks and error propagators (cached) and the decoupled TT, EE, BB, TE, EB, TB (6,
-        nbins) of ``maps`` ((3, 12 nside^2) I, Q, U in muK) under ``window``: the masked T's
-        a_lm and the spin-2 pseudo-a_lm (pure B with ``pure``) of sphgpu.master, their six
-        pseudo-spectra, each spin pair's through its workspace."""
+        """The workspaces, blocks and error propagators (cached) and the decoupled TT, EE, BB,
+        TE, EB, TB (6, nbins) of ``maps`` ((3, 12 nside^2) I, Q, U in muK) under ``window``:
+        the masked T's a_lm and the spin-2 pseudo-a_lm (pure B with ``pure``) of sphgpu.master,
+        their six pseudo-spectra, each spin pair's through its workspace."""
         bins, ws, blocks, spread = self._workspaces_for(window, key, lb, pure)
         t = sphgpu.map2alm(maps[0] * window, lb, iter=self.iter, pol=False, backend=self.backend)
         eb = master.pseudo_alm_spin2(maps[1], maps[2], window, lb, purify_b=pure,
