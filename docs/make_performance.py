@@ -164,6 +164,7 @@ SHT_POL = load(r"sht_pol(_[a-z]+\d+)?\.json")
 SORT = load(r"sort(_[a-z]+\d+)?\.json")
 TPACF = load(r"tpacf(_[a-z]+\d+)?\.json")
 TPACF_SCALE = load(r"tpacf_scale(_[a-z]+\d+)?\.json")
+TPACF_SURVEY = load(r"tpacf_survey(_[a-z]+\d+)?\.json")
 CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
 MONTECARLO = load(r"montecarlo(?!_bandpowers)(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
@@ -313,6 +314,46 @@ def tpacf_page() -> list[str]:
             [f"{get(d, 'cluster.n')} points over a Dask cluster of "
              f"{get(d, 'cluster.gpu_workers')} GPU worker(s)",
              seconds(get(d, "cluster.seconds"))]])
+    out += survey_rows()
+    return out
+
+
+#: tpacf_survey.py's workloads, as the page names them
+SURVEY_WORKLOADS = {"rr7": "RR, full-sky randoms, 20 bins 0.01-10°",
+                    "rr8": "RR, full-sky randoms, 20 bins 0.01-10°",
+                    "des": "DES-like DD + DR + RR, 100 patches, 2.5′-250′",
+                    "des-files": "the same, catalogs read by the workers from .npy files"}
+
+
+def survey_rows() -> list[str]:
+    out = []
+    if TPACF_SURVEY:
+        out += ["``benchmarks/tpacf_survey.py``: exact counts at survey scale, whole public calls "
+                "from NumPy arrays: the plain one-GPU call without Dask, and "
+                "``sphgpu.distributed.pair_counts`` on a fresh cluster of 1, 2, ... GPU "
+                "workers, first call apart. Counts (per patch pair too) equal the plain "
+                "call's as integers.", ""]
+    for r in TPACF_SURVEY:
+        d = r.data
+        units = [str(u) for u in d.get("units", [])]
+        sizes = d.get("sizes", {})
+        n = {"rr7": sizes.get("rr_small"), "rr8": sizes.get("rr_large"),
+             "des": sizes.get("des_n"), "des-files": sizes.get("des_n")}
+        out += [r.heading(""), ""]
+        rows = []
+        for w in d.get("workloads", []):
+            plain = get(d, f"plain.{w}") or {}
+            count = f"{float(n[w]):.2g}".replace("e+0", "e") if n.get(w) else "?"
+            cells = [f"{SURVEY_WORKLOADS.get(w, w)}, {count} points",
+                     seconds(plain.get("seconds")), seconds(plain.get("first_s"))]
+            for u in units:
+                row = get(d, f"rows.{u}.{w}") or {}
+                equal = row.get("counts_equal")
+                cells.append(f"{seconds(row.get('seconds'))} ({seconds(row.get('first_s'))} "
+                             f"first){'' if equal else ', counts differ'}")
+            rows.append(cells)
+        out += table(["workload", "plain call", "plain, first"]
+                     + [f"{u} GPU worker(s) (first)" for u in units], rows)
     return out
 
 
