@@ -113,12 +113,13 @@ def _as_bins(bins, lmax):
                              f"give bins whose edges lie in 0..lmax + 1 = {lmax + 1}")
         if bins.lmax == lmax:
             return bins
-        # the same bins and weights at this lmax (the weights are zero outside the bins)
-        w = bins.matrix.sum(axis=0)
-        weights = np.zeros(lmax + 1)
+        # the same bins, weights and f_l at this lmax (the weights are zero outside the bins,
+        # where f_l is not used)
         k = min(lmax, bins.lmax) + 1
-        weights[:k] = w[:k]
-        return master.Bins(bins.edges, lmax=lmax, weights=weights)
+        weights, f_ell = np.zeros(lmax + 1), np.ones(lmax + 1)
+        weights[:k] = bins.weights.sum(axis=0)[:k]
+        f_ell[:k] = bins.f_ell[:k]
+        return master.Bins(bins.edges, lmax=lmax, weights=weights, f_ell=f_ell)
     if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
         width = check_int("bins", bins, minimum=1)
         if width > lmax - 1:

@@ -88,3 +88,20 @@ def test_polarized_bandpowers_are_unbiased(run):
     want = ws02.bin_theory(np.stack([cls[3], zero]))
     chi2, dof = _chi2(te.reshape(len(te), -1), want.ravel())
     assert chi2 < stats.chi2.ppf(0.999, dof), (chi2, dof)
+
+
+def test_dell_bins_at_a_lower_lmax_keep_their_f_ell():
+    """Bins made for a lower lmax are rebuilt at the Monte Carlo's: edges, weights and f_l
+    kept, so D_l bandpowers stay D_l bandpowers."""
+    from sphgpu.data import planck2018_cl
+    from sphgpu.sims import MonteCarlo
+
+    bins = Bins.linear(20, 4, lmin=2, f_ell="dell")
+    mc = MonteCarlo(planck2018_cl(31), 16, 31, bins=bins, backend="cpu", seed=1)
+    assert mc.bins.lmax == 31 and mc.bins.edges.tolist() == bins.edges.tolist()
+    np.testing.assert_array_equal(mc.bins.matrix[:, :21], bins.matrix)
+    assert not mc.bins.matrix[:, 21:].any()
+    mc.run(4)
+    # no mask: the expected bandpowers are the binned D_l (muK^2, about 10^3 here)
+    np.testing.assert_allclose(mc.expected_bandpowers[0], bins.bin_cell(planck2018_cl(20)),
+                               rtol=1e-6)
