@@ -71,14 +71,16 @@ class LabServer(typing.NamedTuple):
 
 
 def binder_exports() -> dict:
-    """The variables ``binder/start`` exports before JupyterLab starts on Binder: the test's
+    """The variables ``binder/start`` exports before JupyterLab starts on Binder (read by
+    ``benchmarks/notebook_memory.py``, which runs its kernels with them too): the test's
     JupyterLab runs with them, so that what is measured is what a class gets."""
-    out = {}
-    for line in (ROOT / "binder" / "start").read_text().splitlines():
-        m = re.fullmatch(r"export (\w+)=(\S+)", line.strip())
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "notebook_memory", ROOT / "benchmarks" / "notebook_memory.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.binder_exports()
 
 
 def missing_browser() -> str:
