@@ -28,32 +28,20 @@ E(n) = t(baseline) / (n t(n)) per unit of work.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
 
 import numpy as np
+from _scaling_common import (add_size_args, add_worker_args, fresh_cluster, free_pool, header,
+                            log, results, sizes, sync, workers)
 
 FULL = {"rr_n": 10_000_000, "nside": 2048, "maps": 64, "gathered": 16, "mc_nside": 2048,
         "mc_sims": 128, "loopback_mb": 1024, "repeat": 2}
 QUICK = {"rr_n": 20_000, "nside": 32, "maps": 8, "gathered": 4, "mc_nside": 16,
          "mc_sims": 8, "loopback_mb": 64, "repeat": 2}
-
-
-def _sync(backend):
-    if backend == "cuda":
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-
-
-def _free_pool(backend):
-    if backend == "cuda":
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
+#: numbers of GPU workers run by default (those the machine has)
+GPU_COUNTS = (1, 2, 4)
 
 
 def _median(fn, repeat):
@@ -64,18 +52,6 @@ def _median(fn, repeat):
         out = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), times, out
-
-
-def _cluster(n, backend):
-    import sphgpu.distributed as sd
-
-    if backend == "cuda":
-        ids = sd.visible_gpus()
-        if len(ids) < n:
-            raise SystemExit(f"asked for {n} GPUs, this machine shows {len(ids)}")
-        return sd.local_cluster(gpus=ids[:n], cpu_workers=0, dashboard_address=":0")
-    return sd.local_cluster(gpus=0, cpu_workers=n, threads_per_worker=1,
-                            dashboard_address=":0")
 
 
 # ----------------------------------------------------------------------------- pair counts
@@ -97,7 +73,7 @@ def rr_plain(cfg, backend, data, log):
     med, times, got = _median(lambda: pair_counts(ra, dec, bins=bins, backend=backend),
                               cfg["repeat"])
     log(f"RR {cfg['rr_n']:.0e} plain call: {med:.3f} s (first {first_s:.2f} s)")
-    _free_pool(backend)
+    free_pool(backend)
     return {"seconds": med, "all_s": times, "first_s": first_s,
             "pairs_in_bins": int(got.counts.sum())}, got.counts
 
@@ -149,12 +125,12 @@ def sht_plain(cfg, backend, lmax, alms, log):
         a = cupy.asarray(a)
     one = sphgpu.alm2map(a[0], nside, lmax=lmax, backend=backend)       # plan, JIT, tuning
     sphgpu.map2alm(one, lmax, iter=0, backend=backend)
-    _sync(backend)
+    sync(backend)
 
     def each(fn, xs):
         def run():
             out = [fn(x) for x in xs]
-            _sync(backend)
+            sync(backend)
             return out
         return _median(run, cfg["repeat"])
 
@@ -168,7 +144,7 @@ def sht_plain(cfg, backend, lmax, alms, log):
     log(f"SHT plain, nside {nside}: alm2map {syn / 4 * 1e3:.1f} ms a map, map2alm (iter 0) "
         f"{ana / 4 * 1e3:.1f} ms a map ({kind}); from NumPy {hsyn / 2 * 1e3:.1f} ms a map")
     del maps, a
-    _free_pool(backend)
+    free_pool(backend)
     return {"alm2map_s_per_map": syn / 4, "map2alm_s_per_map": ana / 4,
             "alm2map_numpy_s_per_map": hsyn / 2, "inputs": kind}, ref
 
@@ -273,7 +249,7 @@ def mc_plain(cfg, backend, log):
     mc.run(cfg["mc_sims"], progress=False)
     rate = cfg["mc_sims"] / (time.perf_counter() - t0)
     log(f"Monte Carlo plain, nside {cfg['mc_nside']}: {rate:.1f} simulations/s")
-    _free_pool(backend)
+    free_pool(backend)
     return {"sims_per_s": rate}
 
 
@@ -298,8 +274,7 @@ def mc_dask(client, n, cfg, backend, plain, log):
 
 # ----------------------------------------------------------------------------- table
 def table(data):
-    lines = [f"{'workload':<44}{'plain':>12}" + "".join(f"{str(n) + ' workers':>14}"
-                                                      for n in data["units"])]
+    lines = [header(data["units"], 44)]
     rows = data["rows"]
 
     def line(name, plain, key, fmt="{:.3f}", sub=None):
@@ -336,48 +311,17 @@ def table(data):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpus", type=int, nargs="+", default=None,
-                   help="numbers of GPU workers (default 1 2 4, as many as there are); "
-                        "0: CPU workers instead (see --cpu-workers)")
-    p.add_argument("--cpu-workers", type=int, default=2,
-                   help="with --gpus 0: the largest number of single-thread CPU workers")
-    p.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke test)")
+    add_worker_args(p, GPU_COUNTS)
     p.add_argument("--only", nargs="+", choices=["rr", "sht", "mc"],
                    default=["rr", "sht", "mc"])
-    p.add_argument("--out", default="benchmarks/results")
-    for key, value in FULL.items():
-        p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
-                       help=f"default {value} ({QUICK[key]} with --quick)")
+    add_size_args(p, FULL, QUICK)
     args = p.parse_args()
-    cfg = dict(QUICK if args.quick else FULL)
-    cfg.update({k: getattr(args, k) for k in FULL if getattr(args, k) is not None})
-
-    import sphgpu.distributed as sd
-    from sphgpu.bench import machine_info
-
-    if args.gpus == [0]:
-        backend = "cpu"
-        units = [n for n in (1, 2, 4, 8) if n <= args.cpu_workers]
-    else:
-        backend = "cuda"
-        have = len(sd.visible_gpus())
-        units = args.gpus or [n for n in (1, 2, 4) if n <= have]
-    os.makedirs(args.out, exist_ok=True)
+    cfg = sizes(args, FULL, QUICK)
+    backend, units = workers(args, GPU_COUNTS)
     # not distributed.json: that name holds the earlier batch/DR format that docs/make_performance.py
     # and widgets/speedup.py read
-    path = os.path.join(args.out, "distributed_scaling.json")
-
-    def log(msg):
-        print(msg, flush=True)
-
-    data = {"machine": machine_info(), "backend": backend, "units": units, "sizes": cfg,
-            "quick": args.quick, "plain": {}, "rows": {str(n): {} for n in units}}
-    log(json.dumps(data["machine"]))
-
-    def save():
-        data["date"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        with open(path, "w") as f:
-            json.dump(data, f, indent=1)
+    data, save, path = results(args.out, "distributed_scaling.json", backend, units, cfg,
+                               args.quick)
 
     t_start = time.perf_counter()
     rr = rr_inputs(cfg) if "rr" in args.only else None
@@ -390,13 +334,8 @@ def main():
         data["plain"]["sht"], ref = sht_plain(cfg, backend, lmax, alms, log)
     save()
     for n in units:
-        t0 = time.perf_counter()
-        client = _cluster(n, backend)
         row = data["rows"][str(n)]
-        row["cluster_start_s"] = time.perf_counter() - t0
-        log(f"{n} {'GPU' if backend == 'cuda' else 'CPU'} worker(s), started in "
-            f"{row['cluster_start_s']:.1f} s")
-        try:
+        with fresh_cluster(n, backend, row) as client:
             # the Monte Carlo first: its first run is this fresh cluster's first call
             if "mc" in args.only:
                 row["mc"] = mc_dask(client, n, cfg, backend, data["plain"]["mc"], log)
@@ -408,9 +347,6 @@ def main():
                 row["sht"] = sht_dask(client, n, cfg, backend, lmax, alms,
                                       data["plain"]["sht"], ref, log)
                 save()
-        finally:
-            client.shutdown()
-            client.close()
     data["wall_s"] = time.perf_counter() - t_start
     save()
     if set(args.only) == {"rr", "sht", "mc"}:

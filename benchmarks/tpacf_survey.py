@@ -38,13 +38,14 @@ baseline.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
 import numpy as np
+from _scaling_common import (add_size_args, add_worker_args, fresh_cluster, free_pool, header,
+                            log, results, sizes, sync, workers)
 
 FULL = {"des_n": 150_000_000, "des_randoms": 150_000_000, "patches": 100,
         "rr_small": 10_000_000, "rr_large": 100_000_000, "repeat": 1, "des_repeat": 0,
@@ -54,32 +55,8 @@ QUICK = {"des_n": 20_000, "des_randoms": 20_000, "patches": 100, "rr_small": 20_
 #: RA 0-100 deg, Dec -60-0 deg: 100 * (pi / 180) * sin(60 deg) sr = 4961 deg^2
 FOOTPRINT = (0.0, 100.0, -60.0, 0.0)
 FULL_SKY = (0.0, 360.0, -90.0, 90.0)
-
-
-def _sync(backend):
-    if backend == "cuda":
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-
-
-def _free_pool(backend):
-    if backend == "cuda":
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
-
-
-def _cluster(n, backend):
-    import sphgpu.distributed as sd
-
-    if backend == "cuda":
-        ids = sd.visible_gpus()
-        if len(ids) < n:
-            raise SystemExit(f"asked for {n} GPUs, this machine shows {len(ids)}")
-        return sd.local_cluster(gpus=ids[:n], cpu_workers=0, dashboard_address=":0")
-    return sd.local_cluster(gpus=0, cpu_workers=n, threads_per_worker=1,
-                            dashboard_address=":0")
+#: numbers of GPU workers run by default (those the machine has)
+GPU_COUNTS = (1, 2, 4, 8)
 
 
 def _budget(cfg):
@@ -90,13 +67,13 @@ def _timed(fn, repeat, backend):
     """(first seconds, median of the next ``repeat`` or None, all of them, last result)."""
     t0 = time.perf_counter()
     out = fn()
-    _sync(backend)
+    sync(backend)
     first = time.perf_counter() - t0
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
-        _sync(backend)
+        sync(backend)
         times.append(time.perf_counter() - t0)
     return first, (statistics.median(times) if times else None), times, out
 
@@ -199,7 +176,7 @@ def des_plain(cfg, backend, d, log):
     first, med, times, out = _timed(run, cfg["des_repeat"], backend)
     log(f"DES-like w with {cfg['patches']} patches, plain call: first {first:.1f} s, then "
         f"{_fmt(med)} s ({_steps(steps)}); pairs DD {out['dd'].counts.sum():.3e}")
-    _free_pool(backend)
+    free_pool(backend)
     return {"first_s": first, "seconds": med, "all_s": times, "last_steps": steps,
             "pairs": {k: int(out[k].counts.sum()) for k in ("dd", "dr", "rr")}}, out
 
@@ -258,7 +235,7 @@ def rr_plain(cfg, backend, d, n, log):
                             max_device_bytes=_budget(cfg)),
         cfg["repeat"], backend)
     log(f"RR {n:.0e} plain call: first {first:.2f} s, then {_fmt(med)} s")
-    _free_pool(backend)
+    free_pool(backend)
     return {"first_s": first, "seconds": med, "all_s": times,
             "pairs": int(got.counts.sum())}, got.counts
 
@@ -293,8 +270,7 @@ def _plain(data, w):
 
 def table(data):
     units = data["units"]
-    lines = [f"{'workload':<30}{'plain':>12}" + "".join(f"{str(n) + ' workers':>14}"
-                                                      for n in units)]
+    lines = [header(units, 30)]
     for w in data["workloads"]:
         for key, label in (("seconds", "s"), ("first_s", "first call s")):
             p = _plain(data, w).get(key)
@@ -347,12 +323,7 @@ def plot(data, path):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gpus", type=int, nargs="+", default=None,
-                   help="numbers of GPU workers (default 1, 2, 4, 8 up to the GPUs there are);"
-                        " 0: CPU workers instead (see --cpu-workers)")
-    p.add_argument("--cpu-workers", type=int, default=2,
-                   help="with --gpus 0: the largest number of single-thread CPU workers")
-    p.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke test)")
+    add_worker_args(p, GPU_COUNTS)
     p.add_argument("--only", nargs="+", choices=["des", "rr7", "rr8"],
                    default=["des", "rr7", "rr8"])
     p.add_argument("--progress", action="store_true",
@@ -361,42 +332,15 @@ def main():
                    help="also count the DES-like catalogs from .npy files written to DIR "
                         "(sphgpu.distributed.CatalogFiles: read by the workers), workload "
                         "'des-files'")
-    p.add_argument("--out", default="benchmarks/results")
-    for key, value in FULL.items():
-        p.add_argument("--" + key.replace("_", "-"), type=int, default=None,
-                       help=f"default {value} ({QUICK[key]} with --quick)")
+    add_size_args(p, FULL, QUICK)
     args = p.parse_args()
-    cfg = dict(QUICK if args.quick else FULL)
-    cfg.update({k: getattr(args, k) for k in FULL if getattr(args, k) is not None})
-
-    import sphgpu.distributed as sd
-    from sphgpu.bench import machine_info
-
-    if args.gpus == [0]:
-        backend = "cpu"
-        units = [n for n in (1, 2, 4, 8) if n <= args.cpu_workers]
-    else:
-        backend = "cuda"
-        have = len(sd.visible_gpus())
-        units = args.gpus or [n for n in (1, 2, 4, 8) if n <= have]
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "tpacf_survey.json")
-
-    def log(msg):
-        print(msg, flush=True)
-
+    cfg = sizes(args, FULL, QUICK)
+    backend, units = workers(args, GPU_COUNTS)
     progress = log if args.progress else None
     workloads = list(args.only) + (["des-files"] if args.files and "des" in args.only
                                    else [])
-    data = {"machine": machine_info(), "backend": backend, "units": units, "sizes": cfg,
-            "quick": args.quick, "workloads": workloads, "plain": {},
-            "rows": {str(n): {} for n in units}}
-    log(json.dumps(data["machine"]))
-
-    def save():
-        data["date"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-        with open(path, "w") as f:
-            json.dump(data, f, indent=1)
+    data, save, path = results(args.out, "tpacf_survey.json", backend, units, cfg, args.quick,
+                               workloads=workloads)
 
     t_start = time.perf_counter()
     inputs, want = {}, {}
@@ -416,13 +360,8 @@ def main():
             data["plain"][w], want[w] = rr_plain(cfg, backend, inputs[w], cfg[key], log)
             save()
     for n in units:
-        t0 = time.perf_counter()
-        client = _cluster(n, backend)
         row = data["rows"][str(n)]
-        row["cluster_start_s"] = time.perf_counter() - t0
-        log(f"{n} {'GPU' if backend == 'cuda' else 'CPU'} worker(s), started in "
-            f"{row['cluster_start_s']:.1f} s")
-        try:
+        with fresh_cluster(n, backend, row) as client:
             for w in workloads:
                 if w == "des":
                     row[w] = des_dask(client, cfg, backend, inputs[w], want[w], log, progress)
@@ -432,9 +371,6 @@ def main():
                 else:
                     row[w] = rr_dask(client, cfg, backend, inputs[w], want[w], log, progress)
                 save()
-        finally:
-            client.shutdown()
-            client.close()
     data["wall_s"] = time.perf_counter() - t_start
     save()
     plot(data, os.path.join(args.out, "tpacf_survey.png"))
