@@ -50,7 +50,7 @@ import numpy as np
 
 from ..tpacf import pair_counts as _serial_pair_counts
 from ..tpacf.api import _catalogs, _counts_from_raw, _counts_from_sums, _regions
-from ..tpacf.catalog import Catalog, as_catalog
+from ..tpacf.catalog import Catalog, as_catalog, check_column
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
 from .partition import declination_stripes, stripe_members
@@ -732,18 +732,9 @@ class _Reader:
                 continue
             col, shown = self.cols[name]
             v = np.asarray(col[a:b])
-            if name == "labels":
-                v = v.astype(np.int64)
-                if v.size and (v.min() < 0 or v.max() >= 2**31):
-                    raise ValueError(f"{shown} must hold labels in [0, 2**31), got values "
-                                     f"from {v.min()} to {v.max()} (rows {a}:{b})")
-            else:
-                v = np.ascontiguousarray(v, dtype=np.float64)
-                if not np.isfinite(v).all():
-                    raise ValueError(f"{shown} contains NaN or infinite values (rows {a}:{b})")
-                if name == "dec" and v.size and (v.min() < -90.0 or v.max() > 90.0):
-                    raise ValueError(f"{shown} must be in [-90, 90] degrees, got values from "
-                                     f"{v.min()} to {v.max()} (rows {a}:{b})")
+            v = (v.astype(np.int64) if name == "labels"
+                 else np.ascontiguousarray(v, dtype=np.float64))
+            check_column(shown, name, v, f" (rows {a}:{b})")
             out[name] = v
         return out
 

@@ -66,6 +66,29 @@ def _coordinate(name, a):
     return np.ascontiguousarray(_array(name, a), dtype=np.float64)
 
 
+def check_column(name, column, values, where=""):
+    """Raise ValueError unless ``values`` are valid for the catalog column ``column``: for
+    "ra", "dec" and "weights" finite real numbers (NumPy or CuPy array), dec also in [-90, 90]
+    degrees; for "labels" integers (NumPy array) in [0, 2**31). ``name`` names the values in
+    the message and ``where`` ends it (" (rows 0:1000)"). The one rule for a :class:`Catalog`'s
+    arrays and for the blocks that workers read from ``sphgpu.distributed.CatalogFiles``."""
+    if column == "labels":
+        if values.size and values.min() < 0:
+            raise ValueError(f"{name} must be >= 0 (region numbers), got {values.min()}{where}")
+        if values.size and int(values.max()) >= MAX_LABEL:
+            raise ValueError(f"{name} must be < 2**31 (region numbers), got {values.max()}"
+                             f"{where}")
+        return
+    xp = np if isinstance(values, np.ndarray) else array_module()
+    if not bool(xp.isfinite(values).all()):
+        raise ValueError(f"{name} contains NaN or infinite values{where}")
+    if column == "dec" and values.size:
+        lo, hi = float(values.min()), float(values.max())
+        if lo < -90.0 or hi > 90.0:
+            raise ValueError(f"{name} must be in [-90, 90] degrees, got values from {lo} to "
+                             f"{hi}{where}")
+
+
 class Catalog:
     """Points on the sky with optional weights and jackknife region labels.
 
@@ -122,25 +145,15 @@ class Catalog:
                              f"and {dec.shape[0]}")
         if ra.shape[0] == 0:
             raise ValueError(f"{n_ra} and {n_dec} are empty: a catalog needs at least one point")
-        xp = np if isinstance(ra, np.ndarray) else array_module()
-        if not bool(xp.isfinite(ra).all()):
-            raise ValueError(f"{n_ra} contains NaN or infinite values")
-        if not bool(xp.isfinite(dec).all()):
-            raise ValueError(f"{n_dec} contains NaN or infinite values")
-        lo, hi = float(dec.min()), float(dec.max())
-        if lo < -90.0 or hi > 90.0:
-            raise ValueError(f"{n_dec} must be in [-90, 90] degrees, got values from {lo} to {hi}")
+        check_column(n_ra, "ra", ra)
+        check_column(n_dec, "dec", dec)
         n = ra.shape[0]
         if weights is not None:
             weights = np.ascontiguousarray(_array(n_w, weights, n), dtype=np.float64)
-            if not np.all(np.isfinite(weights)):
-                raise ValueError(f"{n_w} contains NaN or infinite values")
+            check_column(n_w, "weights", weights)
         if labels is not None:
             lab = _array(n_l, labels, n, kind="i")
-            if lab.size and lab.min() < 0:
-                raise ValueError(f"{n_l} must be >= 0 (region numbers), got {lab.min()}")
-            if lab.size and int(lab.max()) >= MAX_LABEL:
-                raise ValueError(f"{n_l} must be < 2**31 (region numbers), got {lab.max()}")
+            check_column(n_l, "labels", lab)
             labels = np.ascontiguousarray(lab, dtype=np.int64)
         if copy:
             # private read-only copies: sorted orders and device copies are cached on the catalog
