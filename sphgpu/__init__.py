@@ -11,6 +11,7 @@ from ._validate import UNSEEN
 from .sht import (alm2cl, alm2map, alm2map_der1, alm2map_spin, almxfl, anafast, gauss_beam,
                   map2alm, map2alm_spin, pixwin, smoothing, synalm, synfast)
 from .sht import beam2bl, bl2beam, map2alm_lsq, resize_alm, rotate_alm
+from .sht import SHT
 from .sort import argsort, radix_sort
 from .io import read_alm, read_cl, read_map, write_alm, write_cl, write_map
 from .pixelfunc import nest2ring, reorder, ring2nest, ud_grade
@@ -32,7 +33,7 @@ def __getattr__(name):
 __version__ = "0.2.0"   # the one copy: pyproject.toml reads it (tests/test_release.py)
 
 __all__ = [
-    "RingGeometry", "AlmLayout",
+    "RingGeometry", "AlmLayout", "SHT",
     "alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1", "synalm", "synfast",
     "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing", "pixwin", "UNSEEN",
     "rotate_alm", "resize_alm", "beam2bl", "bl2beam", "map2alm_lsq",

@@ -13,8 +13,9 @@ import numpy as np
 
 from . import _host_threads
 
-__all__ = ["check_int", "check_finite", "check_fits_in_memory", "as_real_array", "as_complex_array", "as_maps",
-           "is_device_array", "UNSEEN"]
+__all__ = ["check_int", "check_flag", "check_finite", "check_fits_in_memory", "as_real_array",
+           "as_complex_array", "as_maps", "as_contiguous", "array_module_of", "is_device_array",
+           "physical_memory", "UNSEEN"]
 
 #: healpy's value for pixels without data (``healpy.UNSEEN``)
 UNSEEN = -1.6375e30
@@ -38,6 +39,14 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
     return value
 
 
+def check_flag(name: str, value) -> bool:
+    """``value`` as a bool, or TypeError naming ``name`` (only True, False and NumPy's bools:
+    a 0 or "yes" passed for a flag is usually an argument in the wrong place)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def is_device_array(a) -> bool:
     """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__
     (which NumPy arrays never have). NumPy and CuPy arrays are told by their type first:
@@ -53,7 +62,7 @@ def is_device_array(a) -> bool:
 
 def check_finite(name: str, a) -> None:
     """Raise ValueError if ``a`` (host or device array) holds NaN or infinity."""
-    xp = _array_module(a)
+    xp = array_module_of(a)
     real = _real_view(a, xp)
     if real is None:
         finite = bool(xp.all(xp.isfinite(a)))
@@ -168,12 +177,27 @@ def _real_view(a, xp):
     return a.view(a.dtype.char.lower()) if a.dtype.kind == "c" else a   # complex128 -> float64
 
 
-def _array_module(a):
+def array_module_of(a):
+    """The array module of ``a``: CuPy for device arrays (the gpu extra installs it), else
+    NumPy."""
     if is_device_array(a):
-        import cupy  # device arrays are checked with CuPy, which the gpu extra installs
+        import cupy
 
         return cupy
     return np
+
+
+_array_module = array_module_of     # the name other packages still import
+
+
+def as_contiguous(a, dtype):
+    """``a`` as a C-contiguous ``dtype`` array of its own kind (NumPy; CuPy for device
+    arrays), copied only when it is not one already. No values are looked at: the checks of
+    the healpy-named functions (NaN, UNSEEN, masks) are theirs, and a plan's methods take
+    arrays as they are."""
+    if isinstance(a, np.ndarray):
+        return np.ascontiguousarray(a, dtype=dtype)
+    return _device_as(a, dtype)
 
 
 def _device_as(a, dtype):
@@ -192,7 +216,7 @@ def _finish(name, arr, allow_batch, dtype, pending=None):
         arr = np.ascontiguousarray(arr, dtype=dtype)
     else:
         arr = _device_as(arr, dtype)
-        real = None if pending is None else _real_view(arr, _array_module(arr))
+        real = None if pending is None else _real_view(arr, array_module_of(arr))
         if real is not None:
             pending.append(_finite_check_deferred(name, real))
             return arr
@@ -319,7 +343,7 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
     _check_dims(name, arr, max_ndim)
     arr = np.ascontiguousarray(arr, dtype=np.float64) if isinstance(arr, np.ndarray) \
         else _device_as(arr, np.float64)
-    xp = _array_module(arr)
+    xp = array_module_of(arr)
     # Reductions tell the common case (no mask, no NaN) without building masks: on the host
     # the minimum is NaN if any NaN, -inf or ~UNSEEN if either is present, and the maximum
     # catches +inf; on the device one pass counts all of them
@@ -347,6 +371,11 @@ def _physical_memory() -> int | None:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def physical_memory() -> int | None:
+    """Bytes of this machine's memory, or None where the system does not say."""
+    return _physical_memory()
 
 
 def check_fits_in_memory(nbytes: int, what: str, asked_by: str) -> None:

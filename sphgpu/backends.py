@@ -80,10 +80,31 @@ class SHTBackend(Protocol):
 
     ``layout`` is an :class:`sphgpu.AlmLayout`, ``geometry`` a :class:`sphgpu.RingGeometry`;
     a_lm are complex128, maps float64. ``ACCEPTS_DEVICE_ARRAYS`` says whether the functions
-    take device arrays (then NumPy in gives NumPy out, device in gives device out).
+    take device arrays (then NumPy in gives NumPy out, device in gives device out). The four
+    transforms take ``prepared``, what :meth:`prepare` made for their layout, grid and spin
+    (a :class:`sphgpu.SHT` holds it); without it the backend finds its own.
     """
 
     ACCEPTS_DEVICE_ARRAYS: bool
+
+    def prepare(self, layout: Any, geometry: Any, spin: int) -> Any:
+        """What the transforms of one layout, grid and spin reuse from call to call.
+
+        Parameters
+        ----------
+        layout : AlmLayout
+            Layout of the a_lm.
+        geometry : RingGeometry
+            The grid.
+        spin : int
+            0 for :meth:`synthesis` and :meth:`analysis`, else the spin of
+            :meth:`synthesis_spin` and :meth:`analysis_spin`.
+
+        Returns
+        -------
+        object or None
+            The backend's own plan (the GPU's tables and FFT set-up), None where there is none.
+        """
 
     def to_device(self, a: Any) -> Any:
         """``a`` where this backend computes.
@@ -112,7 +133,7 @@ class SHTBackend(Protocol):
         numpy.ndarray
         """
 
-    def synthesis(self, alm: Any, layout: Any, geometry: Any) -> Any:
+    def synthesis(self, alm: Any, layout: Any, geometry: Any, *, prepared: Any = None) -> Any:
         """Spin-0 synthesis.
 
         Parameters
@@ -123,13 +144,15 @@ class SHTBackend(Protocol):
             Their layout.
         geometry : RingGeometry
             The grid.
+        prepared : object, optional
+            :meth:`prepare` of (layout, geometry, 0).
 
         Returns
         -------
         array, shape (k, npix), float64
         """
 
-    def analysis(self, maps: Any, layout: Any, geometry: Any) -> Any:
+    def analysis(self, maps: Any, layout: Any, geometry: Any, *, prepared: Any = None) -> Any:
         """Quadrature-weighted adjoint of :meth:`synthesis`.
 
         Parameters
@@ -140,13 +163,16 @@ class SHTBackend(Protocol):
             Layout of the result.
         geometry : RingGeometry
             The grid.
+        prepared : object, optional
+            :meth:`prepare` of (layout, geometry, 0).
 
         Returns
         -------
         array, shape (k, nalm), complex128
         """
 
-    def synthesis_spin(self, alm: Any, spin: int, layout: Any, geometry: Any) -> Any:
+    def synthesis_spin(self, alm: Any, spin: int, layout: Any, geometry: Any, *,
+                       prepared: Any = None) -> Any:
         """Spin synthesis with healpy's conventions.
 
         Parameters
@@ -159,13 +185,16 @@ class SHTBackend(Protocol):
             Their layout.
         geometry : RingGeometry
             The grid.
+        prepared : object, optional
+            :meth:`prepare` of (layout, geometry, spin).
 
         Returns
         -------
         array, shape (k, 2 or 3, npix), float64
         """
 
-    def analysis_spin(self, maps: Any, spin: int, layout: Any, geometry: Any) -> Any:
+    def analysis_spin(self, maps: Any, spin: int, layout: Any, geometry: Any, *,
+                      prepared: Any = None) -> Any:
         """Quadrature-weighted adjoint of :meth:`synthesis_spin`.
 
         Parameters
@@ -178,6 +207,8 @@ class SHTBackend(Protocol):
             Layout of the result.
         geometry : RingGeometry
             The grid.
+        prepared : object, optional
+            :meth:`prepare` of (layout, geometry, spin).
 
         Returns
         -------

@@ -76,6 +76,7 @@ class RingGeometry:
     nside: int | None = None
     pixel_offset: int = 0
     _npix: int = field(init=False, repr=False)
+    _recipe: tuple | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         theta = _freeze(self.theta, np.float64)
@@ -102,6 +103,11 @@ class RingGeometry:
         for name, a in arrays.items():
             object.__setattr__(self, name, a)
         object.__setattr__(self, "_npix", int((arrays["ringstart"] + arrays["nphi"]).max()))
+
+    def _made_by(self, *recipe) -> "RingGeometry":
+        """Record the constructor call that made this grid (:attr:`recipe`); returns self."""
+        object.__setattr__(self, "_recipe", recipe)
+        return self
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -155,7 +161,8 @@ class RingGeometry:
         phi0 = np.where(shifted, math.pi / nphi, 0.0)
         ringstart = np.concatenate(([0], np.cumsum(nphi)[:-1]))
         weight = np.full(i.shape, 4.0 * math.pi / (12 * nside * nside))
-        return cls(theta, phi0, nphi, ringstart, weight, kind="healpix", nside=nside)
+        return cls(theta, phi0, nphi, ringstart, weight, kind="healpix",
+                   nside=nside)._made_by("healpix", nside)
 
     @classmethod
     def gauss_legendre(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
@@ -185,7 +192,8 @@ class RingGeometry:
         nphi = 2 * ntheta - 1 if nphi is None else check_int("nphi", nphi, minimum=1)
         _check_regular_size(ntheta, nphi)
         theta = ducc0.misc.GL_thetas(ntheta)                  # north pole first
-        return cls._regular(theta, _ring_weights("GL", ntheta) / nphi, nphi, "gauss-legendre")
+        return cls._regular(theta, _ring_weights("GL", ntheta) / nphi, nphi,
+                            "gauss-legendre")._made_by("gauss-legendre", ntheta, nphi)
 
     @classmethod
     def equiangular(cls, ntheta: int, nphi: int | None = None, *, poles: bool = True) -> "RingGeometry":
@@ -226,7 +234,7 @@ class RingGeometry:
             theta = np.pi * (np.arange(ntheta) + 0.5) / ntheta
             kind = "fejer1"
         w = _ring_weights("CC" if poles else "F1", ntheta)
-        return cls._regular(theta, w / nphi, nphi, kind)
+        return cls._regular(theta, w / nphi, nphi, kind)._made_by(kind, ntheta, nphi)
 
     @classmethod
     def clenshaw_curtis(cls, ntheta: int, nphi: int | None = None) -> "RingGeometry":
@@ -252,6 +260,38 @@ class RingGeometry:
         nphi_a = np.full(n, nphi, dtype=np.int64)
         return cls(theta, np.zeros(n), nphi_a, np.arange(n, dtype=np.int64) * nphi, ring_weight,
                    kind=kind)
+
+    @property
+    def recipe(self) -> tuple | None:
+        """The constructor call that makes this grid again, as a small tuple: ``("healpix",
+        nside)``, ``("gauss-legendre", ntheta, nphi)``, ``("clenshaw-curtis", ntheta, nphi)`` or
+        ``("fejer1", ntheta, nphi)``; None for a grid made from arrays (or by :meth:`rings`).
+        :meth:`from_recipe` reads it: a transform plan travels to Dask workers as this, not as
+        the rings' arrays."""
+        return self._recipe
+
+    @classmethod
+    def from_recipe(cls, recipe: tuple) -> "RingGeometry":
+        """The grid of a :attr:`recipe` (HEALPix: the object :meth:`healpix` keeps per process).
+
+        Parameters
+        ----------
+        recipe : tuple
+            As :attr:`recipe` gives it.
+
+        Returns
+        -------
+        RingGeometry
+
+        Raises
+        ------
+        ValueError
+            If ``recipe`` names no constructor.
+        """
+        if not isinstance(recipe, tuple) or not recipe or recipe[0] not in _RECIPES:
+            raise ValueError(f"recipe must be one of {sorted(_RECIPES)} with its arguments "
+                             f"(RingGeometry.recipe), got {recipe!r}")
+        return _RECIPES[recipe[0]](cls, *recipe[1:])
 
     # ------------------------------------------------------------------ properties
     @property
@@ -404,6 +444,15 @@ def _check_regular_size(ntheta: int, nphi: int) -> None:
         raise ValueError(f"ntheta={ntheta} rings of nphi={nphi} pixels make {ntheta * nphi:.3g} "
                          "pixels, more than 64-bit pixel indices can number (9.2e18)")
     _check_rings_fit(ntheta, f"ntheta={ntheta}")
+
+
+#: RingGeometry.from_recipe: the constructor of each recipe's first entry
+_RECIPES = {
+    "healpix": lambda cls, nside: cls.healpix(nside),
+    "gauss-legendre": lambda cls, ntheta, nphi: cls.gauss_legendre(ntheta, nphi),
+    "clenshaw-curtis": lambda cls, ntheta, nphi: cls.equiangular(ntheta, nphi, poles=True),
+    "fejer1": lambda cls, ntheta, nphi: cls.equiangular(ntheta, nphi, poles=False),
+}
 
 
 @functools.lru_cache(maxsize=16)

@@ -49,11 +49,12 @@ import uuid
 import numpy as np
 
 from .. import backends
-from .._validate import as_complex_array, as_maps, as_real_array, check_int, is_device_array
+from .._validate import (as_complex_array, as_maps, as_real_array, check_flag, check_int,
+                         is_device_array)
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import spin, stages
-from ..sht.transforms import _check_pol, _shape_kind, resolve_geometry
+from ..sht.plan import resolve_geometry, shape_kind
 from . import _worker
 from . import cluster as _cluster
 from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
@@ -705,7 +706,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     name, resources = _cluster.placement(client, backend)
     pattern = _check_pattern(pattern)
     arr = _host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
-    polarized, lead = _shape_kind("alm", arr, _check_pol(pol), "a_lm set")
+    polarized, lead = shape_kind("alm", arr, check_flag("pol", pol), "a_lm set")
     g = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
     batch = arr.reshape((-1, 3, arr.shape[-1]) if polarized else (-1, arr.shape[-1]))
@@ -774,7 +775,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
     pattern = _check_pattern(pattern)
     iter = check_int("iter", iter, minimum=0)
     arr = _host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])
-    polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
+    polarized, lead = shape_kind("maps", arr, check_flag("pol", pol), "map")
     g = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
     batch = arr.reshape(-1, arr.shape[-1])          # rows: k maps, or k I, Q, U triples

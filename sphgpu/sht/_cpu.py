@@ -20,6 +20,7 @@ from . import ringfft
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host",
+           "prepare",
            "stage_alm2leg", "stage_leg2alm", "stage_leg2map", "stage_map2leg",
            "ACCEPTS_DEVICE_ARRAYS", "twin_alm2leg",
            "twin_leg2alm", "twin_synthesis", "twin_analysis", "twin_synthesis_spin"]
@@ -36,6 +37,11 @@ def to_device(a):
 def to_host(a):
     """``a`` itself (this backend's results are NumPy arrays)."""
     return a
+
+
+def prepare(layout, geometry, spin):
+    """Nothing: this backend keeps no set-up between calls (``prepared`` is ignored)."""
+    return None
 
 
 def _nthreads(nthreads=None) -> int:
@@ -73,17 +79,17 @@ def _analysis(maps, spin, layout, geometry):
                                        **_geometry_args(geometry))
 
 
-def synthesis(alm, layout, geometry):
+def synthesis(alm, layout, geometry, *, prepared=None):
     """alm (k, nalm) complex128 -> maps (k, npix) float64, through ducc0."""
     return _synthesis(alm[:, None, :], 0, layout, geometry)[:, 0, :]
 
 
-def analysis(maps, layout, geometry):
+def analysis(maps, layout, geometry, *, prepared=None):
     """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm), through ducc0."""
     return _analysis(maps[:, None, :], 0, layout, geometry)[:, 0, :]
 
 
-def synthesis_spin(alm, spin, layout, geometry):
+def synthesis_spin(alm, spin, layout, geometry, *, prepared=None):
     """alm (k, 2, nalm) E, B (or (k, 3, nalm) T, E, B) -> maps (k, 2 or 3, npix): ducc0's spin
     transform (healpy's conventions), T through its spin-0 one."""
     if alm.shape[1] == 2:
@@ -94,7 +100,7 @@ def synthesis_spin(alm, spin, layout, geometry):
     return out
 
 
-def analysis_spin(maps, spin, layout, geometry):
+def analysis_spin(maps, spin, layout, geometry, *, prepared=None):
     """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
     (k, 2 or 3, nalm) complex128."""
     if maps.shape[1] == 2:

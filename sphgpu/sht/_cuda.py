@@ -34,7 +34,7 @@ from . import legendre, theta_resample
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "to_device", "to_host", "plan",
-           "ACCEPTS_DEVICE_ARRAYS"]
+           "prepare", "ACCEPTS_DEVICE_ARRAYS"]
 
 ACCEPTS_DEVICE_ARRAYS = True
 #: maps sharing one Legendre recurrence in alm2leg, for lmax >= LARGE_LMAX and below: 4 was the
@@ -755,9 +755,17 @@ def _convolve(a, c, nmaps, xp):
     return xp.fft.ifft(f, axis=1, norm="forward")
 
 
-def _run(data, layout, geometry, steps):
+def prepare(layout, geometry, spin):
+    """The :class:`_Plan` of a transform of ``layout`` on ``geometry`` (spin > 0: of the
+    extended band limit lmax + spin that the spin passes run on), for a
+    :class:`sphgpu.SHT` to hold and pass back as ``prepared``."""
+    return plan(geometry, layout.lmax + spin, layout.mmax)
+
+
+def _run(data, layout, geometry, steps, pl=None):
     xp = _xp()
-    pl = plan(geometry, layout.lmax, layout.mmax)
+    if pl is None:
+        pl = plan(geometry, layout.lmax, layout.mmax)
     host = isinstance(data, np.ndarray) and xp is not np
     d = to_device(data)
     outs = []
@@ -771,14 +779,15 @@ def _run(data, layout, geometry, steps):
     return to_host(out) if host else out
 
 
-def synthesis(alm, layout, geometry):
-    """alm (k, nalm) complex128, host or device -> maps (k, npix) float64 of the same kind."""
-    return _run(alm, layout, geometry, (_synthesis_legendre, _leg2map))
+def synthesis(alm, layout, geometry, *, prepared=None):
+    """alm (k, nalm) complex128, host or device -> maps (k, npix) float64 of the same kind
+    (``prepared``: :func:`prepare` of spin 0, else the cached plan)."""
+    return _run(alm, layout, geometry, (_synthesis_legendre, _leg2map), prepared)
 
 
-def analysis(maps, layout, geometry):
+def analysis(maps, layout, geometry, *, prepared=None):
     """maps (k, npix) float64 -> sum_pixels weight * map * conj(Y_lm), (k, nalm) complex128."""
-    return _run(maps, layout, geometry, (_map2leg, _analysis_legendre))
+    return _run(maps, layout, geometry, (_map2leg, _analysis_legendre), prepared)
 
 
 def _eth(xp, c, t, j, bar, transpose=False):
@@ -793,13 +802,14 @@ def _eth(xp, c, t, j, bar, transpose=False):
     return out.reshape(shape)
 
 
-def _run_spin(data, spin, layout, geometry, forward):
+def _run_spin(data, spin, layout, geometry, forward, pl=None):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
     steps, on the plan of the extended band limit lmax + spin (same rings and mmax). Batches of
     k sets are split to fit in device memory as in :func:`_run`."""
     xp = _xp()
-    pl = plan(geometry, layout.lmax + spin, layout.mmax)
+    if pl is None:
+        pl = plan(geometry, layout.lmax + spin, layout.mmax)
     host = isinstance(data, np.ndarray) and xp is not np
     d = to_device(data)
     rows = d.shape[1]
@@ -820,16 +830,16 @@ def _run_spin(data, spin, layout, geometry, forward):
     return to_host(out) if host else out
 
 
-def synthesis_spin(alm, spin, layout, geometry):
+def synthesis_spin(alm, spin, layout, geometry, *, prepared=None):
     """alm (k, 2, nalm) E, B, or (k, 3, nalm) T, E, B -> maps (k, 2 or 3, npix) float64 (Q, U
     or I, Q, U), host or device as the input. One Legendre recurrence serves T, Q and U."""
-    return _run_spin(alm, spin, layout, geometry, True)
+    return _run_spin(alm, spin, layout, geometry, True, prepared)
 
 
-def analysis_spin(maps, spin, layout, geometry):
+def analysis_spin(maps, spin, layout, geometry, *, prepared=None):
     """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
     (k, 2 or 3, nalm) complex128."""
-    return _run_spin(maps, spin, layout, geometry, False)
+    return _run_spin(maps, spin, layout, geometry, False, prepared)
 
 
 # ------------------------------------------------------------- stages (sphgpu.sht.stages)

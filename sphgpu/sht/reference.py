@@ -17,7 +17,7 @@ from . import ringfft
 from . import spin as spin_mod
 
 __all__ = ["synthesis", "analysis", "synthesis_spin", "analysis_spin", "alm2leg", "leg2alm",
-           "to_device", "to_host", "stage_alm2leg", "stage_leg2alm", "stage_leg2map",
+           "to_device", "to_host", "prepare", "stage_alm2leg", "stage_leg2alm", "stage_leg2map",
            "stage_map2leg", "ACCEPTS_DEVICE_ARRAYS", "MAX_LMAX"]
 
 ACCEPTS_DEVICE_ARRAYS = False
@@ -62,6 +62,11 @@ def to_device(a):
 def to_host(a):
     """``a`` itself (this backend's results are NumPy arrays)."""
     return a
+
+
+def prepare(layout, geometry, spin):
+    """Nothing: this backend keeps no set-up between calls (``prepared`` is ignored)."""
+    return None
 
 
 def stage_alm2leg(alm, layout, geometry, mvals, astart, *, nthreads=None):
@@ -112,19 +117,19 @@ def leg2alm(leg, layout, geometry):
     return stage_leg2alm(leg, layout, geometry, *_orders(layout), layout.size)
 
 
-def synthesis(alm, layout, geometry):
+def synthesis(alm, layout, geometry, *, prepared=None):
     """alm (k, nalm) complex128 -> maps (k, npix) float64."""
     return ringfft.leg2map(alm2leg(alm, layout, geometry), geometry)
 
 
-def analysis(maps, layout, geometry):
+def analysis(maps, layout, geometry, *, prepared=None):
     """maps (k, npix) float64 -> sum over pixels of weight * map * conj(Y_lm): (k, nalm)."""
     _check(layout)
     return leg2alm(ringfft.map2leg(maps * geometry.pixel_weights(), geometry, layout.mmax),
                    layout, geometry)
 
 
-def synthesis_spin(alm, spin, layout, geometry):
+def synthesis_spin(alm, spin, layout, geometry, *, prepared=None):
     """alm (k, 2, nalm) E, B (or (k, 3, nalm) T, E, B with spin 2) -> maps (k, 2 or 3, npix):
     the spin functions as combinations of the scalar ones (:mod:`sphgpu.sht.spin`)."""
     return spin_mod.synthesis(alm, spin, layout, geometry,
@@ -133,7 +138,7 @@ def synthesis_spin(alm, spin, layout, geometry):
                                                              geometry))
 
 
-def analysis_spin(maps, spin, layout, geometry):
+def analysis_spin(maps, spin, layout, geometry, *, prepared=None):
     """Adjoint of :func:`synthesis_spin`, quadrature-weighted: (k, 2 or 3, npix) ->
     (k, 2 or 3, nalm)."""
     _check(layout)

@@ -13,19 +13,19 @@ import warnings
 import numpy as np
 
 from .._device import like_input, to_host
-from .._validate import (UNSEEN, _array_module, as_complex_array, as_maps, as_real_array,
-                         check_fits_in_memory, check_int, is_device_array)
+from .._validate import (UNSEEN, array_module_of, as_complex_array, as_maps, as_real_array,
+                         check_fits_in_memory, check_flag, check_int, is_device_array)
 from ..alm import AlmLayout
 from .beam_window import beam_rows
-from .transforms import (_apply_pixwin, _check_flag, _check_healpix_pixwin, _check_pol, alm2map,
-                         map2alm, resolve_geometry, times_fl)
+from .transforms import (alm2map, apply_pixwin, check_healpix_pixwin, map2alm, resolve_geometry,
+                         times_fl)
 
 __all__ = ["synalm", "synfast", "alm2cl", "anafast", "almxfl", "gauss_beam", "smoothing"]
 
 _ARCMIN = math.pi / (180.0 * 60.0)
 
 
-def _fwhm_radians(fwhm, fwhm_arcmin, name="fwhm"):
+def fwhm_radians(fwhm, fwhm_arcmin, name="fwhm"):
     """One beam width in radians from ``fwhm`` (radians) or ``fwhm_arcmin``."""
     if fwhm_arcmin is not None:
         if fwhm not in (None, 0, 0.0):
@@ -60,7 +60,7 @@ def gauss_beam(fwhm=None, lmax=512, pol=False, *, fwhm_arcmin=None):
         B and TE factors (spin-2 beams carry an extra exp(2 sigma^2), TE the geometric mean),
         as healpy.
     """
-    fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
+    fwhm = fwhm_radians(fwhm, fwhm_arcmin)
     if isinstance(lmax, (float, np.floating)):       # healpy takes lmax=1e4 (np.arange does)
         if not math.isfinite(lmax) or lmax != int(lmax):
             raise ValueError(f"lmax must be a whole number, got {lmax!r}")
@@ -156,7 +156,7 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
         raise TypeError("alms1 and alms2 must both be NumPy arrays or both device arrays")
     if a2.shape != a1.shape:
         raise ValueError(f"alms2 has shape {a2.shape} but alms1 has {a1.shape}")
-    xp = _array_module(a1)
+    xp = array_module_of(a1)
     layout = AlmLayout.from_size(a1.shape[-1], lmax, mmax, name="alms1")
     # healpy: lmax_out above lmax gives lmax + 1 values (nothing is invented past the a_lm)
     lmax_out = layout.lmax if lmax_out is None else min(
@@ -200,7 +200,7 @@ def _l_index(xp, lmax, mmax, lmax_out):
     return xp.asarray(l[keep].astype(np.int32)), xp.asarray(np.flatnonzero(keep))
 
 
-def _field_spectra(cls, new, pol, allow_negative=False):
+def field_spectra(cls, new, pol, allow_negative=False):
     """The spectra of synalm/synfast as an (n, n, L) covariance table of n fields (negative auto
     spectra raise unless ``allow_negative``: synalm handles them as healpy)."""
     if isinstance(cls, (list, tuple)):
@@ -326,7 +326,7 @@ def synalm(cls, lmax=None, mmax=None, new=False, verbose=True, *, seed=None):
     UserWarning
         ``cls`` is not positive semi-definite at some multipoles (named in the message).
     """
-    cov = _field_spectra(cls, _check_flag("new", new), pol=False, allow_negative=True)
+    cov = field_spectra(cls, check_flag("new", new), pol=False, allow_negative=True)
     n, _, size = cov.shape
     if lmax is not None:
         lmax = check_int("lmax", lmax, minimum=0)
@@ -429,10 +429,10 @@ def synfast(cls, nside=None, lmax=None, mmax=None, alm=False, pol=True, pixwin=F
         ``cls`` is not positive semi-definite at some multipoles (see :func:`synalm`).
     """
     geom = resolve_geometry(nside, geometry)
-    pol = _check_pol(pol)
-    alm = _check_flag("alm", alm)
-    new = _check_flag("new", new)
-    cov = _field_spectra(cls, new, pol, allow_negative=True)     # count and order, up front
+    pol = check_flag("pol", pol)
+    alm = check_flag("alm", alm)
+    new = check_flag("new", new)
+    cov = field_spectra(cls, new, pol, allow_negative=True)     # count and order, up front
     if lmax is None:
         lmax = min(cov.shape[2] - 1, geom.natural_lmax)
     lmax = check_int("lmax", lmax, minimum=0)
@@ -568,7 +568,7 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     """
     arr, bad = as_maps("map_in", map_in, max_ndim=3)
     geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="map_in")
-    nest = _check_flag("nest", nest)
+    nest = check_flag("nest", nest)
     if nest:
         if geom.kind != "healpix":
             raise ValueError(f"nest=True needs HEALPix maps, got {geom!r}")
@@ -581,10 +581,10 @@ def smoothing(map_in, fwhm=0.0, sigma=None, beam_window=None, pol=True, iter=3, 
     elif sigma is not None:
         if fwhm_arcmin is not None or fwhm not in (None, 0, 0.0):
             raise ValueError("give sigma or fwhm, not both")
-        fwhm = _fwhm_radians(sigma, None, "sigma") * math.sqrt(8.0 * math.log(2.0))
+        fwhm = fwhm_radians(sigma, None, "sigma") * math.sqrt(8.0 * math.log(2.0))
     else:
-        fwhm = _fwhm_radians(fwhm, fwhm_arcmin)
-    pol = _check_pol(pol)
+        fwhm = fwhm_radians(fwhm, fwhm_arcmin)
+    pol = check_flag("pol", pol)
     polarized = pol and arr.ndim >= 2 and arr.shape[-2] == 3
     # parse the beam before the transform: a bad beam_window fails at once
     rows = beam_rows(3 if polarized else 1, polarized, lmax, fwhm, beam_window)

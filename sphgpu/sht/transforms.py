@@ -1,8 +1,10 @@
 """alm2map, map2alm and their spin-s forms: the healpy-compatible entry points.
 
-Each backend module (``reference``, ``_cpu``, ``_cuda``) provides four functions on validated
-arrays, and everything else (argument checks, healpy's shapes and masks, batching, healpy's
-Jacobi iterations) lives here once:
+Each is a thin wrapper over a transform plan (:class:`sphgpu.SHT`, :mod:`sphgpu.sht.plan`):
+it reads healpy's arguments (shapes, masks and UNSEEN pixels, NaN, beams, pixel windows,
+HEALPix's weights), finds the plan of its grid, band limits and backend (cached), and runs the
+plan's body, so that a function and a plan give the same numbers. Each backend module
+(``reference``, ``_cpu``, ``_cuda``) provides four functions on validated arrays:
 
     synthesis(alm (k, nalm) complex128, layout, geometry) -> maps (k, npix) float64
     analysis(maps (k, npix) float64, layout, geometry)    -> alm (k, nalm) complex128
@@ -17,92 +19,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backends
 from .._device import like_input
-from .._validate import (_array_module, as_complex_array, as_maps, check_fits_in_memory,
-                         check_int, is_device_array)
+from .._validate import (array_module_of, as_complex_array, as_maps, check_fits_in_memory,
+                         check_flag, check_int, is_device_array)
 from ..alm import AlmLayout
-from ..geometry import RingGeometry
+from .plan import check_kind, nside_from_npix, plan_for, resolve_geometry, shape_kind, spin_lead
 
 __all__ = ["alm2map", "map2alm", "alm2map_spin", "map2alm_spin", "alm2map_der1",
            "resolve_geometry", "nside_from_npix"]
 
 
-def nside_from_npix(npix: int, name: str = "map") -> int:
-    """nside of a HEALPix map with ``npix`` pixels; ValueError naming ``name`` if there is none."""
-    nside = int(round((npix / 12) ** 0.5))
-    if nside < 1 or 12 * nside * nside != npix:
-        raise ValueError(f"{name} has {npix} pixels, which is not 12*nside**2 for any nside "
-                         "(pass geometry= for other grids)")
-    return nside
-
-
-def resolve_geometry(nside, geometry, npix=None, name="map") -> RingGeometry:
-    """The grid of a transform, from ``nside`` or ``geometry`` (or a map's length, ``npix``)."""
-    if geometry is not None:
-        if not isinstance(geometry, RingGeometry):
-            raise TypeError(f"geometry must be a RingGeometry, got {type(geometry).__name__}")
-        if nside is not None and (geometry.kind != "healpix" or geometry.nside != nside):
-            raise ValueError(f"nside={nside!r} disagrees with geometry={geometry!r}: give one")
-        if npix is not None and npix != geometry.npix:
-            raise ValueError(f"{name} has {npix} pixels but the geometry has {geometry.npix}")
-        return geometry
-    if nside is None:
-        if npix is None:
-            raise ValueError("give nside (HEALPix) or geometry=")
-        nside = nside_from_npix(npix, name)
-    nside = check_int("nside", nside, minimum=1)
-    if npix is not None and npix != 12 * nside * nside:
-        raise ValueError(f"{name} has {npix} pixels but nside={nside} needs {12 * nside * nside}")
-    return RingGeometry.healpix(nside)
-
-
-def _check_kind(name, a, impl):
-    if is_device_array(a) and not impl.ACCEPTS_DEVICE_ARRAYS:
-        raise TypeError(f"{name} is a GPU array; the CPU backends take NumPy arrays "
-                        "(use backend='cuda', or copy it to the host)")
-
-
-def _check_pol(pol):
-    if not isinstance(pol, (bool, np.bool_)):
-        raise TypeError(f"pol must be True or False, got {pol!r}")
-    return bool(pol)
-
-
-def _shape_kind(name, arr, pol, what):
-    """How healpy reads the leading axes of ``arr`` (alm or maps): returns ``(polarized,
-    batch_shape)``. With ``pol=True`` (healpy's default) 3 rows (T, E, B or I, Q, U) or shape
-    (k, 3, n) are polarized; one row or a 1-D array is spin 0. ``pol=False``: 1-D or a batch
-    (k, n) of spin-0 transforms."""
-    if not pol:
-        if arr.ndim > 2:
-            raise ValueError(f"{name} has shape {arr.shape}: with pol=False give one {what} "
-                             f"(1-D) or a batch of them (2-D)")
-        return False, arr.shape[:-1]
-    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[0] == 1):
-        return False, arr.shape[:-1]
-    if arr.shape[-2] != 3:
-        raise ValueError(
-            f"{name} has shape {arr.shape}: with pol=True (the default, as healpy) give 3 rows "
-            f"(T, E, B a_lm or I, Q, U maps) or shape (k, 3, n); pass pol=False for a batch of "
-            f"spin-0 transforms")
-    return True, arr.shape[:-1]
-
-
-def _rows(arr, rows):
-    """arr with its batch axes flattened to (k, rows, n) (rows = 0: (k, n))."""
-    return arr.reshape((-1, rows, arr.shape[-1]) if rows else (-1, arr.shape[-1]))
-
-
-def _check_healpix_pixwin(geometry):
+def check_healpix_pixwin(geometry):
+    """ValueError unless ``geometry`` is a HEALPix grid (pixel windows are HEALPix's)."""
     if geometry.kind != "healpix":
         raise ValueError(f"pixwin=True needs a HEALPix map, got {geometry!r}")
-
-
-def _check_flag(name, value):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def gaussian_sigma(fwhm, sigma, fwhm_arcmin=None):
@@ -195,27 +125,24 @@ def alm2map(alms, nside=None, lmax=None, mmax=None, pixwin=False, fwhm=0.0, sigm
     """
     pending = []          # the device array's NaN check, run after the transform is queued
     arr = as_complex_array("alms", alms, allow_batch=3, pending=pending)
-    polarized, lead = _shape_kind("alms", arr, _check_pol(pol), "a_lm set")
-    pixwin = _check_flag("pixwin", pixwin)
-    inplace = _check_flag("inplace", inplace)
+    polarized, lead = shape_kind("alms", arr, check_flag("pol", pol), "a_lm set")
+    pixwin = check_flag("pixwin", pixwin)
+    inplace = check_flag("inplace", inplace)
     sig = gaussian_sigma(fwhm, sigma, fwhm_arcmin)
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alms")
     check_fits_in_memory(8 * geometry.npix * max(1, arr.size // arr.shape[-1]), "the maps",
                          f"nside={geometry.nside}" if geometry.kind == "healpix"
                          else f"geometry={geometry!r}")
-    impl = backends.load("sht", backend)
-    _check_kind("alms", arr, impl)
+    plan = plan_for(geometry, layout, backend)
+    check_kind("alms", arr, plan)
     if sig > 0:
         ft, fp = _beam_factors(sig, layout.lmax)
         arr = _scale_rows(arr, ft, fp, layout, polarized, inplace, alms)
     if pixwin:
-        _check_healpix_pixwin(geometry)
-        arr = _apply_pixwin(arr, geometry.nside, layout, polarized, inplace, alms)
-    if polarized:
-        maps = impl.synthesis_spin(_rows(arr, 3), 2, layout, geometry)
-    else:
-        maps = impl.synthesis(_rows(arr, 0), layout, geometry)
+        check_healpix_pixwin(geometry)
+        arr = apply_pixwin(arr, geometry.nside, layout, polarized, inplace, alms)
+    maps = plan._synthesis(arr, 3 if polarized else 0, 2)
     for finish in pending:
         finish()
     return like_input(maps.reshape(lead + (geometry.npix,)), alms)
@@ -226,23 +153,17 @@ def times_fl(alm, fl, layout):
     on the array's own device (only fl crosses the bus). Shared by :func:`almxfl` and the
     pixel windows (spectra.py imports this module, so it lives here)."""
     factor = np.asarray(fl)[layout.lm()[0]]
-    return alm * _array_module(alm).asarray(factor)
+    return alm * array_module_of(alm).asarray(factor)
 
 
-def _apply_pixwin(arr, nside, layout, polarized, inplace=False, original=None):
+def apply_pixwin(arr, nside, layout, polarized, inplace=False, original=None):
+    """``arr`` (a_lm rows in ``layout``; T, E, B when ``polarized``) times HEALPix's pixel
+    window of ``nside`` (its polarization window for E and B), in place as
+    :func:`_scale_rows` allows."""
     from .pixwin import pixwin as _pixwin
 
     wt, wp = _pixwin(nside, pol=True, lmax=layout.lmax)
     return _scale_rows(arr, wt, wp, layout, polarized, inplace, original)
-
-
-def _jacobi(work, iter, analysis, synthesis):
-    """healpy's map2alm iterations: one quadrature pass, then ``iter`` corrections from the
-    residual map."""
-    alm = analysis(work)
-    for _ in range(iter):
-        alm += analysis(work - synthesis(alm))
-    return alm
 
 
 def _weighting(geometry, use_weights, use_pixel_weights, datapath, gal_cut):
@@ -250,8 +171,8 @@ def _weighting(geometry, use_weights, use_pixel_weights, datapath, gal_cut):
     per-pixel factor for the maps or None, whether the pixel weights force iter=0)."""
     from . import weights as _weights
 
-    use_weights = _check_flag("use_weights", use_weights)
-    use_pixel_weights = _check_flag("use_pixel_weights", use_pixel_weights)
+    use_weights = check_flag("use_weights", use_weights)
+    use_pixel_weights = check_flag("use_pixel_weights", use_pixel_weights)
     if use_weights and use_pixel_weights:
         raise ValueError("give use_weights (ring weights) or use_pixel_weights, not both "
                          "(healpy refuses both too)")
@@ -288,21 +209,9 @@ def _analyse(arr, lead, rows, spin, lmax, mmax, iter, backend, geometry, origina
         geometry, factor, pixel_weights = _weighting(geometry, *weighting)
         if pixel_weights:
             iter = 0              # healpy: "pixel weighting requires 0 iterations"
-    impl = backends.load("sht", backend)
-    _check_kind("maps", arr, impl)
-    # GPU backends keep the Jacobi iterations on the device: one copy in, one copy out.
-    work = impl.to_device(_rows(arr, rows))
-    if factor is not None:
-        work = work * _array_module(work).asarray(factor)
-    if rows:
-        alm = _jacobi(work, iter,
-                      lambda m: impl.analysis_spin(m, spin, layout, geometry),
-                      lambda a: impl.synthesis_spin(a, spin, layout, geometry))
-    else:
-        alm = _jacobi(work, iter, lambda m: impl.analysis(m, layout, geometry),
-                      lambda a: impl.synthesis(a, layout, geometry))
-    if not is_device_array(original):
-        alm = impl.to_host(alm)
+    plan = plan_for(geometry, layout, backend)
+    check_kind("maps", arr, plan)
+    alm = plan._analysis(arr, rows, spin, iter, not is_device_array(original), factor)
     return like_input(alm.reshape(lead + (layout.size,)), original)
 
 
@@ -358,16 +267,9 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, pol=True, use_weights=False, dat
     array, complex128, shape (nalm,), (3, nalm), (k, nalm) or (k, 3, nalm)
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
-    polarized, lead = _shape_kind("maps", arr, _check_pol(pol), "map")
+    polarized, lead = shape_kind("maps", arr, check_flag("pol", pol), "map")
     return _analyse(arr, lead, 3 if polarized else 0, 2, lmax, mmax, iter, backend, geometry,
                     maps, (use_weights, use_pixel_weights, datapath, gal_cut))
-
-
-def _spin_lead(name, arr):
-    if arr.ndim < 2 or arr.shape[-2] != 2:
-        raise ValueError(f"{name} has shape {arr.shape}: give 2 rows (shape (2, n)) or a batch "
-                         "of shape (k, 2, n)")
-    return arr.shape[:-1]
 
 
 def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="auto",
@@ -396,16 +298,14 @@ def alm2map_spin(alms, nside=None, spin=None, lmax=None, mmax=None, *, backend="
         The two real maps; device in, device out.
     """
     arr = as_complex_array("alms", alms, allow_batch=3)
-    lead = _spin_lead("alms", arr)
+    lead = spin_lead("alms", arr)
     spin = check_int("spin", spin, minimum=0)
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alms")
-    impl = backends.load("sht", backend)
-    _check_kind("alms", arr, impl)
-    if spin == 0:           # healpy: the spin-0 maps of -G and -C (G = -a_lm for a scalar)
-        maps = -impl.synthesis(_rows(arr, 0), layout, geometry)
-        return like_input(maps.reshape(lead + (geometry.npix,)), alms)
-    maps = impl.synthesis_spin(_rows(arr, 2), spin, layout, geometry)
+    plan = plan_for(geometry, layout, backend)
+    check_kind("alms", arr, plan)
+    # spin 0: healpy's spin-0 maps of -G and -C (G = -a_lm for a scalar)
+    maps = plan._synthesis_spin(arr, spin)
     return like_input(maps.reshape(lead + (geometry.npix,)), alms)
 
 
@@ -436,7 +336,7 @@ def map2alm_spin(maps, spin=None, lmax=None, mmax=None, *, iter=0, backend="auto
         Gradient (E) and curl (B) coefficients; device in, device out.
     """
     arr, _ = as_maps("maps", maps, max_ndim=3)
-    lead = _spin_lead("maps", arr)
+    lead = spin_lead("maps", arr)
     spin = check_int("spin", spin, minimum=0)
     if spin == 0:           # healpy: minus the spin-0 analysis of each map
         return -_analyse(arr, lead, 0, 0, lmax, mmax, iter, backend, geometry, maps)
@@ -471,13 +371,7 @@ def alm2map_der1(alm, nside=None, lmax=None, mmax=None, *, backend="auto", geome
     arr = as_complex_array("alm", alm)
     geometry = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
-    impl = backends.load("sht", backend)
-    _check_kind("alm", arr, impl)
-    batch = _rows(arr, 0)
-    xp = _array_module(batch)
-    ell = xp.asarray(layout.lm()[0].astype(np.float64))
-    rows = xp.zeros((batch.shape[0], 3, layout.size), dtype=np.complex128)
-    rows[:, 0] = batch
-    rows[:, 1] = batch * xp.sqrt(ell * (ell + 1.0))
-    maps = impl.synthesis_spin(rows, 1, layout, geometry)
+    plan = plan_for(geometry, layout, backend)
+    check_kind("alm", arr, plan)
+    maps = plan._der1(arr)
     return like_input(maps.reshape(arr.shape[:-1] + (3, geometry.npix)), alm)

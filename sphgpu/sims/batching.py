@@ -5,7 +5,7 @@ Dask worker for itself (:mod:`sphgpu.sims._dask`)."""
 from __future__ import annotations
 
 from .. import backends
-from .._validate import _physical_memory
+from .._validate import physical_memory
 
 __all__ = ["auto_batch_size", "MAX_AUTO_BATCH"]
 
@@ -36,7 +36,7 @@ def auto_batch_size(plan, name) -> int:
             return up
         return size - size % 8 if size >= 8 else size
     # ducc0 transforms one map at a time anyway: batches only save Python overhead
-    budget = 0.1 * (_physical_memory() or 2**31)
+    budget = 0.1 * (physical_memory() or 2**31)
     return int(max(1, min(MAX_AUTO_BATCH, budget // per_sim)))
 
 

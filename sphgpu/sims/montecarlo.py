@@ -14,7 +14,7 @@ from .. import backends, master
 from .._device import to_host
 from .._validate import as_maps, as_real_array, check_int
 from ..sht.beam_window import beam_rows
-from ..sht.spectra import _field_spectra, _fwhm_radians
+from ..sht.spectra import field_spectra, fwhm_radians
 from .batching import auto_batch_size
 from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectrum_names,
                        transfer_factors)
@@ -39,7 +39,7 @@ def _spectra_table(name, cls, pol, new, lmax):
         if cls.size == 0:
             raise ValueError(f"{name} is empty: give C_l for l = 0, 1, ...")
     try:
-        cov = _field_spectra(cls, new, pol)
+        cov = field_spectra(cls, new, pol)
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
     out = np.zeros(cov.shape[:2] + (lmax + 1,))
@@ -297,7 +297,7 @@ class MonteCarlo:
         if beam_window is not None:     # the one strict parser of smoothing's beam_window
             rows = beam_rows(n, pol, lmax, 0.0, beam_window)
         else:
-            rows = beam_rows(n, pol, lmax, _fwhm_radians(fwhm, fwhm_arcmin), None)
+            rows = beam_rows(n, pol, lmax, fwhm_radians(fwhm, fwhm_arcmin), None)
         noise_alm = noise_cov = None
         if noise_cls is not None:
             noise_cov = _spectra_table("noise_cls", noise_cls, pol, bool(new), lmax)

@@ -1,6 +1,7 @@
-"""One batch of simulated skies, from seeds to pseudo-spectra, through the public transforms.
+"""One batch of simulated skies, from seeds to pseudo-spectra, through a transform plan.
 
-:class:`SimulationPlan` holds everything the simulations share (validated, as NumPy arrays);
+:class:`SimulationPlan` holds everything the simulations share (validated, as NumPy arrays),
+and the transform plan (:class:`sphgpu.SHT`) of each backend it ran on;
 :func:`simulate_batch` runs simulations ``indices`` of a plan and returns their spectra. Both
 are module-level and picklable, so a Dask worker runs exactly what one process runs.
 
@@ -16,15 +17,15 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import backends, master
 from .._device import array_module, to_host
 from ..alm import AlmLayout
+from ..sht.plan import SHT
 from ..sht.spectra import alm2cl
-from ..sht.transforms import alm2map, map2alm
 from .random import Stream
 
 __all__ = ["SimulationPlan", "simulate_batch", "spectrum_names", "transfer_factors"]
@@ -102,6 +103,11 @@ class SimulationPlan:
     purify_b : bool
         Measure pure B (:func:`sphgpu.master.pseudo_alm_spin2`, Smith 2006) instead of the
         masked maps' B (``pol`` and an apodized ``mask`` only).
+
+    Notes
+    -----
+    The transform plan of each backend (:meth:`transforms`) is made at its first batch and kept
+    with the plan; it does not travel with a pickled copy (a worker makes its own).
     """
 
     nside: int
@@ -114,6 +120,34 @@ class SimulationPlan:
     iter: int
     seed: int
     purify_b: bool = False
+    _transforms: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_transforms"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def transforms(self, backend: str) -> SHT:
+        """The transform plan of these simulations (nside, lmax = mmax) on ``backend``: made at
+        the first call, then the same object, holding the backend's set-up (the GPU's tables).
+
+        Parameters
+        ----------
+        backend : {"cuda", "cpu", "reference"}
+            A backend name, as :func:`sphgpu.backends.resolve` gives it.
+
+        Returns
+        -------
+        sphgpu.SHT
+        """
+        sht = self._transforms.get(backend)
+        if sht is None:
+            sht = self._transforms.setdefault(backend, SHT(self.nside, self.lmax, self.lmax,
+                                                           backend=backend))
+        return sht
 
     @property
     def nfields(self) -> int:
@@ -197,9 +231,8 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
     numpy.ndarray, float64, shape (len(indices), nspec, lmax+1)
         Pseudo-C_l in muK^2 (nspec 1: TT; 6 with pol: TT, EE, BB, TE, EB, TB).
     """
-    name = backends.resolve(backend, "sht")
-    impl = backends.load("sht", name)
-    on_device = getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False)
+    sht = plan.transforms(backends.resolve(backend, "sht"))
+    on_device = sht.accepts_device_arrays
     d = _device_arrays(plan, "device" if on_device else "host")
     xp = d["xp"]
     n, nalm, k = plan.nfields, AlmLayout(plan.lmax).size, len(indices)
@@ -210,40 +243,39 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto") -> np.n
         if "noise_alm" in d["factors"]:
             alm[q] += _draw_alm(rng, d["factors"]["noise_alm"], xp, n, nalm)
     shape = (k, n, nalm) if plan.pol else (k, nalm)
-    maps = alm2map(alm.reshape(shape), plan.nside, plan.lmax, pol=plan.pol, backend=name)
+    maps = sht.alm2map(alm.reshape(shape), pol=plan.pol)
     if d["sigma"] is not None:
         for q, rng in enumerate(rngs):
             maps[q] += d["sigma"] * rng.standard_normal(maps.shape[1:])
-    alm = _masked_alm(plan, maps, d["mask"], name, inplace=True)
+    alm = _masked_alm(plan, maps, d["mask"], sht, inplace=True)
     cl = alm2cl(alm.reshape(k, n, nalm))
     return np.asarray(to_host(cl)).reshape(k, plan.nspec, plan.lmax + 1)
 
 
-def _masked_alm(plan, maps, mask, name, inplace=False):
+def _masked_alm(plan, maps, mask, sht, inplace=False):
     """a_lm (k, n, nalm) of a batch of unmasked maps (k, n, npix) or (k, npix) through the
     mask (``mask``: the plan's, where the maps are; ``inplace`` masks ``maps`` themselves, a
-    batch's memory saved); with ``purify_b`` the B row is pure B, which reads the unmasked
-    Q, U with the mask's derivatives."""
+    batch's memory saved) by the transform plan ``sht``; with ``purify_b`` the B row is pure
+    B, which reads the unmasked Q, U with the mask's derivatives."""
     if plan.purify_b:
         xp = array_module() if hasattr(maps, "__cuda_array_interface__") else np
-        t = map2alm(maps[:, 0] * mask, plan.lmax, plan.lmax, plan.iter, pol=False,
-                    backend=name)
+        t = sht.map2alm(maps[:, 0] * mask, iter=plan.iter, pol=False)
         eb = master.pseudo_alm_spin2(maps[:, 1], maps[:, 2], plan.mask, plan.lmax,
-                                     purify_b=True, iter=plan.iter, backend=name)
+                                     purify_b=True, iter=plan.iter, backend=sht.backend)
         return xp.concatenate([t[:, None], eb], axis=1)
     if mask is not None and inplace:
         maps *= mask
     elif mask is not None:
         maps = maps * mask
-    alm = map2alm(maps, plan.lmax, plan.lmax, plan.iter, pol=plan.pol, backend=name)
+    alm = sht.map2alm(maps, iter=plan.iter, pol=plan.pol)
     return alm.reshape(maps.shape[0], plan.nfields, alm.shape[-1])
 
 
-def _analysed_spectra(plan, maps, name):
+def _analysed_spectra(plan, maps, sht):
     """Pseudo-spectra (B, nspec, lmax+1) of a batch of unmasked maps, as simulate_batch
     measures them: mask, map2alm, alm2cl."""
     maps = maps.reshape((-1,) + maps.shape[-2:]) if plan.pol else maps.reshape(-1, plan.npix)
-    return np.asarray(to_host(alm2cl(_masked_alm(plan, maps, plan.mask, name))))
+    return np.asarray(to_host(alm2cl(_masked_alm(plan, maps, plan.mask, sht))))
 
 
 def expected_spectra(plan: SimulationPlan, backend: str = "auto", *,
@@ -276,7 +308,7 @@ def expected_spectra(plan: SimulationPlan, backend: str = "auto", *,
     ValueError
         When the plan needs more than ``max_transforms`` transforms.
     """
-    name = backends.resolve(backend, "sht")
+    sht = plan.transforms(backends.resolve(backend, "sht"))
     n, layout = plan.nfields, AlmLayout(plan.lmax)
     lidx, m = layout.lm()
     # every draw: (factor table, field j, a_lm index p, unit 1 or i, variance)
@@ -302,14 +334,13 @@ def expected_spectra(plan: SimulationPlan, backend: str = "auto", *,
         alm = np.zeros((len(part), n, layout.size), dtype=np.complex128)
         for b, (g, j, p, u, _) in enumerate(part):
             alm[b, :, p] = g[lidx[p], :, j] * u
-        maps = alm2map(alm.reshape((-1,) + shape), plan.nside, plan.lmax, pol=plan.pol,
-                       backend=name)
+        maps = sht.alm2map(alm.reshape((-1,) + shape), pol=plan.pol)
         var = np.array([d[-1] for d in part])
-        total += np.einsum("b,bsl->sl", var, _analysed_spectra(plan, maps, name))
+        total += np.einsum("b,bsl->sl", var, _analysed_spectra(plan, maps, sht))
     for start in range(0, len(pixels), chunk):
         part = pixels[start:start + chunk]
         maps = np.zeros((len(part), sigma.size))
         maps[np.arange(len(part)), part] = sigma[part]
         maps = maps.reshape((-1,) + ((n, plan.npix) if plan.pol else (plan.npix,)))
-        total += _analysed_spectra(plan, maps, name).sum(axis=0)
+        total += _analysed_spectra(plan, maps, sht).sum(axis=0)
     return total

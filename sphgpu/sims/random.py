@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from .._device import array_module
-from .philox import _M0, _M1, _MASK, _SHIFT, _ULP, _W0, _W1, normal_pair, philox4x32
+from .philox import M0, M1, MASK, SHIFT, ULP, W0, W1, normal_pair, philox4x32
 
 __all__ = ["stream_key", "philox4x32", "normal_pair", "normals", "normals_reference", "Stream"]
 
@@ -108,16 +108,16 @@ def normals_reference(n, block, key):
     numpy.ndarray, float64, shape (n,)
     """
     q = np.arange((n + 1) // 2, dtype=np.uint64)
-    c = [q & _MASK, q >> _SHIFT, np.full_like(q, block), np.zeros_like(q)]
+    c = [q & MASK, q >> SHIFT, np.full_like(q, block), np.zeros_like(q)]
     k0, k1 = np.uint64(key[0]), np.uint64(key[1])
     for _ in range(10):
-        p0, p1 = _M0 * c[0], _M1 * c[2]
-        c = [(p1 >> _SHIFT) ^ c[1] ^ k0, p1 & _MASK, (p0 >> _SHIFT) ^ c[3] ^ k1, p0 & _MASK]
-        k0, k1 = (k0 + _W0) & _MASK, (k1 + _W1) & _MASK
+        p0, p1 = M0 * c[0], M1 * c[2]
+        c = [(p1 >> SHIFT) ^ c[1] ^ k0, p1 & MASK, (p0 >> SHIFT) ^ c[3] ^ k1, p0 & MASK]
+        k0, k1 = (k0 + W0) & MASK, (k1 + W1) & MASK
     hi = lambda w: (w >> np.uint64(5)).astype(np.float64) * 67108864.0  # noqa: E731
     lo = lambda w: (w >> np.uint64(6)).astype(np.float64)  # noqa: E731
-    u1 = 1.0 - (hi(c[0]) + lo(c[1])) * _ULP
-    u2 = (hi(c[2]) + lo(c[3])) * _ULP
+    u1 = 1.0 - (hi(c[0]) + lo(c[1])) * ULP
+    u2 = (hi(c[2]) + lo(c[3])) * ULP
     r = np.sqrt(-2.0 * np.log(u1))
     return np.stack([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)], axis=1).ravel()[:n]
 
