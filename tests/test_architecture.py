@@ -44,25 +44,10 @@ MODULES = _modules()
 
 
 def _imports(name, path, known):
-    """The sphgpu modules that module ``name`` imports anywhere in its source."""
-    is_package = path.name == "__init__.py"
-    package = name if is_package else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module
-            for a in node.names:
-                # "from pkg import mod" imports the module pkg.mod; "from mod import f" mod
-                sub = f"{target}.{a.name}"
-                found.add(sub if sub in known else target)
-    return {m for m in found if m in known and m != name}
+    """The sphgpu modules that module ``name`` imports anywhere in its source ("from pkg
+    import mod" imports the module pkg.mod; "from mod import f" the module mod)."""
+    return {target for target, _, _ in _imported_names(name, path, known)
+            if target in known and target != name}
 
 
 def _cycle(graph):
