@@ -93,9 +93,12 @@ class TimedKill:
 _SIZES = {}      # what: the size lasting() found, so that each test after the first runs once
 
 
-def lasting(what, run, size, seconds=1.4):
+def lasting(what, run, size, seconds=3.0):
     """(size, run(size)) with ``size`` doubled until one run takes ``seconds``: long enough
-    for a kill after 1 s to land inside the call, on any machine."""
+    for a kill after 1 s to land inside the call, on any machine. Three times the longest
+    delay: the size found is reused by later tests, whose calls can run twice as fast (a
+    quieter machine, workers that kept their transform plans); 1.4 s once let a call end
+    before the kill."""
     size = _SIZES.get(what, size)
     while True:
         t0 = time.monotonic()
