@@ -13,40 +13,27 @@ by reference. No Dask import: this module is also imported by the client side, c
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 
 import numpy as np
+
+from .._kept import Kept
 
 __all__ = ["geometry_ref", "geometry", "to_device", "cached", "clear"]
 
 #: set-ups kept per worker: a worker seldom serves more than a few grids and band limits at once
 KEEP = 16
-
-_LOCK = threading.Lock()
-_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_KEPT = Kept(KEEP)
 
 
 def cached(key: tuple, make):
     """The worker's object for ``key``, made by ``make()`` the first time (the least recently
     used of more than :data:`KEEP` is dropped)."""
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    value = make()                 # outside the lock: a plan may take seconds to make
-    with _LOCK:
-        value = _CACHE.setdefault(key, value)
-        _CACHE.move_to_end(key)
-        while len(_CACHE) > KEEP:
-            _CACHE.popitem(last=False)
-    return value
+    return _KEPT.get(key, make)
 
 
 def clear() -> None:
     """Forget every kept set-up (tests; a worker that must free memory)."""
-    with _LOCK:
-        _CACHE.clear()
+    _KEPT.clear()
 
 
 def _token(g) -> str:

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
 import weakref
-from collections import OrderedDict
 
 import numpy as np
 
 from .. import backends
+from .._kept import Kept
 from .._device import like_input
 from .._validate import (array_module_of, as_contiguous, check_fits_in_memory, check_flag,
                          check_int, is_device_array)
@@ -681,11 +680,9 @@ def _grid_token(g) -> str:
     return token
 
 
-#: plans rebuilt from descriptions in this process (a Dask worker), most recent last: a few,
-#: each holding its backend's set-up
-_REBUILT: "OrderedDict[tuple, SHT]" = OrderedDict()
-REBUILT_KEEP = 4
-_LOCK = threading.Lock()
+#: plans rebuilt from descriptions in this process (a Dask worker): a few, each holding its
+#: backend's set-up
+_REBUILT = Kept(4)
 
 
 def rebuild(nside, lmax, mmax, grid, backend, geometry=None) -> SHT:
@@ -693,23 +690,14 @@ def rebuild(nside, lmax, mmax, grid, backend, geometry=None) -> SHT:
     and description and then reused, so that a worker keeps one plan, and on a GPU one set of
     tables, for every task that ships it. ``geometry``: the grid itself where its description
     is a content hash."""
-    key = (nside, lmax, mmax, grid, backend)
-    with _LOCK:
-        hit = _REBUILT.get(key)
-        if hit is not None:
-            _REBUILT.move_to_end(key)
-            return hit
-    if nside is not None:
-        g = RingGeometry.healpix(nside)
-    elif grid[0] == "grid":
-        g = geometry
-    else:
-        g = RingGeometry.from_recipe(grid)
-    plan = SHT._made(g, AlmLayout(lmax, mmax), backends.info(backend).name, holds=True,
-                     load=False)
-    with _LOCK:
-        plan = _REBUILT.setdefault(key, plan)
-        _REBUILT.move_to_end(key)
-        while len(_REBUILT) > REBUILT_KEEP:
-            _REBUILT.popitem(last=False)
-    return plan
+    def make():
+        if nside is not None:
+            g = RingGeometry.healpix(nside)
+        elif grid[0] == "grid":
+            g = geometry
+        else:
+            g = RingGeometry.from_recipe(grid)
+        return SHT._made(g, AlmLayout(lmax, mmax), backends.info(backend).name, holds=True,
+                         load=False)
+
+    return _REBUILT.get((nside, lmax, mmax, grid, backend), make)

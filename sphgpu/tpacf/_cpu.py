@@ -82,6 +82,21 @@ def _add_theta(ts, ls, k, d2, w):
     ls[k] += w * np.log(th)
 
 
+@numba.njit(cache=True, inline="always")
+def _tally64(d, E, P64, emax, hc, hw, ts, ls, w, weighted, mean):
+    """Add a pair at float64 squared chord ``d`` with weight ``w`` to its bin, if any."""
+    if d >= emax:
+        return
+    k = _count_le(E, P64, d) - 1
+    if k < 0:
+        return
+    hc[k] += 1
+    if weighted:
+        hw[k] += w
+    if mean:
+        _add_theta(ts, ls, k, d, w)
+
+
 @numba.njit(nogil=True, cache=True)
 def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, auto, use32,
                   w1, w2, weighted, nreg, mean, cnt, wsum, rc, rw, ts, ls):
@@ -134,17 +149,8 @@ def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, a
                     ex = xx - x2[0, j]
                     ey = xy - x2[1, j]
                     ez = xz - x2[2, j]
-                    d = (ex * ex + ey * ey) + ez * ez
-                    if d >= emax:
-                        continue
-                    k = _count_le(E, P64, d) - 1
-                    if k < 0:
-                        continue
-                    hc[k] += 1
-                    if weighted:
-                        hw[k] += w1[i] * w2[j]
-                    if mean:
-                        _add_theta(ts, ls, k, d, w1[i] * w2[j] if weighted else 1.0)
+                    _tally64((ex * ex + ey * ey) + ez * ez, E, P64, emax, hc, hw, ts, ls,
+                             w1[i] * w2[j] if weighted else 1.0, weighted, mean)
         base = (items[it, 4] * nreg + items[it, 5]) * nb
         for k in range(nb):
             cnt[k] += hc[k]
@@ -254,17 +260,8 @@ def _count_groups_slop(g0, g1, items, group_start, x1, x2, cs1, cid1, cen1, rad1
                         continue
                     iend = min(i1, jj) if auto else i1
                     for i in range(i0, iend):
-                        d = _d2(x1, i, x2, jj)
-                        if d >= emax:
-                            continue
-                        k = _count_le(E, P64, d) - 1
-                        if k < 0:
-                            continue
-                        hc[k] += 1
-                        if weighted:
-                            hw[k] += w1[i] * w2[jj]
-                        if mean:
-                            _add_theta(ts, ls, k, d, w1[i] * w2[jj] if weighted else 1.0)
+                        _tally64(_d2(x1, i, x2, jj), E, P64, emax, hc, hw, ts, ls,
+                                 w1[i] * w2[jj] if weighted else 1.0, weighted, mean)
             j = q
         base = (items[it, 4] * nreg + items[it, 5]) * nb
         for k in range(nb):
