@@ -5,30 +5,41 @@ argument, the innermost :func:`use_backend` context, the environment variable ``
 and finally "auto": CUDA when a GPU is usable and the capability has a CUDA implementation,
 otherwise CPU (said once per process with a warning).
 
-This is the only module that reads a backend name. Each capability (``sht``, ``sort``,
-``tpacf``, ``convolve``, ``master``) has one module per backend, named by convention
-(``sphgpu.sht._cpu``, ``sphgpu.sht.reference``, ``sphgpu.sht._cuda``...) and imported on first
-use, so importing sphgpu never touches a GPU. What such a module provides is declared below as
-a :class:`typing.Protocol` per capability (:data:`PROTOCOLS`); callers get the module from
-:func:`load` and facts about a backend from :func:`info`, and never compare names themselves.
+This is the only module that reads a backend name. It holds no list of capabilities: each
+capability declares itself from its own package, in a module ``sphgpu/<capability>/_declare.py``
+that defines ``CAPABILITY = Capability(<its Protocol>, ...)``: the :class:`typing.Protocol` its
+backend modules implement, which backends it has (modules named by convention,
+``sphgpu.sht._cpu``, ``sphgpu.sht.reference``, ``sphgpu.sht._cuda``...) and its Dask form in
+:mod:`sphgpu.distributed`. The registry finds those modules in the folders of the ``sphgpu``
+package (:data:`CAPABILITIES`) and reads them without importing the capability's package, so
+adding a capability edits nothing here. Backend modules are imported on first use, so importing
+sphgpu never touches a GPU. Callers get the module from :func:`load` and facts about a backend
+from :func:`info`, and never compare names themselves.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import os
+import pkgutil
+import sys
+import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Callable
+
+import numpy as np
 
 __all__ = ["BACKENDS", "CAPABILITIES", "PROTOCOLS", "BackendInfo", "BackendUnavailableError",
-           "SHTBackend", "SortBackend", "TpacfBackend", "ConvolveBackend", "MasterBackend",
-           "available",
-           "cuda_available", "default", "info", "load", "named", "protocol_members", "resolve",
+           "Capability", "SHTBackend", "SortBackend", "TpacfBackend", "ConvolveBackend",
+           "MasterBackend", "available", "cuda_available", "declaration", "dask_forms",
+           "default", "for_arrays", "info", "load", "named", "protocol_members", "resolve",
            "resolve_remote", "use_backend"]
 
 
@@ -61,7 +72,6 @@ _INFO = {"cuda": BackendInfo("cuda", "_cuda", gpu=True, reference=False),
          "cpu": BackendInfo("cpu", "_cpu", gpu=False, reference=False),
          "reference": BackendInfo("reference", "reference", gpu=False, reference=True)}
 BACKENDS = tuple(_INFO)
-CAPABILITIES = ("sht", "sort", "tpacf", "convolve", "master")
 _context: contextvars.ContextVar[str | None] = contextvars.ContextVar("sphgpu_backend", default=None)
 _fallback_warned = False
 
@@ -70,384 +80,217 @@ class BackendUnavailableError(RuntimeError):
     """The requested backend cannot run here (no GPU, or not implemented for this capability)."""
 
 
-# ----------------------------------------------------------------------------- protocols
-# Modules implement these (PEP 544): the methods' ``self`` is the module. Shapes are per call;
-# "k" is a batch of maps or coefficient sets. Each backend module is checked against its
-# protocol by tests/test_architecture.py.
-@runtime_checkable
-class SHTBackend(Protocol):
-    """A backend module of :mod:`sphgpu.sht` (``reference``, ``_cpu``, ``_cuda``).
+# ----------------------------------------------------------------------------- capabilities
+@dataclass(frozen=True)
+class Capability:
+    """A capability's declaration to the registry, made in its own package: the module
+    ``sphgpu/<name>/_declare.py`` defines ``CAPABILITY = Capability(...)``. That module is read
+    without importing the package around it, so it may import only ``typing`` and this module.
 
-    ``layout`` is an :class:`sphgpu.AlmLayout`, ``geometry`` a :class:`sphgpu.RingGeometry`;
-    a_lm are complex128, maps float64. ``ACCEPTS_DEVICE_ARRAYS`` says whether the functions
-    take device arrays (then NumPy in gives NumPy out, device in gives device out). The four
-    transforms take ``prepared``, what :meth:`prepare` made for their layout, grid and spin
-    (a :class:`sphgpu.SHT` holds it); without it the backend finds its own.
+    Parameters
+    ----------
+    protocol : type
+        The :class:`typing.Protocol` (``runtime_checkable``) that each of its backend modules
+        implements (PEP 544 with a module for ``self``; tests/test_architecture.py checks each
+        module against it).
+    backends : tuple of str
+        The backends it has, from :data:`BACKENDS`; backend ``b`` is the module
+        ``sphgpu.<name>.<info(b).module>`` (``_cuda``, ``_cpu``, ``reference``).
+    dask : str, optional
+        The module of its Dask form (``"sphgpu.distributed.sht"``); :mod:`sphgpu.distributed`
+        offers ``dask_names`` from it.
+    dask_names : tuple of str
+        The public names of its Dask form.
+    name : str
+        Filled in by the registry: the capability's name, its folder's.
+    package : str
+        Filled in by the registry: its package (``"sphgpu.sht"``).
+
+    Raises
+    ------
+    TypeError
+        If ``protocol`` is not a class or a name is not a string.
+    ValueError
+        If ``backends`` names no backend or an unknown one, or ``dask_names`` is given
+        without ``dask``.
     """
 
-    ACCEPTS_DEVICE_ARRAYS: bool
+    protocol: type
+    backends: tuple[str, ...] = BACKENDS
+    dask: str | None = None
+    dask_names: tuple[str, ...] = ()
+    name: str = ""
+    package: str = ""
 
-    def prepare(self, layout: Any, geometry: Any, spin: int) -> Any:
-        """What the transforms of one layout, grid and spin reuse from call to call.
+    def __post_init__(self):
+        if not isinstance(self.protocol, type):
+            raise TypeError(f"protocol must be a Protocol class, got {self.protocol!r}")
+        for field in ("backends", "dask_names"):
+            value = getattr(self, field)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise TypeError(f"{field} must be a tuple of strings, got {value!r}")
+            object.__setattr__(self, field, tuple(value))
+        unknown = [b for b in self.backends if b not in _INFO]
+        if unknown or not self.backends:
+            raise ValueError(f"backends must name some of {BACKENDS}, got {self.backends!r}")
+        if self.dask_names and not isinstance(self.dask, str):
+            raise ValueError("dask_names needs dask, the module that defines them")
 
-        Parameters
-        ----------
-        layout : AlmLayout
-            Layout of the a_lm.
-        geometry : RingGeometry
-            The grid.
-        spin : int
-            0 for :meth:`synthesis` and :meth:`analysis`, else the spin of
-            :meth:`synthesis_spin` and :meth:`analysis_spin`.
-
-        Returns
-        -------
-        object or None
-            The backend's own plan (the GPU's tables and FFT set-up), None where there is none.
-        """
-
-    def to_device(self, a: Any) -> Any:
-        """``a`` where this backend computes.
-
-        Parameters
-        ----------
-        a : array
-            Host or device array.
-
-        Returns
-        -------
-        array
-            A device copy on the GPU backend; ``a`` itself on the host backends.
-        """
-
-    def to_host(self, a: Any) -> Any:
-        """``a`` as a NumPy array.
+    def module(self, backend: str) -> str:
+        """The module of one of its backends.
 
         Parameters
         ----------
-        a : array
-            A result of this backend.
+        backend : {"cuda", "cpu", "reference"}
+            A concrete backend it has.
 
         Returns
         -------
-        numpy.ndarray
+        str
+            The module's full name (``"sphgpu.sht._cpu"``).
+
+        Raises
+        ------
+        BackendUnavailableError
+            If the capability has no such backend.
         """
-
-    def synthesis(self, alm: Any, layout: Any, geometry: Any, *, prepared: Any = None) -> Any:
-        """Spin-0 synthesis.
-
-        Parameters
-        ----------
-        alm : array, shape (k, nalm), complex128
-            Coefficient sets in ``layout``.
-        layout : AlmLayout
-            Their layout.
-        geometry : RingGeometry
-            The grid.
-        prepared : object, optional
-            :meth:`prepare` of (layout, geometry, 0).
-
-        Returns
-        -------
-        array, shape (k, npix), float64
-        """
-
-    def analysis(self, maps: Any, layout: Any, geometry: Any, *, prepared: Any = None) -> Any:
-        """Quadrature-weighted adjoint of :meth:`synthesis`.
-
-        Parameters
-        ----------
-        maps : array, shape (k, npix), float64
-            Maps on ``geometry``.
-        layout : AlmLayout
-            Layout of the result.
-        geometry : RingGeometry
-            The grid.
-        prepared : object, optional
-            :meth:`prepare` of (layout, geometry, 0).
-
-        Returns
-        -------
-        array, shape (k, nalm), complex128
-        """
-
-    def synthesis_spin(self, alm: Any, spin: int, layout: Any, geometry: Any, *,
-                       prepared: Any = None) -> Any:
-        """Spin synthesis with healpy's conventions.
-
-        Parameters
-        ----------
-        alm : array, shape (k, 2, nalm) E, B or (k, 3, nalm) T, E, B, complex128
-            Coefficient sets.
-        spin : int
-            Spin of the E, B rows, >= 1.
-        layout : AlmLayout
-            Their layout.
-        geometry : RingGeometry
-            The grid.
-        prepared : object, optional
-            :meth:`prepare` of (layout, geometry, spin).
-
-        Returns
-        -------
-        array, shape (k, 2 or 3, npix), float64
-        """
-
-    def analysis_spin(self, maps: Any, spin: int, layout: Any, geometry: Any, *,
-                      prepared: Any = None) -> Any:
-        """Quadrature-weighted adjoint of :meth:`synthesis_spin`.
-
-        Parameters
-        ----------
-        maps : array, shape (k, 2 or 3, npix), float64
-            Q, U or I, Q, U maps.
-        spin : int
-            Spin, >= 1.
-        layout : AlmLayout
-            Layout of the result.
-        geometry : RingGeometry
-            The grid.
-        prepared : object, optional
-            :meth:`prepare` of (layout, geometry, spin).
-
-        Returns
-        -------
-        array, shape (k, 2 or 3, nalm), complex128
-        """
-
-    def stage_alm2leg(self, alm: Any, layout: Any, geometry: Any, mvals: Any, astart: Any, *,
-                      nthreads: int | None = None) -> Any:
-        """Legendre step of a subset of orders (:func:`sphgpu.sht.stages.alm2leg`).
-
-        Parameters
-        ----------
-        alm : array, shape (k, n), complex128
-            Packed coefficients: order mvals[c]'s coefficient l at ``alm[:, astart[c] + l]``.
-        layout : AlmLayout
-            lmax and mmax of the transform.
-        geometry : RingGeometry
-            The rings.
-        mvals : ndarray, shape (nm,), int64
-            The orders.
-        astart : ndarray, shape (nm,), int64
-            Their offsets (negative where the hypothetical l = 0 entry lies before ``alm``).
-        nthreads : int, optional
-            Host threads (host backends; None: their default).
-
-        Returns
-        -------
-        array, shape (k, nrings, nm), complex128
-        """
-
-    def stage_leg2alm(self, leg: Any, layout: Any, geometry: Any, mvals: Any, astart: Any,
-                      nalm: int, *, nthreads: int | None = None) -> Any:
-        """Adjoint of :meth:`stage_alm2leg`.
-
-        Parameters
-        ----------
-        leg : array, shape (k, nrings, nm), complex128
-            Delta_m per ring and order.
-        layout : AlmLayout
-            lmax and mmax of the transform.
-        geometry : RingGeometry
-            The rings.
-        mvals : ndarray, shape (nm,), int64
-            The orders.
-        astart : ndarray, shape (nm,), int64
-            Their offsets in the result.
-        nalm : int
-            Length of the packed result.
-        nthreads : int, optional
-            Host threads (host backends; None: their default).
-
-        Returns
-        -------
-        array, shape (k, nalm), complex128
-        """
-
-    def stage_leg2map(self, leg: Any, geometry: Any, *, nthreads: int | None = None) -> Any:
-        """Ring step of a synthesis.
-
-        Parameters
-        ----------
-        leg : array, shape (k, nrings, mmax + 1), complex128
-            Column m is order m.
-        geometry : RingGeometry
-            The rings.
-        nthreads : int, optional
-            Host threads (host backends; None: their default).
-
-        Returns
-        -------
-        array, shape (k, npix), float64
-        """
-
-    def stage_map2leg(self, maps: Any, geometry: Any, mmax: int, quadrature: bool, *,
-                      nthreads: int | None = None) -> Any:
-        """Ring step of an analysis.
-
-        Parameters
-        ----------
-        maps : array, shape (k, npix), float64
-            Maps on ``geometry``.
-        geometry : RingGeometry
-            The rings.
-        mmax : int
-            Last order returned.
-        quadrature : bool
-            Multiply by the rings' quadrature weights.
-        nthreads : int, optional
-            Host threads (host backends; None: their default).
-
-        Returns
-        -------
-        array, shape (k, nrings, mmax + 1), complex128
-        """
+        if backend not in self.backends:
+            raise BackendUnavailableError(f"{self.package} has no {backend!r} backend")
+        return f"{self.package}.{_INFO[backend].module}"
 
 
-@runtime_checkable
-class SortBackend(Protocol):
-    """A backend module of :mod:`sphgpu.sort`.
+#: the module of a capability's package that declares it
+_DECLARATION = "_declare"
+_reading = threading.RLock()    # two threads must not execute one declaration twice
 
-    ``NATIVE_KEYS``: the backend sorts signed and float keys itself (``sort_pairs`` takes a
-    ``transform``); otherwise it is given unsigned radix keys made on the host.
+
+def _root():
+    """The ``sphgpu`` package (looked up, not imported: it imports this module)."""
+    return sys.modules[__name__.rpartition(".")[0]]
+
+
+@functools.lru_cache(maxsize=8)
+def _folders(path: tuple[str, ...]) -> dict[str, str]:
+    """{capability: its folder}: the subpackages in ``path`` (the ``sphgpu`` package's
+    folders) that hold a declaration module; nothing is imported."""
+    found = {}
+    for sub in pkgutil.iter_modules(list(path)):
+        if not sub.ispkg or sub.name in found:
+            continue
+        folder = os.path.join(sub.module_finder.path, sub.name)
+        if importlib.machinery.PathFinder.find_spec(_DECLARATION, [folder]) is not None:
+            found[sub.name] = folder
+    return dict(sorted(found.items()))
+
+
+def _capabilities() -> dict[str, str]:
+    return _folders(tuple(_root().__path__))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(name: str, folder: str) -> Capability:
+    """The declaration of capability ``name`` from ``folder``, its module executed without
+    importing the capability's package (which may import Numba) when that is not imported yet;
+    it is put in ``sys.modules`` under its own name, so a later import finds the same module."""
+    package = f"{_root().__name__}.{name}"
+    modname = f"{package}.{_DECLARATION}"
+    with _reading:
+        module = sys.modules.get(modname)
+        if module is None and package in sys.modules:
+            module = importlib.import_module(modname)
+        elif module is None:
+            spec = importlib.machinery.PathFinder.find_spec(modname, [folder])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[modname]
+                raise
+    declared = getattr(module, "CAPABILITY", None)
+    if not isinstance(declared, Capability):
+        raise TypeError(f"{modname} must define CAPABILITY = sphgpu.backends.Capability(...), "
+                        f"got {declared!r}")
+    return dataclasses.replace(declared, name=name, package=package)
+
+
+def _declared(name) -> Capability | None:
+    """The declaration of capability ``name``, None where there is none."""
+    folder = _capabilities().get(name) if isinstance(name, str) else None
+    return None if folder is None else _read(name, folder)
+
+
+def declaration(name: str) -> Capability:
+    """What capability ``name`` declares (its protocol, backends and Dask form).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`CAPABILITIES`.
+
+    Returns
+    -------
+    Capability
+        With ``name`` and ``package`` filled in.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string.
+    ValueError
+        If no package of sphgpu declares it.
     """
-
-    ACCEPTS_DEVICE_ARRAYS: bool
-    NATIVE_KEYS: bool
-    DEFAULT_RADIX_BITS: int
-
-    def choose_radix_bits(self, n: int, key_bits: int, itemsize: int, want_perm: bool) -> int:
-        """Radix bits for a sort.
-
-        Parameters
-        ----------
-        n : int
-            Number of keys.
-        key_bits : int
-            Significant bits of the keys.
-        itemsize : int
-            Bytes per key.
-        want_perm : bool
-            Whether the permutation is wanted too.
-
-        Returns
-        -------
-        int
-        """
-
-    def sort_pairs(self, ukeys: Any, key_bits: int, radix_bits: int, want_perm: bool,
-                   **kw: Any) -> tuple:
-        """Stable LSD radix sort of unsigned keys.
-
-        Parameters
-        ----------
-        ukeys : array, shape (n,), uint32 or uint64
-            The keys (signed and float bits too, with ``transform``, where NATIVE_KEYS).
-        key_bits : int
-            Low bits to sort by.
-        radix_bits : int
-            Bits per pass.
-        want_perm : bool
-            Return the permutation.
-        **kw
-            Backend options (``transform`` where NATIVE_KEYS).
-
-        Returns
-        -------
-        tuple
-            (sorted keys, int64 permutation or None).
-        """
+    if not isinstance(name, str):
+        raise TypeError(f"capability must be a string, got {type(name).__name__}")
+    declared = _declared(name)
+    if declared is None:
+        raise ValueError(f"capability must be one of {tuple(_capabilities())}, got {name!r}")
+    return declared
 
 
-@runtime_checkable
-class TpacfBackend(Protocol):
-    """A backend module of :mod:`sphgpu.tpacf`: exact pair counts in angular bins."""
+def dask_forms() -> dict[str, str]:
+    """The Dask forms the capabilities declare: {public name: module that defines it}, for
+    :mod:`sphgpu.distributed`; reading them imports no capability and no Dask.
 
-    PRECISIONS: tuple
-    DEFAULT_PRECISION: str
+    Returns
+    -------
+    dict of str to str
 
-    def count_pairs(self, cat1: Any, cat2: Any, bins: Any, *, n_regions: int = 0,
-                    weighted: bool = False, precision: str = "float64") -> Any:
-        """Exact pair counts of catalogs in angular bins.
-
-        Parameters
-        ----------
-        cat1 : Catalog
-            The first catalog.
-        cat2 : Catalog or None
-            The second (None: unique pairs of ``cat1``).
-        bins : AngularBins
-            The bins.
-        n_regions : int
-            Jackknife regions (0: none).
-        weighted : bool
-            Sum weights too.
-        precision : str
-            One of PRECISIONS.
-
-        Returns
-        -------
-        RawCounts
-            Counts per bin (and per jackknife region).
-        """
+    Raises
+    ------
+    ValueError
+        If two capabilities declare the same name.
+    """
+    out = {}
+    for name in _capabilities():
+        declared = _declared(name)
+        for public in declared.dask_names:
+            if public in out and out[public] != declared.dask:
+                raise ValueError(f"{public!r} is declared by two Dask forms: {out[public]} and "
+                                 f"{declared.dask}")
+            out[public] = declared.dask
+    return out
 
 
-@runtime_checkable
-class ConvolveBackend(Protocol):
-    """A backend module of :mod:`sphgpu.convolve`: the real-space part of a convolution (the
-    harmonic part runs on the SHT backend of the same name)."""
-
-    ACCEPTS_DEVICE_ARRAYS: bool
-
-    def convolve(self, maps: Any, plan: Any, kernel: Any, *, concurrent: bool = False) -> Any:
-        """The real-space sum over pixel pairs within the support of ``kernel``.
-
-        Parameters
-        ----------
-        maps : array, shape (k, npix), float64
-            Maps on ``plan.geometry`` (device arrays where ACCEPTS_DEVICE_ARRAYS).
-        plan : RingPlan
-            Rings and their ranges (:func:`sphgpu.convolve.realspace.ring_plan`).
-        kernel : CompactKernel
-            The compact kernel.
-        concurrent : bool
-            Other work of this process (a split's harmonic part) may use the device meanwhile.
-
-        Returns
-        -------
-        array, shape (k, npix), float64
-            NumPy for NumPy input.
-        """
+def __getattr__(name):
+    # computed on each use, from the declarations found now (a capability added to the
+    # package's folders is seen without editing this module); dunders (the import system asks
+    # for __path__) and private names are never a capability's
+    if name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "CAPABILITIES":
+        return tuple(_capabilities())
+    if name == "PROTOCOLS":
+        return {c: _declared(c).protocol for c in _capabilities()}
+    for c in _capabilities():   # a capability's protocol by its name (SHTBackend...)
+        protocol = _declared(c).protocol
+        if protocol.__name__ == name:
+            return protocol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@runtime_checkable
-class MasterBackend(Protocol):
-    """A backend module of :mod:`sphgpu.master`: MASTER mode-coupling matrices."""
-
-    ACCEPTS_DEVICE_ARRAYS: bool
-
-    def coupling_blocks(self, wl: Any, lmax: int, blocks: tuple) -> Any:
-        """Mode-coupling blocks of a mask power spectrum.
-
-        Parameters
-        ----------
-        wl : array, shape (nw,), float64
-            Mask power spectrum W_L (zero beyond nw - 1).
-        lmax : int
-            Last multipole of the matrices.
-        blocks : tuple of str
-            Names from ("00", "02", "++", "--").
-
-        Returns
-        -------
-        array, shape (len(blocks), lmax + 1, lmax + 1), float64
-            out[b, l, l'] = M^b_ll'.
-        """
-
-
-PROTOCOLS: dict[str, type] = {"sht": SHTBackend, "sort": SortBackend, "tpacf": TpacfBackend,
-                              "convolve": ConvolveBackend, "master": MasterBackend}
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 
 def protocol_members(protocol: type) -> list[str]:
@@ -527,12 +370,10 @@ def _check_name(backend, argname="backend"):
     return name
 
 
-@functools.lru_cache(maxsize=None)     # asked by every public call; the answer never changes
 def _has_module(capability: str, name: str) -> bool:
-    try:
-        return importlib.util.find_spec(f"sphgpu.{capability}.{_INFO[name].module}") is not None
-    except ModuleNotFoundError:  # the capability package itself does not exist
-        return False
+    """Whether ``capability`` declares backend ``name`` (False for an unknown capability)."""
+    declared = _declared(capability)
+    return declared is not None and name in declared.backends
 
 
 def _requested(backend):
@@ -615,11 +456,19 @@ def load(capability: str, backend: str = "auto"):
 
     Raises
     ------
-    TypeError, ValueError, BackendUnavailableError
-        As :func:`resolve`.
+    TypeError, ValueError
+        As :func:`resolve`; also when ``capability`` is not declared.
+    BackendUnavailableError
+        As :func:`resolve`; also when the capability has no module for that backend.
     """
-    name = resolve(backend, capability)
-    return importlib.import_module(f"sphgpu.{capability}.{_INFO[name].module}")
+    declared = declaration(capability)
+    module = importlib.import_module(declared.module(resolve(backend, capability)))
+    # the declaration may have been read before its package was imported: make it reachable
+    # as an attribute too (sphgpu.sht._declare), as an ordinary import would have
+    package = sys.modules[declared.package]
+    if not hasattr(package, _DECLARATION):
+        setattr(package, _DECLARATION, sys.modules[f"{declared.package}.{_DECLARATION}"])
+    return module
 
 
 def info(backend: str) -> BackendInfo:
@@ -662,8 +511,10 @@ def available(capability: str = "sht") -> tuple[str, ...]:
     tuple of str
         In the order of :data:`BACKENDS`.
     """
+    declared = _declared(capability)
     gpu = _cuda_status()[0] and _has_module(capability, "cuda")
-    return tuple(n for n, i in _INFO.items() if gpu or not i.gpu)
+    return tuple(n for n, i in _INFO.items()
+                 if (gpu or not i.gpu) and (declared is None or n in declared.backends))
 
 
 def default(capability: str = "sht") -> str:
@@ -711,6 +562,32 @@ def named(backend: str | None) -> str | None:
         return None
     name = _check_name(backend)
     return None if name == "auto" else name
+
+
+def for_arrays(device: bool) -> str:
+    """The concrete backend whose natural arrays are device arrays (``device`` true) or NumPy
+    arrays (false), the reference aside: for callers that know where their arrays live rather
+    than a backend's name (a Monte Carlo batch draws its random numbers where its transforms'
+    arrays are).
+
+    Parameters
+    ----------
+    device : bool
+        Whether the arrays are device arrays.
+
+    Returns
+    -------
+    str
+        "cuda" or "cpu".
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not a bool (or NumPy bool).
+    """
+    if not isinstance(device, (bool, np.bool_)):
+        raise TypeError(f"device must be a bool, got {type(device).__name__}")
+    return next(n for n, i in _INFO.items() if i.gpu == bool(device) and not i.reference)
 
 
 def resolve_remote(backend: str, has_gpu: Callable[[], bool]) -> str:

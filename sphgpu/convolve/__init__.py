@@ -8,6 +8,7 @@ K(theta) = sum_l (2l+1)/(4 pi) K_l P_l(cos theta); with K_l = b_l this is healpy
 (with ``iter=0``). See :mod:`sphgpu.convolve.kernels`.
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from .api import METHODS, convolve
 from .calibrate import (AlphaCalibration, MeasuredError, PlanMeasurement, calibrate_alpha,
                         measure_error, measure_plan, white_noise)

@@ -23,42 +23,33 @@ from __future__ import annotations
 
 import importlib
 
+from .. import backends
 from . import partition
 
-__all__ = [
-    # cluster
-    "local_cluster", "visible_gpus", "get_client", "gpu_workers", "require_gpu_worker",
-    "cluster_info", "dashboard_link", "show_progress", "NoGPUWorkerError", "GPU", "CPU",
-    # transforms
-    "alm2map_many", "map2alm_many", "anafast_many", "alm2cl_many", "to_workers", "alm2map",
-    "map2alm", "WorkersLostError",
-    # warm-up of every worker at once
-    "warmup",
-    # pair counts
-    "pair_counts", "pair_counts_many", "CatalogFiles",
-    # convolution
-    "convolve", "convolve_many",
-    "partition",
-]
+#: this package's own names -> their module; each capability's Dask form is declared in its
+#: own package (``Capability(dask=..., dask_names=...)``, :func:`sphgpu.backends.dask_forms`)
+_OWN = {name: "sphgpu.distributed.cluster"
+        for name in ("local_cluster", "visible_gpus", "get_client", "gpu_workers",
+                     "require_gpu_worker", "cluster_info", "dashboard_link", "show_progress",
+                     "NoGPUWorkerError", "GPU", "CPU")}
+_OWN["warmup"] = "sphgpu.distributed.warm"       # warm-up of every worker at once
+_DASK_FORMS = backends.dask_forms()
+_CLASH = sorted(set(_OWN) & set(_DASK_FORMS))
+if _CLASH:
+    raise ImportError(f"Dask forms declare names of sphgpu.distributed itself: {_CLASH}")
+#: public name -> the module that defines it (imported on first use: Dask is imported then)
+_LAZY = {**_OWN, **_DASK_FORMS}
+#: the Dask-backed submodules, reachable as attributes (sphgpu.distributed.sht)
+_SUBMODULES = {m.rpartition(".")[2]: m for m in _LAZY.values() if m.startswith(__name__ + ".")}
 
-_LAZY = {name: "cluster" for name in ("local_cluster", "visible_gpus", "get_client",
-                                      "gpu_workers", "require_gpu_worker", "cluster_info",
-                                      "dashboard_link", "show_progress", "NoGPUWorkerError",
-                                      "GPU", "CPU")}
-_LAZY.update({name: "sht" for name in ("alm2map_many", "map2alm_many", "anafast_many",
-                                        "alm2cl_many", "to_workers", "alm2map", "map2alm",
-                                        "WorkersLostError")})
-_LAZY["warmup"] = "warm"
-_LAZY.update({name: "tpacf" for name in ("pair_counts", "pair_counts_many", "CatalogFiles")})
-# the module is "convolution": a submodule named "convolve" would shadow the function
-_LAZY.update({name: "convolution" for name in ("convolve", "convolve_many")})
+__all__ = [*_LAZY, "partition"]
 
 
 def __getattr__(name):
-    if name in ("cluster", "sht", "tpacf", "convolution", "warm"):   # the Dask-backed submodules
-        return importlib.import_module(f".{name}", __name__)
+    if name in _SUBMODULES:
+        return importlib.import_module(_SUBMODULES[name])
     if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

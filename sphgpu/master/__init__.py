@@ -24,6 +24,7 @@ mask, :func:`pseudo_alm_spin2` (``purify_b=True``) returns B without it, and
 >>> cb = master.bandpowers_spin2(q, u, mask, bins, purify_b=True)   # the same, one call
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from .apodize import APOTYPES, apodize_mask
 from .bandpowers import Workspace, bandpowers_spin2, decouple
 from .bins import Bins

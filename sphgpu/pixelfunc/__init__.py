@@ -7,6 +7,7 @@ specification, ``_cpu`` the Numba loops, ``_cuda_kernels``/``_cuda`` the GPU pat
 the array chooses the path (NumPy: CPU; device array: CUDA).
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from .api import (nest2ring, npix2nside, nside2npix, reorder, ring2nest, scatter_pixels,
                   ud_grade)
 

@@ -6,6 +6,7 @@ masks. Backends: "cpu" (ducc0), "reference" (NumPy), "cuda" (Numba CUDA). :class
 transform plan the healpy-named functions run on: made once, applied many times.
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from .beams import beam2bl, bl2beam
 from .lsq import map2alm_lsq
 from .pixwin import pixwin

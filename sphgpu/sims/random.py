@@ -8,20 +8,23 @@ generator state is made or kept. (CuPy's own generators were not used: they redu
 32 bits, so two of a few ten thousand simulations would share a stream, and each one sets up
 the states of millions of threads.)
 
-:func:`philox4x32` and :func:`normal_pair` (:mod:`sphgpu.sims.philox`) are
+Where the numbers are made is a backend of :mod:`sphgpu.sims`, chosen through
+:mod:`sphgpu.backends` like every capability's: "cpu" (a compiled loop, NumPy arrays), "cuda"
+(a kernel, device arrays) and "reference" (vectorised NumPy, the twin the others are tested
+against). :func:`philox4x32` and :func:`normal_pair` (:mod:`sphgpu.sims.philox`) are
 ``register_jitable``: plain Python from Python, inlined into the CPU loop (``@numba.njit``) and
-the CUDA kernel alike, so both run one arithmetic. :func:`normals_reference` is a vectorised NumPy twin for the tests.
+the CUDA kernel alike, so both run one arithmetic.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from .._device import array_module
-from .philox import M0, M1, MASK, SHIFT, ULP, W0, W1, normal_pair, philox4x32
+from .. import backends
+from .philox import normal_pair, philox4x32
 
 __all__ = ["stream_key", "philox4x32", "normal_pair", "normals", "normals_reference", "Stream"]
+
 
 def stream_key(seed: int, index: int) -> tuple[int, int]:
     """The Philox key (two 32-bit words) of simulation ``index`` of a Monte Carlo.
@@ -42,20 +45,16 @@ def stream_key(seed: int, index: int) -> tuple[int, int]:
     return int(k[0]), int(k[1])
 
 
-# One thread: on a shared or small machine (Binder's two cores) Numba's parallel loops cost
-# more in thread hand-offs than the 70 ns per value they would share (measured 15x slower on a
-# loaded two-core host); the transforms use the cores.
-@numba.njit(cache=True)
-def _fill_cpu(out, block, k0, k1):
-    n = out.size
-    for q in range((n + 1) // 2):
-        z0, z1 = normal_pair(q, block, k0, k1)
-        out[2 * q] = z0
-        if 2 * q + 1 < n:
-            out[2 * q + 1] = z1
+def _backend(backend, device):
+    """The concrete backend of :mod:`sphgpu.sims` that ``backend`` or ``device`` asks for."""
+    if backend is not None and device is not None:
+        raise ValueError("give backend or device, not both (device=True is the GPU backend)")
+    if backend is None:
+        backend = backends.for_arrays(False if device is None else device)
+    return backends.resolve(backend, "sims")
 
 
-def normals(shape, block, key, *, device=False):
+def normals(shape, block, key, *, backend=None, device=None):
     """Standard normal values of draw ``block`` of the stream ``key``, float64, of ``shape``.
 
     Parameters
@@ -66,33 +65,33 @@ def normals(shape, block, key, *, device=False):
         Draw number within the stream (0 <= block < 2**32).
     key : tuple of int
         (k0, k1) from :func:`stream_key`.
-    device : bool
-        False: a NumPy array made on the CPU. True: a device array (CuPy; NumPy under Numba's
-        CUDA simulator) made by the CUDA kernel.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the numbers are made (:mod:`sphgpu.backends`); default: from ``device``.
+    device : bool, optional
+        For callers that know where their arrays live rather than a backend: True is the GPU
+        backend, False (the default when neither is given) the CPU one.
 
     Returns
     -------
     array, float64, of ``shape``
-    """
-    if not device:
-        out = np.empty(shape, dtype=np.float64)
-        _fill_cpu(out.reshape(-1), block, key[0], key[1])
-        return out
-    out = array_module().empty(shape, dtype=np.float64)
-    flat = out.reshape(-1)
-    if flat.size:
-        threads = 128
-        blocks = ((flat.size + 1) // 2 + threads - 1) // threads
-        from .._fast_launch import launch_default
-        from ._cuda_kernels import fill_normals
+        NumPy on the host backends; on "cuda" a device array (CuPy; NumPy under Numba's CUDA
+        simulator).
 
-        launch_default(fill_normals, blocks, threads, flat, block, key[0], key[1])
-    return out
+    Raises
+    ------
+    ValueError
+        If both ``backend`` and ``device`` are given, or ``backend`` names no backend.
+    TypeError
+        If ``backend`` is not a string or ``device`` not a bool.
+    BackendUnavailableError
+        If "cuda" is asked for where it cannot run.
+    """
+    return backends.load("sims", _backend(backend, device)).normals(shape, block, key)
 
 
 def normals_reference(n, block, key):
-    """The first ``n`` values of :func:`normals`, computed by vectorised NumPy (the twin the
-    compiled versions are tested against).
+    """The first ``n`` values of :func:`normals` computed by the "reference" backend
+    (vectorised NumPy, the twin the compiled versions are tested against).
 
     Parameters
     ----------
@@ -107,19 +106,7 @@ def normals_reference(n, block, key):
     -------
     numpy.ndarray, float64, shape (n,)
     """
-    q = np.arange((n + 1) // 2, dtype=np.uint64)
-    c = [q & MASK, q >> SHIFT, np.full_like(q, block), np.zeros_like(q)]
-    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
-    for _ in range(10):
-        p0, p1 = M0 * c[0], M1 * c[2]
-        c = [(p1 >> SHIFT) ^ c[1] ^ k0, p1 & MASK, (p0 >> SHIFT) ^ c[3] ^ k1, p0 & MASK]
-        k0, k1 = (k0 + W0) & MASK, (k1 + W1) & MASK
-    hi = lambda w: (w >> np.uint64(5)).astype(np.float64) * 67108864.0  # noqa: E731
-    lo = lambda w: (w >> np.uint64(6)).astype(np.float64)  # noqa: E731
-    u1 = 1.0 - (hi(c[0]) + lo(c[1])) * ULP
-    u2 = (hi(c[2]) + lo(c[3])) * ULP
-    r = np.sqrt(-2.0 * np.log(u1))
-    return np.stack([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)], axis=1).ravel()[:n]
+    return normals(n, block, key, backend="reference")
 
 
 class Stream:
@@ -132,13 +119,33 @@ class Stream:
         The Monte Carlo's seed.
     index : int
         The simulation's number.
+    device : bool, optional
+        Make the numbers on the GPU (device arrays) instead of the CPU; the default when
+        neither this nor ``backend`` is given is the CPU.
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the numbers are made, resolved once here (:mod:`sphgpu.backends`).
+
+    Attributes
+    ----------
+    key : tuple of int
+        The stream's key (:func:`stream_key`).
+    backend : str
+        The concrete backend.
     device : bool
-        Make the numbers on the GPU (device arrays) instead of the CPU.
+        Whether its numbers are device arrays.
+    block : int
+        The next draw number.
+
+    Raises
+    ------
+    ValueError, TypeError, BackendUnavailableError
+        As :func:`normals`.
     """
 
-    def __init__(self, seed, index, device=False):
+    def __init__(self, seed, index, device=None, *, backend=None):
         self.key = stream_key(seed, index)
-        self.device = device
+        self.backend = _backend(backend, device)
+        self.device = backends.info(self.backend).gpu
         self.block = 0
 
     def standard_normal(self, shape):
@@ -153,6 +160,6 @@ class Stream:
         -------
         array, float64, of ``shape`` (a device array when ``device``)
         """
-        out = normals(shape, self.block, self.key, device=self.device)
+        out = normals(shape, self.block, self.key, backend=self.backend)
         self.block += 1
         return out

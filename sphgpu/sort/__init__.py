@@ -7,6 +7,7 @@
 bucketing of points on the sphere into HEALPix cells (:func:`bucket_points`).
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from . import pic
 from .api import argsort, radix_sort
 from .cells import bucket_points, healpix_cells

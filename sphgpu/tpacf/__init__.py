@@ -19,6 +19,7 @@ reads FITS or ASCII files and plots itself.
 :mod:`sphgpu.tpacf.mocks` draws uniform and clustered mock catalogs.
 """
 
+from . import _declare  # noqa: F401  (how this capability plugs in: sphgpu.backends)
 from . import budget, mocks
 from .api import angular_correlation, angular_correlations, pair_counts
 from .bins import AngularBins

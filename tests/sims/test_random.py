@@ -61,3 +61,37 @@ def test_streams_differ_by_seed_and_index_and_advance_by_draw():
     assert first.shape == (2, 5) and s.block == 2
     np.testing.assert_array_equal(first.ravel(), normals(10, 0, stream_key(4, 9)))
     np.testing.assert_array_equal(second, normals(7, 1, stream_key(4, 9)))
+
+
+# ----------------------------------------------------------------------------- the registry
+def test_the_stream_draws_from_the_backend_the_registry_names():
+    from sphgpu import backends
+
+    key = stream_key(4, 9)
+    ref = Stream(4, 9, backend="reference")
+    assert ref.backend == "reference" and not ref.device
+    np.testing.assert_array_equal(ref.standard_normal((3, 4)).ravel(),
+                                  normals_reference(12, 0, key))
+    # the CPU loop is the "cpu" backend's, and the default: the same numbers whichever way
+    cpu = backends.load("sims", "cpu").normals((3, 4), 1, key)
+    np.testing.assert_array_equal(normals((3, 4), 1, key, backend="cpu"), cpu)
+    np.testing.assert_array_equal(normals((3, 4), 1, key, device=False), cpu)
+    with backends.use_backend("reference"):
+        assert Stream(4, 9, backend="auto").backend == "reference"
+        assert Stream(4, 9).backend == "cpu"        # no argument: the host loop, as always
+
+
+def test_cuda_stream_without_a_gpu_and_bad_arguments_are_reported(monkeypatch):
+    from sphgpu import backends
+
+    monkeypatch.setattr(backends, "_cuda_status", lambda: (False, "no GPU here (test)"))
+    with pytest.raises(backends.BackendUnavailableError, match="no GPU here"):
+        Stream(1, 0, device=True)
+    with pytest.raises(backends.BackendUnavailableError, match="no GPU here"):
+        normals(3, 0, stream_key(1, 0), backend="cuda")
+    with pytest.raises(ValueError, match="backend or device, not both"):
+        Stream(1, 0, device=False, backend="cpu")
+    with pytest.raises(ValueError, match="backend"):
+        normals(3, 0, stream_key(1, 0), backend="gpu")
+    with pytest.raises(TypeError, match="device must be a bool"):
+        Stream(1, 0, device="cuda")
