@@ -1,19 +1,59 @@
-"""What the CUDA backends share on the host: the array module and the kind of returned arrays.
+"""Array kinds and the conversions between them, for every capability: host (NumPy) or
+device (anything with ``__cuda_array_interface__``: CuPy, Numba), the array module of each,
+copies up and down, and results in the kind of the caller's input.
 
+This module and :mod:`sphgpu._validate` (the argument checks, which build on it) sit at the
+bottom of sphgpu's import graph: they import no kernel code, so every capability can use them.
 Under Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, used by CI) device work runs on NumPy
 arrays; on a GPU it runs on CuPy arrays, which Numba kernels take without copies.
 """
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _host_threads
 from ._cuda_launch import SIMULATOR
-from ._validate import is_device_array
 
-__all__ = ["SIMULATOR", "array_module", "device_constant", "to_device", "to_host",
-           "like_input", "free_device_bytes"]
+__all__ = ["SIMULATOR", "is_device_array", "array_module_of", "as_contiguous", "array_module",
+           "device_constant", "to_device", "to_host", "like_input", "free_device_bytes"]
+
+
+def is_device_array(a) -> bool:
+    """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__
+    (which NumPy arrays never have). NumPy and CuPy arrays are told by their type first:
+    CuPy builds the interface's dict at every access, microseconds a call, which a sort of
+    a PIC step's size feels."""
+    if isinstance(a, np.ndarray):
+        return False
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        return True
+    return hasattr(a, "__cuda_array_interface__")
+
+
+def array_module_of(a):
+    """The array module of ``a``: CuPy for device arrays (the gpu extra installs it), else
+    NumPy."""
+    if is_device_array(a):
+        import cupy
+
+        return cupy
+    return np
+
+
+def as_contiguous(a, dtype):
+    """``a`` as a C-contiguous ``dtype`` array of its own kind (NumPy; CuPy for device
+    arrays: a CuPy view of a Numba one), copied only when it is not one already. No values are
+    looked at: the checks of the healpy-named functions (NaN, UNSEEN, masks) are
+    :mod:`sphgpu._validate`'s, and a plan's methods take arrays as they are."""
+    if isinstance(a, np.ndarray):
+        return np.ascontiguousarray(a, dtype=dtype)
+    import cupy
+
+    return cupy.ascontiguousarray(cupy.asarray(a), dtype=dtype)
 
 
 def array_module():

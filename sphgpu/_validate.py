@@ -1,17 +1,25 @@
-"""Argument checks shared by every public function: each error names the argument at fault."""
+"""Argument checks shared by every public function: each error names the argument at fault.
+
+Host, device and masked inputs are told apart and converted here (masked arrays and lists of
+them, healpy's ``UNSEEN``) on top of :mod:`sphgpu._device`, the home of array kinds. Both sit at
+the bottom of the import graph: the count of bad values on a device array is the CUDA
+backend's kernel (:data:`DEVICE_CHECKS`), looked up by name, not imported.
+"""
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import math
 import numbers
 import os
-import sys
 import threading
 
 import numpy as np
 
 from . import _host_threads
+# array kinds live in _device; they are named here too for the modules that import them from
+# here (convolve, sims, distributed, io...)
+from ._device import array_module_of, as_contiguous, is_device_array
 
 __all__ = ["check_int", "check_flag", "check_finite", "check_fits_in_memory", "as_real_array",
            "as_complex_array", "as_maps", "as_contiguous", "array_module_of", "is_device_array",
@@ -45,19 +53,6 @@ def check_flag(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
-
-
-def is_device_array(a) -> bool:
-    """True for GPU arrays (Numba device arrays, CuPy): anything with __cuda_array_interface__
-    (which NumPy arrays never have). NumPy and CuPy arrays are told by their type first:
-    CuPy builds the interface's dict at every access, microseconds a call, which a sort of
-    a PIC step's size feels."""
-    if isinstance(a, np.ndarray):
-        return False
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(a, cupy.ndarray):
-        return True
-    return hasattr(a, "__cuda_array_interface__")
 
 
 def check_finite(name: str, a) -> None:
@@ -108,29 +103,25 @@ def min_max(a) -> tuple[float, float]:
     return float(np.min(lo[:n])), float(np.max(hi[:n]))
 
 
+#: the module that counts bad values on the device, ``count_outside(a, lower, stream=None)``
+#: (:func:`sphgpu._check_kernels.count_outside`): the CUDA backend's kernel for these checks.
+#: It is imported by this name at the first device array checked, as
+#: :func:`sphgpu.backends.load` imports a backend: an import statement here would put Numba,
+#: the kernel launcher and its disk cache under every capability's argument checks.
+DEVICE_CHECKS = "sphgpu._check_kernels"
+
+
+def _device_count(a, lower, stream=None):
+    """The backend's count of :func:`count_outside`, launched on ``stream`` (None: the legacy
+    default stream): a (1,) int64 device array, not waited for."""
+    return importlib.import_module(DEVICE_CHECKS).count_outside(a, lower, stream)
+
+
 def count_outside(a, lower: float) -> int:
-    """How many elements of a C-contiguous real CuPy array are NaN, infinite or <= ``lower``:
-    one pass over it and one wait for the GPU. (A minimum and a maximum take two of each;
-    CuPy's ReductionKernel reduces to one value in one block, which is slow on a whole map.)"""
-    return int(_count_on_device(a, lower)[0])
-
-
-def _count_on_device(a, lower, stream=None):
-    """The count of :func:`count_outside`, launched on ``stream`` (None: the legacy default
-    stream; or a CuPy stream, on which the count is then also allocated): a (1,) int64 CuPy
-    array, not waited for."""
-    import cupy
-
-    from . import _check_kernels as CK
-    from ._fast_launch import launch
-
-    flat = a.reshape(-1)
-    with contextlib.nullcontext() if stream is None else stream:
-        count = cupy.zeros(1, dtype=np.int64)
-    blocks = max(1, min(CK.MAX_BLOCKS, -(-flat.size // CK.THREADS)))
-    launch(CK.count_outside_kernel, blocks, CK.THREADS, 0 if stream is None else stream, flat,
-           float(lower), count)
-    return count
+    """How many elements of a C-contiguous real device array (CuPy) are NaN, infinite or <=
+    ``lower``: one pass over it and one wait for the GPU, by the kernel of
+    :data:`DEVICE_CHECKS`."""
+    return int(_device_count(a, lower)[0])
 
 
 #: per thread: {device id: the non-blocking stream of the deferred checks}
@@ -160,7 +151,7 @@ def _finite_check_deferred(name, a):
     def finish():
         stream = _check_stream()
         stream.wait_event(ready)
-        found = _count_on_device(a, -math.inf, stream).get(stream=stream)
+        found = _device_count(a, -math.inf, stream).get(stream=stream)
         stream.synchronize()
         if found[0]:
             raise ValueError(f"{name} contains NaN or infinite values")
@@ -177,45 +168,13 @@ def _real_view(a, xp):
     return a.view(a.dtype.char.lower()) if a.dtype.kind == "c" else a   # complex128 -> float64
 
 
-def array_module_of(a):
-    """The array module of ``a``: CuPy for device arrays (the gpu extra installs it), else
-    NumPy."""
-    if is_device_array(a):
-        import cupy
-
-        return cupy
-    return np
-
-
-_array_module = array_module_of     # the name other packages still import
-
-
-def as_contiguous(a, dtype):
-    """``a`` as a C-contiguous ``dtype`` array of its own kind (NumPy; CuPy for device
-    arrays), copied only when it is not one already. No values are looked at: the checks of
-    the healpy-named functions (NaN, UNSEEN, masks) are theirs, and a plan's methods take
-    arrays as they are."""
-    if isinstance(a, np.ndarray):
-        return np.ascontiguousarray(a, dtype=dtype)
-    return _device_as(a, dtype)
-
-
-def _device_as(a, dtype):
-    """A C-contiguous CuPy view of a device array (Numba or CuPy), cast to dtype if needed."""
-    import cupy
-
-    return cupy.ascontiguousarray(cupy.asarray(a), dtype=dtype)
-
-
 def _finish(name, arr, allow_batch, dtype, pending=None):
     """Shape check, cast to a contiguous ``dtype`` array of the same kind, then the NaN check
     (started on the GPU and left to the caller where ``pending`` is a list: see
     :func:`as_complex_array`)."""
     _check_dims(name, arr, allow_batch)
-    if isinstance(arr, np.ndarray):
-        arr = np.ascontiguousarray(arr, dtype=dtype)
-    else:
-        arr = _device_as(arr, dtype)
+    arr = as_contiguous(arr, dtype)
+    if not isinstance(arr, np.ndarray):
         real = None if pending is None else _real_view(arr, array_module_of(arr))
         if real is not None:
             pending.append(_finite_check_deferred(name, real))
@@ -341,8 +300,7 @@ def as_maps(name: str, a, *, max_ndim: int = 2):
         a = np.ma.getdata(a)
     arr = _real_input(name, a)
     _check_dims(name, arr, max_ndim)
-    arr = np.ascontiguousarray(arr, dtype=np.float64) if isinstance(arr, np.ndarray) \
-        else _device_as(arr, np.float64)
+    arr = as_contiguous(arr, np.float64)
     xp = array_module_of(arr)
     # Reductions tell the common case (no mask, no NaN) without building masks: on the host
     # the minimum is NaN if any NaN, -inf or ~UNSEEN if either is present, and the maximum

@@ -5,11 +5,16 @@
 * no module but ``sphgpu/backends.py`` compares backend names as strings: callers ask the
   registry (:func:`sphgpu.backends.load`, :func:`sphgpu.backends.info`) instead;
 * every backend module of every capability provides what its capability's Protocol declares;
-* no module imports a private name (``_name``, not a dunder) from another capability's
-  package, nor anything from a capability's private modules (``sphgpu.sht._cuda``): the
-  capabilities reach each other through public names, and the shared helpers at the bottom of
-  the import graph (``sphgpu._validate``, ``sphgpu._device``...) through theirs where they can
-  (:data:`CROSS_ALLOWED` lists what is left, and can only shrink).
+* no module imports a private name (``_name``, not a dunder) from a module outside its own
+  package, nor anything from a private module of a package that is not its own or above it
+  (``sphgpu.sht._cuda`` from ``sphgpu.sims``): the capabilities reach each other, and the shared
+  modules at the bottom of the import graph (``sphgpu._validate``, ``sphgpu._device``...),
+  through public names; inside a package, the private names one module takes from another are
+  listed in :data:`PRIVATE_NAMES_ALLOWED`, which can only shrink;
+* the array kinds and argument checks (``sphgpu._device``, ``sphgpu._validate``) sit at the
+  bottom of the import graph and import no kernel code;
+* each capability folder has the same shape (DESIGN.md): ``reference.py``, ``_cpu.py``,
+  ``_cuda_kernels.py``, ``_cuda.py`` and its public functions in public modules.
 """
 
 from __future__ import annotations
@@ -187,22 +192,6 @@ def test_protocol_check_can_fail():
 CAPABILITIES = ("sht", "convolve", "sort", "tpacf", "sims", "master", "io", "pixelfunc",
                 "distributed", "widgets")
 
-#: Imports of another capability's private names still to be removed, as
-#: "importer: module.name". The list can only shrink: an entry that no longer occurs fails the
-#: test, so that it is deleted with the import it allowed.
-CROSS_ALLOWED = {
-    # sphgpu/distributed/tpacf.py (its Dask form) reads the catalogs, regions, bins and counts
-    # of sphgpu.tpacf through tpacf's private helpers; both are being rewritten on another
-    # branch, which is to give tpacf a public home for them
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.api._catalogs",
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.api._check_bins",
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.api._counts_from_raw",
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.api._counts_from_sums",
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.api._regions",
-    "sphgpu.distributed.tpacf: sphgpu.tpacf.catalog._column",
-}
-
-
 def _is_private(name):
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
@@ -239,59 +228,296 @@ def _imported_names(name, path, known):
     return out
 
 
+def _package_of(module, path):
+    """The package a module belongs to: itself for a package's __init__.py, else its parent."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _inside(package, owner):
+    """Whether ``package`` is ``owner`` or one of its subpackages."""
+    return package == owner or package.startswith(owner + ".")
+
+
 def private_imports(modules=None):
-    """Every import of a private name between sphgpu's modules, as (importer, "module.name",
-    line, crosses): ``from m import _x``, or any import of or from a private module
-    (``sphgpu.sht._cuda``); ``crosses``: into another capability's package (the importer
-    outside it)."""
+    """Every import of something private between sphgpu's modules, as (importer, target
+    module, imported name or None, line, crosses): ``from m import _x`` (a private name), or any
+    import of or from a private module (``sphgpu.sht._cuda``).
+
+    ``crosses``: the import reaches past its package. A private name belongs to its module's
+    package, so only that package's modules may import it; a private module belongs to the
+    package that holds it, whose modules and subpackages may import it (``sphgpu._validate``
+    serves every subpackage of ``sphgpu``; ``sphgpu.sht._cuda`` serves ``sphgpu.sht`` only).
+    """
     modules = MODULES if modules is None else modules
     rows = []
     for importer, path in sorted(modules.items()):
+        home = _package_of(importer, path)
         for target, item, line in _imported_names(importer, path, modules):
-            cap = _capability(target)
-            inner = target.split(".")[2:] if cap else target.split(".")[1:]
-            private = [p for p in inner + ([item] if item else []) if _is_private(p)]
-            if not private:
+            parts = target.split(".")
+            owners = [".".join(parts[:k]) for k in range(1, len(parts)) if _is_private(parts[k])]
+            name = item is not None and _is_private(item)
+            if not owners and not name:
                 continue
-            full = target + (f".{item}" if item else "")
-            rows.append((importer, full, line, cap is not None and _capability(importer) != cap))
+            target_package = _package_of(target, modules[target]) if target in modules \
+                else target.rpartition(".")[0]
+            crosses = any(not _inside(home, o) for o in owners) \
+                or (name and home != target_package)
+            rows.append((importer, target, item, line, crosses))
     return rows
 
 
-def test_private_import_finder_sees_each_form(tmp_path):
-    pkg = tmp_path / "sphgpu"
-    (pkg / "sht").mkdir(parents=True)
-    (pkg / "sims").mkdir()
-    for f in ("__init__.py", "_validate.py", "sht/__init__.py", "sht/_cuda.py", "sht/spectra.py",
-              "sims/__init__.py"):
-        (pkg / f).write_text("")
-    (pkg / "sims" / "run.py").write_text(
-        "from ..sht.spectra import _field, alm2cl, __version__\n"
-        "from .._validate import _array_module\n"
-        "from ..sht import _cuda\n"
-        "def f():\n    from sphgpu.sht._cuda import plan\n"
-        "import sphgpu.sht._cuda\n")
-    (pkg / "sht" / "transforms.py").write_text("from . import _cuda\nfrom .spectra import _x\n")
+def private_names(rows):
+    """``"importer: module._name"`` of the rows of :func:`private_imports` that import a private
+    name (not a private module) from another module."""
+    return {f"{i}: {t}.{n}" for i, t, n, _, _ in rows if n is not None and _is_private(n)}
+
+
+def _package_files(root, files):
+    """Write ``files`` ({relative path: source}) under ``root``/sphgpu and return {module name:
+    path}, as :data:`MODULES` holds them."""
+    pkg = root / "sphgpu"
+    for rel, src in files.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(src)
     modules = {}
     for path in pkg.rglob("*.py"):
         parts = list(path.relative_to(pkg).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         modules[".".join(["sphgpu"] + parts)] = path
-    found = {(i, t, c) for i, t, _, c in private_imports(modules)}
-    assert found == {("sphgpu.sims.run", "sphgpu.sht.spectra._field", True),
-                     ("sphgpu.sims.run", "sphgpu._validate._array_module", False),
-                     ("sphgpu.sims.run", "sphgpu.sht._cuda", True),
-                     ("sphgpu.sims.run", "sphgpu.sht._cuda.plan", True),
-                     ("sphgpu.sht.transforms", "sphgpu.sht._cuda", False),
-                     ("sphgpu.sht.transforms", "sphgpu.sht.spectra._x", False)}
+    return modules
 
 
-def test_no_capability_imports_another_capabilitys_private_names():
-    crossing = {f"{i}: {t}" for i, t, _, crosses in private_imports() if crosses}
-    unexpected = sorted(crossing - CROSS_ALLOWED)
-    assert not unexpected, ("private names of another capability imported (make them public "
-                            "in their package, or move them to the shared modules): "
-                            + "; ".join(unexpected))
-    gone = sorted(CROSS_ALLOWED - crossing)
-    assert not gone, ("CROSS_ALLOWED lists imports that are gone: delete " + "; ".join(gone))
+def test_private_import_finder_sees_each_form(tmp_path):
+    modules = _package_files(tmp_path, {
+        "__init__.py": "", "_validate.py": "", "sht/__init__.py": "", "sht/_cuda.py": "",
+        "sht/spectra.py": "", "sims/__init__.py": "",
+        "sims/run.py": "from ..sht.spectra import _field, alm2cl, __version__\n"
+                       "from .._validate import _array_module, check_int\n"
+                       "from ..sht import _cuda\n"
+                       "def f():\n    from sphgpu.sht._cuda import plan\n"
+                       "import sphgpu.sht._cuda\n",
+        "sht/transforms.py": "from . import _cuda\nfrom .spectra import _x\n",
+        "sht/inner/__init__.py": "from .._cuda import plan\nfrom ..spectra import _y\n"})
+    found = {(i, t, n, c) for i, t, n, _, c in private_imports(modules)}
+    assert found == {("sphgpu.sims.run", "sphgpu.sht.spectra", "_field", True),
+                     ("sphgpu.sims.run", "sphgpu._validate", "_array_module", True),
+                     ("sphgpu.sims.run", "sphgpu._validate", "check_int", False),
+                     ("sphgpu.sims.run", "sphgpu.sht._cuda", None, True),
+                     ("sphgpu.sims.run", "sphgpu.sht._cuda", "plan", True),
+                     ("sphgpu.sht.transforms", "sphgpu.sht._cuda", None, False),
+                     ("sphgpu.sht.transforms", "sphgpu.sht.spectra", "_x", False),
+                     # a subpackage may use its parent's private modules, not its private names
+                     ("sphgpu.sht.inner", "sphgpu.sht._cuda", "plan", False),
+                     ("sphgpu.sht.inner", "sphgpu.sht.spectra", "_y", True)}
+    assert private_names(private_imports(modules)) == {
+        "sphgpu.sims.run: sphgpu.sht.spectra._field",
+        "sphgpu.sims.run: sphgpu._validate._array_module",
+        "sphgpu.sht.transforms: sphgpu.sht.spectra._x",
+        "sphgpu.sht.inner: sphgpu.sht.spectra._y"}
+
+
+def test_no_private_name_crosses_packages():
+    # capabilities reach each other, and the shared modules at the bottom, through public names
+    crossing = [f"{i} line {line}: {t}" + (f".{n}" if n else "")
+                for i, t, n, line, crosses in private_imports() if crosses]
+    assert not crossing, ("private names imported from outside the importer's package (make "
+                          "them public in their module): " + "; ".join(crossing))
+
+
+#: Private names a module imports from another module of its own package (a package's own
+#: helpers), as "importer: module.name". The list can only shrink: a new one fails the test (make
+#: the name public where others need it), and so does an entry that no longer occurs, so that it
+#: is deleted with the import it allowed.
+PRIVATE_NAMES_ALLOWED = {
+    # convolve's argument checks of angles and kernels, shared by its modules
+    "sphgpu.convolve.api: sphgpu.convolve.kernels._check_angle",
+    "sphgpu.convolve.api: sphgpu.convolve.split._check_kernel",
+    "sphgpu.convolve.calibrate: sphgpu.convolve.split._check_kernel",
+    "sphgpu.convolve.optimize: sphgpu.convolve.split._check_kernel",
+    "sphgpu.convolve.split: sphgpu.convolve.kernels._check_angle",
+    "sphgpu.convolve.split: sphgpu.convolve.kernels._legendre_transform_pieces",
+    # the Dask forms' shared plumbing (scatter, retry, host copies), kept in distributed/sht.py
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._eligible",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._geom",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._geom_ref",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._host_array",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._is_future_list",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._run_items",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._scatter",
+    "sphgpu.distributed.convolution: sphgpu.distributed.sht._stack",
+    "sphgpu.distributed.tpacf: sphgpu.distributed.sht._eligible",
+    "sphgpu.distributed.tpacf: sphgpu.distributed.sht._run_items",
+    "sphgpu.io.harmonic: sphgpu.io.maps._add_cards",
+    # master's mask and spin helpers, defined with the coupling matrices
+    "sphgpu.master.apodize: sphgpu.master.coupling._mask_map",
+    "sphgpu.master.bandpowers: sphgpu.master.coupling._nside_of",
+    "sphgpu.master.bandpowers: sphgpu.master.coupling._spins",
+    "sphgpu.master.purify: sphgpu.master.coupling._mask_map",
+}
+
+
+def test_private_names_imported_between_modules_only_shrink():
+    found = private_names(private_imports())
+    new = sorted(found - PRIVATE_NAMES_ALLOWED)
+    assert not new, ("private names imported from another module (make them public there, as "
+                     "the module's documented helpers): " + "; ".join(new))
+    gone = sorted(PRIVATE_NAMES_ALLOWED - found)
+    assert not gone, "PRIVATE_NAMES_ALLOWED lists imports that are gone: delete " + "; ".join(gone)
+
+
+# ----------------------------------------------------------------------------- the bottom
+#: The array kinds and argument checks, which every capability imports, and all they may import
+#: of sphgpu: the host's thread pool and whether kernels run in Numba's simulator. No kernel
+#: launcher (``_fast_launch``), kernel module or Numba under them: the device count of the
+#: checks is the CUDA backend's kernel, looked up by name (``sphgpu._validate.DEVICE_CHECKS``).
+BOTTOM = {"sphgpu._device", "sphgpu._validate", "sphgpu._host_threads", "sphgpu._cuda_launch"}
+
+
+def _reachable(graph, start):
+    """Every module that ``start`` imports, directly or through others (``start`` excluded)."""
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen and nxt != start:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _imports_numba(path):
+    """Lines of ``path`` at module level that import Numba (a kernel module's first need)."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [n.lineno for n in tree.body
+            if isinstance(n, ast.Import) and any(a.name.split(".")[0] == "numba" for a in n.names)
+            or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "numba"]
+
+
+def bottom_problems(graph, paths, bottom):
+    """What lifts the modules of ``bottom`` off the bottom of the import graph: a sphgpu module
+    outside ``bottom`` that one of them reaches, or Numba imported at module level."""
+    found = [f"{m} imports {x}" for m in sorted(bottom)
+             for x in sorted(_reachable(graph, m) - bottom)]
+    found += [f"{m} imports numba (line {line})" for m in sorted(bottom)
+              for line in _imports_numba(paths[m])]
+    return found
+
+
+def test_bottom_check_can_fail(tmp_path):
+    modules = _package_files(tmp_path, {
+        "__init__.py": "", "_validate.py": "import numpy\nfrom . import _device\n",
+        "_device.py": "def f():\n    from ._fast_launch import launch\n",
+        "_fast_launch.py": "from numba import cuda\n", "_host_threads.py": "import numba\n"})
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    bottom = {"sphgpu._validate", "sphgpu._device", "sphgpu._host_threads"}
+    assert bottom_problems(graph, modules, bottom) == [
+        "sphgpu._device imports sphgpu._fast_launch",
+        "sphgpu._validate imports sphgpu._fast_launch",
+        "sphgpu._host_threads imports numba (line 1)"]
+    assert bottom_problems(graph, modules, {"sphgpu"}) == []
+
+
+def test_array_kinds_and_checks_sit_at_the_bottom():
+    graph = {m: _imports(m, p, MODULES) for m, p in MODULES.items()}
+    problems = bottom_problems(graph, MODULES, BOTTOM)
+    assert not problems, "; ".join(problems)
+
+
+def test_the_device_count_is_a_kernel_module_that_closes_no_circle():
+    # the checks import it by name: the graph above cannot see a circle through that lookup
+    from sphgpu import _validate
+
+    graph = {m: _imports(m, p, MODULES) for m, p in MODULES.items()}
+    kernels = _validate.DEVICE_CHECKS
+    assert kernels in MODULES and _imports_numba(MODULES[kernels]), f"{kernels}: no kernel module"
+    assert "sphgpu._validate" not in _reachable(graph, kernels)
+    defined = {n.name for n in ast.parse(MODULES[kernels].read_text()).body
+               if isinstance(n, ast.FunctionDef)}
+    assert "count_outside" in defined
+
+
+# ----------------------------------------------------------------------------- capability shape
+#: The capability folders, those the backend registry knows (DESIGN.md, "Backends"): every one has
+#: the files of :data:`SHAPE`.
+SHAPED = tuple(backends.CAPABILITIES)
+#: file: what it holds
+SHAPE = {"__init__.py": "the public names, in __all__",
+         "reference.py": "the plain NumPy specification",
+         "_cpu.py": "the CPU path",
+         "_cuda_kernels.py": "the @cuda.jit kernels",
+         "_cuda.py": "the host side of the kernels"}
+
+
+def _top_imports(path):
+    """(module or None for "from . import", level, names) of every import in ``path``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, 0, ()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node.module, node.level, tuple(a.name for a in node.names)))
+    return out
+
+
+def shape_problems(folder):
+    """How capability folder ``folder`` departs from :data:`SHAPE`: a missing file; kernels
+    that import CuPy, Dask, widgets or their host side; a reference that imports kernel code
+    or a backend; public names exported from a private module (the public functions live in
+    modules named for what they do)."""
+    name = folder.name
+    missing = [f"{name}/{f} is missing ({what})" for f, what in SHAPE.items()
+               if not (folder / f).is_file()]
+    if missing:
+        return missing
+    found = []
+    for mod, level, names in _top_imports(folder / "_cuda_kernels.py"):
+        root = (mod or "").split(".")[0]
+        if (not level and root in ("cupy", "dask", "distributed")) or "widgets" in (mod or "") \
+                or (level == 1 and (mod == "_cuda" or (mod is None and "_cuda" in names))):
+            found.append(f"{name}/_cuda_kernels.py imports {mod or names}")
+    for mod, level, names in _top_imports(folder / "reference.py"):
+        own = {mod} if mod else set(names)
+        if (not level and (mod or "").startswith("numba")) \
+                or (level == 1 and own & {"_cpu", "_cuda", "_cuda_kernels"}):
+            found.append(f"{name}/reference.py imports {mod or names}")
+    init = ast.parse((folder / "__init__.py").read_text())
+    exported = set()
+    for node in init.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                for t in node.targets):
+            exported = {e.value for e in node.value.elts}
+    for node in init.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module \
+                and _is_private(node.module.split(".")[0]):
+            shown = sorted({a.asname or a.name for a in node.names} & exported)
+            if shown:
+                found.append(f"{name}/__init__.py exports {shown} from {node.module}")
+    return found
+
+
+def test_shape_check_can_fail(tmp_path):
+    good = {"__init__.py": "from .api import run\n__all__ = ['run']\n",
+            "api.py": "def run(): pass\n", "reference.py": "import numpy as np\n",
+            "_cpu.py": "", "_cuda.py": "from . import _cuda_kernels\n",
+            "_cuda_kernels.py": "from numba import cuda\nfrom . import reference\n"}
+    folder = tmp_path / "cap"
+    folder.mkdir()
+    for f, src in good.items():
+        (folder / f).write_text(src)
+    assert shape_problems(folder) == []
+    (folder / "_cuda_kernels.py").write_text("import cupy\nfrom . import _cuda\n"
+                                             "from ._cuda import buffers\n")
+    (folder / "reference.py").write_text("from numba import cuda\nfrom ._cpu import twin\n")
+    (folder / "__init__.py").write_text("from ._cpu import run, helper\n__all__ = ['run']\n")
+    assert shape_problems(folder) == [
+        "cap/_cuda_kernels.py imports cupy", "cap/_cuda_kernels.py imports ('_cuda',)",
+        "cap/_cuda_kernels.py imports _cuda", "cap/reference.py imports numba",
+        "cap/reference.py imports _cpu", "cap/__init__.py exports ['run'] from _cpu"]
+    (folder / "_cuda.py").unlink()
+    assert shape_problems(folder) == ["cap/_cuda.py is missing (the host side of the kernels)"]
+
+
+@pytest.mark.parametrize("capability", SHAPED)
+def test_capability_folders_have_the_shape(capability):
+    problems = shape_problems(ROOT / "sphgpu" / capability)
+    assert not problems, "; ".join(problems)

@@ -128,20 +128,29 @@ def test_alm2map_finishes_its_deferred_nan_check(rng):
 
 
 def test_count_kernel_in_the_simulator(rng):
-    """The kernel behind the device checks, in Numba's simulator (the GPU test above runs it
-    through CuPy)."""
+    """The CUDA backend's count behind the device checks, in Numba's simulator (the GPU tests
+    above run it through CuPy): the kernel at a grid smaller than the array (its grid-stride
+    loop), its launch, and the checks' lookup of it by name."""
     from sphgpu._device import SIMULATOR
 
     if not SIMULATOR:
         pytest.skip("simulator only")
-    from sphgpu import _check_kernels as CK
+    import importlib
 
+    CK = importlib.import_module(V.DEVICE_CHECKS)
     a = rng.standard_normal(3001)
     a[[3, 1000, 3000]] = [np.nan, np.inf, V.UNSEEN]
     for lower, want in ((V.UNSEEN + V._UNSEEN_TOL, 3), (-np.inf, 2)):
         count = np.zeros(1, dtype=np.int64)
         CK.count_outside_kernel[5, 32](a, lower, count)
         assert count[0] == want
+        assert CK.count_outside(a, lower)[0] == want
+        assert V.count_outside(a, lower) == want
+    # a 2-D array is counted whole (flattened), as a batch of maps is
+    batch = rng.standard_normal((2, 37))
+    assert V.count_outside(batch, -np.inf) == 0
+    batch[1, 36] = -np.inf
+    assert V.count_outside(batch, -np.inf) == 1
 
 
 @pytest.mark.parametrize("call, name", [

@@ -49,8 +49,10 @@ import weakref
 import numpy as np
 
 from ..tpacf import pair_counts as _serial_pair_counts
-from ..tpacf.api import _catalogs, _counts_from_raw, _counts_from_sums, _regions
-from ..tpacf.catalog import Catalog, as_catalog, check_column
+from ..tpacf.bins import check_bins
+from ..tpacf.catalog import (Catalog, as_catalog, check_column, find_column, n_regions_of,
+                              pair_catalogs)
+from ..tpacf.counts import counts_from_raw, counts_from_sums
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
 from .partition import declination_stripes, stripe_members
@@ -421,10 +423,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     WorkersLostError
         When stripes were lost with dying workers more often than ATTEMPTS times.
     """
-    from ..tpacf.api import _check_bins
-
     client = _cluster.get_client(client)
-    bins = _check_bins(bins)
+    bins = check_bins(bins)
     if nchunks is not None:
         if isinstance(nchunks, bool) or not isinstance(nchunks, (int, np.integer)) \
                 or nchunks < 1:
@@ -445,8 +445,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
         return _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
                            progress)
-    cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
-    nreg = _regions(cat1, cat2, n_regions)
+    cat1, cat2 = pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
+    nreg = n_regions_of(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
     raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress)
@@ -454,7 +454,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     # count makes them; the counted fields are the stripes' sums
     raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta)) if raw is None \
         else RawCounts(**raw)
-    return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+    return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
 
 
 def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, backend="auto",
@@ -687,7 +687,6 @@ class _Reader:
                 self.cols[name] = (a, repr(p))
         else:
             from ..io.fitsfile import open_fits
-            from ..tpacf.catalog import _column
 
             f = self.stack.enter_context(open_fits(files.path, memmap=True, name="path"))
             if files.hdu >= len(f):
@@ -698,7 +697,7 @@ class _Reader:
                 raise ValueError(f"path={files.path!r}: HDU {files.hdu} is not a table")
             self.cols = {}
             for name, c in files.columns.items():
-                k = _column(c, names)
+                k = find_column(c, names)
                 if k is None:
                     raise ValueError(f"column {c!r} not found in {files.path} (HDU "
                                      f"{files.hdu}); columns are {names}")
@@ -804,7 +803,7 @@ def _merge_summaries(parts):
 
 def _summary_sums(files, summ, nreg):
     """(points of non-zero weight, (n, sum w, sum w**2) per region) of a summarised catalog,
-    as :func:`sphgpu.tpacf.api._sums` makes them from a Catalog."""
+    as :func:`sphgpu.tpacf.counts.catalog_sums` makes them from a Catalog."""
     r = max(nreg, 1)
 
     def per_region(a):
@@ -946,7 +945,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
                          "numbering of regions), or n_regions=0 to ignore the labels")
     stand = [types.SimpleNamespace(labels=True if f.has_labels else None,
                                    n_regions=s["lab_max"] + 1) for f, s in zip(files, summ)]
-    nreg = _regions(stand[0], stand[1] if f2 is not None else None, n_regions)
+    nreg = n_regions_of(stand[0], stand[1] if f2 is not None else None, n_regions)
     weighted = any(f.has_weights for f in files)
     k = nchunks
     if k is None:
@@ -963,4 +962,4 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
     raw = RawCounts(**_add_raw(parts))
     sums1 = _summary_sums(f1, s1, nreg)
     sums2 = None if f2 is None else _summary_sums(f2, s2, nreg)
-    return _counts_from_sums(raw, sums1, sums2, bins, nreg, weighted)
+    return counts_from_sums(raw, sums1, sums2, bins, nreg, weighted)

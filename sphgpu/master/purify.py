@@ -55,7 +55,8 @@ import warnings
 
 import numpy as np
 
-from .._validate import _array_module, as_maps, check_int, is_device_array
+from .._device import array_module_of as _array_module
+from .._validate import as_maps, check_int, is_device_array
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import alm2cl, alm2map_der1, alm2map_spin, map2alm, map2alm_spin

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import _array_module, check_int
+from .._device import array_module_of as _array_module
+from .._validate import check_int
 from .api import argsort
 
 __all__ = ["healpix_cells", "bucket_points"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import _array_module
+from .._device import array_module_of as _array_module
 
 __all__ = ["to_radix_keys", "from_radix_keys", "float_radix_keys", "bits_needed", "radix_dtype",
            "SUPPORTED_DTYPES", "UNSIGNED", "SIGNED", "FLOAT"]

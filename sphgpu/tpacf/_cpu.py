@@ -27,7 +27,7 @@ import numpy as np
 from . import budget, exact, slop as slop_
 from .grid import build_plan, chunks_of, unit_weights
 from .reference import RawCounts
-from .sky import _add, _mul, pool
+from .sky import host_add, host_mul, pool
 
 __all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION", "BIN_SLOP", "cell_geometry"]
 
@@ -163,8 +163,8 @@ def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, a
 
 
 # the cell geometry and decisions of sphgpu.tpacf.slop, compiled for the host
-_cell = slop_.geometry_math(numba.njit(inline="always"), _mul, _add)
-_decide = slop_.decision_math(numba.njit(inline="always"), _mul, _add)
+_cell = slop_.geometry_math(numba.njit(inline="always"), host_mul, host_add)
+_decide = slop_.decision_math(numba.njit(inline="always"), host_mul, host_add)
 
 
 @numba.njit(nogil=True, cache=True)

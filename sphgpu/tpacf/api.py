@@ -19,9 +19,9 @@ import numpy as np
 
 from .. import _tuning, backends
 from . import budget, slop as slop_
-from .bins import AngularBins
-from .catalog import Catalog, as_catalog
-from .counts import PairCounts, check_normalization
+from .bins import AngularBins, check_bins
+from .catalog import as_catalog, n_regions_of, pair_catalogs
+from .counts import check_normalization, counts_from_raw
 from .grid import MIN_BAND_DEG
 from . import covariance as cov_
 from . import estimators as est
@@ -30,65 +30,6 @@ from .reference import RawCounts
 from .result import CorrelationResult
 
 __all__ = ["pair_counts", "angular_correlation", "angular_correlations"]
-
-
-def _check_bins(bins):
-    if not isinstance(bins, AngularBins):
-        raise TypeError("bins must be an AngularBins (e.g. AngularBins.log(0.01, 10, 20, "
-                        f"unit='deg')), got {type(bins).__name__}")
-    return bins
-
-
-def _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
-    if isinstance(ra1, Catalog):
-        if dec1 is not None and not isinstance(dec1, Catalog):
-            raise TypeError("when ra1 is a Catalog the second argument must be a Catalog or "
-                            f"None, got {type(dec1).__name__}")
-        for name, v in (("ra2", ra2), ("dec2", dec2), ("weights1", weights1),
-                        ("weights2", weights2), ("labels1", labels1), ("labels2", labels2)):
-            if v is not None:
-                raise TypeError(f"{name} must be None when catalogs are given as Catalog "
-                                "objects (their weights and labels live in the Catalog)")
-        return ra1, dec1
-    if dec1 is None:
-        raise TypeError("dec1 is missing: pass ra1, dec1 (degrees) or Catalog objects")
-    # the arrays are only read during the call: borrowed, not copied
-    cat1 = Catalog(ra1, dec1, weights=weights1, labels=labels1,
-                   names=("ra1", "dec1", "weights1", "labels1"), copy=False)
-    if ra2 is None and dec2 is None:
-        for name, v in (("weights2", weights2), ("labels2", labels2)):
-            if v is not None:
-                raise ValueError(f"{name} was given without ra2/dec2 (an auto-correlation "
-                                 "uses weights1 and labels1)")
-        return cat1, None
-    if ra2 is None or dec2 is None:
-        raise ValueError("give both ra2 and dec2 for a cross-correlation, or neither")
-    cat2 = Catalog(ra2, dec2, weights=weights2, labels=labels2,
-                   names=("ra2", "dec2", "weights2", "labels2"), copy=False)
-    return cat1, cat2
-
-
-def _regions(cat1, cat2, n_regions):
-    """Number of jackknife regions of a count (0: none). n_regions=0 ignores labels."""
-    if isinstance(n_regions, (int, np.integer)) and not isinstance(n_regions, bool) \
-            and n_regions == 0:
-        return 0
-    have = [c.labels is not None for c in (cat1, cat2) if c is not None]
-    if not any(have):
-        if n_regions is not None:
-            raise ValueError("n_regions was given but no catalog has labels")
-        return 0
-    if not all(have):
-        raise ValueError("labels1 and labels2 must both be given for jackknife counts "
-                         "(one numbering of regions for both catalogs)")
-    need = max(c.n_regions for c in (cat1, cat2) if c is not None)
-    if n_regions is None:
-        return need
-    if isinstance(n_regions, bool) or not isinstance(n_regions, (int, np.integer)):
-        raise TypeError(f"n_regions must be an integer, got {n_regions!r}")
-    if n_regions < need:
-        raise ValueError(f"n_regions={n_regions} but the labels go up to {need - 1}")
-    return int(n_regions)
 
 
 def _counted(cat):
@@ -105,61 +46,11 @@ def _counted(cat):
     return cat._cache[key]
 
 
-def _nobj(cat):
-    """Number of points that are counted (non-zero weight): TreeCorr's ``nobj``."""
-    return cat.size if cat.weights is None else int(np.count_nonzero(cat.weights))
-
-
-def _sums(cat, nreg):
-    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each;
-    n counts the points of non-zero weight (the only ones paired)."""
-    r = max(nreg, 1)
-    lab = cat.labels if nreg else None
-    w = cat.weights
-    if w is not None and lab is not None:
-        lab_n = lab[w != 0]
-    else:
-        lab_n = lab
-    n = (np.array([float(_nobj(cat))]) if lab is None
-         else np.bincount(lab_n, minlength=r).astype(np.float64))
-    if w is None:                 # unit weights: no arrays to sum (this runs in every count)
-        return n, n, n
-    if lab is None:
-        return n, np.array([w.sum()]), np.array([np.dot(w, w)])
-    return n, np.bincount(lab, weights=w, minlength=r), np.bincount(lab, weights=w * w,
-                                                                      minlength=r)
-
-
-def _totals(cat1, cat2, nreg, weighted):
-    """Possible pairs of each pair of regions (R, R) and, auto, what TreeCorr's normalisation
-    adds on the diagonal (R,): unweighted and (when ``weighted``) weighted."""
-    return _totals_of_sums(_sums(cat1, nreg), None if cat2 is None else _sums(cat2, nreg),
-                           nreg, weighted)
-
-
-def _totals_of_sums(sums1, sums2, nreg, weighted):
-    """:func:`_totals` from the catalogs' :func:`_sums` (``sums2`` None: auto), which a
-    caller may have made without holding a catalog (summed over parts of it)."""
-    n1, s1, q1 = sums1
-    if sums2 is None:
-        def auto(s, q):                       # pairs i < j: off the diagonal a < b
-            t = np.triu(np.outer(s, s), 1)
-            t[np.diag_indices_from(t)] = (s * s - q) / 2.0
-            return t, q / 2.0
-        t, st = auto(n1, n1)
-        wt, wst = auto(s1, q1) if weighted else (None, None)
-        return t, st, wt, wst
-    n2, s2, _ = sums2
-    zero = np.zeros(max(nreg, 1))
-    return (np.outer(n1, n2), zero, np.outer(s1, s2) if weighted else None,
-            zero if weighted else None)
-
-
 def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
            mean_theta=False, max_device_bytes=None, progress=None, bin_slop=None):
-    bins = _check_bins(bins)
+    bins = check_bins(bins)
     s = slop_.check_bin_slop(bin_slop)
-    nreg = _regions(cat1, cat2, n_regions)
+    nreg = n_regions_of(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     impl = backends.load("tpacf", backend)
     if not getattr(impl, "BIN_SLOP", False):
@@ -190,7 +81,7 @@ def _count(cat1, cat2, bins, *, n_regions=None, precision=None, backend="auto",
         raw = _within_budget(impl, c1, c2, bins, kw, progress)
     else:
         raw = _slop_count(impl, c1, c2, bins, s, kw, progress)
-    return _counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+    return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
 
 
 def _slop_count(impl, cat1, cat2, bins, s, kw, progress):
@@ -255,33 +146,6 @@ def _within_budget(impl, cat1, cat2, bins, kw, progress):
 def _halves(cat):
     h = cat.size // 2
     return cat.part(0, h), cat.part(h, cat.size)
-
-
-def _counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
-    """The PairCounts of a backend's RawCounts of ``cat1`` x ``cat2`` (None: auto), with the
-    totals of those catalogs: written once here for every backend and the distributed
-    counts."""
-    return _counts_from_sums(raw, (_nobj(cat1), _sums(cat1, n_regions)),
-                             None if cat2 is None else (_nobj(cat2), _sums(cat2, n_regions)),
-                             bins, n_regions, weighted)
-
-
-def _counts_from_sums(raw, sums1, sums2, bins, n_regions, weighted):
-    """:func:`_counts_from_raw` from each catalog's (number of points of non-zero weight,
-    :func:`_sums`) (``sums2`` None: auto): for catalogs no single process holds."""
-    t, st, wt, wst = _totals_of_sums(sums1[1], None if sums2 is None else sums2[1],
-                                     n_regions, weighted)
-    reg = n_regions > 0
-    return PairCounts(
-        bins, raw.counts, n1=sums1[0], n2=(sums1 if sums2 is None else sums2)[0],
-        auto=sums2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
-        weighted_total=None if wt is None else wt.sum(),
-        weighted_self_total=None if wst is None else wst.sum(),
-        patch_counts=raw.patch_counts, patch_weights=raw.patch_weights,
-        patch_total=t if reg else None, patch_weighted_total=wt if reg else None,
-        patch_self_total=st if reg else None, patch_weighted_self_total=wst if reg else None,
-        theta_sum=raw.theta_sum, log_theta_sum=raw.log_theta_sum,
-        pairs_compared=raw.pairs_compared, refined=raw.refined, pairs_at_once=raw.at_once)
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
@@ -359,7 +223,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         For bad catalogs, bins, labels, precision, bin_slop or backend names (naming the
         argument).
     """
-    cat1, cat2 = _catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
+    cat1, cat2 = pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     return _count(cat1, cat2, bins, n_regions=n_regions, precision=precision, backend=backend,
                   mean_theta=mean_theta, max_device_bytes=max_device_bytes,
                   progress=_tuning.print_progress if progress is True else (progress or None),
@@ -581,7 +445,7 @@ def angular_correlation(data, randoms, *, bins, data2=None, randoms2=None,
         catalogs, a covariance method that needs regions without them, a bootstrap with fewer
         than 2 regions, cross-correlation catalogs whose footprints do not overlap.
     """
-    bins = _check_bins(bins)
+    bins = check_bins(bins)
     slop_.check_bin_slop(bin_slop)
     name = est.check_estimator(estimator)
     named = {"data": as_catalog(data, "data")}
@@ -654,7 +518,7 @@ def angular_correlations(catalogs, randoms, *, bins, estimator="landy-szalay", j
         As :func:`angular_correlation`, and when ``randoms`` is a list of another length
         than ``catalogs``.
     """
-    bins = _check_bins(bins)
+    bins = check_bins(bins)
     slop_.check_bin_slop(bin_slop)
     name = est.check_estimator(estimator)
     if name == "multi-random":

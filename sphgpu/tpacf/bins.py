@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["AngularBins", "UNITS", "chord2"]
+__all__ = ["AngularBins", "UNITS", "chord2", "check_bins"]
 
 #: Radians per unit.
 UNITS = {"rad": 1.0, "deg": math.pi / 180.0, "arcmin": math.pi / 180.0 / 60.0,
@@ -282,3 +282,12 @@ class AngularBins:
 
     def __setstate__(self, state):
         self.__init__(state["edges"], state["unit"], spacing=state["spacing"])
+
+
+def check_bins(bins):
+    """``bins`` itself if it is an :class:`AngularBins`, else TypeError naming ``bins``: the
+    check of every counting function's ``bins`` argument (serial and distributed)."""
+    if not isinstance(bins, AngularBins):
+        raise TypeError("bins must be an AngularBins (e.g. AngularBins.log(0.01, 10, 20, "
+                        f"unit='deg')), got {type(bins).__name__}")
+    return bins

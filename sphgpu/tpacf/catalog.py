@@ -17,7 +17,8 @@ from .._validate import is_device_array
 from ..io.fitsfile import open_fits
 from . import sky
 
-__all__ = ["Catalog", "unit_vectors", "as_catalog"]
+__all__ = ["Catalog", "unit_vectors", "as_catalog", "pair_catalogs", "n_regions_of",
+           "find_column"]
 
 #: Labels (jackknife region numbers) are below this.
 MAX_LABEL = 2**31
@@ -349,7 +350,7 @@ class Catalog:
                 if not 0 <= c < table.shape[1]:
                     raise ValueError(f"column {c} not in {path}, which has {table.shape[1]}")
                 return table[:, c]
-            k = _column(c, names or [])
+            k = find_column(c, names or [])
             if k is None:
                 raise ValueError(f"column {c!r} not found in {path}; columns are "
                                  f"{names if names else 'unnamed (use column numbers)'}")
@@ -393,7 +394,7 @@ class Catalog:
             names = list(data.columns.names)
 
             def get(c, dtype=np.float64):
-                k = _column(c, names)
+                k = find_column(c, names)
                 if k is None:
                     raise ValueError(f"column {c!r} not found in {path} (HDU {hdu}); columns "
                                      f"are {names}")
@@ -438,8 +439,10 @@ class Catalog:
         raise ValueError(f"path {path!r}: unknown catalog format (use .fits, .csv or .npz)")
 
 
-def _column(name, names):
-    """Index of column ``name`` in ``names`` (exact match first, then ignoring case)."""
+def find_column(name, names):
+    """Index of column ``name`` (str) in ``names`` (list of str), exact match first, then
+    ignoring case; None where it is not there. Catalog files and the distributed counts' file
+    readers look their columns up by it."""
     if name in names:
         return names.index(name)
     low = [n.lower() for n in names]
@@ -457,3 +460,61 @@ def as_catalog(obj, name="catalog"):
         return Catalog(obj[0], obj[1], names=(f"{name} ra", f"{name} dec", "weights", "labels"))
     raise TypeError(f"{name} must be a Catalog, an (ra, dec) tuple of arrays or a file path, "
                     f"got {type(obj).__name__}")
+
+
+def pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
+    """The catalogs of a pair count from :func:`sphgpu.tpacf.pair_counts`'s arguments, as
+    (cat1, cat2): two Catalogs (cat2 None for an auto count) given as such in ``ra1`` and
+    ``dec1``, or made from arrays of degrees (borrowed, not copied). TypeError or ValueError
+    names the argument that does not fit (e.g. ``weights2`` without ``ra2``)."""
+    if isinstance(ra1, Catalog):
+        if dec1 is not None and not isinstance(dec1, Catalog):
+            raise TypeError("when ra1 is a Catalog the second argument must be a Catalog or "
+                            f"None, got {type(dec1).__name__}")
+        for name, v in (("ra2", ra2), ("dec2", dec2), ("weights1", weights1),
+                        ("weights2", weights2), ("labels1", labels1), ("labels2", labels2)):
+            if v is not None:
+                raise TypeError(f"{name} must be None when catalogs are given as Catalog "
+                                "objects (their weights and labels live in the Catalog)")
+        return ra1, dec1
+    if dec1 is None:
+        raise TypeError("dec1 is missing: pass ra1, dec1 (degrees) or Catalog objects")
+    # the arrays are only read during the call: borrowed, not copied
+    cat1 = Catalog(ra1, dec1, weights=weights1, labels=labels1,
+                   names=("ra1", "dec1", "weights1", "labels1"), copy=False)
+    if ra2 is None and dec2 is None:
+        for name, v in (("weights2", weights2), ("labels2", labels2)):
+            if v is not None:
+                raise ValueError(f"{name} was given without ra2/dec2 (an auto-correlation "
+                                 "uses weights1 and labels1)")
+        return cat1, None
+    if ra2 is None or dec2 is None:
+        raise ValueError("give both ra2 and dec2 for a cross-correlation, or neither")
+    cat2 = Catalog(ra2, dec2, weights=weights2, labels=labels2,
+                   names=("ra2", "dec2", "weights2", "labels2"), copy=False)
+    return cat1, cat2
+
+
+def n_regions_of(cat1, cat2, n_regions):
+    """Number of jackknife regions of a count of ``cat1`` x ``cat2`` (``cat2`` None: auto), 0
+    for none: ``n_regions`` (None: one more than the largest label) checked against the
+    catalogs' labels, which both catalogs or neither must have. n_regions=0 ignores labels."""
+    if isinstance(n_regions, (int, np.integer)) and not isinstance(n_regions, bool) \
+            and n_regions == 0:
+        return 0
+    have = [c.labels is not None for c in (cat1, cat2) if c is not None]
+    if not any(have):
+        if n_regions is not None:
+            raise ValueError("n_regions was given but no catalog has labels")
+        return 0
+    if not all(have):
+        raise ValueError("labels1 and labels2 must both be given for jackknife counts "
+                         "(one numbering of regions for both catalogs)")
+    need = max(c.n_regions for c in (cat1, cat2) if c is not None)
+    if n_regions is None:
+        return need
+    if isinstance(n_regions, bool) or not isinstance(n_regions, (int, np.integer)):
+        raise TypeError(f"n_regions must be an integer, got {n_regions!r}")
+    if n_regions < need:
+        raise ValueError(f"n_regions={n_regions} but the labels go up to {need - 1}")
+    return int(n_regions)

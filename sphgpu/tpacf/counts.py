@@ -28,12 +28,14 @@ import numpy as np
 
 from .bins import UNITS, AngularBins
 
-__all__ = ["PairCounts", "NORMALIZATIONS", "check_normalization"]
+__all__ = ["PairCounts", "NORMALIZATIONS", "check_normalization", "catalog_sums",
+           "counts_from_raw", "counts_from_sums"]
 
 NORMALIZATIONS = ("pairs", "treecorr")
 
-# fields that add when counts add (None stays None)
-_ADDITIVE = ("counts", "weights", "total", "weighted_total", "self_total",
+#: the fields of a PairCounts that add when counts add (None stays None); result files store
+#: them (:mod:`sphgpu.tpacf.result`)
+ADDITIVE = ("counts", "weights", "total", "weighted_total", "self_total",
              "weighted_self_total", "patch_counts", "patch_weights", "patch_total",
              "patch_weighted_total", "patch_self_total", "patch_weighted_self_total",
              "theta_sum", "log_theta_sum", "pairs_compared", "refined", "pairs_at_once")
@@ -435,7 +437,7 @@ class PairCounts:
         -------
         PairCounts
         """
-        kw = {name: getattr(self, name) for name in _ADDITIVE}
+        kw = {name: getattr(self, name) for name in ADDITIVE}
         kw.update(n1=self.n1, n2=self.n2, auto=self.auto)
         kw.update(changes)
         return PairCounts(self.bins, **kw)
@@ -458,7 +460,7 @@ class PairCounts:
             raise ValueError("cannot add PairCounts with and without mean separations "
                              "(count both with mean_theta=True)")
         kw = {}
-        for name in _ADDITIVE:
+        for name in ADDITIVE:
             a, b = getattr(self, name), getattr(other, name)
             kw[name] = None if a is None or b is None else a + b
         # a sum mixes auto and cross parts in general; folded auto matrices stay folded
@@ -480,3 +482,100 @@ class PairCounts:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def _nobj(cat):
+    """Number of points that are counted (non-zero weight): TreeCorr's ``nobj``."""
+    return cat.size if cat.weights is None else int(np.count_nonzero(cat.weights))
+
+
+def _region_sums(cat, nreg):
+    """Per region of a catalog (one region without labels): n, sum w, sum w**2, (R,) each;
+    n counts the points of non-zero weight (the only ones paired)."""
+    r = max(nreg, 1)
+    lab = cat.labels if nreg else None
+    w = cat.weights
+    if w is not None and lab is not None:
+        lab_n = lab[w != 0]
+    else:
+        lab_n = lab
+    n = (np.array([float(_nobj(cat))]) if lab is None
+         else np.bincount(lab_n, minlength=r).astype(np.float64))
+    if w is None:                 # unit weights: no arrays to sum (this runs in every count)
+        return n, n, n
+    if lab is None:
+        return n, np.array([w.sum()]), np.array([np.dot(w, w)])
+    return n, np.bincount(lab, weights=w, minlength=r), np.bincount(lab, weights=w * w,
+                                                                      minlength=r)
+
+
+def _totals_of_sums(sums1, sums2, nreg, weighted):
+    """Possible pairs of each pair of regions (R, R) and, auto, what TreeCorr's normalisation
+    adds on the diagonal (R,): unweighted and (when ``weighted``) weighted, from the catalogs'
+    per-region sums (:func:`_region_sums`; ``sums2`` None: auto)."""
+    n1, s1, q1 = sums1
+    if sums2 is None:
+        def auto(s, q):                       # pairs i < j: off the diagonal a < b
+            t = np.triu(np.outer(s, s), 1)
+            t[np.diag_indices_from(t)] = (s * s - q) / 2.0
+            return t, q / 2.0
+        t, st = auto(n1, n1)
+        wt, wst = auto(s1, q1) if weighted else (None, None)
+        return t, st, wt, wst
+    n2, s2, _ = sums2
+    zero = np.zeros(max(nreg, 1))
+    return (np.outer(n1, n2), zero, np.outer(s1, s2) if weighted else None,
+            zero if weighted else None)
+
+
+def catalog_sums(cat, n_regions):
+    """What the normalisation of a count needs of one catalog, as :func:`counts_from_sums`
+    takes it: (nobj, (n, sum_w, sum_w2)).
+
+    Parameters
+    ----------
+    cat : Catalog
+        Its ``weights`` (None: unit weights) and ``labels`` are read.
+    n_regions : int
+        Jackknife regions of the count (0: none; labels are then ignored).
+
+    Returns
+    -------
+    nobj : int
+        Points of non-zero weight (the only ones paired): TreeCorr's ``nobj``.
+    (n, sum_w, sum_w2) : three float64 arrays of shape (max(n_regions, 1),)
+        Per region: those points, and the sums of the weights and of their squares.
+    """
+    return _nobj(cat), _region_sums(cat, n_regions)
+
+
+def counts_from_raw(raw, cat1, cat2, bins, n_regions, weighted):
+    """The :class:`PairCounts` of a backend's :class:`~sphgpu.tpacf.reference.RawCounts` of
+    ``cat1`` x ``cat2`` (``cat2`` None: auto), with the totals of those catalogs: written once
+    here for every backend and for :mod:`sphgpu.distributed.tpacf`.
+
+    ``bins``: the AngularBins counted; ``n_regions``: int, jackknife regions (0: none);
+    ``weighted``: bool, whether weighted totals are kept.
+    """
+    return counts_from_sums(raw, catalog_sums(cat1, n_regions),
+                            None if cat2 is None else catalog_sums(cat2, n_regions),
+                            bins, n_regions, weighted)
+
+
+def counts_from_sums(raw, sums1, sums2, bins, n_regions, weighted):
+    """:func:`counts_from_raw` from each catalog's :func:`catalog_sums` (``sums2`` None: auto),
+    which a caller may have made without holding the catalog (summed over the chunks of a
+    file that no single process reads whole)."""
+    t, st, wt, wst = _totals_of_sums(sums1[1], None if sums2 is None else sums2[1],
+                                     n_regions, weighted)
+    reg = n_regions > 0
+    return PairCounts(
+        bins, raw.counts, n1=sums1[0], n2=(sums1 if sums2 is None else sums2)[0],
+        auto=sums2 is None, total=t.sum(), self_total=st.sum(), weights=raw.weights,
+        weighted_total=None if wt is None else wt.sum(),
+        weighted_self_total=None if wst is None else wst.sum(),
+        patch_counts=raw.patch_counts, patch_weights=raw.patch_weights,
+        patch_total=t if reg else None, patch_weighted_total=wt if reg else None,
+        patch_self_total=st if reg else None, patch_weighted_self_total=wst if reg else None,
+        theta_sum=raw.theta_sum, log_theta_sum=raw.log_theta_sum,
+        pairs_compared=raw.pairs_compared, refined=raw.refined, pairs_at_once=raw.at_once)

@@ -47,7 +47,7 @@ import warnings
 
 import numpy as np
 
-from .estimators import _list, _normed, _parts, combine
+from .estimators import combine, count_parts, counts_list, normed_counts
 from .jackknife import jackknife_covariance
 
 __all__ = ["VAR_METHODS", "NUM_BOOTSTRAP", "CROSS_PATCH_WEIGHTS", "covariance", "bootstrap_draws",
@@ -203,8 +203,9 @@ def _design(res, select, marked_mean=False):
         select = _marked_upper(select)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = combine(name, dd, dr, rr, rd=rd, select=select, normalization=norm)
-        d_tot = _parts(dd, select, norm)[1]
-        r = _normed(_list(rr, "rr"), select, norm, name == "multi-random") * d_tot[:, None]
+        d_tot = count_parts(dd, select, norm)[1]
+        r = normed_counts(counts_list(rr, "rr"), select, norm,
+                          name == "multi-random") * d_tot[:, None]
     empty = d_tot == 0
     v[empty] = 0.0                     # TreeCorr's xi of a selection without pairs
     no_rr = ~empty[:, None] & ((r == 0) | ~np.isfinite(r))
@@ -217,9 +218,9 @@ def _shot(res):
     name, dd, dr, rr, rd, norm = _terms(res)
 
     def pooled(pcs):
-        pcs = _list(pcs, "counts")
-        num = sum(_parts(c, None, norm)[0][0] for c in pcs)
-        tot = sum(_parts(c, None, norm)[1][0] for c in pcs)
+        pcs = counts_list(pcs, "counts")
+        num = sum(count_parts(c, None, norm)[0][0] for c in pcs)
+        tot = sum(count_parts(c, None, norm)[1][0] for c in pcs)
         npairs = sum(c.counts for c in pcs).astype(np.float64)
         mean_np = npairs.mean()
         return num, tot, (1.0 if mean_np == 0 else num.mean() / mean_np)

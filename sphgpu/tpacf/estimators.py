@@ -70,14 +70,16 @@ def check_estimator(name):
     return key
 
 
-def _list(x, name, empty=False):
+def counts_list(x, name, empty=False):
+    """``x`` (a PairCounts or a list or tuple of them) as a list, or TypeError naming ``name``;
+    an empty list passes only where ``empty``."""
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     if (not xs and not empty) or not all(isinstance(c, PairCounts) for c in xs):
         raise TypeError(f"{name} must be a PairCounts or a non-empty list of them")
     return xs
 
 
-def _parts(pc, select, normalization):
+def count_parts(pc, select, normalization):
     """(num, tot) of one PairCounts: num (m, nbins), tot (m,), for ``select`` None (the whole
     count, m = 1), "jackknife" (leave each region out, m = R) or an (m, R, R) array of weights
     of the patch pairs."""
@@ -93,10 +95,10 @@ def _parts(pc, select, normalization):
     return pc.patch_sums(select, normalization=normalization)
 
 
-def _normed(pcs, select, normalization, mean):
+def normed_counts(pcs, select, normalization, mean):
     """Normalised counts of a list of catalogs' counts: pooled (sums of counts over sums of
     totals) or, ``mean``, the average of each one's normalised counts. (m, nbins)."""
-    parts = [_parts(c, select, normalization) for c in pcs]
+    parts = [count_parts(c, select, normalization) for c in pcs]
     with np.errstate(divide="ignore", invalid="ignore"):
         if mean:
             return np.mean([n / t[:, None] for n, t in parts], axis=0)
@@ -134,9 +136,9 @@ def combine(name, dd, dr, rr, *, rd=None, select=None, normalization="pairs"):
     """
     name = check_estimator(name)
     normalization = check_normalization(normalization)
-    dd_, rr_ = _list(dd, "dd"), _list(rr, "rr")
-    dr_ = _list(dr, "dr", empty=name == "natural")
-    rd_ = None if rd is None else _list(rd, "rd")
+    dd_, rr_ = counts_list(dd, "dd"), counts_list(rr, "rr")
+    dr_ = counts_list(dr, "dr", empty=name == "natural")
+    rd_ = None if rd is None else counts_list(rd, "rd")
     for c in dd_ + dr_ + rr_ + (rd_ or []):
         if not c.bins.same_as(dd_[0].bins):
             raise ValueError("all counts must use the same bins")
@@ -144,14 +146,14 @@ def combine(name, dd, dr, rr, *, rd=None, select=None, normalization="pairs"):
         raise ValueError(f"drs and rrs must have one entry per random catalog, got "
                          f"{len(dr_)} and {len(rr_)}")
     mean = name == "multi-random"
-    d = _normed(dd_, select, normalization, False)
-    r = _normed(rr_, select, normalization, mean)
+    d = normed_counts(dd_, select, normalization, False)
+    r = normed_counts(rr_, select, normalization, mean)
     with np.errstate(divide="ignore", invalid="ignore"):
         if name == "natural":
             w = d / r - 1.0
         else:
-            x = _normed(dr_, select, normalization, mean)
-            y = x if rd_ is None else _normed(rd_, select, normalization, mean)
+            x = normed_counts(dr_, select, normalization, mean)
+            y = x if rd_ is None else normed_counts(rd_, select, normalization, mean)
             w = (d - x - y + r) / r
     if select is None:
         w = w[0]

@@ -21,7 +21,7 @@ import numpy as np
 from .._atomic import atomic_write
 from ..io.fitsfile import astropy_fits, open_fits, write_fits
 from .bins import AngularBins
-from .counts import _ADDITIVE, PairCounts
+from .counts import ADDITIVE, PairCounts
 from . import covariance as cov_
 from .jackknife import JackknifeRegions
 
@@ -184,7 +184,7 @@ class CorrelationResult:
                 arrays[name] = np.asarray(v)
         for key, pc in self._terms():
             meta["terms"][key] = {n: getattr(pc, n) for n in _PC_SCALARS}
-            for n in _ADDITIVE:
+            for n in ADDITIVE:
                 v = getattr(pc, n)
                 if isinstance(v, np.ndarray):
                     arrays[f"{key}.{n}"] = v
@@ -215,7 +215,7 @@ class CorrelationResult:
         bins = AngularBins(arrays["bins_edges"], meta["unit"], spacing=meta["spacing"])
         terms = {}
         for key, scalars in meta["terms"].items():
-            kw = {n: arrays.get(f"{key}.{n}") for n in _ADDITIVE
+            kw = {n: arrays.get(f"{key}.{n}") for n in ADDITIVE
                   if f"{key}.{n}" in arrays}
             kw.update(scalars)
             terms[key] = PairCounts(bins, **kw)

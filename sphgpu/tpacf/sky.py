@@ -114,17 +114,20 @@ def point_math(jit, mul, add):
 
 
 @numba.njit(inline="always")
-def _mul(a, b):
+def host_mul(a, b):
+    """a * b, compiled for the host: :func:`point_math` and the slop geometry take the
+    product and the sum as functions, so that the CUDA kernels can give their own."""
     return a * b
 
 
 @numba.njit(inline="always")
-def _add(a, b):
+def host_add(a, b):
+    """a + b, compiled for the host (see :func:`host_mul`)."""
     return a + b
 
 
 #: the host's compiled point functions (Numba does not contract a * b + c without fastmath)
-host_math = point_math(numba.njit(inline="always"), _mul, _add)
+host_math = point_math(numba.njit(inline="always"), host_mul, host_add)
 _unit_vector = host_math.unit_vector
 _cell = host_math.cell
 
