@@ -436,6 +436,44 @@ def test_the_device_count_is_a_kernel_module_that_closes_no_circle():
     assert "count_outside" in defined
 
 
+#: The array kinds, whose home is sphgpu._device; sphgpu._validate names them too, for the modules
+#: of :data:`KINDS_VIA_VALIDATE`.
+KINDS = {"is_device_array", "array_module_of", "as_contiguous"}
+#: Modules that still import array kinds from sphgpu._validate, as "module: name". The list can
+#: only shrink; once empty, _validate stops naming them.
+KINDS_VIA_VALIDATE = {
+    "sphgpu.convolve.run: is_device_array",
+    "sphgpu.distributed.sht: is_device_array",
+    "sphgpu.sht.spectra: array_module_of",
+    "sphgpu.sht.spectra: is_device_array",
+}
+
+
+def kinds_via_validate(modules):
+    """"module: name" of every import of an array kind from sphgpu._validate."""
+    return {f"{m}: {n}" for m, p in modules.items()
+            for t, n, _ in _imported_names(m, p, modules)
+            if t == "sphgpu._validate" and n in KINDS}
+
+
+def test_kinds_check_can_fail(tmp_path):
+    modules = _package_files(tmp_path, {
+        "__init__.py": "", "_validate.py": "", "_device.py": "",
+        "sht/__init__.py": "from .._validate import check_int, is_device_array\n",
+        "sht/plan.py": "from .._device import array_module_of\n"
+                       "def f():\n    from sphgpu._validate import as_contiguous\n"})
+    assert kinds_via_validate(modules) == {"sphgpu.sht: is_device_array",
+                                           "sphgpu.sht.plan: as_contiguous"}
+
+
+def test_array_kinds_are_imported_from_their_home():
+    found = kinds_via_validate(MODULES)
+    new = sorted(found - KINDS_VIA_VALIDATE)
+    assert not new, "import array kinds from sphgpu._device: " + "; ".join(new)
+    gone = sorted(KINDS_VIA_VALIDATE - found)
+    assert not gone, "KINDS_VIA_VALIDATE lists imports that are gone: delete " + "; ".join(gone)
+
+
 # ----------------------------------------------------------------------------- capability shape
 #: The capability folders, those the backend registry knows (DESIGN.md, "Backends"): every one has
 #: the files of :data:`SHAPE`.

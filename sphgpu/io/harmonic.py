@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from .._validate import is_device_array
+from .._device import is_device_array
 from . import fitsfile
 from .maps import _add_cards, fits_format
 

@@ -21,7 +21,8 @@ import re
 
 import numpy as np
 
-from .._validate import UNSEEN, is_device_array
+from .._device import is_device_array
+from .._validate import UNSEEN
 from ..pixelfunc import npix2nside, reorder, scatter_pixels
 from ..pixelfunc.api import MAX_NSIDE
 from . import fitsfile

@@ -15,8 +15,7 @@ import numpy as np
 from .. import _fast_launch
 from .._device import SIMULATOR, to_host
 from .._device import array_module as _xp
-from .._device import device_constant as _const
-from .._validate import is_device_array
+from .._device import is_device_array, device_constant as _const
 from ._cuda_kernels import coupling_kernel
 from .coupling import BLOCKS
 

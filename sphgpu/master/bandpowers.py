@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_int, is_device_array
+from .._device import is_device_array
+from .._validate import check_int
 from ..sht import pixwin as _pixwin
 from .bins import Bins
 from .coupling import SPECTRA, Coupling, _nside_of, _spins, coupling_matrix

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backends
-from .._validate import check_int, is_device_array
+from .._device import is_device_array
+from .._validate import check_int
 from ..sht import anafast
 
 __all__ = ["Coupling", "coupling_matrix", "mask_spectrum", "pure_ratio", "require_apodized",

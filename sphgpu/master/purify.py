@@ -55,8 +55,8 @@ import warnings
 
 import numpy as np
 
-from .._device import array_module_of as _array_module
-from .._validate import as_maps, check_int, is_device_array
+from .._device import is_device_array, array_module_of as _array_module
+from .._validate import as_maps, check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import alm2cl, alm2map_der1, alm2map_spin, map2alm, map2alm_spin

@@ -13,7 +13,8 @@ import numbers
 
 import numpy as np
 
-from .._validate import UNSEEN, check_int, is_device_array
+from .._device import is_device_array
+from .._validate import UNSEEN, check_int
 
 __all__ = ["reorder", "ud_grade", "nest2ring", "ring2nest", "npix2nside", "nside2npix",
            "scatter_pixels"]

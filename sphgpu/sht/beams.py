@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 from .. import _host_threads
-from .._device import like_input
-from .._validate import as_real_array, check_int, is_device_array
+from .._device import is_device_array, like_input
+from .._validate import as_real_array, check_int
 
 __all__ = ["beam2bl", "bl2beam"]
 

@@ -19,8 +19,8 @@ import numbers
 
 import numpy as np
 
-from .._device import like_input
-from .._validate import as_maps, check_int, is_device_array
+from .._device import is_device_array, like_input
+from .._validate import as_maps, check_int
 from ..alm import AlmLayout
 from .transforms import alm2map, map2alm
 

@@ -26,9 +26,8 @@ import numpy as np
 
 from .. import backends
 from .._kept import Kept
-from .._device import like_input
-from .._validate import (array_module_of, as_contiguous, check_fits_in_memory, check_flag,
-                         check_int, is_device_array)
+from .._device import array_module_of, as_contiguous, is_device_array, like_input
+from .._validate import check_fits_in_memory, check_flag, check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import like_input
-from .._validate import check_finite, check_int, is_device_array
+from .._device import is_device_array, like_input
+from .._validate import check_finite, check_int
 from ..alm import AlmLayout
 
 __all__ = ["resize_alm"]

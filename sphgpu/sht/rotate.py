@@ -15,7 +15,8 @@ import numbers
 import numpy as np
 
 from .. import _host_threads
-from .._validate import check_finite, check_int, is_device_array
+from .._device import is_device_array
+from .._validate import check_finite, check_int
 from ..alm import AlmLayout
 
 __all__ = ["rotate_alm", "euler_from_matrix"]

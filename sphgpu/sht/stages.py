@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from .._device import array_module
-from .._validate import check_int, is_device_array
+from .._device import array_module, is_device_array
+from .._validate import check_int
 
 __all__ = ["packed_size", "alm2leg", "leg2alm", "leg2map", "map2leg"]
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._device import like_input
-from .._validate import (array_module_of, as_complex_array, as_maps, check_fits_in_memory,
-                         check_flag, check_int, is_device_array)
+from .._device import array_module_of, is_device_array, like_input
+from .._validate import as_complex_array, as_maps, check_fits_in_memory, check_flag, check_int
 from ..alm import AlmLayout
 from .plan import check_kind, nside_from_npix, plan_for, resolve_geometry, shape_kind, spin_lead
 

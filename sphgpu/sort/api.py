@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backends
-from .._device import like_input
-from .._validate import check_int, is_device_array
+from .._device import is_device_array, like_input
+from .._validate import check_int
 from .keys import (FLOAT, SIGNED, SUPPORTED_DTYPES, UNSIGNED, bits_needed, float_radix_keys,
                    from_radix_keys, radix_dtype, to_radix_keys)
 

@@ -12,8 +12,7 @@ import os
 
 import numpy as np
 
-from .._device import SIMULATOR, array_module, to_host
-from .._validate import is_device_array
+from .._device import SIMULATOR, array_module, is_device_array, to_host
 from ..io.fitsfile import open_fits
 from . import sky
 
