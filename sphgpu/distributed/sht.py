@@ -540,6 +540,15 @@ def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progre
         data = [items[i] for i in todo]
         if names is None:
             data = _scatter(client, data, resources, transfer)
+        else:
+            # the caller's futures cannot be sent again from here: one whose data is gone
+            # (cancelled, released, or lost with its worker) ends the call, by its name
+            gone = [names[i] for i in todo if items[i].cancelled()]
+            if gone:
+                raise WorkersLostError(
+                    f"{', '.join(gone)}: future(s) whose data is no longer on the workers "
+                    "(cancelled, released, or lost with a worker); no result is returned: "
+                    "send the data again (to_workers or client.scatter)")
         key = _key(stage)                   # new keys for every round
         return [[client.submit(fn, d, None if names is None else names[i], *args,
                                key=(key, i), resources=resources)]
