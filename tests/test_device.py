@@ -1,5 +1,6 @@
-"""Host-to-device copies: large NumPy arrays go up through page-locked buffers in chunks, and
-must arrive bit for bit, whatever their size, shape and dtype."""
+"""Array kinds (sphgpu._device): host and device arrays told apart, contiguous copies made only
+when needed, and host-to-device copies: large NumPy arrays go up through page-locked buffers in
+chunks, and must arrive bit for bit, whatever their size, shape and dtype."""
 import numpy as np
 import pytest
 
@@ -29,3 +30,36 @@ def test_upload_under_the_simulator_is_the_array_itself(rng):
         pytest.skip("simulator only")
     a = rng.standard_normal(10)
     assert _device.to_device(a) is a
+
+
+class _FakeDeviceArray:
+    """Anything that says it lives on a GPU (the CUDA array interface), as Numba's and
+    CuPy's arrays do."""
+    __cuda_array_interface__ = {"shape": (3,), "typestr": "<f8", "data": (0, False),
+                                "version": 3}
+
+
+def test_array_kinds_are_told_by_the_cuda_array_interface(rng):
+    a = rng.standard_normal(5)
+    assert not _device.is_device_array(a) and not _device.is_device_array([1.0, 2.0])
+    assert not _device.is_device_array(np.ma.masked_array(a))
+    assert _device.is_device_array(_FakeDeviceArray())
+    assert _device.array_module_of(a) is np and _device.array_module_of([1.0]) is np
+
+
+def test_as_contiguous_copies_a_host_array_only_when_needed(rng):
+    a = rng.standard_normal((3, 8))
+    assert _device.as_contiguous(a, np.float64) is a
+    strided = _device.as_contiguous(a[:, ::2], np.float64)
+    assert strided.flags.c_contiguous and np.array_equal(strided, a[:, ::2])
+    cast = _device.as_contiguous(a, np.complex128)
+    assert cast.dtype == np.complex128 and np.array_equal(cast.real, a)
+
+
+def test_the_checks_name_the_kinds_of_their_home():
+    # sphgpu._validate names the kinds for modules that import them from there (see
+    # tests/test_architecture.py, KINDS_VIA_VALIDATE): the same functions, not copies
+    from sphgpu import _validate
+
+    for name in ("is_device_array", "array_module_of", "as_contiguous"):
+        assert getattr(_validate, name) is getattr(_device, name)
