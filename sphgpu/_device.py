@@ -135,15 +135,18 @@ def to_device(a):
 
 
 def to_host(a):
-    """A NumPy array of ``a`` (a copy from the device, or ``a`` itself).
+    """A NumPy array of ``a`` (a copy from the device, or ``a`` itself): ``a`` a NumPy, CuPy
+    or Numba device array.
 
-    Large arrays are copied into page-locked memory from CuPy's pinned pool: the copy runs at
+    Large CuPy arrays are copied into page-locked memory from CuPy's pinned pool: the copy runs at
     the bus's speed, several times that of the driver's pageable staging
     (benchmarks/results/sht.json, "bus"), and the pool reuses the buffer once the returned
     array is dropped.
     """
     if isinstance(a, np.ndarray):
         return a
+    if not hasattr(a, "get"):          # a Numba device array (the simulator's too)
+        return np.asarray(a.copy_to_host())
     if a.nbytes >= PINNED_MIN_BYTES:
         import cupyx
 

@@ -63,3 +63,14 @@ def test_the_checks_name_the_kinds_of_their_home():
 
     for name in ("is_device_array", "array_module_of", "as_contiguous"):
         assert getattr(_validate, name) is getattr(_device, name)
+
+
+def test_a_numba_device_array_comes_back_to_the_host(rng):
+    # Numba's device arrays have no .get(): to_host copies them with Numba's own call
+    if not _device.SIMULATOR:
+        pytest.skip("simulator only")
+    from numba import cuda
+
+    a = rng.standard_normal((2, 5))
+    back = _device.to_host(cuda.to_device(a))
+    assert isinstance(back, np.ndarray) and np.array_equal(back, a)

@@ -39,7 +39,7 @@ def _array(name, a, n=None, kind="f"):
     if a is None or isinstance(a, (str, bytes)):
         raise TypeError(f"{name} must be a 1-D array, got {type(a).__name__}")
     if is_device_array(a):
-        a = to_host(a) if hasattr(a, "get") else np.asarray(a.copy_to_host())
+        a = to_host(a)
     arr = np.asarray(a)
     if arr.dtype.kind not in ("fiu" if kind == "f" else "iu"):
         want = "real numbers" if kind == "f" else "integers"

@@ -84,3 +84,21 @@ def test_catalog_helpers(rng):
     s = c.subset(c.labels != 1)
     assert s.size == 30 - np.count_nonzero(np.arange(30) % 4 == 1)
     assert c.with_labels(None).labels is None
+
+
+def test_numba_device_arrays_make_the_same_catalog(rng):
+    # under the simulator Numba's device arrays come back to the host (sphgpu._device.to_host)
+    from sphgpu._device import SIMULATOR
+
+    if not SIMULATOR:
+        pytest.skip("simulator only")
+    from numba import cuda
+
+    ra, dec = sky(rng, 40, dec=(0, 20), ra=(0, 20))
+    w, lab = rng.uniform(1, 2, 40), rng.integers(0, 3, 40)
+    c = Catalog(*(cuda.to_device(x) for x in (ra, dec)), weights=cuda.to_device(w),
+                labels=cuda.to_device(lab))
+    np.testing.assert_array_equal(c.ra, ra)
+    np.testing.assert_array_equal(c.dec, dec)
+    np.testing.assert_array_equal(c.weights, w)
+    np.testing.assert_array_equal(c.labels, lab)
