@@ -802,6 +802,59 @@ def _eth(xp, c, t, j, bar, transpose=False):
     return out.reshape(shape)
 
 
+def _coefficient_sets(alm, spin, layout, xp):
+    """:func:`spin.coefficient_sets` (alm (k, r, nalm) -> (k, r, nalm_ext)) in one kernel for
+    spin <= K.SPIN_FUSED; the passes one by one above that."""
+    if spin > K.SPIN_FUSED:
+        return spin_mod.coefficient_sets(alm, spin, layout, xp, _eth)
+    t = spin_mod._device_tables(xp, layout, spin)
+    alm = xp.ascontiguousarray(alm)
+    k, r, _ = alm.shape
+    n = t[0].shape[0]
+    out = xp.empty((k, r, n), dtype=np.complex128)
+    _go(K.spin_sets_kernel, (math.ceil(n / 128), k), 128, alm, t[4], t[0], t[1], t[2], t[3],
+        layout.lmax, spin, out)
+    return out
+
+
+def _coefficient_sets_adjoint(g, spin, layout, xp):
+    """:func:`spin.coefficient_sets_adjoint` ((k, r, nalm_ext) -> (k, r, nalm)) in one kernel
+    for spin <= K.SPIN_FUSED; the passes one by one above that."""
+    if spin > K.SPIN_FUSED:
+        return spin_mod.coefficient_sets_adjoint(g, spin, layout, xp, _eth)
+    t = spin_mod._device_tables(xp, layout, spin)
+    g = xp.ascontiguousarray(g)
+    k, r, _ = g.shape
+    nalm = t[5].shape[0]
+    out = xp.empty((k, r, nalm), dtype=np.complex128)
+    _go(K.spin_sets_adjoint_kernel, (math.ceil(nalm / 128), k), 128, g, t[5], t[4], t[0],
+        t[1], t[2], t[3], spin, out)
+    return out
+
+
+#: orders summed by one block row of :func:`cl_sums_kernel`: enough blocks to fill the GPU at
+#: a few sets, each chunk's partial sums one (k, npairs, lmax + 1) slice
+CL_CHUNK = 256
+
+
+def spectra_sums(alm, pairs, lmax, mmax):
+    """healpy's alm2cl sums before the 1 / (2l + 1): alm (k, n, nalm) complex128 (device, or
+    NumPy under the simulator) in the layout (lmax, mmax), n <= K.CL_FIELDS; pairs: list of
+    (i, j) fields. Returns (k, len(pairs), lmax + 1) float64 of the input's kind,
+    sum_m w_m Re(a_i,lm conj(a_j,lm)) with w = 1 at m = 0 and 2 above; the same bits run to
+    run (partial sums per chunk of orders, then added in a fixed order)."""
+    xp = _xp()
+    alm = xp.ascontiguousarray(alm)
+    k = alm.shape[0]
+    chunks = mmax // CL_CHUNK + 1
+    pi = _const(np.array([i for i, _ in pairs], dtype=np.int64))
+    pj = _const(np.array([j for _, j in pairs], dtype=np.int64))
+    part = xp.empty((k, chunks, len(pairs), lmax + 1))
+    _go(K.cl_sums_kernel, (math.ceil((lmax + 1) / 128), chunks, k), 128, alm, pi, pj, lmax,
+        mmax, CL_CHUNK, part)
+    return part.sum(axis=1)
+
+
 def _run_spin(data, spin, layout, geometry, forward, pl=None):
     """A spin (rows E, B) or polarized (rows T, E, B) transform on the device: the spin
     coefficient passes of :mod:`sphgpu.sht.spin` around this backend's scalar Legendre and ring
@@ -817,13 +870,15 @@ def _run_spin(data, spin, layout, geometry, forward, pl=None):
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
                                       lambda c, ext: _synthesis_legendre(c, pl, xp),
-                                      lambda leg, s: _leg2map(leg, pl, xp, s), xp, _eth)
+                                      lambda leg, s: _leg2map(leg, pl, xp, s), xp, _eth,
+                                      sets=lambda b: _coefficient_sets(b, spin, layout, xp))
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
                                      lambda m, s: _map2leg(m, pl, xp, scale=s),
                                      lambda leg, ext: _analysis_legendre(leg, pl, xp), xp,
-                                     _eth)
+                                     _eth, sets_adjoint=lambda g: _coefficient_sets_adjoint(
+                                         g, spin, layout, xp))
     with _memory_named(pl, rows):
         outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]
     out = outs[0] if len(outs) == 1 else xp.concatenate(outs)

@@ -36,7 +36,8 @@ refresh_kernel_cache(__file__, legendre.__file__)
 __all__ = ["coefficient_tables_kernel", "first_alive_kernel", "alm2leg_kernel", "alm2leg_mma_kernel", "leg2alm_kernel", "leg2alm_mma_kernel", "chirp_kernel",
            "fold_pair_kernel", "unchirp_pair_kernel", "chirp_map_pair_kernel",
            "unfold_pair_kernel", "fold_kernel", "unchirp_kernel", "gather_rings_kernel",
-           "unfold_kernel", "eth_kernel", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
+           "unfold_kernel", "eth_kernel", "spin_sets_kernel", "spin_sets_adjoint_kernel",
+           "cl_sums_kernel", "SPIN_FUSED", "CL_FIELDS", "ALM2LEG_THREADS", "ALM2LEG_PAIRS", "LEG2ALM_THREADS", "LEG2ALM_PAIRS",
            "LEG2ALM_MAX_MAPS", "CHECK_EVERY", "MMA_CHUNK",
            "LEG2ALM_MMA_MAPS", "RING_THREADS"]
 
@@ -1309,6 +1310,18 @@ def unfold_kernel(conv, rings, nphi, phi0, weight, scale, leg):
         leg[i, ring, m] = g * _cis(-m * phi0[row]) * (weight[row] * _row_scale(scale, i, ring))
 
 
+@cuda.jit(device=True, inline=True)
+def _eth_at(dn, cur, up, lv, m, e, en, j, sign_m, transpose):
+    """One eth pass at one coefficient: from the set's values at j-1, j, j+1 (``dn``, ``cur``,
+    ``up``) and that coefficient's l, m, eps_l, eps_{l+1} (see :func:`eth_kernel`)."""
+    if transpose:
+        d = (lv * en) * up - ((lv + 1.0) * e) * dn
+    else:
+        d = ((lv - 1.0) * e) * dn - ((lv + 2.0) * en) * up
+    x = e * dn + en * up
+    return -(d - (2.0 * j) * x + (sign_m * m) * cur)
+
+
 @cuda.jit(cache=True)
 def eth_kernel(c, fl, fm, eps, eps_next, j, sign_m, transpose, out):
     """One spin-raising (sign_m = -1) or lowering (+1) pass of :mod:`sphgpu.sht.spin` on
@@ -1323,15 +1336,204 @@ def eth_kernel(c, fl, fm, eps, eps_next, j, sign_m, transpose, out):
     r = cuda.blockIdx.y
     n = c.shape[1]
     if i < n:
-        cur = c[r, i]
         dn = c[r, i - 1] if i > 0 else 0j
         up = c[r, i + 1] if i + 1 < n else 0j
-        e = eps[i]
-        en = eps_next[i]
-        lv = fl[i]
-        if transpose:
-            d = (lv * en) * up - ((lv + 1.0) * e) * dn
-        else:
-            d = ((lv - 1.0) * e) * dn - ((lv + 2.0) * en) * up
-        x = e * dn + en * up
-        out[r, i] = -(d - (2.0 * j) * x + (sign_m * fm[i]) * cur)
+        out[r, i] = _eth_at(dn, c[r, i], up, fl[i], fm[i], eps[i], eps_next[i], j, sign_m,
+                            transpose)
+
+
+#: the largest spin whose coefficient passes run as one kernel (:func:`spin_sets_kernel`): a
+#: thread holds the 2 * SPIN_FUSED + 1 values of each set around its coefficient in registers
+SPIN_FUSED = 2
+
+
+@cuda.jit(device=True, inline=True)
+def _orig_index(lv, mv, lmax):
+    """Index of (l, m) in the m-major layout of band limit lmax (-1 where l > lmax)."""
+    l = int(lv)
+    m = int(mv)
+    if l > lmax:
+        return -1
+    return m * (2 * lmax + 1 - m) // 2 + l
+
+
+@cuda.jit(device=True, inline=True)
+def _eth_at_index(dn, cur, up, x, n, fl, fm, eps, eps_next, j, sign_m, transpose):
+    """:func:`_eth_at` at coefficient x with its tables, 0 outside 0..n-1 (as the NumPy passes,
+    which have no value there)."""
+    if x < 0 or x >= n:
+        return 0j
+    return _eth_at(dn, cur, up, fl[x], fm[x], eps[x], eps_next[x], j, sign_m, transpose)
+
+
+@cuda.jit(device=True, inline=True)
+def _ladder(v0, v1, v2, v3, v4, p, n, fl, fm, eps, eps_next, spin, sign_m, transpose):
+    """``spin`` (1 or 2) eth passes at coefficient p of one set, from its values at p-2..p+2
+    (v0..v4, zero outside 0..n-1): raising (sign_m = -1) or lowering (+1) with j = 0, 1, or
+    the transposed passes in reverse order (j = spin - 1 .. 0). Scalars only, so that the
+    window stays in registers."""
+    if spin == 1:
+        return _eth_at_index(v1, v2, v3, p, n, fl, fm, eps, eps_next, 0.0, sign_m, transpose)
+    j = 1.0 if transpose else 0.0
+    u0 = _eth_at_index(v0, v1, v2, p - 1, n, fl, fm, eps, eps_next, j, sign_m, transpose)
+    u1 = _eth_at_index(v1, v2, v3, p, n, fl, fm, eps, eps_next, j, sign_m, transpose)
+    u2 = _eth_at_index(v2, v3, v4, p + 1, n, fl, fm, eps, eps_next, j, sign_m, transpose)
+    return _eth_at_index(u0, u1, u2, p, n, fl, fm, eps, eps_next, 1.0 - j, sign_m, transpose)
+
+
+@cuda.jit(device=True, inline=True)
+def _embedded(alm, q, row, x, n, norm, fl, fm, lmax, reach):
+    """N_l a_lm of ``alm[q, row]`` at extended coefficient x (0 outside 0..n-1, beyond
+    ``reach``, i.e. unused, or where l > lmax)."""
+    if reach < 0 or x < 0 or x >= n:
+        return 0j
+    i = _orig_index(fl[x], fm[x], lmax)
+    if i < 0:
+        return 0j
+    return alm[q, row, i] * norm[x]
+
+
+@cuda.jit(cache=True)
+def spin_sets_kernel(alm, norm, fl, fm, eps, eps_next, lmax, spin, out):
+    """Every row's scalar coefficient set of a spin-s synthesis in one pass
+    (:func:`sphgpu.sht.spin.coefficient_sets`, s <= SPIN_FUSED): the embedding into the
+    extended layout, the factor N_l, the s raising and s lowering passes and their sums, at
+    once.
+
+    Launch: grid (ceil(n / 128), k), block 128. alm (k, r, nalm) complex128, r = 2 (E, B) or
+    3 (T, E, B), in the m-major layout of ``lmax``; norm, fl, fm, eps, eps_next (n,) float64 of
+    ``spin._tables`` on the extended layout (lmax + spin); out (k, r, n) complex128: T embedded
+    as it is, then the Q and U sets.
+    """
+    p = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    q = cuda.blockIdx.y
+    n = out.shape[2]
+    r = out.shape[1]
+    if p >= n:
+        return
+    e, b = r - 2, r - 1
+    # spin 1 needs p-1..p+1 only: the outer two are zero (reach < 0) and never read
+    e0 = _embedded(alm, q, e, p - 2, n, norm, fl, fm, lmax, spin - 2)
+    e1 = _embedded(alm, q, e, p - 1, n, norm, fl, fm, lmax, spin - 1)
+    e2 = _embedded(alm, q, e, p, n, norm, fl, fm, lmax, spin)
+    e3 = _embedded(alm, q, e, p + 1, n, norm, fl, fm, lmax, spin - 1)
+    e4 = _embedded(alm, q, e, p + 2, n, norm, fl, fm, lmax, spin - 2)
+    b0 = _embedded(alm, q, b, p - 2, n, norm, fl, fm, lmax, spin - 2)
+    b1 = _embedded(alm, q, b, p - 1, n, norm, fl, fm, lmax, spin - 1)
+    b2 = _embedded(alm, q, b, p, n, norm, fl, fm, lmax, spin)
+    b3 = _embedded(alm, q, b, p + 1, n, norm, fl, fm, lmax, spin - 1)
+    b4 = _embedded(alm, q, b, p + 2, n, norm, fl, fm, lmax, spin - 2)
+    up_e = _ladder(e0, e1, e2, e3, e4, p, n, fl, fm, eps, eps_next, spin, -1.0, False)
+    dn_e = _ladder(e0, e1, e2, e3, e4, p, n, fl, fm, eps, eps_next, spin, 1.0, False)
+    up_b = _ladder(b0, b1, b2, b3, b4, p, n, fl, fm, eps, eps_next, spin, -1.0, False)
+    dn_b = _ladder(b0, b1, b2, b3, b4, p, n, fl, fm, eps, eps_next, spin, 1.0, False)
+    # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E), P+- = (up +- dn) / 2
+    pe = 0.5 * (up_e + dn_e)
+    me = 0.5 * (up_e - dn_e)
+    pb = 0.5 * (up_b + dn_b)
+    mb = 0.5 * (up_b - dn_b)
+    out[q, e, p] = -(pe + 1j * mb)
+    out[q, b, p] = -(pb - 1j * me)
+    if r == 3:
+        i = _orig_index(fl[p], fm[p], lmax)
+        out[q, 0, p] = alm[q, 0, i] if i >= 0 else 0j
+
+
+@cuda.jit(device=True, inline=True)
+def _row_at(g, q, row, x, n, reach):
+    """g[q, row, x] (0 outside 0..n-1 or beyond ``reach``)."""
+    if reach < 0 or x < 0 or x >= n:
+        return 0j
+    return g[q, row, x]
+
+
+@cuda.jit(cache=True)
+def spin_sets_adjoint_kernel(g, inner, norm, fl, fm, eps, eps_next, spin, out):
+    """Adjoint of :func:`spin_sets_kernel` (:func:`sphgpu.sht.spin.coefficient_sets_adjoint`)
+    in one pass.
+
+    Launch: grid (ceil(nalm / 128), k), block 128. g (k, r, n) complex128 on the extended
+    layout (rows T, Q, U or Q, U); inner (nalm,) int64, the extended index of each coefficient
+    of the original layout; tables as in :func:`spin_sets_kernel`; out (k, r, nalm)
+    complex128: T, E, B or E, B.
+    """
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    q = cuda.blockIdx.y
+    n = g.shape[2]
+    r = g.shape[1]
+    if i >= out.shape[2]:
+        return
+    p = inner[i]
+    rq, ru = r - 2, r - 1
+    q0 = _row_at(g, q, rq, p - 2, n, spin - 2)
+    q1 = _row_at(g, q, rq, p - 1, n, spin - 1)
+    q2 = _row_at(g, q, rq, p, n, spin)
+    q3 = _row_at(g, q, rq, p + 1, n, spin - 1)
+    q4 = _row_at(g, q, rq, p + 2, n, spin - 2)
+    u0 = _row_at(g, q, ru, p - 2, n, spin - 2)
+    u1 = _row_at(g, q, ru, p - 1, n, spin - 1)
+    u2 = _row_at(g, q, ru, p, n, spin)
+    u3 = _row_at(g, q, ru, p + 1, n, spin - 1)
+    u4 = _row_at(g, q, ru, p + 2, n, spin - 2)
+    # gp = (gq, gu) and gm = (i gu, -i gq) on the E and B rows; the passes start from
+    # up = (gp + gm) / 2 and dn = (gp - gm) / 2
+    up_e = _ladder(0.5 * (q0 + 1j * u0), 0.5 * (q1 + 1j * u1), 0.5 * (q2 + 1j * u2),
+                   0.5 * (q3 + 1j * u3), 0.5 * (q4 + 1j * u4),
+                   p, n, fl, fm, eps, eps_next, spin, -1.0, True)
+    dn_e = _ladder(0.5 * (q0 - 1j * u0), 0.5 * (q1 - 1j * u1), 0.5 * (q2 - 1j * u2),
+                   0.5 * (q3 - 1j * u3), 0.5 * (q4 - 1j * u4),
+                   p, n, fl, fm, eps, eps_next, spin, 1.0, True)
+    up_b = _ladder(0.5 * (u0 - 1j * q0), 0.5 * (u1 - 1j * q1), 0.5 * (u2 - 1j * q2),
+                   0.5 * (u3 - 1j * q3), 0.5 * (u4 - 1j * q4),
+                   p, n, fl, fm, eps, eps_next, spin, -1.0, True)
+    dn_b = _ladder(0.5 * (u0 + 1j * q0), 0.5 * (u1 + 1j * q1), 0.5 * (u2 + 1j * q2),
+                   0.5 * (u3 + 1j * q3), 0.5 * (u4 + 1j * q4),
+                   p, n, fl, fm, eps, eps_next, spin, 1.0, True)
+    out[q, r - 2, i] = -((up_e + dn_e) * norm[p])
+    out[q, r - 1, i] = -((up_b + dn_b) * norm[p])
+    if r == 3:
+        out[q, 0, i] = g[q, 0, p]
+
+
+#: fields and pairs of fields :func:`cl_sums_kernel` takes (T, E, B and a few more)
+CL_FIELDS = 6
+CL_PAIRS = CL_FIELDS * (CL_FIELDS + 1) // 2
+
+
+@cuda.jit(cache=True)
+def cl_sums_kernel(alm, pair_i, pair_j, lmax, mmax, chunk, part):
+    """Partial sums of healpy's alm2cl: part[q, c, s, l] = sum over the orders m of chunk c
+    (m = c * chunk .. c * chunk + chunk - 1, m <= min(l, mmax)) of w_m Re(a_i a_j*) at (l, m),
+    w_0 = 1 and w_m = 2 (the +-m pair), for the pairs s = (pair_i[s], pair_j[s]) of fields.
+
+    Launch: grid (ceil((lmax + 1) / 128), nchunks, k), block 128. alm (k, n, nalm) complex128
+    in the m-major layout (lmax, mmax), n <= CL_FIELDS; pair_i, pair_j (npairs,) int64;
+    part (k, nchunks, npairs, lmax + 1) float64. Every entry is written (zeros where the chunk
+    holds no order of l), so the sum over chunks in a fixed order is the whole, run to run the
+    same (no atomics).
+    """
+    l = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    c = cuda.blockIdx.y
+    q = cuda.blockIdx.z
+    if l > lmax:
+        return
+    npairs = pair_i.shape[0]
+    nf = alm.shape[1]
+    acc = cuda.local.array(CL_PAIRS, numba.float64)
+    a = cuda.local.array(CL_FIELDS, numba.complex128)
+    for s in range(npairs):
+        acc[s] = 0.0
+    m0 = c * chunk
+    m1 = min(m0 + chunk, min(l, mmax) + 1)
+    for m in range(m0, m1):
+        at = m * (2 * lmax + 1 - m) // 2 + l
+        wm = 1.0 if m == 0 else 2.0
+        for f in range(nf):
+            a[f] = alm[q, f, at]
+        for s in range(npairs):
+            x = a[pair_i[s]]
+            y = a[pair_j[s]]
+            acc[s] += wm * (x.real * y.real + x.imag * y.imag)
+    for s in range(npairs):
+        part[q, c, s, l] = acc[s]
+

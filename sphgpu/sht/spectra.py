@@ -123,6 +123,10 @@ def _pairs_by_diagonal(n):
     return [(i, i + d) for d in range(n) for i in range(n - d)]
 
 
+#: fields of one set whose spectra the GPU sums in one kernel (``_cuda_kernels.CL_FIELDS``)
+_DEVICE_SUM_FIELDS = 6
+
+
 def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     """Angular power (cross-)spectra, as healpy's ``alm2cl``.
 
@@ -173,12 +177,21 @@ def alm2cl(alms1, alms2=None, lmax=None, mmax=None, lmax_out=None, nspec=None):
     # m > 0 stands for +m and -m, whose products are complex conjugates: twice the real part;
     # the m = 0 entries, counted once, are the first n0 (m-major order, l = 0, 1, ...)
     n0 = min(layout.lmax, lmax_out) + 1
-    cl = xp.zeros((b1.shape[0], len(pairs), lmax_out + 1))
-    for q in range(b1.shape[0]):
-        for s, (i, j) in enumerate(pairs):
-            prod = (b1[q, i] * xp.conj(b2[q, j])).real
-            cl[q, s] = 2.0 * xp.bincount(lk, weights=prod, minlength=lmax_out + 1)
-            cl[q, s, :n0] -= prod[:n0]
+    if (alms2 is None and keep is None and is_device_array(a1)
+            and b1.shape[1] <= _DEVICE_SUM_FIELDS):
+        # auto and cross spectra of one set on the GPU: one kernel, no atomics (bincount's
+        # were most of a polarized Monte Carlo's spectra time, and rounded differently run to
+        # run)
+        from . import _cuda
+
+        cl = _cuda.spectra_sums(b1, pairs, layout.lmax, layout.mmax)
+    else:
+        cl = xp.zeros((b1.shape[0], len(pairs), lmax_out + 1))
+        for q in range(b1.shape[0]):
+            for s, (i, j) in enumerate(pairs):
+                prod = (b1[q, i] * xp.conj(b2[q, j])).real
+                cl[q, s] = 2.0 * xp.bincount(lk, weights=prod, minlength=lmax_out + 1)
+                cl[q, s, :n0] -= prod[:n0]
     cl /= xp.asarray(2.0 * np.arange(lmax_out + 1) + 1.0)
     if single:
         cl = cl[0, 0]

@@ -247,20 +247,21 @@ def scale_rows(leg, scale):
     return out.reshape(leg.shape)
 
 
-def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth):
+def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth, sets=None):
     """Spin-s (and, with 3 rows, polarized) synthesis through a backend's scalar steps.
 
     alm : (k, 2, nalm) E, B or (k, 3, nalm) T, E, B complex128 (T is spin 0).
     alm2leg(coeffs (n, nalm_ext), layout_ext) -> leg (n, nrings, mmax+1): the scalar Legendre
     step; leg2map(leg, scale) -> maps (n, npix): the ring step of ``scale_rows(leg, scale)``
-    (``scale`` from :func:`row_scale`: a backend may fuse the product into its ring pass). One
+    (``scale`` from :func:`row_scale`: a backend may fuse the product into its ring pass).
+    ``sets(alm)``: :func:`coefficient_sets` of ``alm``, where a backend has its own. One
     call of each serves every row, so a backend that shares its recurrence between the rows of
     a batch shares it for T, Q and U.
     Returns maps (k, 2 or 3, npix) float64: Q, U or I, Q, U.
     """
     k, r, _ = alm.shape
     ext = extended_layout(layout, spin)
-    coeffs = coefficient_sets(alm, spin, layout, xp, step)
+    coeffs = sets(alm) if sets else coefficient_sets(alm, spin, layout, xp, step)
     leg = alm2leg(coeffs.reshape(k * r, ext.size), ext)
     maps = leg2map(leg, row_scale(xp, geometry, spin, r))
     return maps.reshape(k, r, maps.shape[-1])
@@ -291,17 +292,21 @@ def coefficient_sets_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth, t
     return out
 
 
-def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth):
+def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth,
+             sets_adjoint=None):
     """Adjoint of :func:`synthesis` (weighted by the quadrature, as the scalar analysis).
 
     maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix), scale)
     -> ``scale_rows`` of the weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) ->
     coeffs (n, nalm_ext). ``step``: the implementation of :func:`eth` (a backend may pass a
-    fused kernel).
+    fused kernel); ``sets_adjoint(g)``: :func:`coefficient_sets_adjoint` of g, where a
+    backend has its own.
     Returns (k, 2 or 3, nalm) complex128: E, B or T, E, B.
     """
     k, r, npix = maps.shape
     ext = extended_layout(layout, spin)
     leg = map2leg(maps.reshape(k * r, npix), row_scale(xp, geometry, spin, r))
     g = leg2alm(leg, ext).reshape(k, r, ext.size)
+    if sets_adjoint:
+        return sets_adjoint(g)
     return coefficient_sets_adjoint(g, spin, layout, xp, step)
