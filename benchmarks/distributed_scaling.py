@@ -10,13 +10,17 @@ Workloads (sizes: --quick shrinks all of them to seconds on a CPU):
          ``sd.pair_counts`` from NumPy (stripes sent at every call) and from a Catalog kept
          on the workers (second call with the same object: nothing sent). Counts must be
          equal as integers to the baseline's.
-  sht    --maps (64) maps at --nside (2048), lmax 2 nside: the a_lm sent once
-         (``sd.to_workers``, onto the GPUs; transfer rate reported), then ``alm2map_many`` and
-         ``map2alm_many`` (iter 0) with inputs and outputs left on the workers; and --gathered
-         (16) maps from the client's NumPy a_lm back to NumPy maps (transfer rate reported).
-         Baseline: ``sphgpu.alm2map``/``map2alm`` per map in this process (device arrays on a
-         GPU, NumPy on CPU). Loopback bandwidth: one array of --loopback-mb to a worker and
-         back through Dask.
+  sht    --maps (64) maps at --nside (2048), lmax 2 nside. Baseline: the in-process plan,
+         ``sphgpu.SHT(nside, lmax).alm2map``/``map2alm`` (iter 0), time per map on device
+         arrays on a GPU (NumPy on CPU) -- what each Dask task runs on its worker -- and from
+         NumPy to NumPy. (1) Inputs and outputs on the workers: the a_lm sent once
+         (``sd.to_workers``, onto the GPUs; its reported send rate), then ``alm2map_many`` and
+         ``map2alm_many`` futures in, futures out, and ``alm2cl_many`` of the a_lm futures
+         (spectra back); efficiency E against the plan's time per map. (2) From and to the
+         client's NumPy arrays: --gathered (16) a_lm to maps (``alm2map_many``) and those maps
+         back to a_lm (``map2alm_many``), with the bytes, seconds and GB/s each call reports
+         (``report=``, a ``sphgpu.distributed.sht.Transfer``) against the loopback's: one
+         array of --loopback-mb to a worker and back through Dask (issue 42: within 2x).
   mc     ``MonteCarlo(..., fwhm_arcmin=5).run(client=...)`` T only at --mc-nside (2048): the
          first run on the fresh cluster (it is the cluster's first call; it warms every worker
          at once) and a steady-state run; baseline: the plain in-process run (steady).
@@ -115,16 +119,21 @@ def sht_inputs(cfg):
 
 
 def sht_plain(cfg, backend, lmax, alms, log):
+    """The in-process one-GPU baseline: time per map of ``sphgpu.SHT``'s alm2map and map2alm
+    (iter 0) on arrays already on the device (what each Dask task runs on its worker), of the
+    public ``sphgpu.alm2map`` on the same, and of the plan from NumPy a_lm to NumPy maps."""
     import sphgpu
 
     nside = cfg["nside"]
+    plan = sphgpu.SHT(nside, lmax, backend=backend)
     a = alms[:4]
     if backend == "cuda":
         import cupy
 
         a = cupy.asarray(a)
-    one = sphgpu.alm2map(a[0], nside, lmax=lmax, backend=backend)       # plan, JIT, tuning
-    sphgpu.map2alm(one, lmax, iter=0, backend=backend)
+    one = plan.alm2map(a[:1], pol=False)                                # plan, JIT, tuning
+    plan.map2alm(one, iter=0, pol=False)
+    sphgpu.alm2map(a[0], nside, lmax=lmax, backend=backend)
     sync(backend)
 
     def each(fn, xs):
@@ -134,19 +143,24 @@ def sht_plain(cfg, backend, lmax, alms, log):
             return out
         return _median(run, cfg["repeat"])
 
-    syn, syn_all, maps = each(lambda x: sphgpu.alm2map(x, nside, lmax=lmax, backend=backend), a)
-    ana, ana_all, _ = each(lambda m: sphgpu.map2alm(m, lmax, iter=0, backend=backend), maps)
-    host = [sphgpu.alm2map(x, nside, lmax=lmax, backend=backend) for x in alms[:2]]
-    hsyn, _, _ = _median(lambda: [sphgpu.alm2map(x, nside, lmax=lmax, backend=backend)
-                                  for x in alms[:2]], cfg["repeat"])
-    ref = np.asarray(host[0])
+    syn, _, maps = each(lambda x: plan.alm2map(x[None], pol=False), a)
+    ana, _, _ = each(lambda m: plan.map2alm(m, iter=0, pol=False), maps)
+    pub, _, _ = each(lambda x: sphgpu.alm2map(x, nside, lmax=lmax, backend=backend), a)
+    host = [plan.alm2map(x[None], pol=False) for x in alms[:2]]
+    hsyn, _, _ = _median(lambda: [plan.alm2map(x[None], pol=False) for x in alms[:2]],
+                         cfg["repeat"])
+    hana, _, _ = _median(lambda: [plan.map2alm(m, iter=0, pol=False) for m in host],
+                         cfg["repeat"])
+    ref = np.asarray(host[0])[0]
     kind = "device arrays" if backend == "cuda" else "NumPy"
-    log(f"SHT plain, nside {nside}: alm2map {syn / 4 * 1e3:.1f} ms a map, map2alm (iter 0) "
-        f"{ana / 4 * 1e3:.1f} ms a map ({kind}); from NumPy {hsyn / 2 * 1e3:.1f} ms a map")
+    log(f"SHT plain, nside {nside}: plan alm2map {syn / 4 * 1e3:.1f} ms a map, map2alm "
+        f"(iter 0) {ana / 4 * 1e3:.1f} ms a map ({kind}; sphgpu.alm2map {pub / 4 * 1e3:.1f} "
+        f"ms); from NumPy {hsyn / 2 * 1e3:.1f} and {hana / 2 * 1e3:.1f} ms a map")
     del maps, a
     free_pool(backend)
     return {"alm2map_s_per_map": syn / 4, "map2alm_s_per_map": ana / 4,
-            "alm2map_numpy_s_per_map": hsyn / 2, "inputs": kind}, ref
+            "alm2map_public_s_per_map": pub / 4, "alm2map_numpy_s_per_map": hsyn / 2,
+            "map2alm_numpy_s_per_map": hana / 2, "inputs": kind}, ref
 
 
 def _loopback(client, cfg):
@@ -167,7 +181,44 @@ def _loopback(client, cfg):
             "gather_GBps": a.nbytes / (t2 - t1) / 1e9}
 
 
+def _rates(t, loopback, prefix):
+    """The entries of one call's :class:`sphgpu.distributed.sht.Transfer` ``t``: bytes,
+    seconds, GB/s each way and against the loopback's GB/s (issue 42 asks within 2x)."""
+    def gbps(rate):
+        return None if rate is None else rate / 1e9
+
+    row = {f"{prefix}_sent_bytes": t.sent_bytes, f"{prefix}_send_s": t.send_seconds,
+           f"{prefix}_received_bytes": t.received_bytes, f"{prefix}_receive_s": t.receive_seconds,
+           f"{prefix}_send_GBps": gbps(t.send_rate), f"{prefix}_receive_GBps": gbps(t.receive_rate),
+           f"{prefix}_GBps": gbps(t.rate)}
+    if t.send_rate:
+        row[f"{prefix}_send_over_loopback"] = t.send_rate / 1e9 / loopback["send_GBps"]
+    if t.receive_rate:
+        row[f"{prefix}_receive_over_loopback"] = t.receive_rate / 1e9 / loopback["gather_GBps"]
+    return row
+
+
+def _timed_with_report(fn, repeat):
+    """(median seconds, all seconds, last result, Transfer of the median run) of
+    ``fn(report)`` run ``repeat`` times."""
+    runs = []
+    for _ in range(repeat):
+        got = []
+        t0 = time.perf_counter()
+        out = fn(got.append)
+        runs.append((time.perf_counter() - t0, got[0]))
+    order = sorted(range(repeat), key=lambda i: runs[i][0])
+    mid = order[(repeat - 1) // 2]
+    return statistics.median(r[0] for r in runs), [r[0] for r in runs], out, runs[mid][1]
+
+
 def sht_dask(client, n, cfg, backend, lmax, alms, plain, ref, log):
+    """The transforms through Dask on ``n`` workers: (1) inputs and outputs on the workers
+    (the a_lm sent once with ``to_workers``, onto the GPUs; ``alm2map_many`` and
+    ``map2alm_many`` futures in, futures out; ``alm2cl_many`` reducing the a_lm there, only
+    spectra back), efficiency against the in-process plan's time per map; (2) from and to the
+    client's NumPy arrays (``alm2map_many`` then ``map2alm_many``, --gathered maps), with the
+    transfer rates each call reports and the loopback's for comparison."""
     from distributed import wait
 
     import sphgpu.distributed as sd
@@ -177,12 +228,15 @@ def sht_dask(client, n, cfg, backend, lmax, alms, plain, ref, log):
     g = RingGeometry.healpix(nside)
     gpu = backend == "cuda"
     row = {"loopback": _loopback(client, cfg)}
+    lb = row["loopback"]
+    sent = []
     t0 = time.perf_counter()
-    futs = sd.to_workers(alms, client=client, backend=backend, on_device=gpu)
+    futs = sd.to_workers(alms, client=client, backend=backend, on_device=gpu,
+                         report=sent.append)
     wait(futs)
-    send = time.perf_counter() - t0
-    row["to_workers_s"] = send
-    row["to_workers_GBps"] = alms.nbytes / send / 1e9
+    row["to_workers_s"] = time.perf_counter() - t0
+    row["to_workers_GBps"] = alms.nbytes / row["to_workers_s"] / 1e9
+    row.update(_rates(sent[0], lb, "to_workers_scatter"))
 
     def synth():
         out = sd.alm2map_many(futs, lmax=lmax, geometry=g, client=client, backend=backend,
@@ -203,28 +257,54 @@ def sht_dask(client, n, cfg, backend, lmax, alms, plain, ref, log):
         return out
 
     analyse()                                                  # plans, JIT, tuning
-    ana, ana_all, _ = _median(analyse, cfg["repeat"])
-    del maps, futs
+    ana, ana_all, alm_f = _median(analyse, cfg["repeat"])
+    cl_s, cl_all, cl = _median(lambda: sd.alm2cl_many(alm_f, lmax, client=client,
+                                                      backend=backend), cfg["repeat"])
+    del maps, futs, alm_f
     row.update({"alm2map_kept_s": syn, "alm2map_kept_all_s": syn_all,
                 "map2alm_kept_s": ana, "map2alm_kept_all_s": ana_all,
                 "alm2map_kept_efficiency": plain["alm2map_s_per_map"] * k / (n * syn),
-                "map2alm_kept_efficiency": plain["map2alm_s_per_map"] * k / (n * ana)})
+                "map2alm_kept_efficiency": plain["map2alm_s_per_map"] * k / (n * ana),
+                "alm2cl_kept_s": cl_s, "alm2cl_kept_all_s": cl_all,
+                "alm2cl_bytes_back": int(cl.nbytes)})
     m = cfg["gathered"]
     sub = np.ascontiguousarray(alms[:m])
-    gmed, gall, got = _median(lambda: sd.alm2map_many(sub, nside, lmax, client=client,
-                                                      backend=backend), cfg["repeat"])
+    gmed, gall, got, syn_t = _timed_with_report(
+        lambda rep: sd.alm2map_many(sub, nside, lmax, client=client, backend=backend,
+                                    report=rep), cfg["repeat"])
+    amed, aall, _, ana_t = _timed_with_report(
+        lambda rep: sd.map2alm_many(got, lmax, iter=0, client=client, backend=backend,
+                                    report=rep), cfg["repeat"])
     moved = sub.nbytes + got.nbytes
     row.update({"gathered_s": gmed, "gathered_all_s": gall, "gathered_bytes": moved,
                 "gathered_GBps": moved / gmed / 1e9,
                 "gathered_efficiency": plain["alm2map_numpy_s_per_map"] * m / (n * gmed),
                 "gathered_err_vs_plain": float(np.linalg.norm(got[0] - ref)
-                                               / np.linalg.norm(ref))})
-    lb = row["loopback"]
-    log(f"  SHT: a_lm to the workers {send:.2f} s ({row['to_workers_GBps']:.2f} GB/s; "
-        f"loopback {lb['send_GBps']:.2f} GB/s out, {lb['gather_GBps']:.2f} back); kept: "
-        f"alm2map {syn:.3f} s (E {row['alm2map_kept_efficiency']:.2f}), map2alm {ana:.3f} s "
-        f"(E {row['map2alm_kept_efficiency']:.2f}); {m} gathered {gmed:.3f} s "
-        f"({row['gathered_GBps']:.2f} GB/s); error vs plain {row['err_vs_plain']:.1e}")
+                                               / np.linalg.norm(ref)),
+                "gathered_map2alm_s": amed, "gathered_map2alm_all_s": aall,
+                "gathered_map2alm_efficiency":
+                    plain["map2alm_numpy_s_per_map"] * m / (n * amed),
+                **_rates(syn_t, lb, "gathered_alm2map"),
+                **_rates(ana_t, lb, "gathered_map2alm")})
+
+    def r(key):
+        v = row.get(key)
+        return "-" if v is None else f"{v:.2f}"
+
+    log(f"  SHT: a_lm to the workers {row['to_workers_s']:.2f} s "
+        f"({r('to_workers_scatter_send_GBps')} GB/s; loopback {lb['send_GBps']:.2f} GB/s out, "
+        f"{lb['gather_GBps']:.2f} back); kept: alm2map {syn:.3f} s "
+        f"(E {row['alm2map_kept_efficiency']:.2f}), map2alm {ana:.3f} s "
+        f"(E {row['map2alm_kept_efficiency']:.2f}), spectra back {cl_s:.3f} s; "
+        f"error vs plain {row['err_vs_plain']:.1e}")
+    log(f"  SHT from/to NumPy, {m} maps: alm2map {gmed:.3f} s (E "
+        f"{row['gathered_efficiency']:.2f}; a_lm out {r('gathered_alm2map_send_GBps')} GB/s = "
+        f"{r('gathered_alm2map_send_over_loopback')} x loopback, maps back "
+        f"{r('gathered_alm2map_receive_GBps')} GB/s = "
+        f"{r('gathered_alm2map_receive_over_loopback')} x), map2alm {amed:.3f} s (E "
+        f"{row['gathered_map2alm_efficiency']:.2f}; maps out "
+        f"{r('gathered_map2alm_send_GBps')} GB/s = "
+        f"{r('gathered_map2alm_send_over_loopback')} x)")
     return row
 
 
@@ -300,7 +380,16 @@ def table(data):
     m = data["sizes"]["gathered"]
     line(f"alm2map_many {m} from/to NumPy (s)",
          f"{p['sht']['alm2map_numpy_s_per_map'] * m:.3f}", "gathered_s", sub="sht")
-    line("  transfer GB/s", "", "gathered_GBps", "{:.2f}", sub="sht")
+    line("  efficiency", "", "gathered_efficiency", "{:.2f}", sub="sht")
+    line("  a_lm out GB/s (reported)", "", "gathered_alm2map_send_GBps", "{:.2f}", sub="sht")
+    line("    / loopback", "", "gathered_alm2map_send_over_loopback", "{:.2f}", sub="sht")
+    line("  maps back GB/s (reported)", "", "gathered_alm2map_receive_GBps", "{:.2f}",
+         sub="sht")
+    line("    / loopback", "", "gathered_alm2map_receive_over_loopback", "{:.2f}", sub="sht")
+    line(f"map2alm_many {m} from/to NumPy (s)",
+         f"{p['sht']['map2alm_numpy_s_per_map'] * m:.3f}", "gathered_map2alm_s", sub="sht")
+    line("  efficiency", "", "gathered_map2alm_efficiency", "{:.2f}", sub="sht")
+    line("  maps out GB/s (reported)", "", "gathered_map2alm_send_GBps", "{:.2f}", sub="sht")
     line("a_lm to the workers GB/s", "", "to_workers_GBps", "{:.2f}", sub="sht")
     line("Monte Carlo first run (sims/s)", "", "first_run_sims_per_s", "{:.1f}", sub="mc")
     line("Monte Carlo steady (sims/s)", f"{p['mc']['sims_per_s']:.1f}", "steady_sims_per_s",
