@@ -50,8 +50,8 @@ import numpy as np
 
 from ..tpacf import pair_counts as _serial_pair_counts
 from ..tpacf.bins import check_bins
-from ..tpacf.catalog import (Catalog, as_catalog, check_column, find_column, n_regions_of,
-                              pair_catalogs)
+from ..tpacf.catalog import (Catalog, as_catalog, check_column, check_left_out, find_column,
+                              n_regions_of, pair_catalogs)
 from ..tpacf.counts import counts_from_raw, counts_from_sums
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
@@ -437,11 +437,9 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
             raise TypeError("catalogs on disk are counted with each other: give ra1 (and "
                             "dec1 for a cross count) as CatalogFiles, got "
                             f"{type(ra1).__name__} and {type(dec1).__name__}")
-        for nm, v in (("ra2", ra2), ("dec2", dec2), ("weights1", weights1),
-                      ("weights2", weights2), ("labels1", labels1), ("labels2", labels2)):
-            if v is not None:
-                raise TypeError(f"{nm} must be None when catalogs are given as CatalogFiles "
-                                "(their weights and labels are columns of the files)")
+        check_left_out("CatalogFiles", "their weights and labels are columns of the files",
+                       ra2=ra2, dec2=dec2, weights1=weights1, weights2=weights2,
+                       labels1=labels1, labels2=labels2)
         options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
         return _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
                            progress)

@@ -17,7 +17,7 @@ from ..io.fitsfile import open_fits
 from . import sky
 
 __all__ = ["Catalog", "unit_vectors", "as_catalog", "pair_catalogs", "n_regions_of",
-           "find_column"]
+           "find_column", "check_left_out"]
 
 #: Labels (jackknife region numbers) are below this.
 MAX_LABEL = 2**31
@@ -461,6 +461,15 @@ def as_catalog(obj, name="catalog"):
                     f"got {type(obj).__name__}")
 
 
+def check_left_out(kind, reason, **arguments):
+    """TypeError naming the first of ``arguments`` (name=value) that is not None: when the
+    catalogs of a count are given as ``kind`` (str, e.g. "Catalog objects"), the array
+    arguments are left out, for the ``reason`` (str) the message ends with."""
+    for name, value in arguments.items():
+        if value is not None:
+            raise TypeError(f"{name} must be None when catalogs are given as {kind} ({reason})")
+
+
 def pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
     """The catalogs of a pair count from :func:`sphgpu.tpacf.pair_counts`'s arguments, as
     (cat1, cat2): two Catalogs (cat2 None for an auto count) given as such in ``ra1`` and
@@ -470,11 +479,9 @@ def pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2):
         if dec1 is not None and not isinstance(dec1, Catalog):
             raise TypeError("when ra1 is a Catalog the second argument must be a Catalog or "
                             f"None, got {type(dec1).__name__}")
-        for name, v in (("ra2", ra2), ("dec2", dec2), ("weights1", weights1),
-                        ("weights2", weights2), ("labels1", labels1), ("labels2", labels2)):
-            if v is not None:
-                raise TypeError(f"{name} must be None when catalogs are given as Catalog "
-                                "objects (their weights and labels live in the Catalog)")
+        check_left_out("Catalog objects", "their weights and labels live in the Catalog",
+                       ra2=ra2, dec2=dec2, weights1=weights1, weights2=weights2,
+                       labels1=labels1, labels2=labels2)
         return ra1, dec1
     if dec1 is None:
         raise TypeError("dec1 is missing: pass ra1, dec1 (degrees) or Catalog objects")

@@ -57,6 +57,9 @@ DEC = np.array([0.0, 1.0, 2.0])
     (lambda: pair_counts(Catalog(RA, DEC), RA, bins=B), TypeError, "must be a Catalog or None"),
     (lambda: pair_counts(Catalog(RA, DEC), bins=B, weights1=np.ones(3)), TypeError,
      "weights1 must be None"),
+    (lambda: pair_counts(Catalog(RA, DEC), Catalog(RA, DEC), bins=B, labels2=np.zeros(3, int)),
+     TypeError, r"^labels2 must be None when catalogs are given as Catalog objects \(their "
+     r"weights and labels live in the Catalog\)$"),
     (lambda: AngularBins.from_edges([1.0, 0.5]), ValueError, "strictly increasing"),
     (lambda: AngularBins.from_edges([-1.0, 0.5]), ValueError, ">= 0"),
     (lambda: AngularBins.log(1, 181, 3), ValueError, "theta_max must be <= 180"),
