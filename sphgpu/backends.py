@@ -36,11 +36,12 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["BACKENDS", "CAPABILITIES", "PROTOCOLS", "BackendInfo", "BackendUnavailableError",
-           "Capability", "SHTBackend", "SortBackend", "TpacfBackend", "ConvolveBackend",
-           "MasterBackend", "available", "cuda_available", "declaration", "dask_forms",
-           "default", "for_arrays", "info", "load", "named", "protocol_members", "resolve",
-           "resolve_remote", "use_backend"]
+#: the public names but the capabilities' protocols (SHTBackend...), which ``__all__`` adds
+#: from their declarations
+_OWN_ALL = ("BACKENDS", "CAPABILITIES", "PROTOCOLS", "BackendInfo", "BackendUnavailableError",
+            "Capability", "available", "cuda_available", "declaration", "dask_forms", "default",
+            "for_arrays", "info", "load", "named", "protocol_members", "resolve",
+            "resolve_remote", "use_backend")
 
 
 @dataclass(frozen=True)
@@ -274,8 +275,10 @@ def dask_forms() -> dict[str, str]:
 
 def __getattr__(name):
     # computed on each use, from the declarations found now (a capability added to the
-    # package's folders is seen without editing this module); dunders (the import system asks
-    # for __path__) and private names are never a capability's
+    # package's folders is seen without editing this module); other dunders (the import
+    # system asks for __path__) and private names are never a capability's
+    if name == "__all__":
+        return [*_OWN_ALL, *(_declared(c).protocol.__name__ for c in _capabilities())]
     if name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name == "CAPABILITIES":
@@ -290,7 +293,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__getattr__("__all__")))
 
 
 def protocol_members(protocol: type) -> list[str]:

@@ -169,6 +169,7 @@ def test_a_capability_declared_in_its_own_folder_is_found(toy_folder, monkeypatc
     declared = backends.declaration("toycap")
     assert declared.backends == ("cpu", "reference") and declared.package == "sphgpu.toycap"
     assert backends.PROTOCOLS["toycap"].__name__ == "ToyBackend"
+    assert "ToyBackend" in backends.__all__ and backends.ToyBackend is declared.protocol
     assert backends.dask_forms()["double_many"] == "sphgpu.distributed.toy"
     assert "toycap_imported" not in sys.modules       # read without importing its package
     monkeypatch.setattr(backends, "_cuda_status", lambda: (True, "fake GPU"))
