@@ -7,6 +7,11 @@
 
 All four compute the same operator up to the kernel's truncation error: with K_l = b_l the
 harmonic method equals ``healpy.smoothing(m, beam_window=b_l, iter=0, lmax=lmax)``.
+
+The call reads its arguments once: the maps (:func:`sphgpu._validate.as_maps`: masked and
+``UNSEEN`` pixels set to zero, NaN refused), then what to run as a
+:class:`~sphgpu.convolve.parts.Parts` with its backends resolved; the one executor,
+:func:`sphgpu.convolve.run.execute`, runs those parts and puts ``UNSEEN`` back.
 """
 
 from __future__ import annotations
@@ -15,17 +20,15 @@ import functools
 
 import numpy as np
 
-from .. import backends
-from .._device import like_input
-from .._validate import check_int
+from .._validate import as_maps, check_int
 from ..sht.transforms import resolve_geometry
-from .harmonic import harmonic_convolve
 from .kernels import CompactKernel, _check_angle
 from .optimize import Plan, optimize_split
-from .run import apply_split, check_maps, realspace_part, run_plan, with_mask
+from .parts import Parts
+from .run import execute
 from .split import KernelSplit, _check_kernel, split_kernel
 
-__all__ = ["convolve", "run_plan", "METHODS"]
+__all__ = ["convolve", "resolve", "METHODS"]
 
 METHODS = ("auto", "harmonic", "realspace", "split")
 
@@ -56,8 +59,10 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
              harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None):
     """Convolve HEALPix map(s) with a radially symmetric kernel.
 
-    Pixels equal to ``healpy.UNSEEN`` and the masked pixels of a ``numpy.ma`` array enter as
-    zero and come out as ``UNSEEN``, as in healpy's ``smoothing``; NaN elsewhere raises.
+    Pixels equal to ``healpy.UNSEEN`` (within healpy's ``mask_bad`` tolerance) and the masked
+    pixels of a ``numpy.ma`` array enter as zero and come out as ``UNSEEN``, as in healpy's
+    ``smoothing``, whichever method runs (harmonic, real space or both); NaN or infinity
+    elsewhere raises.
 
     Parameters
     ----------
@@ -104,31 +109,29 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     BackendUnavailableError
         If ``backend="cuda"`` is asked for without a usable GPU.
     """
-    return with_mask(maps, lambda m: _convolve(m, kernel, method, l_cut, theta_cut, backend,
-                                               harmonic_backend, error_bound, fit, geometry))
-
-
-def _convolve(maps, kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound,
-              fit, geometry):
+    arr, bad = as_maps("maps", maps)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(kernel, Plan):
-        # "auto" leaves the backends to the plan (run_plan)
-        return run_plan(kernel, maps, backend=backends.named(backend))
-    if isinstance(kernel, KernelSplit):
-        return apply_split(maps, kernel, backend, harmonic_backend, geometry)
-    be = backends.resolve(backend, "convolve")
-    arr = check_maps(maps, be)
-    geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+        parts = kernel.parts(backend, npix=arr.shape[-1])
+    else:
+        geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+        parts = _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound,
+                       fit, geom)
+    return execute(parts, arr, bad, maps)
 
-    what = resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
-    if isinstance(what, CompactKernel):
-        return like_input(realspace_part(arr, geom, what, be), maps)
-    if isinstance(what, KernelSplit):
-        return apply_split(maps, what, backend, harmonic_backend, geometry)
-    if isinstance(what, np.ndarray):
-        return like_input(harmonic_convolve(arr, what, geom, backend=be), maps)
-    return run_plan(what, maps, backend=backends.named(backend))
+
+def _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geom):
+    """The :class:`Parts` that convolve() runs for a kernel that is not a Plan."""
+    if not isinstance(kernel, KernelSplit):
+        kernel = resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
+    if isinstance(kernel, Plan):              # method "auto"
+        return kernel.parts(backend, npix=geom.npix)
+    if isinstance(kernel, KernelSplit):
+        return Parts.of_split(geom, kernel, backend=backend, harmonic_backend=harmonic_backend)
+    if isinstance(kernel, CompactKernel):
+        return Parts.of(geom, compact=kernel, backend=backend)
+    return Parts.of(geom, bl=kernel, backend=backend)
 
 
 def resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom):

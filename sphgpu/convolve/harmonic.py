@@ -7,7 +7,9 @@ apply one operator between them, and the split's error is the kernel's error onl
 ``smoothing(m, beam_window=K_l, iter=0, lmax=lmax)`` computes the same thing.
 
 Backends are the SHT's: "cpu" (ducc0 on all host threads unless ``SPHGPU_NUM_THREADS``), "cuda"
-(device arrays stay on the device), "reference".
+(device arrays stay on the device), "reference". The transforms run on a held
+:class:`sphgpu.SHT` plan per (grid, band limit, backend): like every part of a convolution, this
+one reads no ``UNSEEN`` pixels or masks (the public entry has set them to zero).
 """
 
 from __future__ import annotations
@@ -17,12 +19,22 @@ import functools
 import numpy as np
 
 from .. import backends
-from .._validate import check_int, is_device_array
+from .._device import to_device, to_host
+from .._validate import check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
-from ..sht import alm2map, map2alm
+from ..sht import SHT
 
 __all__ = ["harmonic_convolve"]
+
+
+@functools.lru_cache(maxsize=2)
+def _plan(geometry, lmax, backend):
+    """The transform plan of a harmonic part on a concrete backend, kept for the next
+    convolution: on the GPU it holds the Legendre tables and FFT set-up (hundreds of MB at
+    large lmax, hence two: a split's part and the whole kernel that calibration compares it
+    with). Geometries hash by identity."""
+    return SHT(lmax=lmax, mmax=lmax, geometry=geometry, backend=backend)
 
 
 @functools.lru_cache(maxsize=4)
@@ -41,7 +53,7 @@ def _scale_alm(alm, bl, lmax):
     """alm (k, nalm) or (nalm,) times bl[l], in the array module of alm (NumPy or CuPy); on
     the GPU only bl (lmax+1 numbers) crosses the bus."""
     bl = np.asarray(bl, dtype=np.float64)
-    if is_device_array(alm):
+    if not isinstance(alm, np.ndarray):          # a device plan's a_lm (CuPy)
         import cupy
 
         return alm * cupy.asarray(bl)[_l_of(lmax, True)]
@@ -49,23 +61,34 @@ def _scale_alm(alm, bl, lmax):
 
 
 def harmonic_convolve(maps, bl, geometry: RingGeometry, *, backend="auto"):
-    """Convolve ``maps`` ((npix,) or (k, npix), host or device) with a kernel of Legendre
-    coefficients ``bl`` (K_l, l = 0..L; L = len(bl) - 1 is the band limit used, mmax = L).
-    Returns an array of the same shape and kind. ``bl`` of length 0 gives zeros."""
+    """Convolve ``maps`` with a kernel of Legendre coefficients ``bl``.
+
+    Parameters
+    ----------
+    maps : array, shape (npix,) or (k, npix), float64; NumPy or (GPU backend) device array
+        Finite maps on ``geometry`` (``UNSEEN`` is a number here, not a mask).
+    bl : array, shape (L+1,), float64
+        K_l, l = 0..L; L = len(bl) - 1 is the band limit used (mmax = L). Length 0 gives zeros.
+    geometry : RingGeometry
+        The grid of ``maps``.
+    backend : {"auto", "cuda", "cpu", "reference"}
+        The SHT backend.
+
+    Returns
+    -------
+    array of the shape and kind of ``maps``, float64.
+    """
     bl = np.asarray(bl, dtype=np.float64)
     if bl.ndim != 1:
         raise ValueError(f"bl must be 1-D, got shape {bl.shape}")
     lmax = bl.shape[0] - 1
     if lmax < 0:
         return maps * 0.0
-    check_int("lmax", lmax, minimum=0)
-    name = backends.resolve(backend, "sht")
-    impl = backends.load("sht", name)
-    # on the GPU one copy each way: through the NumPy interface the map would go in, the a_lm
-    # out and in again, and the map out (2.5x the bus traffic at nside 2048)
-    work = impl.to_device(maps) if isinstance(maps, np.ndarray) else maps
+    sht = _plan(geometry, check_int("lmax", lmax, minimum=0), backends.resolve(backend, "sht"))
+    # on the GPU one copy each way: a NumPy map through the plan would go in, its a_lm out and
+    # in again, and the map out (2.5x the bus traffic at nside 2048)
+    host = isinstance(maps, np.ndarray) and sht.accepts_device_arrays
     # pol=False: the rows of ``maps`` are independent maps, never a T, Q, U triple
-    alm = map2alm(work, lmax, lmax, iter=0, pol=False, backend=name, geometry=geometry)
-    alm = _scale_alm(alm, bl, lmax)
-    out = alm2map(alm, lmax=lmax, mmax=lmax, pol=False, backend=name, geometry=geometry)
-    return impl.to_host(out) if isinstance(maps, np.ndarray) else out
+    alm = sht.map2alm(to_device(maps) if host else maps, iter=0, pol=False)
+    out = sht.alm2map(_scale_alm(alm, bl, lmax), pol=False)
+    return to_host(out) if host else out

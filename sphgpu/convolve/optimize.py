@@ -2,7 +2,8 @@
 with a cost model, and compare with the all-harmonic and all-real-space plans.
 
 The result is a :class:`Plan` that says what it will do and why (``print(plan)``), carries
-every candidate it considered (for plots), and runs itself (``plan.apply(maps)``).
+every candidate it considered (for plots), and tells the executor what to run
+(:meth:`Plan.parts`; ``plan.apply(maps)`` is ``convolve(maps, plan)``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import check_int
-from .cost import CostModel, PaperCostModel, resolve_cost_model
+from .. import backends
+from .._validate import as_maps, check_int
+from ..geometry import RingGeometry
+from .cost import CostModel, MeasuredCostModel, PaperCostModel, resolve_cost_model
 from .kernels import ARCMIN, RadialKernel
-from .run import run_plan, with_mask
+from .parts import Parts
+from .run import execute
 from .split import DEFAULT_ALPHA, FIT_PRESETS, KernelSplit, SplitFitter, _check_kernel
 
 __all__ = ["Plan", "Candidate", "optimize_split", "plan_for_cuts", "default_theta_grid",
@@ -214,7 +218,41 @@ class Plan:
         TypeError
             If ``maps`` is a GPU array and no part runs on the GPU.
         """
-        return with_mask(maps, lambda m: run_plan(self, m, backend=backend))
+        arr, bad = as_maps("maps", maps)
+        return execute(self.parts(backend, npix=arr.shape[-1]), arr, bad, maps)
+
+    def parts(self, backend=None, *, npix=None):
+        """What the executor runs for this plan: its method on its own backends, or both
+        parts on ``backend`` when that names one. Plans priced with the paper's cost model
+        name the paper's hardware, so their parts run on "auto".
+
+        Parameters
+        ----------
+        backend : {"cuda", "cpu", "reference", "auto"} or None
+            None or "auto": the plan's own backends.
+        npix : int, optional
+            Pixels of the maps it will run on, checked against the plan's nside.
+
+        Returns
+        -------
+        Parts
+
+        Raises
+        ------
+        ValueError
+            If ``npix`` is not the plan's number of pixels, or ``backend`` names no backend.
+        """
+        geom = RingGeometry.healpix(self.nside)
+        if npix is not None and npix != geom.npix:
+            raise ValueError(f"maps has {npix} pixels but the plan is for nside {self.nside} "
+                             f"({geom.npix} pixels)")
+        own = isinstance(self.cost_model, MeasuredCostModel)
+        named = backends.named(backend)
+        hb = named or (self.harmonic_backend if own else None) or "auto"
+        rb = named or (self.realspace_backend if own else None) or "auto"
+        if self.method == "harmonic":
+            return Parts.of(geom, bl=self.kernel.bl, backend=hb)
+        return Parts.of_split(geom, self.split, backend=rb, harmonic_backend=hb)
 
     def explain(self) -> str:
         """What this plan does and why, in a few lines of text.

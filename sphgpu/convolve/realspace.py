@@ -20,8 +20,8 @@ a "row" and the sum becomes a short circular correlation; other ring pairs (the 
 evaluate the kernel per pixel pair.
 
 Backends: "cpu" (Numba, parallel over output rings, :mod:`._cpu`), "cuda" (one block
-per output ring chunk, :mod:`._cuda`), "reference" (:func:`brute_force`, every pair,
-small maps only).
+per output ring chunk, :mod:`._cuda`), "reference"
+(:func:`sphgpu.convolve.reference.brute_force`, every pair, small maps only).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import numpy as np
 from numba.extending import register_jitable
 
 from ..geometry import RingGeometry
-from .kernels import FULL_CHORD, CompactKernel
+from .kernels import FULL_CHORD
 
-__all__ = ["RingPlan", "ring_plan", "brute_force", "pair_count", "kernel_value", "ring_window"]
+__all__ = ["RingPlan", "ring_plan", "pair_count", "kernel_value", "ring_window"]
 
 # Compiled by each caller's target (the numba CPU loops and the CUDA kernel) as an ordinary
 # function that LLVM inlines: Numba's IR-level inlining (inline="always") of these functions into
@@ -209,39 +209,3 @@ def pair_count(nside: int, theta_cut: float) -> float:
     npix = 12.0 * nside * nside
     disc = npix * 0.5 * (1.0 - math.cos(theta_cut))
     return npix * max(disc, 1.0)
-
-
-# ------------------------------------------------------------------ the reference twin
-def brute_force(maps, geometry: RingGeometry, kernel, theta_cut: float | None = None):
-    """The obvious sum over every pair of pixels: the specification of the real-space path.
-
-    maps : (npix,) or (k, npix) float64. kernel : a :class:`CompactKernel` (evaluated with its
-    own formula) or any callable ``K(u)`` of u = 1 - cos(theta) (then ``theta_cut`` limits the
-    support: pairs with theta > theta_cut contribute 0; theta_cut = pi keeps every pair). Cost npix^2: small maps only.
-    Separations come from 3-D unit vectors, u = |x_i - x_j|^2 / 2 (no cos/acos rounding).
-    """
-    m = np.asarray(maps, dtype=np.float64)
-    single = m.ndim == 1
-    m2 = m[None, :] if single else m
-    theta, phi = geometry.pixel_angles()
-    xyz = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], 1)
-    w = geometry.pixel_weights()
-    if isinstance(kernel, CompactKernel):
-        def kfun(u):
-            return kernel.evaluate_chord(np.sqrt(2.0 * u))
-        u_cut = None
-    else:
-        kfun = kernel
-        u_cut = None
-        if theta_cut is not None and theta_cut < math.pi:
-            u_cut = 2.0 * math.sin(0.5 * theta_cut) ** 2
-    out = np.zeros_like(m2)
-    step = max(1, 2_000_000 // max(1, xyz.shape[0]))
-    for s in range(0, xyz.shape[0], step):
-        d = xyz[s:s + step, None, :] - xyz[None, :, :]
-        u = 0.5 * np.einsum("ijk,ijk->ij", d, d)
-        kv = kfun(u)
-        if u_cut is not None:
-            kv = np.where(u <= u_cut, kv, 0.0)
-        out[:, s:s + step] = (m2 * w[None, :]) @ kv.T
-    return out[0] if single else out

@@ -151,24 +151,52 @@ def test_bad_cuts_and_bounds():
         convolve(m, k, error_bound=1e-15)
 
 
-def test_masked_pixels_enter_as_zero_and_come_back_unseen(rng):
+@pytest.mark.parametrize("method, cuts", [("harmonic", {}), ("realspace", {"theta_cut": 0.9}),
+                                          ("split", {"l_cut": 8, "theta_cut": 0.9})])
+def test_masked_pixels_enter_as_zero_and_come_back_unseen(method, cuts, rng):
+    # one rule whichever part runs, healpy's smoothing's: UNSEEN (within mask_bad's tolerance)
+    # and numpy.ma pixels enter as zero, the output there is UNSEEN
     import healpy as hp
 
     nside, lmax = 8, 23
     m = rng.standard_normal(12 * nside**2)
     m[100:140] = hp.UNSEEN
+    m[140] = hp.UNSEEN * (1 + 1e-7)          # inside healpy.mask_bad's rtol of 1e-5
     kernel = sphgpu.convolve.RadialKernel.gaussian(fwhm_arcmin=300.0, lmax=lmax)
-    got = sphgpu.convolve.convolve(m, kernel, method="harmonic", backend="cpu")
-    zero = np.where(m == hp.UNSEEN, 0.0, m)
-    want = sphgpu.convolve.convolve(zero, kernel, method="harmonic", backend="cpu")
-    assert np.all(got[100:140] == hp.UNSEEN) and m[100] == hp.UNSEEN
-    np.testing.assert_array_equal(got[:100], want[:100])
-    ma = np.ma.masked_values(m, hp.UNSEEN)
-    np.testing.assert_array_equal(
-        sphgpu.convolve.convolve(ma, kernel, method="harmonic", backend="cpu"), got)
+
+    def run(maps):
+        return sphgpu.convolve.convolve(maps, kernel, method=method, backend="cpu", **cuts)
+
+    got = run(m)
+    bad = hp.mask_bad(m)
+    assert bad[100:141].all() and not bad[141:].any()
+    want = run(np.where(bad, 0.0, m))
+    assert np.all(got[bad] == hp.UNSEEN) and m[100] == hp.UNSEEN
+    np.testing.assert_array_equal(got[~bad], want[~bad])
+    assert np.abs(got[~bad]).max() < 10           # no -1.6e30 leaked into a neighbour
+    ma = np.ma.MaskedArray(np.where(bad, 7.0, m), mask=bad)
+    np.testing.assert_array_equal(run(ma), got)
     m[3] = np.nan
     with pytest.raises(ValueError, match="maps contains NaN"):
-        sphgpu.convolve.convolve(m, kernel, method="harmonic", backend="cpu")
+        run(m)
+
+
+def test_the_parts_read_no_masks_the_entry_does(rng):
+    # the harmonic part used to zero UNSEEN pixels itself (through sphgpu.map2alm) while the
+    # real-space part summed -1.6e30: now neither part reads masks, both apply the same linear
+    # operator to whatever numbers they get, and convolve() alone masks
+    from sphgpu.convolve.run import realspace_part
+
+    nside, lmax = 4, 8
+    g = RingGeometry.healpix(nside)
+    k = RadialKernel.gaussian(2400.0, lmax)
+    compact = k.tabulate(math.pi, rtol=1e-12)        # the whole kernel, in real space
+    m = rng.standard_normal(g.npix)
+    m[5] = sphgpu.UNSEEN
+    harmonic = harmonic_convolve(m, k.bl, g, backend="cpu")
+    realspace = realspace_part(m, g, compact, "cpu")
+    assert np.abs(harmonic).max() > 1e25                 # UNSEEN entered as its value
+    assert rel_err(harmonic, realspace) <= TOL["realspace"]
 
 
 def test_plan_apply_masks_as_convolve_does(rng):

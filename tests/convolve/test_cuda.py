@@ -11,7 +11,8 @@ from sphgpu.backends import cuda_available
 from sphgpu.convolve import RadialKernel, convolve, split_kernel
 from sphgpu.convolve import _cpu as _realspace_cpu
 from sphgpu.convolve import _cuda as _realspace_cuda
-from sphgpu.convolve.realspace import brute_force, ring_plan
+from sphgpu.convolve.realspace import ring_plan
+from sphgpu.convolve.reference import brute_force
 
 from sphgpu.testing import TOL, rel_err
 

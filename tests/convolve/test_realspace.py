@@ -11,7 +11,8 @@ from sphgpu.convolve import CompactKernel, RadialKernel, convolve, split_kernel
 from sphgpu.convolve import _cpu as _realspace_cpu
 from sphgpu.convolve import _series
 from sphgpu.convolve.harmonic import harmonic_convolve
-from sphgpu.convolve.realspace import brute_force, pair_count, ring_plan
+from sphgpu.convolve.realspace import pair_count, ring_plan
+from sphgpu.convolve.reference import brute_force
 
 from sphgpu.testing import TOL, rel_err
 
