@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from .._validate import as_maps, check_int
 from ..sht.transforms import resolve_geometry
 from .kernels import CompactKernel, _check_angle
@@ -112,7 +110,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     arr, bad = as_maps("maps", maps)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if isinstance(kernel, Plan):
+    if isinstance(kernel, Plan):              # its own backends, unless ``backend`` names one
         parts = kernel.parts(backend, npix=arr.shape[-1])
     else:
         geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
