@@ -131,9 +131,16 @@ def main():
     # the rate of whole runs at several batch sizes (stages unwrapped again)
     for owner, name, fn in originals:
         setattr(owner, name, fn)
+    pool = cupy.get_default_memory_pool()
     for b in args.batches:
+        # the pool's size after a batch from an empty pool: the batch's peak device memory
+        pool.free_all_blocks()
         mc.run(b, progress=False, batch_size=b)
         sync()
+        rows[f"pool bytes after a batch of {b}"] = pool.total_bytes()
+        print(f"pool after one batch of {b}: {pool.total_bytes() / 2**30:.2f} GiB "
+              f"({pool.total_bytes() / b / 2**30:.2f} a simulation; the plan's estimate "
+              f"{mc.plan.bytes_per_simulation() / 2**30:.2f})", flush=True)
         t0 = time.perf_counter()
         mc.run(args.nsims, progress=False, batch_size=b)
         sync()
