@@ -1,7 +1,7 @@
 """The one executor of a convolution: :func:`execute` runs the parts of a
 :class:`~sphgpu.convolve.parts.Parts` on maps already validated by the public entry
 (:func:`sphgpu.convolve.convolve`, :meth:`sphgpu.convolve.Plan.apply`): the harmonic part, the
-real-space part, or both at the same time, then ``UNSEEN`` back where the input had none.
+real-space part, or both at the same time, then ``UNSEEN`` back at the input's masked pixels.
 
 Its pieces (:func:`realspace_part`, :func:`run_split`, :func:`host_copy`) also run the tasks of
 :mod:`sphgpu.distributed.convolution`. Backends are concrete names ("cuda", "cpu",
