@@ -774,10 +774,12 @@ def anafast_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, nspec=Non
         As in :func:`sphgpu.anafast` (``iter`` Jacobi iterations of map2alm, 3 as healpy).
     nspec : int, optional
         Keep the first nspec spectra of polarized maps.
-    backend, client, maps_per_task, progress, report
-        As in :func:`alm2map_many` (``report``: maps sent, spectra received).
+    backend, client, maps_per_task, progress
+        As in :func:`alm2map_many`.
     gather : bool
         False: one future per task of its spectra, left on the workers.
+    report : callable, optional
+        As in :func:`alm2map_many` (maps sent, spectra received).
 
     Returns
     -------
