@@ -21,9 +21,9 @@ from . import _host_threads
 # here (convolve, sims, distributed, io...)
 from ._device import array_module_of, as_contiguous, is_device_array
 
-__all__ = ["check_int", "check_flag", "check_finite", "check_fits_in_memory", "as_real_array",
-           "as_complex_array", "as_maps", "as_contiguous", "array_module_of", "is_device_array",
-           "physical_memory", "UNSEEN"]
+__all__ = ["check_int", "check_flag", "check_finite", "check_host_array", "check_fits_in_memory",
+           "as_real_array", "as_complex_array", "as_maps", "as_contiguous", "array_module_of",
+           "is_device_array", "physical_memory", "UNSEEN"]
 
 #: healpy's value for pixels without data (``healpy.UNSEEN``)
 UNSEEN = -1.6375e30
@@ -69,6 +69,39 @@ def check_finite(name: str, a) -> None:
         finite = count_outside(real, -math.inf) == 0
     if not finite:
         raise ValueError(f"{name} contains NaN or infinite values")
+
+
+#: why a device array is refused where the backend that will run is a host one
+_HOST_BACKENDS_ONLY = ("the CPU backends take NumPy arrays (use backend='cuda', or copy it to "
+                       "the host)")
+
+
+def check_host_array(name: str, a, *, device_ok: bool = False,
+                     why: str = _HOST_BACKENDS_ONLY) -> None:
+    """TypeError naming ``name`` when ``a`` is a device array (anything with
+    ``__cuda_array_interface__``: CuPy, Numba) where only NumPy arrays are taken.
+
+    Parameters
+    ----------
+    name : str
+        The argument, as the caller knows it ("alm", "maps", "keys").
+    a : object
+        The argument's value; only its kind is looked at (host inputs of any kind pass:
+        their own checks come later).
+    device_ok : bool
+        Whether the code that will run takes device arrays (a backend's
+        ``ACCEPTS_DEVICE_ARRAYS``); if True nothing is refused.
+    why : str
+        What takes NumPy arrays and what to do, the message's second half; by default the
+        CPU and reference backends', which point to ``backend='cuda'``.
+
+    Raises
+    ------
+    TypeError
+        ``"<name> is a GPU array; <why>"``.
+    """
+    if not device_ok and is_device_array(a):
+        raise TypeError(f"{name} is a GPU array; {why}")
 
 
 #: host arrays from this many elements on are reduced by several threads (min_max)

@@ -442,10 +442,7 @@ KINDS = {"is_device_array", "array_module_of", "as_contiguous"}
 #: Modules that still import array kinds from sphgpu._validate, as "module: name". The list can
 #: only shrink; once empty, _validate stops naming them.
 KINDS_VIA_VALIDATE = {
-    "sphgpu.convolve.run: is_device_array",
     "sphgpu.distributed.sht: is_device_array",
-    "sphgpu.sht.spectra: array_module_of",
-    "sphgpu.sht.spectra: is_device_array",
 }
 
 

@@ -76,6 +76,26 @@ def test_a_forked_child_gets_a_pool_of_its_own(threaded, rng):
     assert got == (a.min(), a.max()) and _host_threads.pool() is parent
 
 
+class _DeviceLike:
+    """A device array to sphgpu (it has __cuda_array_interface__); holds nothing."""
+
+    __cuda_array_interface__ = {"shape": (3,), "typestr": "<f8", "data": (0, False),
+                                "version": 3}
+
+
+def test_check_host_array_refuses_device_arrays_naming_the_argument():
+    # what the CPU and reference backends of sht, sort and convolve say (one message)
+    with pytest.raises(TypeError, match=r"^keys is a GPU array; the CPU backends take NumPy "
+                                        r"arrays \(use backend='cuda', or copy it to the host\)$"):
+        V.check_host_array("keys", _DeviceLike())
+    with pytest.raises(TypeError, match=r"^maps\[2\] is a GPU array; the workers copy it$"):
+        V.check_host_array("maps[2]", _DeviceLike(), why="the workers copy it")
+    # a backend that takes device arrays, and host inputs of any kind (checked later), pass
+    assert V.check_host_array("keys", _DeviceLike(), device_ok=True) is None
+    for host in (np.zeros(3), [1.0, 2.0], np.ma.zeros(3), None):
+        assert V.check_host_array("keys", host) is None
+
+
 @pytest.mark.gpu
 def test_device_checks_find_every_bad_value_in_one_pass(rng):
     """The GPU's one-pass count (check_finite, as_maps) against NumPy: NaN, +-inf and UNSEEN

@@ -3,10 +3,9 @@
 (:func:`sphgpu.convolve.convolve`, :meth:`sphgpu.convolve.Plan.apply`): the harmonic part, the
 real-space part, or both at the same time, then ``UNSEEN`` back at the input's masked pixels.
 
-Its pieces (:func:`realspace_part`, :func:`run_split`, :func:`host_copy`) also run the tasks of
-:mod:`sphgpu.distributed.convolution`. Backends are concrete names ("cuda", "cpu",
-"reference"): the real-space part runs on the convolve backend module of that name, the
-harmonic part on the SHT backend.
+The tasks of :mod:`sphgpu.distributed.convolution` run it too, on the workers. Backends are
+concrete names ("cuda", "cpu", "reference"): the real-space part runs on the convolve backend
+module of that name, the harmonic part on the SHT backend.
 """
 
 from __future__ import annotations
@@ -17,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import backends
-from .._device import like_input
-from .._validate import UNSEEN, is_device_array
+from .._device import is_device_array, like_input
+from .._validate import UNSEEN, check_host_array
 from .harmonic import harmonic_convolve
 from .realspace import ring_plan
 
@@ -49,9 +48,7 @@ def execute(parts, arr, bad=None, original=None):
         If ``arr`` is a device array and no part runs on a backend that takes one.
     """
     device = is_device_array(arr)
-    if device and not parts.takes_device_arrays:
-        raise TypeError("maps is a GPU array; the CPU backends take NumPy arrays "
-                        "(use backend='cuda', or copy it to the host)")
+    check_host_array("maps", arr, device_ok=parts.takes_device_arrays)
     g, hb, rb = parts.geometry, parts.harmonic_backend, parts.realspace_backend
     if parts.compact is None:
         out = harmonic_convolve(arr, parts.bl, g, backend=hb)

@@ -27,7 +27,7 @@ import numpy as np
 from .. import backends
 from .._kept import Kept
 from .._device import array_module_of, as_contiguous, is_device_array, like_input
-from .._validate import check_fits_in_memory, check_flag, check_int
+from .._validate import check_fits_in_memory, check_flag, check_host_array, check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 
@@ -95,9 +95,7 @@ def spin_lead(name, arr):
 def check_kind(name, a, plan):
     """TypeError naming ``name`` when ``a`` is a device array and ``plan``'s backend takes
     NumPy arrays only."""
-    if is_device_array(a) and not plan.accepts_device_arrays:
-        raise TypeError(f"{name} is a GPU array; the CPU backends take NumPy arrays "
-                        "(use backend='cuda', or copy it to the host)")
+    check_host_array(name, a, device_ok=plan.accepts_device_arrays)
 
 
 def _rows(arr, rows):

@@ -12,9 +12,9 @@ import warnings
 
 import numpy as np
 
-from .._device import like_input, to_host
-from .._validate import (UNSEEN, array_module_of, as_complex_array, as_maps, as_real_array,
-                         check_fits_in_memory, check_flag, check_int, is_device_array)
+from .._device import array_module_of, is_device_array, like_input, to_host
+from .._validate import (UNSEEN, as_complex_array, as_maps, as_real_array, check_fits_in_memory,
+                         check_flag, check_int)
 from ..alm import AlmLayout
 from .beam_window import beam_rows
 from .transforms import (alm2map, apply_pixwin, check_healpix_pixwin, map2alm, resolve_geometry,

@@ -28,6 +28,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from .._validate import check_host_array
+
 __all__ = ["sort_pairs", "choose_radix_bits", "DEFAULT_RADIX_BITS", "ACCEPTS_DEVICE_ARRAYS",
            "NATIVE_KEYS"]
 
@@ -143,9 +145,9 @@ def sort_pairs(ukeys, key_bits, radix_bits, want_perm, nblocks=None):
     sorted_ukeys : ndarray, same dtype as ``ukeys``, a new array
     perm : int64 ndarray of shape (n,) with ``sorted_ukeys == ukeys[perm]``, or None
     """
+    check_host_array("keys", ukeys)
     if not isinstance(ukeys, np.ndarray):
-        raise TypeError("keys is a GPU array; the CPU backends take NumPy arrays "
-                        "(use backend='cuda', or copy it to the host)")
+        raise TypeError(f"ukeys must be a NumPy array, got {type(ukeys).__name__}")
     if ukeys.ndim != 1 or ukeys.dtype not in (np.uint32, np.uint64):
         raise TypeError(f"ukeys must be a 1-D uint32 or uint64 array, got {ukeys.dtype} "
                         f"with shape {ukeys.shape}")

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import backends
 from .._device import is_device_array, like_input
-from .._validate import check_int
+from .._validate import check_host_array, check_int
 from .keys import (FLOAT, SIGNED, SUPPORTED_DTYPES, UNSIGNED, bits_needed, float_radix_keys,
                    from_radix_keys, radix_dtype, to_radix_keys)
 
@@ -168,9 +168,7 @@ def _sort(keys, key_bits, radix_bits, values, want_perm, backend):
     if radix_bits is not None:
         radix_bits = check_int("radix_bits", radix_bits, minimum=1, maximum=MAX_RADIX_BITS)
     impl = backends.load("sort", backend)
-    if device and not impl.ACCEPTS_DEVICE_ARRAYS:
-        raise TypeError("keys is a GPU array; the CPU backends take NumPy arrays "
-                        "(use backend='cuda', or copy it to the host)")
+    check_host_array("keys", keys, device_ok=impl.ACCEPTS_DEVICE_ARRAYS)
     if device:
         arr = _cupy(arr)
         vals = None if vals is None else _cupy(vals)
