@@ -4,7 +4,9 @@
   functions too: a circle held together by late imports is still a circle);
 * no module but ``sphgpu/backends.py`` compares backend names as strings: callers ask the
   registry (:func:`sphgpu.backends.load`, :func:`sphgpu.backends.info`) instead;
-* every backend module of every capability provides what its capability's Protocol declares;
+* every backend a capability declares (``sphgpu/<cap>/_declare.py``, read through
+  :func:`sphgpu.backends.declaration`) has a module that provides what the capability's
+  Protocol declares;
 * no module imports a private name (``_name``, not a dunder) from a module outside its own
   package, nor anything from a private module of a package that is not its own or above it
   (``sphgpu.sht._cuda`` from ``sphgpu.sims``): the capabilities reach each other, and the shared
@@ -13,8 +15,9 @@
   listed in :data:`PRIVATE_NAMES_ALLOWED`, which can only shrink;
 * the array kinds and argument checks (``sphgpu._device``, ``sphgpu._validate``) sit at the
   bottom of the import graph and import no kernel code;
-* each capability folder has the same shape (DESIGN.md): ``reference.py``, ``_cpu.py``,
-  ``_cuda_kernels.py``, ``_cuda.py`` and its public functions in public modules.
+* each capability folder has the same shape (DESIGN.md): the module of each backend it declares
+  (``reference.py``, ``_cpu.py``, ``_cuda.py`` with its kernels in ``_cuda_kernels.py``) and
+  its public functions in public modules.
 """
 
 from __future__ import annotations
@@ -168,15 +171,27 @@ def test_backend_names_are_parsed_only_in_backends_py():
 
 
 # ----------------------------------------------------------------------------- protocols
-@pytest.mark.parametrize("capability", backends.CAPABILITIES)
-@pytest.mark.parametrize("name", backends.BACKENDS)
+#: (capability, backend) of every backend a capability declares (sphgpu/<cap>/_declare.py): a
+#: capability without a CUDA backend has no CUDA module to check
+DECLARED = [(c, b) for c in backends.CAPABILITIES for b in backends.declaration(c).backends]
+
+
+def protocol_problems(declared, backend):
+    """How the module of ``backend`` of capability ``declared`` (a
+    :class:`~sphgpu.backends.Capability`) departs from its protocol: the members it lacks."""
+    protocol = declared.protocol
+    module = importlib.import_module(declared.module(backend))
+    missing = [m for m in backends.protocol_members(protocol) if not hasattr(module, m)]
+    if missing or not isinstance(module, protocol):
+        return [f"{module.__name__} lacks {missing} of {protocol.__name__}"]
+    return []
+
+
+@pytest.mark.parametrize("capability, name", DECLARED)
 def test_backend_modules_implement_their_protocol(capability, name):
     # CUDA modules import under Numba's simulator (tests/conftest.py), so all are checked
-    protocol = backends.PROTOCOLS[capability]
-    module = importlib.import_module(f"sphgpu.{capability}.{backends.info(name).module}")
-    missing = [m for m in backends.protocol_members(protocol) if not hasattr(module, m)]
-    assert not missing, f"{module.__name__} lacks {missing} of {protocol.__name__}"
-    assert isinstance(module, protocol)
+    problems = protocol_problems(backends.declaration(capability), name)
+    assert not problems, "; ".join(problems)
 
 
 def test_protocol_check_can_fail():
@@ -472,15 +487,24 @@ def test_array_kinds_are_imported_from_their_home():
 
 
 # ----------------------------------------------------------------------------- capability shape
-#: The capability folders, those the backend registry knows (DESIGN.md, "Backends"): every one has
-#: the files of :data:`SHAPE`.
-SHAPED = tuple(backends.CAPABILITIES)
-#: file: what it holds
-SHAPE = {"__init__.py": "the public names, in __all__",
-         "reference.py": "the plain NumPy specification",
-         "_cpu.py": "the CPU path",
-         "_cuda_kernels.py": "the @cuda.jit kernels",
-         "_cuda.py": "the host side of the kernels"}
+#: file: what it holds, in every capability folder
+SHAPE = {"__init__.py": "the public names, in __all__"}
+#: what each backend's module holds; a GPU backend's kernels sit apart, in "<module>_kernels.py"
+HOLDS = {"reference": "the plain NumPy specification", "cpu": "the CPU path",
+         "cuda": "the host side of the kernels"}
+
+
+def shape_of(declared_backends):
+    """{file: what it holds} of a capability folder whose capability declares
+    ``declared_backends`` (DESIGN.md, "Backends"): :data:`SHAPE`, each backend's module (named
+    by :func:`sphgpu.backends.info`) and a GPU backend's kernel module."""
+    files = dict(SHAPE)
+    for b in declared_backends:
+        module = backends.info(b).module
+        files[f"{module}.py"] = HOLDS[b]
+        if backends.info(b).gpu:
+            files[f"{module}_kernels.py"] = "the @cuda.jit kernels"
+    return files
 
 
 def _top_imports(path):
@@ -494,23 +518,25 @@ def _top_imports(path):
     return out
 
 
-def shape_problems(folder):
-    """How capability folder ``folder`` departs from :data:`SHAPE`: a missing file; kernels
-    that import CuPy, Dask, widgets or their host side; a reference that imports kernel code
-    or a backend; public names exported from a private module (the public functions live in
-    modules named for what they do)."""
+def shape_problems(folder, declared_backends):
+    """How capability folder ``folder``, whose capability declares ``declared_backends``,
+    departs from :func:`shape_of`: a missing file; kernels that import CuPy, Dask, widgets or
+    their host side; a reference that imports kernel code or a backend; public names exported
+    from a private module (the public functions live in modules named for what they do)."""
     name = folder.name
-    missing = [f"{name}/{f} is missing ({what})" for f, what in SHAPE.items()
-               if not (folder / f).is_file()]
+    missing = [f"{name}/{f} is missing ({what})"
+               for f, what in shape_of(declared_backends).items() if not (folder / f).is_file()]
     if missing:
         return missing
     found = []
-    for mod, level, names in _top_imports(folder / "_cuda_kernels.py"):
+    kernels = folder / "_cuda_kernels.py"
+    for mod, level, names in _top_imports(kernels) if kernels.is_file() else ():
         root = (mod or "").split(".")[0]
         if (not level and root in ("cupy", "dask", "distributed")) or "widgets" in (mod or "") \
                 or (level == 1 and (mod == "_cuda" or (mod is None and "_cuda" in names))):
             found.append(f"{name}/_cuda_kernels.py imports {mod or names}")
-    for mod, level, names in _top_imports(folder / "reference.py"):
+    reference = folder / "reference.py"
+    for mod, level, names in _top_imports(reference) if reference.is_file() else ():
         own = {mod} if mod else set(names)
         if (not level and (mod or "").startswith("numba")) \
                 or (level == 1 and own & {"_cpu", "_cuda", "_cuda_kernels"}):
@@ -539,20 +565,73 @@ def test_shape_check_can_fail(tmp_path):
     folder.mkdir()
     for f, src in good.items():
         (folder / f).write_text(src)
-    assert shape_problems(folder) == []
+    every = backends.BACKENDS
+    assert shape_problems(folder, every) == []
     (folder / "_cuda_kernels.py").write_text("import cupy\nfrom . import _cuda\n"
                                              "from ._cuda import buffers\n")
     (folder / "reference.py").write_text("from numba import cuda\nfrom ._cpu import twin\n")
     (folder / "__init__.py").write_text("from ._cpu import run, helper\n__all__ = ['run']\n")
-    assert shape_problems(folder) == [
+    assert shape_problems(folder, every) == [
         "cap/_cuda_kernels.py imports cupy", "cap/_cuda_kernels.py imports ('_cuda',)",
         "cap/_cuda_kernels.py imports _cuda", "cap/reference.py imports numba",
         "cap/reference.py imports _cpu", "cap/__init__.py exports ['run'] from _cpu"]
+    (folder / "__init__.py").write_text(good["__init__.py"])
+    (folder / "reference.py").write_text(good["reference.py"])
     (folder / "_cuda.py").unlink()
-    assert shape_problems(folder) == ["cap/_cuda.py is missing (the host side of the kernels)"]
+    (folder / "_cuda_kernels.py").unlink()
+    assert shape_problems(folder, every) == [
+        "cap/_cuda.py is missing (the host side of the kernels)",
+        "cap/_cuda_kernels.py is missing (the @cuda.jit kernels)"]
+    # a capability that declares no CUDA backend needs no CUDA files; one declared is needed
+    assert shape_problems(folder, ("cpu", "reference")) == []
+    (folder / "_cpu.py").unlink()
+    assert shape_problems(folder, ("cpu", "reference")) == ["cap/_cpu.py is missing (the CPU path)"]
+    assert shape_problems(folder, ("reference",)) == []
 
 
-@pytest.mark.parametrize("capability", SHAPED)
+_TOY_DECLARE = """
+from typing import Protocol, runtime_checkable
+from ..backends import Capability
+
+@runtime_checkable
+class ToyBackend(Protocol):
+    def double(self, x): ...
+
+CAPABILITY = Capability(ToyBackend, backends=("cpu", "reference"))
+"""
+
+
+def test_a_capability_without_cuda_passes_the_checks_of_what_it_declares(tmp_path,
+                                                                          monkeypatch):
+    # the checks above, through the registry, for a capability in a folder on sphgpu's path
+    # that declares a CPU and a reference backend only
+    import sys
+
+    import sphgpu
+
+    folder = tmp_path / "toyarch"
+    folder.mkdir()
+    files = {"__init__.py": "from .api import double\n__all__ = ['double']\n",
+             "api.py": "def double(x):\n    return 2 * x\n", "_declare.py": _TOY_DECLARE,
+             "_cpu.py": "def double(x):\n    return 2 * x\n",
+             "reference.py": "def triple(x):\n    return 3 * x\n"}      # not the protocol
+    for f, src in files.items():
+        (folder / f).write_text(src)
+    monkeypatch.setattr(sphgpu, "__path__", list(sphgpu.__path__) + [str(tmp_path)])
+    try:
+        declared = backends.declaration("toyarch")
+        assert declared.backends == ("cpu", "reference")
+        assert shape_problems(folder, declared.backends) == []
+        assert protocol_problems(declared, "cpu") == []
+        assert protocol_problems(declared, "reference") == [
+            "sphgpu.toyarch.reference lacks ['double'] of ToyBackend"]
+    finally:
+        for name in [m for m in sys.modules if m.startswith("sphgpu.toyarch")]:
+            sys.modules.pop(name)
+
+
+@pytest.mark.parametrize("capability", backends.CAPABILITIES)
 def test_capability_folders_have_the_shape(capability):
-    problems = shape_problems(ROOT / "sphgpu" / capability)
+    declared = backends.declaration(capability).backends
+    problems = shape_problems(ROOT / "sphgpu" / capability, declared)
     assert not problems, "; ".join(problems)
