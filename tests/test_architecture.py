@@ -352,17 +352,6 @@ PRIVATE_NAMES_ALLOWED = {
     "sphgpu.convolve.optimize: sphgpu.convolve.split._check_kernel",
     "sphgpu.convolve.split: sphgpu.convolve.kernels._check_angle",
     "sphgpu.convolve.split: sphgpu.convolve.kernels._legendre_transform_pieces",
-    # the Dask forms' shared plumbing (scatter, retry, host copies), kept in distributed/sht.py
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._eligible",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._geom",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._geom_ref",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._host_array",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._is_future_list",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._run_items",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._scatter",
-    "sphgpu.distributed.convolution: sphgpu.distributed.sht._stack",
-    "sphgpu.distributed.tpacf: sphgpu.distributed.sht._eligible",
-    "sphgpu.distributed.tpacf: sphgpu.distributed.sht._run_items",
     "sphgpu.io.harmonic: sphgpu.io.maps._add_cards",
     # master's mask and spin helpers, defined with the coupling matrices
     "sphgpu.master.apodize: sphgpu.master.coupling._mask_map",
@@ -456,9 +445,7 @@ def test_the_device_count_is_a_kernel_module_that_closes_no_circle():
 KINDS = {"is_device_array", "array_module_of", "as_contiguous"}
 #: Modules that still import array kinds from sphgpu._validate, as "module: name". The list can
 #: only shrink; once empty, _validate stops naming them.
-KINDS_VIA_VALIDATE = {
-    "sphgpu.distributed.sht: is_device_array",
-}
+KINDS_VIA_VALIDATE: set = set()
 
 
 def kinds_via_validate(modules):

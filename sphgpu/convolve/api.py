@@ -10,8 +10,8 @@ harmonic method equals ``healpy.smoothing(m, beam_window=b_l, iter=0, lmax=lmax)
 
 The call reads its arguments once: the maps (:func:`sphgpu._validate.as_maps`: masked and
 ``UNSEEN`` pixels set to zero, NaN refused), then what to run as a
-:class:`~sphgpu.convolve.parts.Parts` with its backends resolved; the one executor,
-:func:`sphgpu.convolve.run.execute`, runs those parts and puts ``UNSEEN`` back.
+:class:`~sphgpu.convolve.parts.Parts` with its backends resolved (:func:`parts_of`); the one
+executor, :func:`sphgpu.convolve.run.execute`, runs those parts and puts ``UNSEEN`` back.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .parts import Parts
 from .run import execute
 from .split import KernelSplit, _check_kernel, split_kernel
 
-__all__ = ["convolve", "resolve", "METHODS"]
+__all__ = ["convolve", "parts_of", "METHODS"]
 
 METHODS = ("auto", "harmonic", "realspace", "split")
 
@@ -108,21 +108,55 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
         If ``backend="cuda"`` is asked for without a usable GPU.
     """
     arr, bad = as_maps("maps", maps)
+    parts = parts_of(kernel, arr.shape[-1], method=method, l_cut=l_cut, theta_cut=theta_cut,
+                     backend=backend, harmonic_backend=harmonic_backend,
+                     error_bound=error_bound, fit=fit, geometry=geometry)
+    return execute(parts, arr, bad, maps)
+
+
+def parts_of(kernel, npix=None, *, method="auto", l_cut=None, theta_cut=None, backend="auto",
+             harmonic_backend=None, error_bound=1e-5, fit="sphgpu", geometry=None):
+    """What :func:`convolve` runs for maps of ``npix`` pixels, before it runs: the arguments
+    checked, the kernel split or tabulated, the backends resolved.
+
+    :func:`sphgpu.distributed.convolution.convolve` makes its Parts here too, inside
+    :func:`sphgpu.convolve.parts.resolved_by` (backends of its cluster), and runs them through
+    the same executor.
+
+    Parameters
+    ----------
+    kernel : RadialKernel, array of K_l, CompactKernel, KernelSplit or Plan
+        As in :func:`convolve`.
+    npix : int, optional
+        Pixels of the maps, checked against ``geometry`` or the Plan (default: not checked;
+        then a grid other than a Plan's needs ``geometry``).
+    method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geometry
+        As in :func:`convolve`.
+
+    Returns
+    -------
+    Parts
+        The harmonic part's K_l, the real-space part and their concrete backends, on the
+        maps' grid.
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError
+        As :func:`convolve` raises them for these arguments.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if isinstance(kernel, Plan):              # its own backends, unless ``backend`` names one
-        parts = kernel.parts(backend, npix=arr.shape[-1])
-    else:
-        geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
-        parts = _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound,
-                       fit, geom)
-    return execute(parts, arr, bad, maps)
+        return kernel.parts(backend, npix=npix)
+    geom = resolve_geometry(None, geometry, npix=npix, name="maps")
+    return _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
+                  geom)
 
 
 def _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geom):
     """The :class:`Parts` that convolve() runs for a kernel that is not a Plan."""
     if not isinstance(kernel, KernelSplit):
-        kernel = resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
+        kernel = _resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
     if isinstance(kernel, Plan):              # method "auto"
         return kernel.parts(backend, npix=geom.npix)
     if isinstance(kernel, KernelSplit):
@@ -132,11 +166,10 @@ def _parts(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bo
     return Parts.of(geom, bl=kernel, backend=backend)
 
 
-def resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom):
+def _resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom):
     """What :func:`convolve` computes for a kernel that is not yet a Plan or KernelSplit, before
     any backend: the K_l of a harmonic convolution (ndarray), a CompactKernel (real space), a
-    KernelSplit (split) or a Plan (auto). Validates the arguments as convolve() documents;
-    :mod:`sphgpu.distributed.convolution` makes the same choices through it."""
+    KernelSplit (split) or a Plan (auto). Validates the arguments as convolve() documents."""
     if isinstance(kernel, CompactKernel):
         if method not in ("auto", "realspace"):
             raise ValueError("a CompactKernel is applied in real space: use method='realspace'")

@@ -3,10 +3,16 @@
 :func:`sphgpu.convolve.convolve` and :meth:`sphgpu.convolve.Plan.apply` turn their arguments into
 one :class:`Parts` (backends resolved there, once) and hand it with the validated maps to the
 one executor, :func:`sphgpu.convolve.run.execute`. A Parts runs nothing itself.
+
+Work that runs elsewhere resolves its backend requests there: inside :func:`resolved_by`, Parts
+ask the given function instead of this machine (:mod:`sphgpu.distributed.convolution` asks its
+Dask cluster, then runs the Parts through the same executor on the workers).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +22,37 @@ from ..geometry import RingGeometry
 from .kernels import CompactKernel
 from .split import KernelSplit
 
-__all__ = ["Parts"]
+__all__ = ["Parts", "resolved_by"]
+
+#: the function that turns a backend request into a concrete name for the Parts made now (None:
+#: :func:`sphgpu.backends.resolve`, this machine's backends)
+_RESOLVE = contextvars.ContextVar("sphgpu_convolve_resolve", default=None)
+
+
+@contextlib.contextmanager
+def resolved_by(resolve):
+    """Within the block, Parts resolve their backend requests through ``resolve`` instead of
+    :func:`sphgpu.backends.resolve`: for parts that run on other machines (Dask workers), whose
+    GPUs are not this machine's, and without a CUDA context here.
+
+    Parameters
+    ----------
+    resolve : callable(request, capability) -> str
+        Given a request ("auto", "cuda", "cpu", "reference") and the capability ("sht" for the
+        harmonic part, "convolve" for the real-space one), the concrete backend name.
+
+    Yields
+    ------
+    None
+    """
+    if not callable(resolve):
+        raise TypeError(f"resolve must be a function (request, capability) -> backend name, "
+                        f"got {type(resolve).__name__}")
+    token = _RESOLVE.set(resolve)
+    try:
+        yield
+    finally:
+        _RESOLVE.reset(token)
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,16 +84,17 @@ class Parts:
         """The parts of a harmonic part ``bl`` and/or a real-space part ``compact``, the
         real-space one on ``backend`` and the harmonic one on ``harmonic_backend`` (None:
         ``backend``); both resolved here (a request of "auto" warns once where it falls back
-        to the CPU, "cuda" without a GPU raises BackendUnavailableError)."""
+        to the CPU, "cuda" without a GPU raises BackendUnavailableError; inside
+        :func:`resolved_by`, its function decides)."""
         if bl is None and compact is None:
             raise ValueError("a convolution needs a harmonic part, a real-space part or both")
+        resolve = _RESOLVE.get() or backends.resolve
         hb = rb = None
         if bl is not None:
-            hb = backends.resolve(backend if harmonic_backend is None else harmonic_backend,
-                                  "sht")
+            hb = resolve(backend if harmonic_backend is None else harmonic_backend, "sht")
             bl = np.asarray(bl, dtype=np.float64)
         if compact is not None:
-            rb = backends.resolve(backend, "convolve")
+            rb = resolve(backend, "convolve")
         return cls(geometry, bl, compact, hb, rb)
 
     @classmethod

@@ -3,10 +3,9 @@
 (:func:`sphgpu.convolve.convolve`, :meth:`sphgpu.convolve.Plan.apply`): the harmonic part, the
 real-space part, or both at the same time, then ``UNSEEN`` back at the input's masked pixels.
 
-Its pieces (:func:`realspace_part`, :func:`run_split`, :func:`host_copy`) also run the tasks of
-:mod:`sphgpu.distributed.convolution`. Backends are concrete names ("cuda", "cpu",
-"reference"): the real-space part runs on the convolve backend module of that name, the
-harmonic part on the SHT backend.
+The tasks of :mod:`sphgpu.distributed.convolution` run it too, on the workers. Backends are
+concrete names ("cuda", "cpu", "reference"): the real-space part runs on the convolve backend
+module of that name, the harmonic part on the SHT backend.
 """
 
 from __future__ import annotations

@@ -1,6 +1,12 @@
 """Convolution on a Dask cluster: a split plan's two parts as concurrent tasks, the real-space
 part cut into latitude bands over several workers; and batches of maps, one task per group.
 
+The choices are the serial call's: :func:`sphgpu.convolve.api.parts_of` reads the arguments
+into a :class:`~sphgpu.convolve.parts.Parts` (the same checks, fits and plans), its backend
+requests resolved for the cluster's workers (:func:`sphgpu.convolve.parts.resolved_by`), not for
+this machine. Tasks receive the Parts; a whole convolution, or the harmonic part alone, runs on
+its worker through the serial executor, :func:`sphgpu.convolve.run.execute`.
+
 One convolution (:func:`convolve`) of a split at (l_cut, theta_cut) runs
 
 * the harmonic part (map2alm, times K_l for l <= l_cut, alm2map) as one task on one worker,
@@ -27,105 +33,74 @@ is sent and submitted again, and no partial result is ever returned.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import uuid
 
 import numpy as np
 
 from .. import backends
 from .._validate import UNSEEN, as_maps, check_int
-from ..convolve import api as _api
+from ..convolve.api import parts_of
 from ..convolve.cost import MeasuredCostModel
-from ..convolve.harmonic import harmonic_convolve
-from ..convolve.kernels import CompactKernel
 from ..convolve.optimize import Plan
+from ..convolve.parts import resolved_by
 from ..convolve.realspace import ring_plan
-from ..convolve.run import host_copy, realspace_part, run_split
-from ..convolve.split import KernelSplit
+from ..convolve.run import execute
 from ..geometry import RingGeometry
 from ..sht.transforms import resolve_geometry
+from . import _worker
 from . import cluster as _cluster
+from . import tasks
 from .partition import latitude_bands
-from .sht import (_eligible, _geom, _geom_ref, _host_array, _is_future_list,
-                  _run_items, _scatter, _stack)
 
-__all__ = ["convolve", "convolve_many", "Job"]
+__all__ = ["convolve", "convolve_many"]
 
 
 # ----------------------------------------------------------------------------- what to compute
-class Job:
-    """A resolved convolution: the harmonic part's K_l (``bl``, None if there is none), the
-    real-space part (``compact``, a CompactKernel, None if there is none), and where each runs
-    (``harmonic_backend``, ``realspace_backend``: "auto", "cuda", "cpu" or "reference")."""
+def _parts(client, kernel, npix, geometry, **options):
+    """The :class:`~sphgpu.convolve.parts.Parts` of the serial convolve()'s choices (same
+    checks, same cached fits and plans), with the backend requests resolved for the workers
+    of ``client`` instead of this machine."""
+    def on_cluster(request, capability):
+        return _cluster.placement(client, request)[0]
 
-    def __init__(self, bl, compact, harmonic_backend, realspace_backend):
-        self.bl = None if bl is None else np.asarray(bl, dtype=np.float64)
-        self.compact = compact
-        self.harmonic_backend = harmonic_backend
-        self.realspace_backend = realspace_backend
-
-    @property
-    def parts(self) -> tuple[str, ...]:
-        return tuple(p for p, x in (("harmonic", self.bl), ("realspace", self.compact))
-                     if x is not None)
+    with _cluster.one_view(client), resolved_by(on_cluster):   # one question to the scheduler
+        return parts_of(kernel, npix, geometry=geometry, **options)
 
 
-def _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit, geom):
-    """The serial convolve()'s choices (same methods, same cached fits), as a :class:`Job`."""
-    if method not in _api.METHODS:
-        raise ValueError(f"method must be one of {_api.METHODS}, got {method!r}")
-    hb = backend if harmonic_backend is None else harmonic_backend
-    if isinstance(kernel, Plan):
-        own = isinstance(kernel.cost_model, MeasuredCostModel)
-        if backends.named(backend) is None and own:
-            # the plan's own backends, as run_plan() uses them
-            hb = kernel.harmonic_backend or "auto"
-            backend = kernel.realspace_backend or "auto"
-        if kernel.method == "harmonic":
-            return Job(kernel.kernel.bl, None, hb, backend)
-        kernel = kernel.split
-    if isinstance(kernel, KernelSplit):
-        if kernel.realspace is None:
-            return Job(kernel.harmonic_bl, None, hb, backend)
-        if kernel.l_cut < 0:
-            return Job(None, kernel.realspace, hb, backend)
-        return Job(kernel.harmonic_bl, kernel.realspace, hb, backend)
-    what = _api.resolve(kernel, method, l_cut, theta_cut, error_bound, fit, geom)
-    if isinstance(what, CompactKernel):
-        return Job(None, what, hb, backend)
-    if isinstance(what, np.ndarray):
-        return Job(what, None, hb, backend)
-    return _job(what, "auto", None, None, backend, harmonic_backend, error_bound, fit, geom)
+def _harmonic(parts):
+    """The harmonic part of ``parts`` alone (what its own task runs)."""
+    return dataclasses.replace(parts, compact=None, realspace_backend=None)
 
 
 # ----------------------------------------------------------------------------- tasks
 # Module-level functions: workers import them from sphgpu, nothing is pickled by value.
-def _whole_task(maps, ref, bl, compact, hb, rb):
-    """The serial convolution of ``maps`` (k, npix) on this worker, both parts concurrent
-    (as sphgpu.convolve.convolve runs a split)."""
-    g = _geom(ref)
-    if compact is None:
-        return harmonic_convolve(maps, bl, g, backend=hb)
-    if bl is None:
-        return realspace_part(maps, g, compact, rb)
-    return host_copy(run_split(maps, g, bl, compact, hb, rb))
+def _kept(parts):
+    """``parts`` on the worker's own copy of their grid (one object per grid and worker), so
+    the set-ups cached by grid (transform plans, ring plans, GPU tables) are found again."""
+    g = _worker.geometry(_worker.geometry_ref(parts.geometry))
+    return parts if g is parts.geometry else dataclasses.replace(parts, geometry=g)
 
 
-def _harmonic_task(maps, ref, bl, backend):
-    return harmonic_convolve(maps, bl, _geom(ref), backend=backend)
+def _execute_task(maps, parts):
+    """``parts`` run on ``maps`` (k, npix) by the serial executor on this worker: a split's
+    parts concurrently there (as sphgpu.convolve.convolve runs them), or one part alone."""
+    return execute(_kept(parts), maps)
 
 
 @functools.lru_cache(maxsize=64)
-def _band_plan(ref, theta_cut, own, halo):
-    # cached on the worker: a GPU band plan keeps its device tables for the next call
-    return ring_plan(_geom(ref), theta_cut).band(slice(*own), slice(*halo))
+def _band_plan(geometry, theta_cut, own, halo):
+    # cached on the worker (by its kept grid): a GPU band plan keeps its device tables
+    return ring_plan(geometry, theta_cut).band(slice(*own), slice(*halo))
 
 
-def _band_task(halo_maps, ref, compact, own, halo, backend):
-    """Pixels of the halo rings (k, n_halo) -> the real-space part on the own rings
-    (k, n_own), computed from the halo only."""
-    plan = _band_plan(ref, compact.theta_cut, own, halo)
-    out = backends.load("convolve", backend).convolve(halo_maps, plan, compact)
+def _band_task(halo_maps, parts, own, halo):
+    """Pixels of the halo rings (k, n_halo) -> the real-space part of ``parts`` on the own
+    rings (k, n_own), computed from the halo only."""
+    parts = _kept(parts)
+    compact = parts.compact
+    plan = _band_plan(parts.geometry, compact.theta_cut, own, halo)
+    out = backends.load("convolve", parts.realspace_backend).convolve(halo_maps, plan, compact)
     g = plan.geometry
     a = int(g.ringstart[own[0] - halo[0]])
     last = own[1] - 1 - halo[0]
@@ -134,9 +109,13 @@ def _band_task(halo_maps, ref, compact, own, halo, backend):
 
 
 # ----------------------------------------------------------------------------- placement
-def _backend_and_resources(client, backend):
-    name, resources = _cluster.placement(client, backend)
-    return name, resources, _eligible(client, resources)
+def _placed(client, name):
+    """(resources, eligible workers) of the tasks of a part on the concrete backend ``name``;
+    (None, []) for a part that is not there (``name`` None)."""
+    if name is None:
+        return None, []
+    resources = _cluster.placement(client, name)[1]
+    return resources, _cluster.eligible_workers(client, resources)
 
 
 def _bands(geom, compact, nbands, shares=None):
@@ -166,10 +145,6 @@ def _unseen(out, bad):
     if bad is not None:
         out[bad] = UNSEEN
     return out
-
-
-def _key(stage):
-    return f"sphgpu-{stage}-{uuid.uuid4().hex}"
 
 
 def _weighted_shares(weight, n_others):
@@ -222,8 +197,7 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
     ndarray of the shape of ``maps``, float64, equal to the serial convolution to rounding.
     """
     client = _cluster.get_client(client)
-    arr, bad = _host_array("maps", maps, as_maps)
-    geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
+    arr, bad = tasks.host_array("maps", maps, as_maps)
     for name, value in (("backend", backend), ("harmonic_backend", harmonic_backend)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{name} must be a string, got {type(value).__name__}")
@@ -233,47 +207,50 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
                 or not np.isfinite(weight) or weight < 0:
             raise ValueError(f"harmonic_weight must be a finite number >= 0, got {weight!r}")
         weight = float(weight)
-    job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
-               geom)
+    parts = _parts(client, kernel, arr.shape[-1], geometry, method=method, l_cut=l_cut,
+                   theta_cut=theta_cut, backend=backend, harmonic_backend=harmonic_backend,
+                   error_bound=error_bound, fit=fit)
     if nbands is not None:
         nbands = check_int("nbands", nbands, minimum=1)
+    geom, bl, compact = parts.geometry, parts.bl, parts.compact
     batch = arr[None] if arr.ndim == 1 else np.ascontiguousarray(arr)
     with _cluster.one_view(client):                 # one question to the scheduler
-        hb, h_res, h_where = _backend_and_resources(client, job.harmonic_backend)
-        rb, r_res, r_where = _backend_and_resources(client, job.realspace_backend)
-    ref = _geom_ref(geom)
-    both = job.bl is not None and job.compact is not None
+        h_res, h_where = _placed(client, parts.harmonic_backend)
+        r_res, r_where = _placed(client, parts.realspace_backend)
+    both = bl is not None and compact is not None
     if both and len(set(h_where) | set(r_where)) == 1 and nbands is None:
         # one worker: the serial split there runs both parts at once (streams / threads)
-        res = h_res if backends.info(hb).gpu or not backends.info(rb).gpu else r_res
-        out = _run_whole(client, [batch], ref, job, hb, rb, res, progress)[0][0]
+        gpu = backends.info(parts.harmonic_backend).gpu \
+            or not backends.info(parts.realspace_backend).gpu
+        out = _run_whole(client, [batch], parts, h_res if gpu else r_res, progress)[0][0]
         return _unseen(out[0] if arr.ndim == 1 else out, bad)
 
     # the harmonic part prefers a worker the bands do not use (e.g. a CPU worker)
     h_pick = [w for w in h_where if w not in r_where][:1] or h_where[:1]
     bands, shares = [], None
-    if job.compact is not None:
+    if compact is not None:
         others = [w for w in r_where if not (both and w in h_pick)] or r_where
         if nbands is None and both and weight and h_pick[0] in r_where and others != r_where:
             shares = _weighted_shares(weight, len(others))
-        bands = _bands(geom, job.compact, len(shares) if shares else nbands or len(others),
-                       shares)
+        bands = _bands(geom, compact, len(shares) if shares else nbands or len(others), shares)
+    harmonic = _harmonic(parts) if bl is not None else None
 
     def build(_):
         futures, at = [], []
         with _cluster.one_view(client):   # workers listed again at each attempt: some may die
-            h_at, r_at = _eligible(client, h_res), _eligible(client, r_res)
-        if job.bl is not None:
+            h_at = _cluster.eligible_workers(client, h_res) if bl is not None else []
+            r_at = _cluster.eligible_workers(client, r_res) if compact is not None else []
+        if harmonic is not None:
             at = [w for w in h_at if w not in r_at][:1] or h_at[:1]
             [whole] = _send(client, [batch], at, h_res)
-            futures.append(client.submit(_harmonic_task, whole, ref, job.bl, hb,
-                                         key=_key("harmonic"), resources=h_res,
+            futures.append(client.submit(_execute_task, whole, harmonic,
+                                         key=tasks.key("harmonic"), resources=h_res,
                                          workers=at, allow_other_workers=True))
         if bands:
             rest = [w for w in r_at if w not in at] or r_at
             # with shares, band 0 (the smaller one) goes to the harmonic part's worker
             shared = int(bool(shares) and bool(at) and at[0] in r_at)
-            kb = _key("band")
+            kb = tasks.key("band")
             for i, (own, halo) in enumerate(bands):
                 if shared and i == 0:
                     w = at[0]
@@ -282,20 +259,20 @@ def convolve(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend
                 a, b = _pixels(geom, halo)
                 [piece] = _send(client, [np.ascontiguousarray(batch[:, a:b])],
                                 [w] if w else [], r_res)
-                futures.append(client.submit(_band_task, piece, ref, job.compact, own, halo,
-                                             rb, key=(kb, i), resources=r_res,
+                futures.append(client.submit(_band_task, piece, parts, own, halo,
+                                             key=(kb, i), resources=r_res,
                                              workers=[w] if w else None,
                                              allow_other_workers=bool(w)))
         return [futures]
 
-    [parts] = _run_items(client, 1, build, progress=progress)
-    if job.bl is not None:
-        out, pieces = parts[0], parts[1:]
+    [pieces] = tasks.run_items(client, 1, build, progress=progress)
+    if bl is not None:
+        out, pieces = pieces[0], pieces[1:]
     else:
-        out, pieces = np.empty_like(batch), parts
+        out = np.empty_like(batch)
     for (own, _), piece in zip(bands, pieces):
         a, b = _pixels(geom, own)
-        if job.bl is not None:
+        if bl is not None:
             out[:, a:b] += piece           # harmonic + real-space, as the serial split adds
         else:
             out[:, a:b] = piece
@@ -321,20 +298,20 @@ def _send(client, data, workers, resources):
             return client.scatter(data, workers=list(workers), hash=False)
         except (OSError, KeyError):
             pass
-    return _scatter(client, data, resources)
+    return tasks.scatter(client, data, resources)
 
 
-def _run_whole(client, items, ref, job, hb, rb, resources, progress, gather=True):
+def _run_whole(client, items, parts, resources, progress, gather=True):
+    """Each of ``items`` (maps (k, npix)) convolved by one task running ``parts`` whole."""
     def build(todo):
-        data = _scatter(client, [items[i] for i in todo], resources)
-        key = _key("convolve")
-        return [[client.submit(_whole_task, d, ref, job.bl, job.compact, hb, rb,
-                               key=(key, i), resources=resources)]
+        data = tasks.scatter(client, [items[i] for i in todo], resources)
+        key = tasks.key("convolve")
+        return [[client.submit(_execute_task, d, parts, key=(key, i), resources=resources)]
                 for i, d in zip(todo, data)]
 
     if not gather:
         return [f for [f] in build(list(range(len(items))))]
-    return _run_items(client, len(items), build, progress=progress)
+    return tasks.run_items(client, len(items), build, progress=progress)
 
 
 def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, backend="auto",
@@ -366,7 +343,7 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
     ndarray, shape (k, npix) (or (npix,)) -- or a list of futures with ``gather=False``.
     """
     client = _cluster.get_client(client)
-    futures_in = _is_future_list(maps)
+    futures_in = tasks.is_future_list(maps)
     if futures_in:
         if geometry is None and isinstance(kernel, Plan):
             geometry = RingGeometry.healpix(kernel.nside)
@@ -376,27 +353,27 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
         geom = resolve_geometry(None, geometry)
         items, single, bad = list(maps), False, None
     else:
-        arr, bad = _host_array("maps", maps, as_maps)
+        arr, bad = tasks.host_array("maps", maps, as_maps)
         geom = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
         single = arr.ndim == 1
         arr = arr[None] if single else arr
         per = check_int("maps_per_task", maps_per_task, minimum=1)
         items = [np.ascontiguousarray(arr[i:i + per]) for i in range(0, arr.shape[0], per)]
-    job = _job(kernel, method, l_cut, theta_cut, backend, harmonic_backend, error_bound, fit,
-               geom)
+    parts = _parts(client, kernel, geom.npix, geom, method=method, l_cut=l_cut,
+                   theta_cut=theta_cut, backend=backend, harmonic_backend=harmonic_backend,
+                   error_bound=error_bound, fit=fit)
     with _cluster.one_view(client):
-        hb, h_res, _ = _backend_and_resources(client, job.harmonic_backend)
-        rb, r_res, _ = _backend_and_resources(client, job.realspace_backend)
-    used = [(b, r) for b, r, part in ((hb, h_res, job.bl), (rb, r_res, job.compact))
-            if part is not None]
-    res = next((r for b, r in used if backends.info(b).gpu), used[0][1])
-    ref = _geom_ref(geom)
+        used = [_cluster.placement(client, name) for name in (parts.harmonic_backend,
+                                                              parts.realspace_backend)
+                if name is not None]
+    # tasks ask for a GPU when either part runs on one
+    res = next((r for name, r in used if backends.info(name).gpu), used[0][1])
     if futures_in:
-        key = _key("convolve")
-        futs = [client.submit(_whole_task, f, ref, job.bl, job.compact, hb, rb,
-                              key=(key, i), resources=res) for i, f in enumerate(items)]
+        key = tasks.key("convolve")
+        futs = [client.submit(_execute_task, f, parts, key=(key, i), resources=res)
+                for i, f in enumerate(items)]
         if not gather:
             return futs
-        return _stack([[r] for r in client.gather(futs)], False)
-    out = _run_whole(client, items, ref, job, hb, rb, res, progress, gather=gather)
-    return _unseen(_stack(out, single), bad) if gather else out
+        return tasks.stack([[r] for r in client.gather(futs)], False)
+    out = _run_whole(client, items, parts, res, progress, gather=gather)
+    return _unseen(tasks.stack(out, single), bad) if gather else out

@@ -54,19 +54,19 @@ from __future__ import annotations
 import dataclasses
 import operator
 import time
-import uuid
 
 import numpy as np
 
 from .. import backends
 from .._kept import Kept
-from .._validate import as_complex_array, as_maps, check_flag, check_int, is_device_array
+from .._validate import as_complex_array, as_maps, check_flag, check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
 from ..sht import spin, stages
 from ..sht.plan import describe, plan_elsewhere, resolve_geometry, shape_kind
 from . import _worker
 from . import cluster as _cluster
+from . import tasks
 from .partition import alm_slice, m_chunks, ring_chunks, transform_ring_costs
 
 __all__ = ["alm2map_many", "map2alm_many", "anafast_many", "alm2cl_many", "to_workers",
@@ -137,106 +137,12 @@ def _check_report(report):
     return report
 
 
-def _nbytes(x) -> int:
-    return int(getattr(x, "nbytes", 0) or 0)
-
-
 def _reported(report, transfer, started, value):
     """``value``, after ``report(transfer)`` with the call's seconds stamped on it."""
     if report is not None:
         transfer.seconds = time.perf_counter() - started
         report(transfer)
     return value
-
-
-# ----------------------------------------------------------------------------- plumbing
-def _key(stage: str) -> str:
-    # Dask groups tasks by the alphabetic words before the first token: "sphgpu-legendre"
-    return f"sphgpu-{stage}-{uuid.uuid4().hex}"
-
-
-def _eligible(client, resources):
-    """Workers that can run a task asking for ``resources`` (where its inputs should go)."""
-    return _cluster.eligible_workers(client, resources)
-
-
-def _host_array(name, a, check):
-    if is_device_array(a):
-        raise TypeError(f"{name} is a GPU array: sphgpu.distributed takes NumPy arrays (each "
-                        "worker copies its share to its own GPU); copy it to the host first")
-    return check(name, a)
-
-
-def _is_future_list(x):
-    from distributed import Future
-
-    return isinstance(x, (list, tuple)) and len(x) > 0 and all(isinstance(f, Future) for f in x)
-
-
-def _scatter(client, data, resources, transfer=None):
-    """Send ``data`` (a list) to the workers that can run tasks with ``resources``, again on
-    the workers left when one dies meanwhile (:func:`sphgpu.distributed.cluster.scatter`): one
-    transfer per object, in one call. Bytes and seconds are added to ``transfer`` if given."""
-    t0 = time.perf_counter()
-    futures = _cluster.scatter(client, data, resources)
-    if transfer is not None:
-        transfer.send_seconds += time.perf_counter() - t0
-        transfer.sent_bytes += sum(_nbytes(d) for d in data)
-    return futures
-
-
-def _run_items(client, n, build, *, progress=False, transfer=None):
-    """Compute ``n`` independent items and return their results, in order.
-
-    ``build(items)`` scatters the inputs of the listed items and submits their tasks,
-    returning for each item the list of futures whose results make it up. An item whose
-    futures are cancelled because a lost worker held its scattered input is built again (up
-    to ATTEMPTS times in all); any task error cancels everything and is raised. Results are
-    gathered one by one through :func:`sphgpu.distributed.cluster.result`, which does not
-    wait out a gather from a worker killed under it (as_completed's own gathers did: 30 s);
-    the bytes and seconds of those gathers (each of a finished task) go to ``transfer``.
-    Returns a list (per item) of lists (per future).
-    """
-    from distributed import as_completed
-
-    results = [None] * n
-    todo = list(range(n))
-    for _ in range(ATTEMPTS):
-        owner, parts, lost = {}, {}, set()
-        try:
-            for i, futs in zip(todo, build(todo)):
-                parts[i] = [None] * len(futs)
-                for j, f in enumerate(futs):
-                    owner[f] = (i, j)
-            if transfer is not None:
-                transfer.tasks += len(owner)
-            if progress:
-                _cluster.show_progress(list(owner))
-            for fut in as_completed(list(owner)):
-                i, j = owner[fut]
-                if i in lost:
-                    continue
-                t0 = time.perf_counter()
-                res = _cluster.result(fut)       # a task's error is raised here
-                if res is _cluster.LOST:
-                    lost.add(i)
-                    continue
-                parts[i][j] = res
-                if transfer is not None:
-                    transfer.receive_seconds += time.perf_counter() - t0
-                    transfer.received_bytes += _nbytes(res)
-        except BaseException:
-            client.cancel(list(owner))
-            raise
-        for i in todo:
-            if i not in lost:
-                results[i] = parts[i]
-        todo = sorted(lost)
-        if not todo:
-            return results
-    raise WorkersLostError(f"{len(todo)} of {n} item(s) lost their input with a dying worker "
-                           f"{ATTEMPTS} times in a row; no result is returned (does a task "
-                           "crash its worker, or is the cluster losing workers?)")
 
 
 # ----------------------------------------------------------------------------- plans
@@ -249,17 +155,6 @@ def _plan(g, layout, name):
     """The :class:`sphgpu.SHT` that tasks receive: grid ``g``, ``layout``, backend ``name``
     (resolved for the workers, not loaded here: this process may have no GPU)."""
     return _SENT.get(describe(g, layout, name), lambda: plan_elsewhere(g, layout, name))
-
-
-def _geom_ref(g):
-    """What a task receives for a bare geometry (:func:`sphgpu.distributed._worker.
-    geometry_ref`; the convolutions' tasks use it): ("healpix", nside), or ("grid", token,
-    g), kept once per worker under its token."""
-    return _worker.geometry_ref(g)
-
-
-def _geom(ref):
-    return _worker.geometry(ref)
 
 
 def _subgeometry(g, rings):
@@ -479,7 +374,7 @@ def _as_future_list(x):
 
     if isinstance(x, Future):
         return [x]
-    if _is_future_list(x):
+    if tasks.is_future_list(x):
         return list(x)
     return None
 
@@ -495,22 +390,13 @@ def _batch_inputs(name, data, check):
         names = [name] if isinstance(data, Future) else [f"{name}[{i}]"
                                                          for i in range(len(futures))]
         return futures, False, names
-    arr = _host_array(name, data, lambda nm, a: check(nm, a, allow_batch=3))
+    arr = tasks.host_array(name, data, lambda nm, a: check(nm, a, allow_batch=3))
     return _check_batch(name, arr), arr.ndim == 1, None
 
 
 def _groups(k, per):
     per = check_int("maps_per_task", per, minimum=1)
     return [slice(i, min(i + per, k)) for i in range(0, k, per)]
-
-
-def _stack(results, single):
-    """Results of the items in order, as one array when they are NumPy arrays."""
-    flat = [r for item in results for r in item]
-    if not all(isinstance(r, np.ndarray) for r in flat):
-        return flat
-    out = np.concatenate([r if r.ndim >= 2 else r[None] for r in flat], axis=0)
-    return out[0] if single else out
 
 
 def _check_on_device(on_device, gather, name):
@@ -539,7 +425,7 @@ def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progre
     def build(todo):
         data = [items[i] for i in todo]
         if names is None:
-            data = _scatter(client, data, resources, transfer)
+            data = tasks.scatter(client, data, resources, transfer)
         else:
             # the caller's futures cannot be sent again from here: one whose data is gone
             # (cancelled, released, or lost with its worker) ends the call, by its name
@@ -549,7 +435,7 @@ def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progre
                     f"{', '.join(gone)}: future(s) whose data is no longer on the workers "
                     "(cancelled, released, or lost with a worker); no result is returned: "
                     "send the data again (to_workers or client.scatter)")
-        key = _key(stage)                   # new keys for every round
+        key = tasks.key(stage)              # new keys for every round
         return [[client.submit(fn, d, None if names is None else names[i], *args,
                                key=(key, i), resources=resources)]
                 for i, d in zip(todo, data)]
@@ -560,7 +446,7 @@ def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progre
         if progress:
             _cluster.show_progress(futs)
         return futs
-    return _run_items(client, len(items), build, progress=progress, transfer=transfer)
+    return tasks.run_items(client, len(items), build, progress=progress, transfer=transfer)
 
 
 def _alm_layout(client, data, names, lmax, mmax, resources):
@@ -571,7 +457,7 @@ def _alm_layout(client, data, names, lmax, mmax, resources):
         return AlmLayout.from_size(data.shape[-1], lmax, mmax, name="alms")
     if lmax is not None:
         return AlmLayout(check_int("lmax", lmax, minimum=0), mmax)
-    n = client.submit(_last_axis, data[0], names[0], key=_key("size"),
+    n = client.submit(_last_axis, data[0], names[0], key=tasks.key("size"),
                       resources=resources).result()
     return AlmLayout.from_size(n, None, mmax, name=names[0])
 
@@ -610,17 +496,17 @@ def to_workers(data, *, client=None, backend="auto", per_future=1, on_device=Fal
     report = _check_report(report)
     name, resources = _cluster.placement(client, backend)
     on_device = _check_on_device(on_device, False, name)
-    arr = _host_array("data", data, lambda n, a: np.asarray(a))
+    arr = tasks.host_array("data", data, lambda n, a: np.asarray(a))
     if arr.ndim < 2 or arr.shape[0] == 0:
         raise ValueError(f"data must be a non-empty batch of shape (k, ...), got shape "
                          f"{arr.shape}")
     groups = _groups(arr.shape[0], check_int("per_future", per_future, minimum=1))
     transfer = Transfer()
-    futs = _scatter(client, [np.ascontiguousarray(arr[g]) for g in groups], resources,
+    futs = tasks.scatter(client, [np.ascontiguousarray(arr[g]) for g in groups], resources,
                     transfer)
     if on_device:
         # the copy runs where the rows are (the scheduler places a task next to its only input)
-        futs = [client.submit(_worker.to_device, f, key=(_key("to-device"), i),
+        futs = [client.submit(_worker.to_device, f, key=(tasks.key("to-device"), i),
                               resources=resources) for i, f in enumerate(futs)]
         transfer.tasks += len(futs)
     return _reported(report, transfer, started, futs)
@@ -690,7 +576,7 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
     out = _run_batch(client, "synthesis", _synthesis_task, data, names,
                      (_plan(g, layout, name), on_device), resources, gather, progress,
                      maps_per_task, transfer)
-    return _reported(report, transfer, started, _stack(out, single) if gather else out)
+    return _reported(report, transfer, started, tasks.stack(out, single) if gather else out)
 
 
 def _analysis_inputs(maps, geometry, lmax, mmax):
@@ -744,7 +630,7 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     out = _run_batch(client, "analysis", _analysis_task, data, names,
                      (_plan(g, layout, name), iter, on_device), resources, gather, progress,
                      maps_per_task, transfer)
-    return _reported(report, transfer, started, _stack(out, single) if gather else out)
+    return _reported(report, transfer, started, tasks.stack(out, single) if gather else out)
 
 
 def _spectra_out(out, gather, single):
@@ -898,7 +784,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     report = _check_report(report)
     name, resources = _cluster.placement(client, backend)
     pattern = _check_pattern(pattern)
-    arr = _host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
+    arr = tasks.host_array("alm", alm, lambda n, a: as_complex_array(n, a, allow_batch=3))
     polarized, lead = shape_kind("alm", arr, check_flag("pol", pol), "a_lm set")
     g = resolve_geometry(nside, geometry)
     layout = AlmLayout.from_size(arr.shape[-1], lmax, mmax, name="alm")
@@ -914,14 +800,15 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
         if pattern == "rings":
             # to one worker, the others fetch it (Dask's broadcast hangs on a dying worker,
             # see cluster.scatter)
-            [alm_f] = _scatter(client, [batch], resources, transfer)
-            key = _key("synthesis")
+            [alm_f] = tasks.scatter(client, [batch], resources, transfer)
+            key = tasks.key("synthesis")
             return [client.submit(_rings_synthesis_task, alm_f, plan, rings,
                                   key=(key, r), resources=resources)
                     for r, rings in enumerate(ring_lists)]
-        chunks = _scatter(client, [np.ascontiguousarray(batch[..., alm_slice(layout.lmax, mr)])
-                                   for mr in mranges], resources, transfer)
-        kl, kx, kf = _key("legendre"), _key("exchange"), _key("ringfft")
+        chunks = tasks.scatter(client, [np.ascontiguousarray(batch[..., alm_slice(layout.lmax,
+                                                                                  mr)])
+                                        for mr in mranges], resources, transfer)
+        kl, kx, kf = tasks.key("legendre"), tasks.key("exchange"), tasks.key("ringfft")
         legs = [client.submit(_legendre_task, a, plan, mr, ring_lists,
                               key=(kl, c), resources=resources)
                 for c, (a, mr) in enumerate(zip(chunks, mranges))]
@@ -932,7 +819,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
                               key=(kf, r), resources=resources)
                 for r, rings in enumerate(ring_lists)]
 
-    [parts] = _run_items(client, 1, build, progress=progress, transfer=transfer)
+    [parts] = tasks.run_items(client, 1, build, progress=progress, transfer=transfer)
     out = np.zeros((batch.size // batch.shape[-1], g.npix))
     for rings, piece in zip(ring_lists, parts):
         _put_pixels(out, piece, _pixel_runs(g, rings))
@@ -970,7 +857,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
     name, resources = _cluster.placement(client, backend)
     pattern = _check_pattern(pattern)
     iter = check_int("iter", iter, minimum=0)
-    arr = _host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])
+    arr = tasks.host_array("maps", maps, lambda n, a: as_maps(n, a, max_ndim=3)[0])
     polarized, lead = shape_kind("maps", arr, check_flag("pol", pol), "map")
     g = resolve_geometry(None, geometry, npix=arr.shape[-1], name="maps")
     layout = AlmLayout(g.natural_lmax if lmax is None else lmax, mmax)
@@ -984,22 +871,22 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
         return [build_graph()]
 
     def build_graph():
-        map_f = _scatter(client, [_take_pixels(batch, _pixel_runs(g, rings))
-                                  for rings in ring_lists], resources, transfer)
+        map_f = tasks.scatter(client, [_take_pixels(batch, _pixel_runs(g, rings))
+                                       for rings in ring_lists], resources, transfer)
         if pattern == "rings":
             alm = None
             for it in range(iter + 1):
-                ka = _key("analysis")
+                ka = tasks.key("analysis")
                 partial = [client.submit(_rings_analysis_task, map_f[r], alm, plan, rings,
                                          polarized, key=(ka, r), resources=resources)
                            for r, rings in enumerate(ring_lists)]
-                alm = client.submit(_sum_task, alm, *partial, key=_key("sum"))
+                alm = client.submit(_sum_task, alm, *partial, key=tasks.key("sum"))
             return [alm]
         nm = len(mranges)
         alm_c = [None] * nm
         synth = None                   # synth[c][r]: pieces of the current a_lm's Delta_m
         for it in range(iter + 1):
-            kf, kx, kl = _key("ringfft"), _key("exchange"), _key("legendre")
+            kf, kx, kl = tasks.key("ringfft"), tasks.key("exchange"), tasks.key("legendre")
             legs = [client.submit(_analysis_ring_task, map_f[r], plan, rings, mranges,
                                   *([synth[c][r] for c in range(nm)] if synth else []),
                                   key=(kf, r), resources=resources)
@@ -1011,7 +898,7 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
                                    key=(kl, c), resources=resources)
                      for c, mr in enumerate(mranges)]
             if it < iter:
-                ks, kx2 = _key("legendre"), _key("exchange")
+                ks, kx2 = tasks.key("legendre"), tasks.key("exchange")
                 sl = [client.submit(_legendre_task, alm_c[c], plan, mr, ring_lists,
                                     key=(ks, c), resources=resources)
                       for c, mr in enumerate(mranges)]
@@ -1019,6 +906,6 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
                           for r in range(nr)] for c in range(nm)]
         return alm_c
 
-    [parts] = _run_items(client, 1, build, progress=progress, transfer=transfer)
+    [parts] = tasks.run_items(client, 1, build, progress=progress, transfer=transfer)
     alm = np.concatenate(parts, axis=-1)
     return _reported(report, transfer, started, alm.reshape(lead + (layout.size,)))

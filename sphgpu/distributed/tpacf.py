@@ -55,8 +55,8 @@ from ..tpacf.catalog import (Catalog, as_catalog, check_column, check_left_out, 
 from ..tpacf.counts import counts_from_raw, counts_from_sums
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
+from . import tasks
 from .partition import declination_stripes, stripe_members
-from .sht import _eligible, _run_items
 
 __all__ = ["pair_counts", "pair_counts_many", "CatalogFiles"]
 
@@ -269,7 +269,7 @@ def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, pro
     """The stripes' RawCounts, summed; pieces sent in one scatter (or found on the workers)."""
     with _cluster.one_view(client):
         name, resources = _cluster.placement(client, backend)
-        where = _eligible(client, resources)
+        where = _cluster.eligible_workers(client, resources)
     k = max(1, len(where)) if nchunks is None else nchunks
     theta = bins.theta_max_rad
     pad = math.degrees(theta) * (1.0 + HALO_PAD_REL) + HALO_PAD_DEG
@@ -344,7 +344,7 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
     if n == 0:                   # no stripe has points of both catalogs within reach
         return None
     hook = _progress_hook(progress, "pair counts, stripes", n)
-    results = _run_items(client, n, build, progress=progress is True)
+    results = tasks.run_items(client, n, build, progress=progress is True)
     try:
         _PIECES[client] = (tuple(None if c is None else weakref.ref(c) for c in cats), key,
                            futures)
@@ -488,7 +488,7 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
     nreg = _n_regions(n_regions, data, *cats)         # labels of remote catalogs are not seen
     with _cluster.one_view(client):                   # one question to the scheduler
         name, resources = _cluster.placement(client, backend)
-        where = _eligible(client, resources)
+        where = _cluster.eligible_workers(client, resources)
     # the data to one worker (the tasks elsewhere fetch a copy, which each worker keeps);
     # each random catalog to one worker, where it is counted
     local = [(i, (c, [where[i % len(where)]] if where else None, False)) for i, (c, r) in
@@ -532,7 +532,7 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
                                       allow_other_workers=alive)])
         return out
 
-    results = _run_items(client, len(order), build, progress=progress)
+    results = tasks.run_items(client, len(order), build, progress=progress)
     out = [None] * len(rs)
     for (_, idx), [counts] in zip(order, results):
         for i, c in zip(idx, counts):
@@ -901,7 +901,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
 
     with _cluster.one_view(client):
         name, resources = _cluster.placement(client, backend)
-        where = _eligible(client, resources)
+        where = _cluster.eligible_workers(client, resources)
     nw = max(1, len(where))
     files = [f for f in (f1, f2) if f is not None]
 
@@ -918,7 +918,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
                 out.append([f])
             return out
 
-        return [r for [r] in _run_items(client, len(args_list), build,
+        return [r for [r] in tasks.run_items(client, len(args_list), build,
                                           progress=progress is True)]
 
     sizes = gather(_file_size, [(f,) for f in files], "reading catalogs, sizes",

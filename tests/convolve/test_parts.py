@@ -1,5 +1,6 @@
-"""Parts, what a convolution runs, as data: made once at the public entry (backends resolved),
-run by the one executor (run.execute)."""
+"""Parts, what a convolution runs, as data: made once at the public entry (backends resolved,
+here or through resolved_by for work that runs elsewhere), run by the one executor
+(run.execute)."""
 
 import dataclasses
 
@@ -8,7 +9,8 @@ import pytest
 
 from sphgpu import RingGeometry
 from sphgpu.convolve import RadialKernel, convolve, plan_for_cuts, split_kernel
-from sphgpu.convolve.parts import Parts
+from sphgpu.convolve.api import parts_of
+from sphgpu.convolve.parts import Parts, resolved_by
 from sphgpu.convolve.run import execute
 from sphgpu.testing import TOL, rel_err
 
@@ -59,3 +61,43 @@ def test_a_plan_says_its_parts(rng):
     m = rng.standard_normal(12 * nside**2)
     assert rel_err(plan.apply(m, backend="reference"), convolve(m, plan, backend="cpu")) \
         <= TOL["realspace_vs_brute_force"]
+
+
+def test_resolved_by_decides_the_backends_of_the_parts_made_inside():
+    g = RingGeometry.healpix(4)
+    k = RadialKernel.gaussian(1200.0, 12)
+    asked = []
+
+    def elsewhere(request, capability):          # e.g. a cluster whose workers have GPUs
+        asked.append((request, capability))
+        return "cuda"
+
+    with resolved_by(elsewhere):
+        parts = Parts.of_split(g, split_kernel(k, 6, 0.9), harmonic_backend="cpu")
+        # a Plan's parts go through the same resolution (its own backends, or "auto")
+        plan = plan_for_cuts(k, nside=4, l_cut=6, theta_cut=0.8, cost_model="paper")
+        from_plan = plan.parts()
+    assert asked == [("cpu", "sht"), ("auto", "convolve"), ("auto", "sht"), ("auto", "convolve")]
+    assert (parts.harmonic_backend, parts.realspace_backend) == ("cuda", "cuda")
+    assert (from_plan.harmonic_backend, from_plan.realspace_backend) == ("cuda", "cuda")
+    # outside the block this machine resolves again (the tests run with SPHGPU_BACKEND=cpu)
+    assert Parts.of(g, bl=k.bl).harmonic_backend == "cpu"
+    with pytest.raises(TypeError, match="resolve must be a function"):
+        with resolved_by("cuda"):
+            pass
+
+
+def test_parts_of_makes_what_convolve_runs(rng):
+    g = RingGeometry.healpix(4)
+    k = RadialKernel.gaussian(1200.0, 12)
+    m = rng.standard_normal((2, g.npix))
+    kw = dict(method="split", l_cut=6, theta_cut=0.9, backend="cpu")
+    parts = parts_of(k, g.npix, **kw)
+    assert parts.geometry is g and parts.bl.shape == (7,) and parts.compact is not None
+    np.testing.assert_array_equal(execute(parts, m), convolve(m, k, **kw))
+    harmonic = parts_of(k, method="harmonic", l_cut=5, backend="cpu", geometry=g)
+    assert harmonic.compact is None and harmonic.bl.shape == (6,)
+    with pytest.raises(ValueError, match="method must be one of"):
+        parts_of(k, g.npix, method="fast")
+    with pytest.raises(ValueError, match="maps has 10 pixels"):
+        parts_of(k, 10, method="harmonic")

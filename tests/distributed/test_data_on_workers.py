@@ -2,6 +2,8 @@
 worker, spectra reduced where the maps are, and warm-up of every worker at once. Each result
 against the serial call (CPU workers in this process)."""
 
+import pickle
+
 import distributed
 import numpy as np
 import pytest
@@ -9,7 +11,9 @@ import pytest
 import sphgpu
 import sphgpu.distributed as sd
 from sphgpu import AlmLayout, RingGeometry
+from sphgpu.convolve.parts import Parts
 from sphgpu.distributed import _worker, warm
+from sphgpu.distributed import convolution as dconv
 from sphgpu.distributed import sht as dsht
 
 from sphgpu.testing import TOL, random_alm, rel_err
@@ -122,12 +126,18 @@ def test_each_worker_keeps_one_geometry_per_grid():
 
 def test_tasks_of_one_grid_share_the_workers_geometry(client):
     g = RingGeometry.clenshaw_curtis(7)
-    ref = dsht._geom_ref(g)
-    ids = client.gather([client.submit(lambda r: id(dsht._geom(r)), ref, pure=False,
+    ref = _worker.geometry_ref(g)
+    ids = client.gather([client.submit(lambda r: id(_worker.geometry(r)), ref, pure=False,
                                        workers=[w])
                          for w in sorted(client.scheduler_info()["workers"]) for _ in range(2)])
     # in-process workers share this process's cache: one object for all four tasks
     assert len(set(ids)) == 1
+    # a convolution task's Parts arrive with a copy of their grid (pickled); they run on the
+    # worker's own object, where the plans cached by grid are found again
+    copy = pickle.loads(pickle.dumps(Parts(g, np.ones(3), None, "cpu", None)))
+    assert copy.geometry is not g
+    kept = dconv._kept(copy)
+    assert kept.geometry is _worker.geometry(ref) and kept.bl is copy.bl
 
 
 def test_on_device_needs_gpu_workers_and_futures_left_there(client, rng):
