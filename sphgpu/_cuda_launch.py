@@ -37,8 +37,11 @@ def _simulator_configured() -> bool:
         return False
 
 
-#: whether CUDA kernels run in Numba's simulator (here, not in :mod:`sphgpu._device`, so that
-#: the kernel launcher, which the argument checks use, imports nothing that imports them)
+#: whether CUDA kernels run in Numba's simulator. Kept here, in a module that imports neither
+#: Numba nor the rest of sphgpu, so that the array kinds (:mod:`sphgpu._device`, at the bottom of
+#: the import graph) read the same flag as the kernel launcher (:mod:`sphgpu._fast_launch`) and
+#: the checks' count kernel (:mod:`sphgpu._check_kernels`) without importing either: the argument
+#: checks look that kernel up by name (:data:`sphgpu._validate.DEVICE_CHECKS`)
 SIMULATOR = _simulator_configured()
 
 #: the message of Numba's low-occupancy warning (a regular expression, matched at the start of

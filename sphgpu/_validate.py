@@ -17,8 +17,8 @@ import threading
 import numpy as np
 
 from . import _host_threads
-# array kinds live in _device; they are named here too for the modules that import them from
-# here (convolve, sims, distributed, io...)
+# array kinds live in _device; they are named here too for imports not yet moved to it
+# (tests/test_architecture.py, KINDS_VIA_VALIDATE, lists them)
 from ._device import array_module_of, as_contiguous, is_device_array
 
 __all__ = ["check_int", "check_flag", "check_finite", "check_host_array", "check_fits_in_memory",
