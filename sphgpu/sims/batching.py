@@ -31,9 +31,9 @@ def auto_batch_size(plan, name) -> int:
         # cores, and groups of 8 or 16 cost less a map than plain maps
         # (benchmarks/results/sht_batch_h200_1127_before_ring.json; the Monte Carlo's rates:
         # benchmarks/results/montecarlo_h200.json). A polarized batch at nside 2048 goes from
-        # 4 to 8 that way: 47.0 s for 1000 simulations instead of 52.4 s on an H200, and
-        # CuPy's pool held 49.7 GiB after a batch of 8, less than the 60 GiB estimated
-        # (benchmarks/results/montecarlo_bandpowers_h200*.json, profile_pol_mc_h200.json)
+        # 4 to 8 that way, which ran faster, and CuPy's pool after a batch of 8 held less than
+        # the estimate (benchmarks/results/montecarlo_bandpowers_h200*.json,
+        # profile_pol_mc_h200.json)
         up = -(-size // 8) * 8
         if up <= MAX_AUTO_BATCH and up * per_sim <= 2.0 * budget:
             return up
