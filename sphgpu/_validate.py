@@ -17,13 +17,12 @@ import threading
 import numpy as np
 
 from . import _host_threads
-# array kinds live in _device; they are named here too for imports not yet moved to it
-# (tests/test_architecture.py, KINDS_VIA_VALIDATE, lists them)
+# the array kinds' home is _device; the checks use them (importing them from here is refused
+# by tests/test_architecture.py)
 from ._device import array_module_of, as_contiguous, is_device_array
 
 __all__ = ["check_int", "check_flag", "check_finite", "check_host_array", "check_fits_in_memory",
-           "as_real_array", "as_complex_array", "as_maps", "as_contiguous", "array_module_of",
-           "is_device_array", "physical_memory", "UNSEEN"]
+           "as_real_array", "as_complex_array", "as_maps", "physical_memory", "UNSEEN"]
 
 #: healpy's value for pixels without data (``healpy.UNSEEN``)
 UNSEEN = -1.6375e30

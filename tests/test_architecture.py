@@ -440,12 +440,9 @@ def test_the_device_count_is_a_kernel_module_that_closes_no_circle():
     assert "count_outside" in defined
 
 
-#: The array kinds, whose home is sphgpu._device; sphgpu._validate names them too, for the modules
-#: of :data:`KINDS_VIA_VALIDATE`.
+#: The array kinds, whose home is sphgpu._device (sphgpu._validate uses them but does not
+#: offer them: no module imports them from there).
 KINDS = {"is_device_array", "array_module_of", "as_contiguous"}
-#: Modules that still import array kinds from sphgpu._validate, as "module: name". The list can
-#: only shrink; once empty, _validate stops naming them.
-KINDS_VIA_VALIDATE: set = set()
 
 
 def kinds_via_validate(modules):
@@ -466,11 +463,8 @@ def test_kinds_check_can_fail(tmp_path):
 
 
 def test_array_kinds_are_imported_from_their_home():
-    found = kinds_via_validate(MODULES)
-    new = sorted(found - KINDS_VIA_VALIDATE)
-    assert not new, "import array kinds from sphgpu._device: " + "; ".join(new)
-    gone = sorted(KINDS_VIA_VALIDATE - found)
-    assert not gone, "KINDS_VIA_VALIDATE lists imports that are gone: delete " + "; ".join(gone)
+    found = sorted(kinds_via_validate(MODULES))
+    assert not found, "import array kinds from sphgpu._device: " + "; ".join(found)
 
 
 # ----------------------------------------------------------------------------- capability shape

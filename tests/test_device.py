@@ -56,15 +56,6 @@ def test_as_contiguous_copies_a_host_array_only_when_needed(rng):
     assert cast.dtype == np.complex128 and np.array_equal(cast.real, a)
 
 
-def test_the_checks_name_the_kinds_of_their_home():
-    # sphgpu._validate names the kinds for modules that import them from there (see
-    # tests/test_architecture.py, KINDS_VIA_VALIDATE): the same functions, not copies
-    from sphgpu import _validate
-
-    for name in ("is_device_array", "array_module_of", "as_contiguous"):
-        assert getattr(_validate, name) is getattr(_device, name)
-
-
 def test_a_numba_device_array_comes_back_to_the_host(rng):
     # Numba's device arrays have no .get(): to_host copies them with Numba's own call
     if not _device.SIMULATOR:
