@@ -870,14 +870,14 @@ def _run_spin(data, spin, layout, geometry, forward, pl=None):
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
                                       lambda c, ext: _synthesis_legendre(c, pl, xp),
-                                      lambda leg, s: _leg2map(leg, pl, xp, s), xp, _eth,
+                                      lambda leg, s: _leg2map(leg, pl, xp, s), xp,
                                       sets=lambda b: _coefficient_sets(b, spin, layout, xp))
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
                                      lambda m, s: _map2leg(m, pl, xp, scale=s),
                                      lambda leg, ext: _analysis_legendre(leg, pl, xp), xp,
-                                     _eth, sets_adjoint=lambda g: _coefficient_sets_adjoint(
+                                     sets_adjoint=lambda g: _coefficient_sets_adjoint(
                                          g, spin, layout, xp))
     with _memory_named(pl, rows):
         outs = [one(d[i:j]) for i, j in _batches(pl, d.shape[0], rows)]

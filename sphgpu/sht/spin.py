@@ -247,21 +247,22 @@ def scale_rows(leg, scale):
     return out.reshape(leg.shape)
 
 
-def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, step=eth, sets=None):
+def synthesis(alm, spin, layout, geometry, alm2leg, leg2map, xp=np, sets=None):
     """Spin-s (and, with 3 rows, polarized) synthesis through a backend's scalar steps.
 
     alm : (k, 2, nalm) E, B or (k, 3, nalm) T, E, B complex128 (T is spin 0).
     alm2leg(coeffs (n, nalm_ext), layout_ext) -> leg (n, nrings, mmax+1): the scalar Legendre
     step; leg2map(leg, scale) -> maps (n, npix): the ring step of ``scale_rows(leg, scale)``
     (``scale`` from :func:`row_scale`: a backend may fuse the product into its ring pass).
-    ``sets(alm)``: :func:`coefficient_sets` of ``alm``, where a backend has its own. One
+    ``sets(alm)``: the backend's own :func:`coefficient_sets` of ``alm`` (default: the
+    NumPy-style passes of ``xp``). One
     call of each serves every row, so a backend that shares its recurrence between the rows of
     a batch shares it for T, Q and U.
     Returns maps (k, 2 or 3, npix) float64: Q, U or I, Q, U.
     """
     k, r, _ = alm.shape
     ext = extended_layout(layout, spin)
-    coeffs = sets(alm) if sets else coefficient_sets(alm, spin, layout, xp, step)
+    coeffs = sets(alm) if sets else coefficient_sets(alm, spin, layout, xp)
     leg = alm2leg(coeffs.reshape(k * r, ext.size), ext)
     maps = leg2map(leg, row_scale(xp, geometry, spin, r))
     return maps.reshape(k, r, maps.shape[-1])
@@ -292,15 +293,13 @@ def coefficient_sets_adjoint(g, spin: int, layout: AlmLayout, xp=np, step=eth, t
     return out
 
 
-def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth,
-             sets_adjoint=None):
+def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, sets_adjoint=None):
     """Adjoint of :func:`synthesis` (weighted by the quadrature, as the scalar analysis).
 
     maps : (k, 2, npix) Q, U or (k, 3, npix) I, Q, U float64. map2leg(maps (n, npix), scale)
     -> ``scale_rows`` of the weighted leg (n, nrings, mmax+1); leg2alm(leg, layout_ext) ->
-    coeffs (n, nalm_ext). ``step``: the implementation of :func:`eth` (a backend may pass a
-    fused kernel); ``sets_adjoint(g)``: :func:`coefficient_sets_adjoint` of g, where a
-    backend has its own.
+    coeffs (n, nalm_ext). ``sets_adjoint(g)``: the backend's own
+    :func:`coefficient_sets_adjoint` of g (default: the NumPy-style passes of ``xp``).
     Returns (k, 2 or 3, nalm) complex128: E, B or T, E, B.
     """
     k, r, npix = maps.shape
@@ -309,4 +308,4 @@ def analysis(maps, spin, layout, geometry, map2leg, leg2alm, xp=np, step=eth,
     g = leg2alm(leg, ext).reshape(k, r, ext.size)
     if sets_adjoint:
         return sets_adjoint(g)
-    return coefficient_sets_adjoint(g, spin, layout, xp, step)
+    return coefficient_sets_adjoint(g, spin, layout, xp)
