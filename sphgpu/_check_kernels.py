@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda
 
 from ._cuda_launch import SIMULATOR
-from ._fast_launch import launch
+from ._fast_launch import launch, launch_default
 
 __all__ = ["THREADS", "MAX_BLOCKS", "count_outside_kernel", "count_outside"]
 
@@ -61,7 +61,7 @@ def count_outside(a, lower: float, stream=None):
     lower : float
         Values at or below it count too (``-inf``: only NaN and infinities count).
     stream : CuPy stream or None
-        Where the count is allocated and launched; None: the legacy default stream.
+        Where the count is allocated and launched; None: CuPy's current stream.
 
     Returns
     -------
@@ -73,6 +73,8 @@ def count_outside(a, lower: float, stream=None):
     flat = a.reshape(-1)
     count = _zero_count(stream)
     blocks = max(1, min(MAX_BLOCKS, -(-flat.size // THREADS)))
-    launch(count_outside_kernel, blocks, THREADS, 0 if stream is None else stream, flat,
-           float(lower), count)
+    if stream is None:
+        launch_default(count_outside_kernel, blocks, THREADS, flat, float(lower), count)
+    else:
+        launch(count_outside_kernel, blocks, THREADS, stream, flat, float(lower), count)
     return count

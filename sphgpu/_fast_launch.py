@@ -186,8 +186,19 @@ def launch(kernel, grid, block, stream, *args):
 
 
 def launch_default(kernel, grid, block, *args):
-    """:func:`launch` on the legacy default stream, where CuPy works unless told otherwise."""
-    launch(kernel, grid, block, 0, *args)
+    """:func:`launch` on CuPy's current stream (the legacy default stream unless the caller
+    made another current), where CuPy's own work of the same call goes: a kernel on the legacy
+    stream would not wait for a non-blocking stream's copies and elementwise steps before it."""
+    launch(kernel, grid, block, 0 if SIMULATOR else _current_stream(), *args)
+
+
+def _current_stream():
+    """CuPy's current stream of this thread (imported on first use, as :func:`_driver_launch`)."""
+    global _current_stream
+    import cupy
+
+    _current_stream = cupy.cuda.get_current_stream
+    return _current_stream()
 
 
 def _dispatch(kernel, grid, block, stream, args):

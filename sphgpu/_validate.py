@@ -144,8 +144,8 @@ DEVICE_CHECKS = "sphgpu._check_kernels"
 
 
 def _device_count(a, lower, stream=None):
-    """The backend's count of :func:`count_outside`, launched on ``stream`` (None: the legacy
-    default stream): a (1,) int64 device array, not waited for."""
+    """The backend's count of :func:`count_outside`, launched on ``stream`` (None: CuPy's
+    current stream): a (1,) int64 device array, not waited for."""
     return importlib.import_module(DEVICE_CHECKS).count_outside(a, lower, stream)
 
 

@@ -75,8 +75,8 @@ def convolve(maps, plan, kernel, *, concurrent=False, stream=None, tpb=None, row
     ``concurrent``: the harmonic part of a split runs meanwhile on the default stream (from
     another thread); the launches then go to a stream of their own that waits for the work
     queued before this call (the input may still be in flight) but not for later work, so
-    the two overlap. ``stream``: a Numba or CuPy stream to launch on instead (default stream
-    if None);
+    the two overlap. ``stream``: a Numba or CuPy stream to launch on instead (CuPy's current
+    stream if None);
     ``fold``: 1, or 4 to use HEALPix's quarter-turn symmetry (default: 4 where the grid has
     it). ``tpb``, ``rowmax``: launch parameters (default ``THREADS_PER_BLOCK``, ``ROW_MAX``).
     """
@@ -109,11 +109,16 @@ def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         k = realspace_kernel(tpb, rowmax, j - i, fold)
-        _fast_launch.launch(k, t["n_items"], tpb, stream or 0, d[i:j], t["theta"],
+        _fast_launch.launch(k, t["n_items"], tpb, stream or _current(xp), d[i:j], t["theta"],
                             t["sin_theta"], t["phi0"], t["nphi"], t["ringstart"], t["weight"],
                             t["r_lo"], t["r_hi"], t["item_ring"], t["item_start"],
                             float(kernel.h), int(kernel.n), coef, out[i:j])
     return to_host(out) if host else out
+
+
+def _current(xp):
+    """CuPy's current stream (0 under the simulator), where this call's CuPy work goes too."""
+    return 0 if SIMULATOR else xp.cuda.get_current_stream()
 
 
 def simulator_launch_size(plan, tpb=None, fold=1) -> int:
