@@ -7,7 +7,10 @@ A process times, on device arrays (CuPy) at ``--nside`` with lmax = 2 nside, the
 user makes: ``alm2map`` and ``map2alm`` (iter 0) of one map and of a batch of ``--batch`` maps,
 the polarized pair (T, E, B <-> I, Q, U), one set and a batch of ``--batch // 2`` sets (times
 per set), and ``alm2map_spin``/``map2alm_spin`` with spin 2,
-medians of ``--repeat`` after a warm-up, synchronized. For the batch it also measures the host
+medians of ``--repeat`` after a warm-up, synchronized. With ``--more`` it also times
+``sphgpu.convolve.convolve`` (a split at fixed cuts, a Gaussian kernel of 10', from device and
+from NumPy maps) and a temperature ``MonteCarlo.run`` (beam, noise, apodized cut; milliseconds a
+simulation after a warm-up run). For the batch it also measures the host
 time of a call: how long ``alm2map`` holds the calling thread before returning (the device may
 still be working), which is all a reused transform should cost the host beyond its launches.
 
@@ -83,6 +86,8 @@ def child(args):
         "alm2map_spin2": lambda: sphgpu.alm2map_spin(aspin, nside, 2, lmax, backend="cuda"),
         "map2alm_spin2": lambda: sphgpu.map2alm_spin(mspin, 2, lmax, backend="cuda"),
     }
+    if args.more:
+        calls.update(_more_calls(nside, lmax, m1, rng))
     out = {"machine": machine_info(), "sphgpu_file": sphgpu.__file__, "ms": {}, "summary": {}}
     for name, fn in calls.items():
         t0 = time.perf_counter()
@@ -92,7 +97,9 @@ def child(args):
         out["summary"][name] = _summary(result)
         del result
         per = (kp if "_pol" in name else k) if name.endswith("_batch") else 1
-        out["ms"][name] = time_call(fn, repeat=args.repeat, sync=sync).median * 1e3 / per
+        per = MC_SIMS if name == "montecarlo_T" else per
+        repeat = 3 if name == "montecarlo_T" else args.repeat
+        out["ms"][name] = time_call(fn, repeat=repeat, sync=sync).median * 1e3 / per
     host = []
     for _ in range(args.repeat):
         sync()
@@ -103,6 +110,36 @@ def child(args):
         del r
     out["host_ms_alm2map_batch_call"] = float(np.median(host)) * 1e3
     print("RESULT " + json.dumps(out), flush=True)
+
+
+#: simulations a timed Monte Carlo run (``--more``)
+MC_SIMS = 64
+
+
+def _more_calls(nside, lmax, m1, rng):
+    """The convolution and the Monte Carlo through their public calls (``--more``)."""
+    import cupy
+
+    import sphgpu
+    from sphgpu.convolve import convolve
+    from sphgpu.data import planck2018_cl
+    from sphgpu.sims import MonteCarlo, latitude_cut_mask
+
+    arcmin = np.pi / 180 / 60
+    beam = sphgpu.gauss_beam(10 * arcmin, lmax=lmax)
+    host_map = cupy.asnumpy(m1)
+    split = dict(method="split", l_cut=lmax // 4, theta_cut=30 * arcmin, backend="cuda")
+    mc = MonteCarlo(planck2018_cl(lmax), nside, lmax, fwhm=5 * arcmin,
+                    mask=latitude_cut_mask(nside, 20.0, apodization_deg=5.0), noise_sigma=10.0,
+                    seed=1, backend="cuda")
+
+    def montecarlo():
+        # a Monte Carlo's result is its spectra (host arrays): summarised as a device array
+        return cupy.asarray(mc.run(MC_SIMS, progress=False).spectra)
+
+    return {"convolve_split": lambda: convolve(m1, beam, **split),
+            "convolve_split_numpy": lambda: cupy.asarray(convolve(host_map, beam, **split)),
+            "montecarlo_T": montecarlo}
 
 
 def _compare(a, b):
@@ -122,6 +159,8 @@ def main():
     p.add_argument("--rounds", type=int, default=2, help="processes per tree, alternating")
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--name", default="sht_compare.json")
+    p.add_argument("--more", action="store_true",
+                   help="also time a split convolution and a Monte Carlo run")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -136,7 +175,7 @@ def main():
                                            if q and os.path.abspath(q) != os.path.abspath(".")])
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--nside",
                    str(args.nside), "--batch", str(args.batch), "--repeat", str(args.repeat),
-                   "--tree", "x=."]
+                   "--tree", "x=."] + (["--more"] if args.more else [])
             done = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   cwd=os.path.abspath(path))
             line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
