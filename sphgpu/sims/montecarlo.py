@@ -177,7 +177,8 @@ class MonteCarlo:
     Each simulation draws Gaussian a_lm with the input spectra (simulation i from its own
     counter-based stream keyed by ``numpy.random.SeedSequence(seed, spawn_key=(i,))``, the same
     numbers on the CPU and the GPU: the results do not depend on batch size, workers or
-    device), multiplies them by the beam, adds noise a_lm, makes the maps
+    device, but for rounding, since a batch's transforms group their maps by its size),
+    multiplies them by the beam, adds noise a_lm, makes the maps
     (HEALPix RING), adds white noise, multiplies by the mask and measures the pseudo-spectra
     (``map2alm`` then ``alm2cl``). On a GPU the whole batch stays on the device. The object
     keeps every finished simulation: :meth:`run` adds more, :meth:`stop` (or Ctrl-C) ends a run
