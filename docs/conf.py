@@ -1,11 +1,13 @@
 """Sphinx configuration of sphgpu's guide, notebooks and API reference (``make docs``: HTML in
 build/docs/html).
 
-The API pages are built from the docstrings (numpydoc format, checked by
+The API page is generated from the package at each build (docs/make_api.py writes
+docs/api.rst, ignored by git) and built from the docstrings (numpydoc format, checked by
 tests/test_docstrings.py) and the notebooks are executed on the CPU (myst-nb), without a GPU or
 a network: importing sphgpu touches no GPU, and nothing is fetched.
 """
 
+import importlib.util
 import os
 import pathlib
 import re
@@ -27,6 +29,16 @@ source_suffix = {".rst": "restructuredtext", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "notes/README.md"]
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+API_GENERATOR = pathlib.Path(__file__).resolve().parent / "make_api.py"
+
+
+def write_api_page(target):
+    """Write the API reference page to ``target`` from the package (docs/make_api.py), so that
+    no list of modules is kept by hand. Returns True when the file changed."""
+    spec = importlib.util.spec_from_file_location("sphgpu_docs_make_api", API_GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_page(target)
 
 
 def copy_notebooks(source, target):
@@ -109,6 +121,9 @@ def setup(app):
     # covers a bare `sphinx-build`.
     os.environ.setdefault("SPHGPU_BACKEND", "cpu")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # before Sphinx looks for source files, and after the environment above (the generator
+    # imports every module it documents)
+    write_api_page(pathlib.Path(app.srcdir) / "api.rst")
     app.connect("autodoc-process-docstring", _absolute_values, priority=400)
     # numpydoc rewrites docstrings at the default priority (500): keep the text before it and
     # put it back after it

@@ -13,4 +13,4 @@ from .maps import read_map, write_map
 from .sky import data_path, read_sky, wmap_map, wmap_mask
 
 __all__ = ["read_map", "write_map", "read_alm", "write_alm", "read_cl", "write_cl",
-           "wmap_map", "wmap_mask", "data_path", "read_sky"]
+           "wmap_map", "wmap_mask", "data_path", "read_sky", "fitsfile"]
