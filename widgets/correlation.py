@@ -33,6 +33,9 @@ from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, de
 
 __all__ = ["CorrelationModel", "CorrelationRun", "CorrelationPanel", "correlation_panel",
            "EXAMPLE_BOX"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("CorrelationModel", "CorrelationPanel", "correlation_panel")
 
 #: Footprint of the shipped example (RA min, RA max, Dec min, Dec max in degrees): 60 x 60
 #: degrees, as in notebooks/04_correlation.ipynb.

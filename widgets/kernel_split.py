@@ -28,6 +28,9 @@ from ._base import (DPI, LRU, Panel, PanelModel, backend_options, backend_proble
 from .plots import mollview
 
 __all__ = ["KernelSplitModel", "KernelSplitPanel", "kernel_split_panel"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("KernelSplitModel", "KernelSplitPanel", "kernel_split_panel")
 
 #: nside choices offered (HEALPix powers of two).
 NSIDES = tuple(2**k for k in range(2, 12))

@@ -31,6 +31,9 @@ from .plots import coupling_image
 
 __all__ = ["MonteCarloModel", "MonteCarloSettings", "MonteCarloResult", "MonteCarloPanel",
            "montecarlo_panel"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("MonteCarloModel", "MonteCarloPanel", "montecarlo_panel")
 
 NSIDES = (8, 16, 32, 64, 128, 256, 512)
 #: largest nside per backend (a CPU simulation at nside 512 takes about a second)

@@ -15,6 +15,9 @@ from sphgpu import UNSEEN
 
 __all__ = ["mollview", "gnomview", "pixel_of", "mollweide_x", "spectrum_plot", "graticule",
            "readable", "fit_titles", "MASKED_COLOR", "coupling_image", "bandpower_plot"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("mollview", "spectrum_plot")
 
 #: Font sizes (points) of the panels' figures: at 96 dpi 10 pt is 13 screen pixels.
 FONT = {"tick": 10, "label": 11, "legend": 10, "title": 11}

@@ -29,6 +29,9 @@ from ._base import (LRU, Panel, PanelModel, backend_options, backend_problem, de
 from .plots import FONT
 
 __all__ = ["SortModel", "SortResult", "PicResult", "SortPanel", "sort_panel"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("SortModel", "SortPanel", "sort_panel")
 
 #: Largest log2(n) each backend sorts here by default (2^24 uint32 keys and their int64
 #: permutation are about 200 MB, within Binder's memory; the NumPy reference is slow).

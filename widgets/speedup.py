@@ -42,6 +42,10 @@ from ._base import (Panel, PanelModel, backend_options, backend_problem, default
 
 __all__ = ["BenchmarkSpec", "SPECS", "register", "gpu_variant", "infer_spec", "load_results",
            "default_results_dir", "this_machine", "SpeedupModel", "SpeedupPanel", "speedup_panel"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("SpeedupModel", "SpeedupPanel", "speedup_panel",
+                    "BenchmarkSpec", "register_benchmark")
 
 VIEWS = ("seconds", "speedup", "throughput")
 
@@ -245,6 +249,10 @@ def register(spec: BenchmarkSpec) -> BenchmarkSpec:
     """Add (or replace) the reading of one benchmark file."""
     SPECS[spec.name] = spec
     return spec
+
+
+#: :func:`register` as ``sphgpu.widgets`` offers it, where the name says what it registers
+register_benchmark = register
 
 
 register(BenchmarkSpec(

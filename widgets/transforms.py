@@ -55,6 +55,9 @@ from .plots import (FONT, bandpower_plot, coupling_image, gnomview, mollview, mo
                     spectrum_plot)
 
 __all__ = ["TransformModel", "TransformResult", "TransformPanel", "transform_panel"]
+#: the names sphgpu.widgets offers from this module; the package reads this line from the
+#: source, since importing a panel module imports ipywidgets and matplotlib
+_PACKAGE_EXPORTS = ("TransformModel", "TransformPanel", "transform_panel")
 
 #: nside choices offered by the panel (sphgpu itself takes any nside >= 1). From 16 up the
 #: spectrum checks' cosmic variance is at most 0.043, so 0.8-1.25 is over 4.5 sigma; at nside 8 it
