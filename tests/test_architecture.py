@@ -616,3 +616,63 @@ def test_capability_folders_have_the_shape(capability):
     declared = backends.declaration(capability).backends
     problems = shape_problems(ROOT / "sphgpu" / capability, declared)
     assert not problems, "; ".join(problems)
+
+
+# ------------------------------------------------------------------------------ no central list
+#: files every capability and panel passes through (the build, the docs build, the panels'
+#: package): none names one, so a new ``sphgpu/<name>/`` or ``widgets/<name>.py`` edits none
+CENTRAL = ("pyproject.toml", "setup.py", "docs/conf.py", "docs/make_api.py",
+           "widgets/__init__.py")
+
+
+def _strings(path):
+    """Every string a file holds as data: a TOML file's keys and values, a Python file's string
+    constants (prose that mentions a name in passing is longer than the name)."""
+    if path.suffix == ".toml":
+        import tomllib
+
+        out, todo = [], [tomllib.loads(path.read_text())]
+        while todo:
+            item = todo.pop()
+            if isinstance(item, dict):
+                out += list(item)
+                todo += list(item.values())
+            elif isinstance(item, list):
+                todo += item
+            elif isinstance(item, str):
+                out.append(item)
+        return out
+    return [node.value for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def listed_names(paths, capabilities, panels):
+    """The strings in ``paths`` that name a capability (``"<name>"``, ``"sphgpu.<name>"`` and
+    below) or a panel module (``"<name>"``, ``".<name>"``); returns ["file: string", ...]."""
+    names = {*capabilities, *(f"sphgpu.{c}" for c in capabilities), *panels,
+             *(f".{p}" for p in panels), *(f"sphgpu.widgets.{p}" for p in panels)}
+    found = []
+    for path in paths:
+        for s in _strings(path):
+            if s in names or any(s.startswith(f"sphgpu.{c}.") for c in capabilities):
+                shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                found.append(f"{shown}: {s!r}")
+    return found
+
+
+def test_listed_names_can_fail(tmp_path):
+    (tmp_path / "x.toml").write_text('[a]\nb = ["sphgpu.sort", "other"]\n"sphgpu.tpacf.x" = 1\n')
+    (tmp_path / "x.py").write_text('"""About sphgpu.sort."""\nLAZY = ("sims", ".plots")\n')
+    found = listed_names([tmp_path / "x.toml", tmp_path / "x.py"], ["sort", "sims", "tpacf"],
+                         ["plots"])
+    assert sorted(found) == ["x.py: '.plots'", "x.py: 'sims'", "x.toml: 'sphgpu.sort'",
+                             "x.toml: 'sphgpu.tpacf.x'"]
+
+
+def test_no_central_file_lists_a_capability_or_a_panel():
+    capabilities = sorted(p.name for p in (ROOT / "sphgpu").iterdir()
+                          if (p / "__init__.py").is_file())
+    panels = sorted(p.stem for p in (ROOT / "widgets").glob("*.py")
+                    if not p.stem.startswith("_"))
+    found = listed_names([ROOT / f for f in CENTRAL], capabilities, panels)
+    assert capabilities and panels and not found, "; ".join(found)
