@@ -2,8 +2,8 @@
 other setting (metadata, the folders mapped into the package, package data) is in
 pyproject.toml.
 
-``docs/make_api.py`` and the tests read :func:`packages` too (this file runs ``setup`` only
-when setuptools executes it).
+The tests read :func:`packages` too, to check that ``docs/make_api.py`` documents every
+package installed (this file runs ``setup`` only when setuptools executes it).
 """
 
 import pathlib
