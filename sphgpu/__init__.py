@@ -17,16 +17,14 @@ from .io import read_alm, read_cl, read_map, write_alm, write_cl, write_map
 from .pixelfunc import nest2ring, reorder, ring2nest, ud_grade
 from .warmup import warmup
 
-#: Subpackages imported on first use (``sphgpu.sims``, ``from sphgpu import tpacf``): each
-#: compiles or loads Numba code at import, and Numba alone holds about 60 MB of a kernel's
-#: memory, which a notebook that never calls them should not pay (issue 40: 250 MB a kernel).
-_LAZY_SUBPACKAGES = ("master", "sims", "tpacf")
-
-
 def __getattr__(name):
-    if name in _LAZY_SUBPACKAGES:
-        import importlib
+    """A public subpackage not imported above (``sphgpu.sims``, ``from sphgpu import tpacf``),
+    imported on first use: found in this package's folder, not listed, so that a new capability
+    needs no entry here. Several compile or load Numba code at import, and Numba alone holds
+    about 60 MB of a kernel's memory, which a notebook that never calls them should not pay."""
+    import importlib.util
 
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

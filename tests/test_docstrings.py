@@ -33,9 +33,23 @@ import pytest
 
 docscrape = pytest.importorskip("numpydoc.docscrape")
 
-PACKAGES = ["sphgpu", "sphgpu.sht", "sphgpu.sort", "sphgpu.tpacf", "sphgpu.convolve",
-            "sphgpu.distributed", "sphgpu.bench", "sphgpu.sims", "sphgpu.testing",
-            "sphgpu.io", "sphgpu.pixelfunc", "sphgpu.master"]
+def _documented():
+    """The modules the API reference has a section for (docs/make_api.py finds them)."""
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "docs"))
+    try:
+        import make_api
+    finally:
+        sys.path.pop(0)
+    return make_api.packages() + make_api.top_level_modules()
+
+
+#: documented modules whose docstrings this test does not hold to numpydoc: the panels
+#: describe widgets and their models in prose (widgets/README.md), not as an API reference
+NOT_CHECKED = {"sphgpu.widgets"}
+PACKAGES = [name for name in _documented() if name not in NOT_CHECKED]
 
 # Packages whose docstrings are being rewritten on other branches (issue 19); the lead empties
 # this set once those branches are merged, and from then on they are checked like the rest.

@@ -17,10 +17,22 @@ class PixelfuncBackend(Protocol):
     numbering. The host backends take NumPy arrays, the GPU backend device arrays."""
 
     def scatter(self, src: Any, dst: Any, nside: int, first: int, to_ring: bool) -> None:
-        """Write ``src``, the values of pixels ``first, first + 1, ...`` (of shape (n,)) in the
-        NESTED numbering when ``to_ring``, else in RING, into ``dst`` (the whole map, shape
-        (12 nside**2,), same dtype) at their numbers in the other numbering; ``nside`` is a
-        power of two."""
+        """Write pixel values at their numbers in the other numbering.
+
+        Parameters
+        ----------
+        src : array, shape (n,)
+            The values of pixels ``first, first + 1, ...``: NESTED numbers when ``to_ring``,
+            else RING.
+        dst : array, shape (12 nside**2,), the dtype of ``src``
+            The whole map in the other numbering, written in place.
+        nside : int
+            A power of two.
+        first : int
+            The number of ``src[0]``.
+        to_ring : bool
+            NESTED to RING (else RING to NESTED).
+        """
 
     def pixel_index(self, nside: int, ipix: Any, to_ring: bool) -> Any:
         """Pixel numbers in the other ordering.

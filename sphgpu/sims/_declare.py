@@ -23,6 +23,15 @@ class RandomBackend(Protocol):
         """Standard normal values of draw ``block`` of the stream ``key``, as
         :func:`sphgpu.sims.random.normals` (which asks the registry for this module).
 
+        Parameters
+        ----------
+        shape : tuple of int
+            Shape of the values.
+        block : int
+            Which draw of the stream.
+        key : tuple
+            The stream's Philox key, two 32-bit words (:func:`sphgpu.sims.random.stream_key`).
+
         Returns
         -------
         array, float64, of ``shape``
