@@ -15,6 +15,8 @@
   listed in :data:`PRIVATE_NAMES_ALLOWED`, which can only shrink;
 * the array kinds and argument checks (``sphgpu._device``, ``sphgpu._validate``) sit at the
   bottom of the import graph and import no kernel code;
+* only the transform plan (``sphgpu.sht.plan``) and its staged steps call the SHT backend
+  module; elsewhere a backend module is read for its flags alone;
 * each capability folder has the same shape (DESIGN.md): the module of each backend it declares
   (``reference.py``, ``_cpu.py``, ``_cuda.py`` with its kernels in ``_cuda_kernels.py``) and
   its public functions in public modules.
@@ -676,3 +678,46 @@ def test_no_central_file_lists_a_capability_or_a_panel():
                     if not p.stem.startswith("_"))
     found = listed_names([ROOT / f for f in CENTRAL], capabilities, panels)
     assert capabilities and panels and not found, "; ".join(found)
+
+
+# ----------------------------------------------------------------------------- the transform plan
+#: the modules of sphgpu.sht that run a transform's steps through the backend module: the plan
+#: (sphgpu.SHT) and the staged steps it and the Dask forms share (a part of the orders)
+SHT_RUNNERS = {"sphgpu.sht.plan", "sphgpu.sht.stages"}
+
+
+def sht_backend_uses(name, path):
+    """Where module ``name`` takes the SHT backend module (``backends.load("sht", ...)``) for
+    more than a flag (an UPPER_CASE attribute such as ``ACCEPTS_DEVICE_ARRAYS``): lines."""
+    tree = ast.parse(path.read_text())
+    flags = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.isupper():
+            flags.add(id(node.value))
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "load" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == "sht"
+                and id(node) not in flags and name not in SHT_RUNNERS):
+            found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_sht_backend_use_finder_can_fail(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("from sphgpu import backends\n"
+                    "ok = backends.load('sht', 'cpu').ACCEPTS_DEVICE_ARRAYS\n"
+                    "impl = backends.load('sht', 'cpu')\n"
+                    "other = backends.load('sort', 'cpu')\n")
+    assert sht_backend_uses("sphgpu.x", path) == ["sphgpu.x:3"]
+    assert sht_backend_uses("sphgpu.sht.plan", path) == []
+
+
+def test_transforms_are_reached_through_the_plan_only():
+    """Only the plan and its staged steps call the SHT backend module; every other module
+    (sims, convolve's harmonic part, distributed, master, widgets) holds an sphgpu.SHT or calls
+    the public functions, and reads no more than a backend's flags."""
+    found = [use for name, path in sorted(MODULES.items())
+             for use in sht_backend_uses(name, path)]
+    assert not found, found

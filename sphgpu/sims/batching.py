@@ -18,8 +18,7 @@ def auto_batch_size(plan, name) -> int:
     most MAX_AUTO_BATCH): from the device's free memory for device backends, else from physical
     memory. A Dask worker evaluates it on its own device (:mod:`sphgpu.sims._dask`)."""
     per_sim = plan.bytes_per_simulation()
-    impl = backends.load("sht", name)
-    if getattr(impl, "ACCEPTS_DEVICE_ARRAYS", False):
+    if backends.load("sht", name).ACCEPTS_DEVICE_ARRAYS:
         # a quarter of what is free: larger batches gain little a simulation, while half of
         # the free memory slowed a process that had run smaller nsides before, and more ran
         # out of memory (the rates at this size: benchmarks/results/montecarlo.json)
