@@ -161,7 +161,17 @@ def write(out, where):
     os.makedirs(where, exist_ok=True)
     with open(os.path.join(where, "tpacf_bin_slop.json"), "w") as f:
         json.dump(out, f, indent=1)
-    import matplotlib
+    plot(out, where)
+
+
+def plot(out, where):
+    """tpacf_bin_slop.png under ``where`` (skipped, said, where matplotlib is missing;
+    ``--replot`` draws it from the JSON elsewhere)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is missing: no plot (redraw it with --replot)", flush=True)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -208,7 +218,13 @@ def main(argv=None):
                    help="TreeCorr threads (default: all host cores)")
     p.add_argument("--no-treecorr", action="store_true")
     p.add_argument("--no-fresh", action="store_true", help="skip the fresh-process calls")
+    p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
     args = p.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as f:
+            os.makedirs(args.out, exist_ok=True)
+            plot(json.load(f), args.out)
+        return
     if 0.0 not in args.slops:
         args.slops = [0.0] + args.slops
     if args.backend != "cpu":
