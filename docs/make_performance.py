@@ -170,6 +170,7 @@ MONTECARLO = load(r"montecarlo(?!_bandpowers)(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
 MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
+BIN_SLOP = load(r"tpacf_bin_slop(_[a-z]+\d+)?\.json")
 IO = load(r"io_read_map\.json")
 NOTEBOOK_MEMORY = load(r"notebook_memory\.json")
 LAB_MEMORY = load(r"lab_memory\.json")
@@ -460,6 +461,40 @@ def master_montecarlo_page() -> list[str]:
     return out
 
 
+def bin_slop_page() -> list[str]:
+    if not BIN_SLOP:
+        return []
+    out = section("Approximate counts (bin_slop)", "^")
+    out += ["``benchmarks/tpacf_bin_slop.py``: an auto count (RR) of uniform full-sky points in "
+            "20 log bins 2.5′-250′, ``pair_counts(..., bin_slop=s)`` from NumPy (median after "
+            "the process's first call), s = 0 exact (the cuda backend counts exactly whatever "
+            "the slop); TreeCorr's ``NNCorrelation`` with its default bin_slop on every host "
+            "thread in the same run, Catalog built inside the timing. Difference: the largest "
+            "relative difference of a bin's count from sphgpu's exact count; \"at once\": the "
+            "fraction of pairs counted a cell pair at a time; the last column: TreeCorr's time "
+            "over sphgpu's exact count's.", ""]
+    for r in BIN_SLOP:
+        d = r.data
+        out += [r.heading(""), ""]
+        rows = []
+        for row in d.get("rows", []):
+            exact = next((e for e in row.get("sphgpu", []) if e.get("bin_slop") == 0), None)
+            for e in row.get("sphgpu", []):
+                rows.append([f"{row['n']:,}", f"sphgpu {d.get('backend')}, bin_slop "
+                             f"{e['bin_slop']}", seconds(e.get("median_s")),
+                             error(e.get("max_rel_diff")),
+                             number(e.get("pairs_at_once_fraction")), "–"])
+            tc = row.get("treecorr") or {}
+            if "seconds" in tc:
+                ratio = (tc["seconds"] / exact["median_s"]) if exact else None
+                rows.append([f"{row['n']:,}", f"TreeCorr, bin_slop {tc['bin_slop']:.3f}, "
+                             f"{d.get('treecorr_threads')} threads", seconds(tc["seconds"]),
+                             error(tc.get("max_rel_diff")), "–", times(ratio)])
+        out += table(["points", "counter", "time", "difference", "at once",
+                      "TreeCorr / sphgpu exact"], rows)
+    return out
+
+
 def io_page() -> list[str]:
     out = section("Reading maps")
     out += ["``benchmarks/io_read_map.py``: ``read_map`` of an nside 2048 I, Q, U float32 "
@@ -596,7 +631,7 @@ def render_page() -> str:
            "run on one machine: its GPU, host cores and date head it, and every peer in it ran "
            "in the same process. Speedups are against that machine's own host, and hosts "
            "differ between machines of one GPU kind.", ""]
-    for part in (sht_page, sort_page, tpacf_page, convolve_page,
+    for part in (sht_page, sort_page, tpacf_page, bin_slop_page, convolve_page,
                  montecarlo_page, master_page, io_page, notebooks_page, distributed_page,
                  first_call_page):
         out += part()
