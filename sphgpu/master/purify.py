@@ -55,7 +55,8 @@ import warnings
 
 import numpy as np
 
-from .._device import is_device_array, array_module_of as _array_module
+from .._device import array_module_of as _array_module
+from .._device import is_device_array, to_host
 from .._validate import as_maps, check_int
 from ..alm import AlmLayout
 from ..geometry import RingGeometry
@@ -117,7 +118,7 @@ def _derivatives(m, geometry, lmax_mask, iter, backend, xp, name="mask", warn=Tr
 
 
 def mask_derivatives(mask, *, lmax_mask: int | None = None, iter: int = 3,
-                     backend: str = "auto", geometry=None):
+                     backend: str = "auto", geometry=None, warn: bool = False):
     """The spin-1 and spin-2 derivatives of a window, edth W and edth^2 W (Goldberg's edth).
 
     edth W = -(dW/dtheta + i dW/dphi / sin theta) and edth^2 W = (d_theta^2 - cot theta
@@ -138,6 +139,9 @@ def mask_derivatives(mask, *, lmax_mask: int | None = None, iter: int = 3,
         Backend of the transforms.
     geometry : RingGeometry, optional
         Any ring grid instead of HEALPix.
+    warn : bool
+        Warn (UserWarning), as :func:`pseudo_alm_spin2` does, when the window's harmonic
+        resynthesis misses it by more than :data:`SMOOTH_TOL` (too steep for purification).
 
     Returns
     -------
@@ -148,8 +152,17 @@ def mask_derivatives(mask, *, lmax_mask: int | None = None, iter: int = 3,
     m, geometry = _window(mask, geometry)
     xp = _array_module(mask)
     lw = _lmax_mask(lmax_mask, geometry)
-    d1, d2, x1, x2 = _derivatives(m, geometry, lw, iter, backend, xp, warn=False)
+    d1, d2, x1, x2 = _derivatives(m, geometry, lw, iter, backend, xp, warn=bool(warn))
     return xp.stack([xp.stack([d1, d2]), xp.stack([x1, x2])])
+
+
+def _given_derivatives(derivatives, npix, xp):
+    """``derivatives`` (:func:`mask_derivatives`'s (2, 2, npix)) checked, on the module ``xp``."""
+    d = derivatives if is_device_array(derivatives) else np.asarray(derivatives)
+    if d.shape != (2, 2, npix) or d.dtype != np.float64:
+        raise ValueError(f"derivatives must be mask_derivatives' float64 array of shape "
+                         f"(2, 2, {npix}), got shape {d.shape}, dtype {d.dtype}")
+    return np.asarray(to_host(d)) if xp is np else xp.asarray(d)
 
 
 def _pixels(name, a, npix):
@@ -161,7 +174,7 @@ def _pixels(name, a, npix):
 
 def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = False,
                      lmax_mask: int | None = None, iter: int = 3, backend: str = "auto",
-                     geometry=None):
+                     geometry=None, derivatives=None):
     """E and B pseudo-a_lm of a masked spin-2 field, B purified on request (Smith 2006).
 
     Without purification these are the coefficients of the masked maps, ``map2alm_spin([W Q,
@@ -216,6 +229,10 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
         Backend of the transforms (device arrays stay on the device).
     geometry : RingGeometry, optional
         Any ring grid instead of HEALPix (a Gauss-Legendre grid makes the quadrature exact).
+    derivatives : array, shape (2, 2, npix), float64, optional
+        With ``purify_b``: :func:`mask_derivatives` of this mask (same ``lmax_mask``, ``iter``
+        and backend), made once for many calls, which then skip the window's three
+        transforms; by default each call makes them.
 
     Returns
     -------
@@ -228,7 +245,8 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
     ValueError
         A mask that is not a map (wrong size, negative, NaN, zero everywhere); a binary mask
         with ``purify_b=True``; q and u of different shapes or not of the mask's size, or
-        NaN or infinite where not masked (UNSEEN or ``numpy.ma``).
+        NaN or infinite where not masked (UNSEEN or ``numpy.ma``); ``derivatives`` not of
+        shape (2, 2, npix).
     TypeError
         ``purify_b`` not a bool; q and u one on the device, the other not.
 
@@ -257,8 +275,11 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
                       backend=backend, geometry=geometry)
     if not purify_b:
         return eb
-    lw = _lmax_mask(lmax_mask, geometry)
-    d1, d2, x1, x2 = _derivatives(m, geometry, lw, iter, backend, xp)
+    if derivatives is None:
+        lw = _lmax_mask(lmax_mask, geometry)
+        d1, d2, x1, x2 = _derivatives(m, geometry, lw, iter, backend, xp)
+    else:
+        (d1, d2), (x1, x2) = _given_derivatives(derivatives, npix, xp)
     # the derivative maps are those of the band-limited window: they ring, weakly, where the
     # mask is 0, and the sky is read there. Cutting them to the mask's support (or a sky of 0
     # there) makes the estimator inconsistent with its coupling: 100 times more E leaks

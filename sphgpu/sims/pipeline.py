@@ -258,10 +258,12 @@ def _masked_alm(plan, maps, mask, sht, inplace=False):
     batch's memory saved) by the transform plan ``sht``; with ``purify_b`` the B row is pure
     B, which reads the unmasked Q, U with the mask's derivatives."""
     if plan.purify_b:
-        xp = array_module() if hasattr(maps, "__cuda_array_interface__") else np
+        device = hasattr(maps, "__cuda_array_interface__")
+        xp = array_module() if device else np
         t = sht.map2alm(maps[:, 0] * mask, iter=plan.iter, pol=False)
         eb = master.pseudo_alm_spin2(maps[:, 1], maps[:, 2], plan.mask, plan.lmax,
-                                     purify_b=True, iter=plan.iter, backend=sht.backend)
+                                     purify_b=True, iter=plan.iter, backend=sht.backend,
+                                     derivatives=_mask_derivatives(plan, sht.backend, device))
         return xp.concatenate([t[:, None], eb], axis=1)
     if mask is not None and inplace:
         maps *= mask
@@ -269,6 +271,16 @@ def _masked_alm(plan, maps, mask, sht, inplace=False):
         maps = maps * mask
     alm = sht.map2alm(maps, iter=plan.iter, pol=plan.pol)
     return alm.reshape(maps.shape[0], plan.nfields, alm.shape[-1])
+
+
+@functools.lru_cache(maxsize=4)
+def _mask_derivatives(plan: SimulationPlan, backend: str, device: bool):
+    """The plan's window derivatives for purification (:func:`sphgpu.master.mask_derivatives`),
+    made once per plan, backend and kind of array instead of at every batch (at nside 2048
+    three transforms at lmax 3 nside - 1 and a pass over the window), with the warning of a
+    window too steep for purification, then once."""
+    put = array_module().asarray if device else np.asarray
+    return master.mask_derivatives(put(plan.mask), iter=plan.iter, backend=backend, warn=True)
 
 
 def _analysed_spectra(plan, maps, sht):

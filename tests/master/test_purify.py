@@ -402,3 +402,37 @@ def test_wrong_sizes_and_spins_are_named(rng):
     c = coupling_matrix(mask, spins=(2, 2))
     assert not c.purify_b
 
+
+
+def test_derivatives_made_once_give_the_same_pure_b(rng):
+    """pseudo_alm_spin2 with mask_derivatives made beforehand (what a Monte Carlo reuses over
+    its batches) equals the call that makes them, bit for bit; wrong ones are named."""
+    nside = 8
+    mask = apodize_mask(cut_mask(nside, 0.3), 30.0, apotype="C2")
+    q, u = rng.normal(size=(2, 3, 12 * nside ** 2))
+    want = pseudo_alm_spin2(q, u, mask, purify_b=True, iter=1)
+    derivatives = mask_derivatives(mask, iter=1)
+    got = pseudo_alm_spin2(q, u, mask, purify_b=True, iter=1, derivatives=derivatives)
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match=r"derivatives must be mask_derivatives' float64 array "
+                                         r"of shape \(2, 2, 768\)"):
+        pseudo_alm_spin2(q, u, mask, purify_b=True, derivatives=derivatives[:1])
+
+
+def test_a_pure_b_monte_carlo_makes_the_window_derivatives_once(monkeypatch):
+    from sphgpu import master
+    from sphgpu.sims import MonteCarlo, pipeline
+
+    made = []
+    real = master.mask_derivatives
+    monkeypatch.setattr(master, "mask_derivatives",
+                        lambda *a, **k: made.append(1) or real(*a, **k))
+    pipeline._mask_derivatives.cache_clear()
+    nside, lmax = 8, 16
+    cls = np.zeros((4, lmax + 1))
+    cls[1, 2:] = 1.0 / np.arange(2, lmax + 1) ** 2           # EE only
+    mask = apodize_mask(cut_mask(nside, 0.3), 30.0, apotype="C2")
+    mc = MonteCarlo(cls, nside, lmax, pol=True, mask=mask, purify_b=True, seed=3,
+                    batch_size=2, backend="cpu").run(6, progress=False)
+    assert mc.nsims == 6 and len(made) == 1
+    pipeline._mask_derivatives.cache_clear()
