@@ -116,10 +116,8 @@ def test_cuda_resampling_matches_the_reference_and_ducc0(geometry, lmax, mmax, r
     assert rel_err(back, _cpu.analysis(maps, layout, geometry)) <= TOL["vs_ducc0"]
 
 
-@cuda
-def test_cuda_polarized_transforms_resample(rng, monkeypatch):
-    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
-    geometry, lmax = RingGeometry.healpix(4), 8
+def _check_polarized_against_ducc0(geometry, lmax, rng):
+    """Polarized alm2map and map2alm (iter 0) on the cuda backend against ducc0's."""
     layout = AlmLayout(lmax, lmax)
     alms = np.stack([random_alm(rng, layout, k=1)[0] for _ in range(3)])[None]
     alms[:, :, :lmax + 1] = alms[:, :, :lmax + 1].real
@@ -128,6 +126,12 @@ def test_cuda_polarized_transforms_resample(rng, monkeypatch):
     assert rel_err(got, want[0]) <= TOL["vs_ducc0"]
     back = sphgpu.map2alm(got, lmax, iter=0, pol=True, geometry=geometry, backend="cuda")
     assert rel_err(back, _cpu.analysis_spin(want, 2, layout, geometry)[0]) <= TOL["vs_ducc0"]
+
+
+@cuda
+def test_cuda_polarized_transforms_resample(rng, monkeypatch):
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    _check_polarized_against_ducc0(RingGeometry.healpix(4), 8, rng)
 
 
 @cuda
@@ -192,3 +196,35 @@ def test_grid_phases_are_the_fewest_rows_that_fit():
     assert _cuda.GRID_ROW == 4096
     # lmax 4096: N = 16384 as 4 rows of 4096; lmax 3072: N = 12288 as 3; small grids whole
     assert [_cuda._grid_phases(N) for N in (16384, 12288, 48, 4096, 4098)] == [4, 3, 1, 1, 2]
+
+
+@cuda
+def test_spin_transforms_take_the_polar_rings_on_their_own(rng, monkeypatch):
+    """With ``poles`` (spin transforms) the rings with sin(theta) < POLAR_SIN take the Legendre
+    step on their own rings: the synthesis's rows there are the direct step's, the adjoint's
+    split (resampled part with those rows' weights zero, plus their own step) is the direct
+    adjoint, and polarized transforms through it agree with ducc0."""
+    from sphgpu._device import array_module, to_host
+    from sphgpu.sht import _cuda
+
+    monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
+    monkeypatch.setattr(_cuda, "POLAR_SIN", 0.6)
+    geometry, lmax = RingGeometry.healpix(4), 8
+    pl = _cuda.plan(geometry, lmax, lmax)
+    rs = _cuda._resampler(pl)
+    polar = rs.polar(_cuda.POLAR_SIN)
+    rows = to_host(polar.rows)
+    assert np.array_equal(rows, np.flatnonzero(np.sin(geometry.theta) < 0.6))
+    assert 0 < rows.size < geometry.nrings
+    xp = array_module()
+    layout = AlmLayout(lmax, lmax)
+    alm = xp.asarray(random_alm(rng, layout, k=2))
+    direct = to_host(_cuda._alm2leg(alm, pl, xp))
+    both = to_host(_cuda._synthesis_legendre(alm, pl, xp, True))
+    np.testing.assert_array_equal(both[:, rows], direct[:, rows])
+    assert rel_err(both, direct) <= 1e-13
+    leg = xp.asarray(rng.standard_normal((2, geometry.nrings, lmax + 1))
+                     + 1j * rng.standard_normal((2, geometry.nrings, lmax + 1)))
+    want = to_host(_cuda._leg2alm(leg, pl, xp))
+    assert rel_err(to_host(_cuda._analysis_legendre(leg, pl, xp, True)), want) <= 1e-13
+    _check_polarized_against_ducc0(geometry, lmax, rng)
