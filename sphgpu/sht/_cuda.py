@@ -221,7 +221,7 @@ class _Polar:
     resampling's interpolation weights with those rings' rows zero, for the transpose."""
 
     def __init__(self, rs, rows):
-        g = rs.rp_geometry
+        g = rs.geometry
         nphi = g.nphi[rows]
         sub = RingGeometry(g.theta[rows], g.phi0[rows], nphi,
                            np.concatenate([[0], np.cumsum(nphi)[:-1]]), g.weight[rows])
@@ -239,7 +239,7 @@ class _Resampler:
     def __init__(self, geometry, lmax, mmax):
         rp = theta_resample.resample_plan(geometry, lmax)
         self.rp = rp
-        self.rp_geometry = geometry
+        self.geometry = geometry
         self._polar = {}
         self.plan = plan(rp.fejer, lmax, mmax)
         self.plan.is_resampling_source = True
@@ -263,7 +263,7 @@ class _Resampler:
         """The :class:`_Polar` rings with sin(theta) < ``limit`` (built once per limit), or None
         where there are none."""
         if limit not in self._polar:
-            rows = np.flatnonzero(np.sin(self.rp_geometry.theta) < limit)
+            rows = np.flatnonzero(np.sin(self.geometry.theta) < limit)
             self._polar[limit] = _Polar(self, rows) if rows.size else None
         return self._polar[limit]
 
