@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda
 
 from ._cuda_launch import SIMULATOR
-from ._fast_launch import launch, launch_default
+from ._fast_launch import current_stream, launch
 
 __all__ = ["THREADS", "MAX_BLOCKS", "count_outside_kernel", "count_outside"]
 
@@ -73,8 +73,6 @@ def count_outside(a, lower: float, stream=None):
     flat = a.reshape(-1)
     count = _zero_count(stream)
     blocks = max(1, min(MAX_BLOCKS, -(-flat.size // THREADS)))
-    if stream is None:
-        launch_default(count_outside_kernel, blocks, THREADS, flat, float(lower), count)
-    else:
-        launch(count_outside_kernel, blocks, THREADS, stream, flat, float(lower), count)
+    launch(count_outside_kernel, blocks, THREADS, current_stream() if stream is None else stream,
+           flat, float(lower), count)
     return count

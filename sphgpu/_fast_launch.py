@@ -35,8 +35,8 @@ import numpy as np
 from . import _kernel_cache
 from ._cuda_launch import SIMULATOR, quiet
 
-__all__ = ["launch", "launch_default", "kernel_params", "FAST", "LOADED_FROM_DISK",
-           "THROUGH_NUMBA"]
+__all__ = ["launch", "launch_default", "current_stream", "kernel_params", "FAST",
+           "LOADED_FROM_DISK", "THROUGH_NUMBA"]
 
 #: launch compiled kernels directly (False: through Numba's dispatcher; for comparisons)
 FAST = True
@@ -189,16 +189,17 @@ def launch_default(kernel, grid, block, *args):
     """:func:`launch` on CuPy's current stream (the legacy default stream unless the caller
     made another current), where CuPy's own work of the same call goes: a kernel on the legacy
     stream would not wait for a non-blocking stream's copies and elementwise steps before it."""
-    launch(kernel, grid, block, 0 if SIMULATOR else _current_stream(), *args)
+    launch(kernel, grid, block, current_stream(), *args)
 
 
-def _current_stream():
-    """CuPy's current stream of this thread (imported on first use, as :func:`_driver_launch`)."""
-    global _current_stream
+def current_stream():
+    """CuPy's current stream of this thread, which :func:`launch` takes as it is; 0 (no
+    stream) under the simulator. CuPy is imported on first use, as in :func:`_driver_launch`."""
+    if SIMULATOR:
+        return 0
     import cupy
 
-    _current_stream = cupy.cuda.get_current_stream
-    return _current_stream()
+    return cupy.cuda.get_current_stream()
 
 
 def _dispatch(kernel, grid, block, stream, args):

@@ -109,16 +109,12 @@ def _convolve(maps, plan, kernel, stream, tpb, rowmax, fold):
     for i in range(0, nmaps, MAPS_PER_LAUNCH):
         j = min(i + MAPS_PER_LAUNCH, nmaps)
         k = realspace_kernel(tpb, rowmax, j - i, fold)
-        _fast_launch.launch(k, t["n_items"], tpb, stream or _current(xp), d[i:j], t["theta"],
-                            t["sin_theta"], t["phi0"], t["nphi"], t["ringstart"], t["weight"],
-                            t["r_lo"], t["r_hi"], t["item_ring"], t["item_start"],
+        _fast_launch.launch(k, t["n_items"], tpb, stream or _fast_launch.current_stream(),
+                            d[i:j], t["theta"], t["sin_theta"], t["phi0"], t["nphi"],
+                            t["ringstart"], t["weight"], t["r_lo"], t["r_hi"], t["item_ring"],
+                            t["item_start"],
                             float(kernel.h), int(kernel.n), coef, out[i:j])
     return to_host(out) if host else out
-
-
-def _current(xp):
-    """CuPy's current stream (0 under the simulator), where this call's CuPy work goes too."""
-    return 0 if SIMULATOR else xp.cuda.get_current_stream()
 
 
 def simulator_launch_size(plan, tpb=None, fold=1) -> int:
