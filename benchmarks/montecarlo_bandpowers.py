@@ -19,8 +19,24 @@ Timed, each apart:
 Check, in the same run: the mean decoupled EE and TT bandpowers against ``expected_bandpowers``
 (chi-square over the bins, recorded, not asserted).
 
+With ``--gpus N [N ...]`` (issue 41: "on the 4 GPUs of one node through ``sphgpu.distributed``,
+at least 0.9 parallel efficiency"), after the measurements above: for each N a fresh local Dask
+cluster of N GPU workers (one a GPU), the same ``MonteCarlo`` (same construction, same batch as
+the plain run) run twice with ``run(k, client=client)``, k = ``--dask-nsims`` a worker (256 by
+default) times N: the first run on the fresh cluster (``first_run_s``: the plan sent, every
+worker compiled and tuned) and a steady run; each rate is k over the run's time, the bandpowers
+read inside it as above. Efficiency = steady rate / (N x the plain run's rate above, with bins).
+Each simulation depends only on (seed, its number): the Dask run's bandpowers are compared with
+the plain run's for the simulation numbers both ran (``max_rel_diff_vs_plain``, each spectrum's
+largest difference over its largest plain value). ``--gpus 0`` runs up to ``--cpu-workers``
+single-thread CPU workers instead (1, 2, 4, 8; a smoke test of the code path, with
+``--backend cpu``). Recorded under ``dask``, one entry a number of workers.
+
   python benchmarks/montecarlo_bandpowers.py --out benchmarks/results     # GPU machine
+  python benchmarks/montecarlo_bandpowers.py --gpus 1 2 4 --out benchmarks/results  # 4-GPU node
   python benchmarks/montecarlo_bandpowers.py --quick --backend cpu --out /tmp/mcb
+  python benchmarks/montecarlo_bandpowers.py --quick --backend cpu --gpus 0 --cpu-workers 2 \
+      --out /tmp/mcb
 
 Writes DIR/montecarlo_bandpowers[_<gpu>].json with the machine's description.
 """
@@ -35,12 +51,11 @@ import pathlib
 import time
 
 import numpy as np
+from _scaling_common import fresh_cluster, free_pool, log, sync, workers
 
 ARCMIN = math.pi / 10800
-
-
-def log(msg):
-    print(msg, flush=True)
+#: simulations a Dask worker runs in each of the two timed cluster runs (``--dask-nsims``)
+DASK_NSIMS, DASK_NSIMS_QUICK = 256, 16
 
 
 def make(args, bins):
@@ -59,16 +74,13 @@ def make(args, bins):
                       noise_sigma=args.sigma, seed=1, backend=args.backend, **kw)
 
 
-def sync():
-    try:
-        import cupy
+def bench(args, bins, ref=None):
+    """One row of the plain (in-process) measurements; with ``bins`` and a dict ``ref``, the
+    timed run's simulation numbers and bandpowers go into it (``indices``, ``bandpowers``)."""
+    from sphgpu import backends
+    from sphgpu.sims.batching import auto_batch_size
 
-        cupy.cuda.Device().synchronize()
-    except Exception:       # noqa: BLE001  no CuPy or no GPU: nothing to wait for
-        pass
-
-
-def bench(args, bins):
+    where = backends.resolve(args.backend, "sht")
     t0 = time.perf_counter()
     mc = make(args, bins)
     construct = time.perf_counter() - t0
@@ -83,15 +95,21 @@ def bench(args, bins):
     construct_again = time.perf_counter() - t0
     mc.run(args.warm, progress=False)
     done = mc.nsims
+    # the batch the timed run takes (the Dask runs take the same): the one given, else the
+    # one run() chooses from free memory now
+    batch = args.batch or auto_batch_size(mc.plan, where)
     t0 = time.perf_counter()
     mc.run(args.nsims, progress=False)
     if bins:
         bp = mc.bandpowers
-    sync()
+    sync(where)
     dt = time.perf_counter() - t0
     row = dict(bins=bins, construct_s=construct, construct_again_s=construct_again,
                first_run_s=first, nsims=args.nsims,
-               run_s=dt, rate=args.nsims / dt, total_sims=mc.nsims, warm_sims=done)
+               run_s=dt, rate=args.nsims / dt, total_sims=mc.nsims, warm_sims=done,
+               batch=int(batch))
+    if bins and ref is not None:
+        ref.update(indices=mc.indices, bandpowers=bp)
     if bins:
         mean = mc.bandpower_mean
         std = mc.bandpower_std
@@ -106,6 +124,46 @@ def bench(args, bins):
         row.update(bandpowers_shape=list(np.shape(bp)), chi2_mean_vs_expected=chi2,
                    nbins=int(mean.shape[-1]))
     return row
+
+
+def dask_row(args, client, n, backend, plain, ref):
+    """The Monte Carlo on ``client``'s ``n`` fresh workers: a first run and a steady one of
+    ``--dask-nsims`` x ``n`` simulations each, at the batch of the plain row ``plain``; rates,
+    efficiency against ``plain["rate"]``, and the bandpowers against the plain run's (``ref``)
+    for the simulation numbers both ran."""
+    mc = make(args, True)                        # same construction as the plain run
+    free_pool(backend)                           # its coupling's memory: worker 0 shares the GPU
+    mc.batch_size = plain["batch"]
+    k = args.dask_nsims * n
+
+    def timed():
+        t0 = time.perf_counter()
+        mc.run(k, progress=False, client=client)
+        _ = mc.bandpowers                        # read inside the span, as the plain run does
+        return time.perf_counter() - t0
+
+    first = timed()
+    steady = timed()
+    if mc.stopped or mc.nsims != 2 * k:
+        raise RuntimeError(f"the Dask runs finished {mc.nsims} of {2 * k} simulations")
+    idx, bp = mc.indices, mc.bandpowers
+    both = np.intersect1d(idx, ref["indices"])
+    got = bp[np.searchsorted(idx, both)]
+    want = ref["bandpowers"][np.searchsorted(ref["indices"], both)]
+    # each spectrum against its own largest plain value (BB is far below TT)
+    scale = np.max(np.abs(want), axis=(0, 2))
+    scale[scale == 0] = 1.0
+    diff = np.max(np.abs(got - want), axis=(0, 2)) / scale
+    rate, plain_rate = k / steady, plain["rate"]
+    # run(client=) lowers the batch so that every worker gets one (not at the full sizes)
+    batch = min(plain["batch"], -(-k // n))
+    return {"workers": n, "backend": backend, "sims": k, "batch": batch,
+            "first_run_s": first, "first_run_rate": k / first, "steady_s": steady,
+            "rate": rate, "first_over_steady": steady / first, "plain_rate": plain_rate,
+            "efficiency": rate / (n * plain_rate), "compared_sims": int(both.size),
+            "max_rel_diff_vs_plain": float(diff.max()) if both.size else None,
+            "rel_diff_vs_plain": dict(zip(mc.names, map(float, diff))) if both.size else None,
+            "bandpowers_equal": bool(np.array_equal(got, want)) if both.size else None}
 
 
 def main():
@@ -124,9 +182,40 @@ def main():
                     help="skip the run without bins (pseudo-spectra only)")
     ap.add_argument("--quick", action="store_true", help="nside 64, 40 simulations")
     ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--gpus", type=int, nargs="+", default=None,
+                    help="also run on fresh local Dask clusters of these numbers of GPU "
+                         "workers (e.g. 1 2 4), after the one-GPU measurements; 0: CPU "
+                         "workers instead (see --cpu-workers); default: no Dask runs")
+    ap.add_argument("--cpu-workers", type=int, default=2,
+                    help="with --gpus 0: the largest number of single-thread CPU workers")
+    ap.add_argument("--dask-nsims", type=int, default=None,
+                    help=f"simulations a worker in each Dask run (default {DASK_NSIMS}, "
+                         f"{DASK_NSIMS_QUICK} with --quick): N workers run N times this")
     args = ap.parse_args()
     if args.quick:
         args.nside, args.nsims, args.warm, args.width = 64, 40, 8, 16
+    if args.dask_nsims is None:
+        args.dask_nsims = DASK_NSIMS_QUICK if args.quick else DASK_NSIMS
+    units = []
+    if args.gpus is not None:                 # checked before the one-GPU runs, not after
+        if 0 in args.gpus and args.gpus != [0]:
+            ap.error("--gpus 0 (CPU workers) goes alone")
+        from sphgpu import backends
+
+        dask_backend, units = workers(args, ())
+        plain_backend = (backends.resolve("auto", "sht") if args.backend == "auto"
+                         else args.backend)
+        if dask_backend != plain_backend:
+            ap.error(f"--gpus {' '.join(map(str, args.gpus))} runs {dask_backend} workers: "
+                     f"give --backend {dask_backend} (the plain run it is compared with)")
+        if dask_backend == "cuda":
+            import sphgpu.distributed as sd
+
+            have = len(sd.visible_gpus())
+            if max(units) > have:
+                ap.error(f"--gpus {max(units)}: this machine shows {have} GPU(s)")
+        if not units:
+            ap.error("--gpus 0 needs --cpu-workers 1 or more")
     from sphgpu.bench import machine_info
 
     info = machine_info()
@@ -135,18 +224,11 @@ def main():
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"montecarlo_bandpowers{tag}{'_batch%d' % args.batch if args.batch else ''}.json"
-    rows = []
-    for bins in (True,) if args.bins_only else (True, False):
-        if not bins:        # the rate without decoupling needs fewer simulations
-            args.nsims = max(args.nsims // 4, 1)
-        row = bench(args, bins)
-        rows.append(row)
-        log(f"nside {args.nside} pol bins={bins}: construct {row['construct_s']:.2f} s, first "
-            f"run {row['first_run_s']:.2f} s, {row['nsims']} sims in {row['run_s']:.2f} s "
-            f"({row['rate']:.1f}/s)" + (f", chi2 {row['chi2_mean_vs_expected']}" if bins
-                                         else ""))
+    rows, dask, ref = [], {}, {}
+
+    def save():
         # written after each row: a run cut short keeps what it measured
-        path.write_text(json.dumps({
+        data = {
             "benchmark": "montecarlo_bandpowers",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
             "machine": info, "backend": args.backend, "nside": args.nside,
@@ -154,7 +236,40 @@ def main():
             "batch_size": args.batch or "auto",
             "sigma_uK": args.sigma, "bin_width": args.width,
             "goal": "1000 polarized simulations to bandpowers <= 40 s (nside 2048, lmax 4096, "
-                    "one H200)", "rows": rows}, indent=1))
+                    "one H200)", "rows": rows}
+        if units:
+            data["dask_goal"] = ("parallel efficiency >= 0.9 on the 4 GPUs of one node "
+                                 "(steady rate / (4 x the plain run's rate))")
+            data["dask"] = dask
+        path.write_text(json.dumps(data, indent=1))
+
+    for bins in (True,) if args.bins_only else (True, False):
+        if not bins:        # the rate without decoupling needs fewer simulations
+            args.nsims = max(args.nsims // 4, 1)
+        row = bench(args, bins, ref if bins else None)
+        rows.append(row)
+        log(f"nside {args.nside} pol bins={bins}: construct {row['construct_s']:.2f} s, first "
+            f"run {row['first_run_s']:.2f} s, {row['nsims']} sims in {row['run_s']:.2f} s "
+            f"({row['rate']:.1f}/s)" + (f", chi2 {row['chi2_mean_vs_expected']}" if bins
+                                         else ""))
+        save()
+    if units:
+        plain = rows[0]                            # with bins, the row the efficiency divides
+        free_pool(dask_backend)                    # worker 0 shares this process's GPU
+        kind = "GPU" if dask_backend == "cuda" else "CPU"
+        for n in units:
+            row = dask[str(n)] = {}
+            with fresh_cluster(n, dask_backend, row) as client:
+                row.update(dask_row(args, client, n, dask_backend, plain, ref))
+            save()
+            diff = row["max_rel_diff_vs_plain"]
+            log(f"{n} {kind} worker(s): {row['sims']} sims a run, batch {row['batch']}: first "
+                f"run {row['first_run_s']:.2f} s ({row['first_run_rate']:.1f}/s), steady "
+                f"{row['steady_s']:.2f} s ({row['rate']:.1f}/s), efficiency "
+                f"{row['efficiency']:.2f} (plain {row['plain_rate']:.1f}/s); bandpowers vs "
+                f"plain over {row['compared_sims']} sims: "
+                + ("-" if diff is None else f"equal {row['bandpowers_equal']}, max rel diff "
+                                            f"{diff:.1e}"))
     log(f"wrote {path}")
 
 
