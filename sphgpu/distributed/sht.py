@@ -223,12 +223,13 @@ def _masked_maps(name, a, allow_batch):
     return as_maps(name, a, max_ndim=allow_batch)[0]
 
 
-def _alm_input(alm, name, plan, on_device):
+def _alm_input(alm, name, plan, on_device, pending=None):
     """A task's a_lm: a future's checked here as the caller's NumPy rows were; with
-    ``on_device`` copied to this worker's GPU (once per task)."""
+    ``on_device`` copied to this worker's GPU (once per task). ``pending``: as in
+    :func:`sphgpu._validate.as_complex_array`, the NaN check of device a_lm left to the caller."""
     if name is not None:
-        alm = _check_batch(name, as_complex_array(name, alm, allow_batch=3), plan.nalm,
-                           f"lmax={plan.lmax}, mmax={plan.mmax}")
+        alm = _check_batch(name, as_complex_array(name, alm, allow_batch=3, pending=pending),
+                           plan.nalm, f"lmax={plan.lmax}, mmax={plan.mmax}")
     return _worker.to_device(alm) if on_device else alm
 
 
@@ -242,8 +243,15 @@ def _maps_input(maps, name, plan, on_device):
 def _synthesis_task(alm, name, plan, on_device=False):
     """Maps of a group of a_lm through ``plan`` (a :class:`sphgpu.SHT`): NumPy in, NumPy out;
     device in (or ``on_device``), a CuPy array left on this worker's GPU."""
-    alm = _alm_input(alm, name, plan, on_device)
-    return plan.alm2map(alm, pol=alm.ndim == 3)
+    # a_lm already on the GPU are checked for NaN after the transform is queued, as
+    # sphgpu.alm2map does: a check before it would wait for the previous task's transform and
+    # leave the GPU idle while Dask starts this task (the maps are returned only if it passes)
+    pending = []
+    alm = _alm_input(alm, name, plan, on_device, pending)
+    maps = plan.alm2map(alm, pol=alm.ndim == 3)
+    for check in pending:
+        check()
+    return maps
 
 
 def _analysis_task(maps, name, plan, iter, on_device=False):

@@ -56,7 +56,8 @@ from ..tpacf.counts import counts_from_raw, counts_from_sums
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
 from . import tasks
-from .partition import declination_stripes, stripe_members
+from ._stripe_kernel import stripe_members
+from .partition import declination_stripes
 
 __all__ = ["pair_counts", "pair_counts_many", "CatalogFiles"]
 

@@ -75,3 +75,21 @@ def test_split_convolution_over_the_gpus(gpu_client, rng):
         assert rel_err(got, serial) <= TOL["distributed"]
     many = sd.convolve_many(m, k, backend="cuda", client=gpu_client, **kw)
     assert rel_err(many, serial) <= TOL["distributed"]
+
+
+def test_device_alm_holding_nan_raise_naming_them(gpu_client, rng):
+    """A device a_lm future is checked for NaN after its transform is queued (so the check
+    does not wait for the previous task): a NaN still fails the call, naming the future, and
+    its neighbours' maps are those of clean inputs."""
+    import cupy
+
+    alms = random_alm(rng, AlmLayout(64), k=3)
+    alms[1, 5] = np.nan
+    ws = sd.gpu_workers(gpu_client)
+    futs = [gpu_client.submit(cupy.asarray, a, workers=[ws[i % len(ws)]], resources={"GPU": 1})
+            for i, a in enumerate(alms)]
+    with pytest.raises(ValueError, match=r"alms\[1\] contains NaN"):
+        sd.alm2map_many(futs, 32, 64, client=gpu_client, backend="cuda")
+    good = sd.alm2map_many([futs[0], futs[2]], 32, 64, client=gpu_client, backend="cuda")
+    want = sphgpu.alm2map(alms[[0, 2]], 32, pol=False, backend="cpu")
+    assert rel_err(np.stack([m.get() for m in good]), want) <= TOL["vs_ducc0"]

@@ -171,3 +171,24 @@ def test_a_worker_killed_in_a_count_costs_time_only(fresh_process_client, tmp_pa
     got = sd.pair_counts(ra, dec, bins=BINS, nchunks=4, client=client)
     assert os.path.exists(flag)
     _same(got, want)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7])
+@pytest.mark.parametrize("auto", [True, False])
+@pytest.mark.parametrize("pad", [0.0, 0.7, 25.0, 200.0])
+def test_compiled_stripe_members_equal_the_reference(k, auto, pad):
+    """The two-pass kernel the split count uses gives the reference's indices in its order,
+    points on the edges and at the poles included; a changed order or a lost point fails."""
+    from sphgpu.distributed import _stripe_kernel
+
+    ra, dec = uniform_randoms(2001, FULL, seed=k)
+    edges = partition.declination_stripes(dec, k, np.radians(2.0), ra1=ra)
+    dec = np.concatenate([dec, edges, edges[1:-1] + pad, edges[1:-1] - pad, [-90.0, 90.0]])
+    dec = np.clip(dec, -90.0, 90.0)
+    want = partition.stripe_members(dec, edges, pad, auto=auto)
+    got = _stripe_kernel.stripe_members(dec, edges, pad, auto=auto)
+    assert len(got) == len(want) == k
+    for (gi, gn), (wi, wn) in zip(got, want):
+        assert gn == wn
+        assert gi.dtype == np.int64
+        np.testing.assert_array_equal(gi, wi)
