@@ -5,8 +5,14 @@ scattered to each, see :func:`_plan_copies`); each task runs
 :func:`sphgpu.sims.pipeline.simulate_batch` on its worker's device and returns only the
 spectra. Tasks are submitted as earlier ones finish, each to the worker with the fewest in
 flight, so a stop leaves little work to cancel, every worker gets batches and none holds more
-than its share. Before the first batch of a run, every worker not yet warmed through this
-client compiles and tunes the run's transforms, all at once (:func:`_warm_workers`).
+than its share.
+
+There is no warm-up step: the first batches start on every worker at once and are the
+warm-up (kernels loaded from the on-disk caches, launch parameters tuned for the run's batch,
+plans made). A separate :func:`sphgpu.distributed.warmup` before them ran transforms the run
+never uses (single maps, whose tuning took 18 s on a machine's first cluster at nside 2048,
+and 2.9 s with every cache warm), after which the first batch still cost 0.84 s against
+0.21 s (benchmarks/results/mc_first_run_h200.json).
 """
 
 from __future__ import annotations
@@ -64,32 +70,26 @@ def _batch_size(size, nworkers, ntodo):
 
 
 def _worker_batch(mc, client, backend, resources):
-    """The batch size a worker's own device affords (:func:`batching.auto_batch_size` run
-    there): a fixed 8 makes batches a quarter of one GPU's at nside 512 and 1024, and the
-    cluster well short of its workers' summed rate (benchmarks/results/montecarlo_h200x2.json
-    has the rates with this). Asked again (with
-    the plan sent again) when the plan's copies die with their workers meanwhile."""
+    """The batch size every worker's own device affords (:func:`batching.auto_batch_size` run
+    on each at once; the smallest): a fixed 8 makes batches a quarter of one GPU's at nside 512
+    and 1024, and the cluster well short of its workers' summed rate
+    (benchmarks/results/montecarlo_h200x2.json has the rates with this).
+
+    Asked of all workers at once, because on a fresh cluster the first task of a worker pays
+    its CUDA context and imports (0.84 s at nside 2048, benchmarks/results/
+    mc_first_run_h200.json): asked of one worker, that was paid once here and once more by
+    each other worker's first batch. Asked again (with the plan sent again) when every copy
+    died with its worker meanwhile."""
     for _ in range(_cluster.ATTEMPTS):
-        worker, plan = next(iter(_plan_copies(mc, client, resources).items()))
-        size = _cluster.result(client.submit(auto_batch_size, plan, backend,
-                                             resources=resources, pure=False,
-                                             workers=[worker], allow_other_workers=True))
-        if size is not _cluster.LOST:
-            return size
+        copies = _plan_copies(mc, client, resources)
+        futures = [client.submit(auto_batch_size, plan, backend, resources=resources,
+                                 pure=False, workers=[w], allow_other_workers=True)
+                   for w, plan in copies.items()]
+        sizes = [s for s in (_cluster.result(f) for f in futures) if s is not _cluster.LOST]
+        if sizes:
+            return min(sizes)
     raise _cluster.WorkersLostError(f"the Monte Carlo's plan was lost with dying workers "
                                     f"{_cluster.ATTEMPTS} times in a row; nothing was run")
-
-
-def _warm_workers(mc, client, backend, size):
-    """Compile and tune the run's transforms on every worker at once, before the first batch
-    (:func:`sphgpu.distributed.warmup` at the plan's nside, lmax, fields and batch size). Paid
-    by the first run on a cluster and by workers that joined since; later runs find every
-    worker warm and send nothing."""
-    from ..distributed.warm import warmup
-
-    plan = mc.plan
-    warmup(client, plan.nside, plan.lmax, backend=backend, steps=("sht",), batch=size,
-           pol=plan.pol)
 
 
 def run_on_cluster(mc, client, todo, batch_size, show, t0):
@@ -108,7 +108,6 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
     backend, resources = _cluster.placement(client, mc.backend)
     size = batch_size or mc.batch_size or _worker_batch(mc, client, backend, resources)
     size = _batch_size(size, len(_plan_copies(mc, client, resources)), len(todo))
-    _warm_workers(mc, client, backend, size)
     batches = [todo[i:i + size] for i in range(0, len(todo), size)]
 
     # batches in flight on each worker: a batch goes to the worker with fewest, named in the

@@ -185,18 +185,3 @@ def test_warmup_of_batches_and_polarized_sets_runs_those_transforms(monkeypatch)
     monkeypatch.setattr(sht, "map2alm", spy)
     warmup(2, steps=("sht",), batch=4, pol=True, backend="cpu", progress=False)
     assert seen == [((48,), True), ((4, 48), False), ((3, 48), True), ((4, 3, 48), True)]
-
-
-def test_a_monte_carlos_first_run_on_a_cluster_warms_every_worker(client):
-    from sphgpu.sims import MonteCarlo
-
-    warm._DONE.pop(client, None)
-    nside = 4
-    mc = MonteCarlo(1e3 / (np.arange(3 * nside) + 2.0) ** 2, nside, seed=1, backend="cpu")
-    mc.run(4, progress=False, client=client, batch_size=2)
-    done = warm._DONE[client]
-    assert {w for w, _ in done} == set(client.scheduler_info()["workers"])
-    assert all("'batch', 2" in key and "'nside', 4" in key for _, key in done)
-    again = MonteCarlo(1e3 / (np.arange(3 * nside) + 2.0) ** 2, nside, seed=1, backend="cpu")
-    np.testing.assert_allclose(again.run(4, progress=False).spectra, mc.spectra,
-                               rtol=TOL["distributed"])

@@ -53,8 +53,8 @@ def test_a_worker_killed_at_any_moment_of_a_run(fresh_process_client, delay, mon
 
     monkeypatch.setattr(cluster, "GATHER_TIMEOUT", 1.0, raising=False)
     client = fresh_process_client
-    # a cluster's first run also warms every worker (sphgpu.distributed.warmup): pay it here,
-    # so that the run lasting() times is as long as the run that gets killed
+    # a cluster's first batches are slower (plans made on every worker): pay them here, so
+    # that the run lasting() times is as long as the run that gets killed
     make().run(2, progress=False, client=client, batch_size=2)
     n, want = lasting("sims", lambda n: make().run(n, progress=False, client=client,
                                                    batch_size=2).spectra, 64)

@@ -80,6 +80,27 @@ def test_cluster_batches_default_to_what_a_worker_affords(client, monkeypatch):
     assert _dask._batch_size(8, 2, 5) == 3 and _dask._batch_size(2, 2, 5) == 2
 
 
+def test_cluster_batches_fit_every_worker(client, monkeypatch):
+    """Every worker is asked (at once) what its device affords; the run takes the smallest,
+    so that no worker gets a batch it cannot hold."""
+    from distributed import get_worker
+
+    from sphgpu.distributed import cluster
+    from sphgpu.sims import _dask
+
+    workers = sorted(client.scheduler_info()["workers"])
+    assert len(workers) >= 2
+    mc = make()
+    backend, resources = cluster.placement(client, mc.backend)
+    # the small device is each worker in turn: the answer is its size only if it was asked
+    for small in workers:
+        def afford(plan, name, small=small):
+            return 5 if get_worker().address == small else 9
+
+        monkeypatch.setattr(_dask, "auto_batch_size", afford)
+        assert _dask._worker_batch(mc, client, backend, resources) == 5
+
+
 def test_every_worker_runs_batches(client):
     """Batches go to the worker with the fewest in flight, named in the submission: with 6
     batches of 1 on two workers, each starts with IN_FLIGHT of them and none is left idle."""
