@@ -9,6 +9,9 @@ approximate one (--backend cpu):
 Small CPU run (a minute; 2x10^4 and 6x10^4 points on a 20 x 20 degree patch, dense enough
 for cells to be counted at once, where the same numbers over the full sky are counted exactly):
     python benchmarks/tpacf_bin_slop.py --quick --backend cpu --out /tmp/bin_slop
+On a node of 4 GPUs, the exact count also over the 4 GPUs (Dask):
+    python benchmarks/tpacf_bin_slop.py --gpus 4 --sizes 10000000 100000000 --no-fresh \
+        --out benchmarks/results/tpacf_bin_slop_4gpu
 
 Workload: n uniform random points over the full sky (10^6, 10^7, 10^8 by default), an auto
 count (RR) in 20 log bins from 2.5 to 250 arcmin.
@@ -21,6 +24,9 @@ What is timed (whole calls from NumPy arrays, as a user makes them):
     --repeat more (fewer once they pass --max-seconds);
   * TreeCorr's ``NNCorrelation`` with its default bin_slop (metric "Arc", all host threads,
     --treecorr-threads), Catalog built inside the timing, at sizes up to --treecorr-max.
+  * with --gpus N: the same exact count through ``sphgpu.distributed.pair_counts`` on a fresh
+    local cluster of N GPU workers (one per GPU, started before the first size), the first
+    call on the cluster apart; its counts must equal the one-GPU exact counts as integers.
 Accuracy: for every approximate count, the largest relative difference per bin from sphgpu's
 exact count (bins with pairs), and the fraction of pairs counted at once; the same for
 TreeCorr's counts. Writes tpacf_bin_slop.json and tpacf_bin_slop.png under --out.
@@ -98,6 +104,37 @@ def treecorr_run(ra, dec, threads):
     return time.perf_counter() - t, nn.npairs.tolist(), float(nn.bin_slop)
 
 
+def dask_client(args):
+    """A fresh cluster of --gpus GPU workers (or --gpus CPU workers with --backend cpu), or
+    None without --gpus."""
+    if not args.gpus:
+        return None
+    import sphgpu.distributed as sd
+
+    if args.backend == "cpu":
+        return sd.local_cluster(gpus=0, cpu_workers=args.gpus, threads_per_worker=1,
+                                dashboard_address=":0")
+    ids = sd.visible_gpus()
+    if len(ids) < args.gpus:
+        raise SystemExit(f"--gpus {args.gpus}: this machine shows {len(ids)} GPUs")
+    return sd.local_cluster(gpus=ids[:args.gpus], cpu_workers=0, dashboard_address=":0")
+
+
+def dask_entry(client, args, ra, dec, bins, exact):
+    """The exact count over the cluster: first call, median of --repeat more, equality."""
+    import sphgpu.distributed as sd
+
+    seconds = []
+    while len(seconds) < 1 + args.repeat and (len(seconds) < 2
+                                              or sum(seconds[1:]) < args.max_seconds):
+        t0 = time.perf_counter()
+        pc = sd.pair_counts(ra, dec, bins=bins, backend=args.backend, client=client)
+        seconds.append(time.perf_counter() - t0)
+    return {"workers": args.gpus, "first_s": seconds[0],
+            "median_s": float(np.median(seconds[1:] or seconds)), "seconds": seconds[1:],
+            "counts_equal": bool(np.array_equal(pc.counts, exact))}
+
+
 def run(args):
     from sphgpu.tpacf import AngularBins, pair_counts
 
@@ -110,6 +147,11 @@ def run(args):
            "treecorr_max": args.treecorr_max, "rows": []}
     print(json.dumps(out["machine"]), flush=True)
     tmp = tempfile.mkdtemp(prefix="bin_slop_")
+    t0 = time.perf_counter()
+    client = dask_client(args)
+    if client is not None:
+        out["dask_workers"] = args.gpus
+        out["cluster_start_s"] = time.perf_counter() - t0
     for n in sizes:
         ra, dec = catalog(n, box)
         path = os.path.join(tmp, f"cat_{n}.npy")
@@ -139,6 +181,11 @@ def run(args):
         if exact is not None:
             for entry in row["sphgpu"]:
                 entry["max_rel_diff"] = max_rel(entry["counts"], exact)
+        if client is not None:
+            row["dask"] = d = dask_entry(client, args, ra, dec, bins, exact)
+            print(f"n={n:>11,} sphgpu.distributed, {args.gpus} workers: {d['median_s']:9.3f} s "
+                  f"(first on the cluster {d['first_s']:.3f} s); counts equal: "
+                  f"{d['counts_equal']}", flush=True)
         if not args.no_treecorr and n <= args.treecorr_max:
             try:
                 secs, npairs, slop = treecorr_run(ra, dec, args.treecorr_threads)
@@ -153,6 +200,9 @@ def run(args):
         out["rows"].append(row)
         write(out, args.out)
     os.rmdir(tmp)
+    if client is not None:
+        client.shutdown()
+        client.close()
     return out
 
 
@@ -187,6 +237,10 @@ def plot(out, where):
     if tc:
         ax.loglog(*zip(*tc), "s--k", label=f"TreeCorr default bin_slop, "
                   f"{out['treecorr_threads']} threads")
+    dk = [(r["n"], r["dask"]["median_s"]) for r in out["rows"] if r.get("dask")]
+    if dk:
+        ax.loglog(*zip(*dk), "^-", label=f"sphgpu.distributed exact, {out['dask_workers']} "
+                  f"{'GPU' if out['backend'] == 'cuda' else 'CPU'} workers")
     ax.set_xlabel(f"points (RA/Dec box {out['box_deg']}, auto count)")
     ax.set_ylabel("seconds a call (median)")
     m = out["machine"]
@@ -218,6 +272,9 @@ def main(argv=None):
                    help="TreeCorr threads (default: all host cores)")
     p.add_argument("--no-treecorr", action="store_true")
     p.add_argument("--no-fresh", action="store_true", help="skip the fresh-process calls")
+    p.add_argument("--gpus", type=int, default=0,
+                   help="also count exactly over a fresh Dask cluster of this many workers "
+                        "(GPU workers; CPU workers with --backend cpu)")
     p.add_argument("--replot", metavar="JSON", help="only redraw the plot of an earlier run")
     args = p.parse_args(argv)
     if args.replot:
