@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._nearest import nearest_radec, nearest_xyz
 from .catalog import unit_vectors
 from ..sort.cells import healpix_cells
 
 __all__ = ["JackknifeRegions", "jackknife_covariance"]
-
-_CHUNK = 1 << 16
 
 
 def jackknife_covariance(w_loo):
@@ -48,11 +47,9 @@ def jackknife_covariance(w_loo):
 
 
 def _nearest(xyz, centers):
-    """Index of the nearest centre (largest dot product; ties to the lowest index), (n,)."""
-    out = np.empty(xyz.shape[1], np.int64)
-    for a in range(0, xyz.shape[1], _CHUNK):
-        out[a:a + _CHUNK] = np.argmax(centers @ xyz[:, a:a + _CHUNK], axis=0)
-    return out
+    """Index of the nearest centre (largest dot product; ties to the lowest index), (n,) int64,
+    of unit vectors ``xyz`` (3, n) and centres (K, 3): the Numba kernel of :mod:`._nearest`."""
+    return nearest_xyz(xyz, centers)
 
 
 class JackknifeRegions:
@@ -194,21 +191,24 @@ class JackknifeRegions:
         ValueError
             For bad coordinates.
         """
-        xyz = _points(ra, dec)
+        ra, dec = _coordinates(ra, dec)
         if self.kind == "kmeans":
-            return _nearest(xyz, self.centers)
+            # unit vectors made inside the kernel, block by block: no (3, n) array
+            return nearest_radec(ra, dec, self.centers)
         cells = healpix_cells(*_theta_phi(ra, dec), self.nside)
         pos = np.searchsorted(self.cells, cells)
         pos = np.minimum(pos, self.cells.size - 1)
         known = self.cells[pos] == cells
         out = pos.astype(np.int64)
         if not known.all():
-            out[~known] = _nearest(xyz[:, ~known], self.centers)
+            out[~known] = nearest_radec(ra[~known], dec[~known], self.centers)
         return out
 
 
-def _points(ra, dec):
-    ra = np.asarray(ra, dtype=np.float64)
+def _coordinates(ra, dec):
+    """(ra, dec) as float64 C-contiguous arrays, checked: 1-D, one non-zero length, finite,
+    dec in [-90, 90] degrees (ValueError otherwise)."""
+    ra = np.asarray(ra, dtype=np.float64)       # not ascontiguousarray: it makes a scalar 1-D
     dec = np.asarray(dec, dtype=np.float64)
     if ra.ndim != 1 or ra.shape != dec.shape or ra.size == 0:
         raise ValueError(f"ra and dec must be non-empty 1-D arrays of one length, got shapes "
@@ -217,7 +217,12 @@ def _points(ra, dec):
         raise ValueError("ra and dec must be finite")
     if dec.min() < -90 or dec.max() > 90:
         raise ValueError("dec must be in [-90, 90] degrees")
-    return unit_vectors(ra, dec)
+    return np.ascontiguousarray(ra), np.ascontiguousarray(dec)
+
+
+def _points(ra, dec):
+    """Unit vectors (3, n) of the checked coordinates (see :func:`_coordinates`)."""
+    return unit_vectors(*_coordinates(ra, dec))
 
 
 def _theta_phi(ra, dec):
