@@ -93,3 +93,43 @@ def test_device_alm_holding_nan_raise_naming_them(gpu_client, rng):
     good = sd.alm2map_many([futs[0], futs[2]], 32, 64, client=gpu_client, backend="cuda")
     want = sphgpu.alm2map(alms[[0, 2]], 32, pol=False, backend="cpu")
     assert rel_err(np.stack([m.get() for m in good]), want) <= TOL["vs_ducc0"]
+
+
+def test_a_gpu_worker_killed_mid_run_costs_time_not_results(tmp_path):
+    """On the GPU node (issue 42): a GPU worker's process ends as a Monte Carlo batch starts,
+    and again as a stripe of a pair count starts; the nanny restarts it on its GPU, the lost
+    tasks run again, and the spectra and counts equal those of the undisturbed calls."""
+    from sphgpu.sims import MonteCarlo
+    from sphgpu.tpacf import AngularBins
+    from sphgpu.tpacf.mocks import uniform_randoms
+    from tests.distributed.test_faults import _killer
+
+    if not sd.visible_gpus():
+        pytest.skip("no GPU visible")
+    client = sd.local_cluster(gpus="all", cpu_workers=0, dashboard_address=":0")
+    try:
+        nside = 64
+
+        def mc():
+            cl = 1e3 / (np.arange(2 * nside + 1) + 2.0) ** 2
+            return MonteCarlo(cl, nside, 2 * nside, seed=5, backend="cuda")
+
+        want = mc().run(12, progress=False, client=client, batch_size=2).spectra
+        client.register_plugin(_killer(str(tmp_path / "sims"), 4, once=True,
+                                       prefix="sphgpu-sims"), name="kill-sims")
+        got = mc().run(12, progress=False, client=client, batch_size=2)
+        assert os.path.exists(tmp_path / "sims")
+        np.testing.assert_array_equal(got.spectra, want)
+        client.unregister_worker_plugin("kill-sims")
+
+        ra, dec = uniform_randoms(200_000, (0.0, 360.0, -90.0, 90.0), seed=3)
+        bins = AngularBins.log(0.1, 5.0, 8, unit="deg")
+        want = sd.pair_counts(ra, dec, bins=bins, client=client, backend="cuda")
+        client.register_plugin(_killer(str(tmp_path / "pairs"), 0, once=True,
+                                       prefix="sphgpu-paircount"), name="kill-pairs")
+        got = sd.pair_counts(ra, dec, bins=bins, client=client, backend="cuda")
+        assert os.path.exists(tmp_path / "pairs")
+        np.testing.assert_array_equal(got.counts, want.counts)
+    finally:
+        client.shutdown()
+        client.close()
