@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import backends
-from .._device import is_device_array
+from .._device import array_module_of, is_device_array
 from .._validate import check_int
 from ..sht import anafast
 
@@ -82,22 +82,30 @@ def _nside_of(npix, name):
     return nside
 
 
-def _mask_map(mask, name):
+def _mask_map(mask, name, keep_device=False):
+    """The window as a float64 map and its nside, checked: a real map, finite, non-negative,
+    not zero everywhere. A device array comes to the host unless ``keep_device`` (then it is
+    checked where it is: a few reductions instead of copying a map across)."""
     if np.ma.isMaskedArray(mask):
         mask = np.ma.filled(mask, 0.0)       # a masked pixel of the mask is a hidden pixel
-    m = np.asarray(mask.get() if hasattr(mask, "get") and is_device_array(mask) else mask)
+    if keep_device and is_device_array(mask):
+        xp = array_module_of(mask)
+        m = mask
+    else:
+        xp = np
+        m = np.asarray(mask.get() if hasattr(mask, "get") and is_device_array(mask) else mask)
     if m.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a real map, got dtype {m.dtype}")
-    m = np.asarray(m, dtype=np.float64)
+    m = xp.asarray(m, dtype=np.float64)
     if m.ndim != 1:
         raise ValueError(f"{name} must be one map of shape (npix,), got shape {m.shape}")
     nside = _nside_of(m.size, name)
-    if not np.all(np.isfinite(m)):
+    if not bool(xp.all(xp.isfinite(m))):
         raise ValueError(f"{name} contains NaN or infinite values")
-    if np.any(m < 0):
+    if bool(xp.any(m < 0)):
         raise ValueError(f"{name} must be non-negative (a weight per pixel), got minimum "
-                         f"{m.min():.3g}")
-    if not np.any(m > 0):
+                         f"{float(m.min()):.3g}")
+    if not bool(xp.any(m > 0)):
         raise ValueError(f"{name} is zero everywhere: nothing of the sky is seen")
     return m, nside
 
@@ -412,12 +420,12 @@ def require_apodized(m, name: str) -> None:
     Parameters
     ----------
     m : ndarray, shape (npix,), float64
-        The window (validated: non-negative, finite, not all zero).
+        The window (validated: non-negative, finite, not all zero); NumPy or CuPy.
     name : str
         The argument it came from.
     """
     seen = m[m > 0]
-    if np.any(m == 0) and seen.min() == seen.max():
+    if bool((m == 0).any()) and bool(seen.min() == seen.max()):
         raise ValueError(
             f"{name} is binary (0 and one other value): B-mode purification needs a window "
             "that vanishes with its first derivative at the edge of the sky (Smith 2006); "

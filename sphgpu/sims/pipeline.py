@@ -261,7 +261,7 @@ def _masked_alm(plan, maps, mask, sht, inplace=False):
         device = hasattr(maps, "__cuda_array_interface__")
         xp = array_module() if device else np
         t = sht.map2alm(maps[:, 0] * mask, iter=plan.iter, pol=False)
-        eb = master.pseudo_alm_spin2(maps[:, 1], maps[:, 2], plan.mask, plan.lmax,
+        eb = master.pseudo_alm_spin2(maps[:, 1], maps[:, 2], mask, plan.lmax,
                                      purify_b=True, iter=plan.iter, backend=sht.backend,
                                      derivatives=_mask_derivatives(plan, sht.backend, device))
         return xp.concatenate([t[:, None], eb], axis=1)

@@ -110,3 +110,31 @@ def test_real_gpu_pure_b_on_device_arrays(rng):
     for b in ("++", "--", "+p", "pp"):
         assert isinstance(c.blocks[b], cupy.ndarray)
         assert row_err(c.blocks[b].get(), ref.blocks[b]) <= TOL["coupling_vs_ducc0"], b
+
+
+@pytest.mark.gpu
+def test_real_gpu_pure_b_with_a_device_window(rng):
+    """A window already on the GPU is checked there (a Monte Carlo batch passes its plan's
+    device copy): the same pure-B a_lm as the host window, and the same errors."""
+    cupy = pytest.importorskip("cupy")
+    from sphgpu.master import apodize_mask, pseudo_alm_spin2
+
+    from .cases import cut_mask
+
+    nside, lmax = 32, 64
+    binary = cut_mask(nside, 0.35)
+    mask = apodize_mask(binary, 10.0, apotype="C2")
+    q, u = (cupy.asarray(a) for a in rng.normal(size=(2, 12 * nside ** 2)))
+    want = pseudo_alm_spin2(q, u, mask, lmax, purify_b=True, backend="cuda")
+    got = pseudo_alm_spin2(q, u, cupy.asarray(mask), lmax, purify_b=True, backend="cuda")
+    assert isinstance(got, cupy.ndarray)
+    assert np.abs(got.get() - want.get()).max() <= 1e-13 * np.abs(want.get()).max()
+    with pytest.raises(ValueError, match="mask is binary"):
+        pseudo_alm_spin2(q, u, cupy.asarray(binary), lmax, purify_b=True, backend="cuda")
+    bad = mask.copy()
+    bad[7] = -0.5
+    with pytest.raises(ValueError, match="mask must be non-negative"):
+        pseudo_alm_spin2(q, u, cupy.asarray(bad), lmax, purify_b=True, backend="cuda")
+    bad[7] = np.nan
+    with pytest.raises(ValueError, match="mask contains NaN"):
+        pseudo_alm_spin2(q, u, cupy.asarray(bad), lmax, purify_b=True, backend="cuda")
