@@ -70,6 +70,8 @@ def make(args, bins):
         from sphgpu.master import Bins
 
         kw["bins"] = Bins.linear(lmax, args.width)
+    if args.purify_b:
+        kw["purify_b"] = True
     return MonteCarlo(cls, args.nside, lmax, pol=True, fwhm=args.fwhm * ARCMIN, mask=mask,
                       noise_sigma=args.sigma, seed=1, backend=args.backend, **kw)
 
@@ -181,6 +183,9 @@ def main():
     ap.add_argument("--bins-only", action="store_true",
                     help="skip the run without bins (pseudo-spectra only)")
     ap.add_argument("--quick", action="store_true", help="nside 64, 40 simulations")
+    ap.add_argument("--purify-b", action="store_true",
+                    help="pure B (Smith 2006) instead of the standard pseudo-B; the file name "
+                         "gains _pureb")
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--gpus", type=int, nargs="+", default=None,
                     help="also run on fresh local Dask clusters of these numbers of GPU "
@@ -223,7 +228,8 @@ def main():
     tag = "" if not gpu else "_" + "".join(c for c in gpu.split()[-1].lower() if c.isalnum())
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"montecarlo_bandpowers{tag}{'_batch%d' % args.batch if args.batch else ''}.json"
+    path = out / (f"montecarlo_bandpowers{tag}{'_batch%d' % args.batch if args.batch else ''}"
+                  f"{'_pureb' if args.purify_b else ''}.json")
     rows, dask, ref = [], {}, {}
 
     def save():
@@ -234,7 +240,7 @@ def main():
             "machine": info, "backend": args.backend, "nside": args.nside,
             "lmax": args.lmax or 2 * args.nside, "fwhm_arcmin": args.fwhm,
             "batch_size": args.batch or "auto",
-            "sigma_uK": args.sigma, "bin_width": args.width,
+            "sigma_uK": args.sigma, "bin_width": args.width, "purify_b": args.purify_b,
             "goal": "1000 polarized simulations to bandpowers <= 40 s (nside 2048, lmax 4096, "
                     "one H200)", "rows": rows}
         if units:
