@@ -25,13 +25,16 @@ Workloads (sizes: --quick shrinks all of them to seconds on a CPU):
          first run on the fresh cluster (it is the cluster's first call; it warms every worker
          at once) and a steady-state run; baseline: the plain in-process run (steady).
 Each cluster is fresh (Monte Carlo first), one worker per GPU (``local_cluster(gpus=[...])``).
-Writes DIR/distributed_scaling.json (machine info, every timing) and prints a table. Efficiency
-E(n) = t(baseline) / (n t(n)) per unit of work.
+Writes DIR/distributed_scaling.json (machine info, every timing), prints a table and plots
+DIR/distributed_scaling.png (``--replot JSON`` redraws it from an earlier run, next to that
+file, running nothing). Efficiency E(n) = t(baseline) / (n t(n)) per unit of work.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import time
@@ -398,13 +401,123 @@ def table(data):
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------- plot
+#: issue 42's goals, drawn on the plot: parallel efficiency of the transforms kept on the
+#: workers and of the Monte Carlo's steady rate, and seconds of RR kept on the workers
+GOALS = {"kept_efficiency": 0.85, "mc_efficiency": 0.9, "rr_kept_s": 0.45}
+
+
+def _power(n):
+    """``n`` as matplotlib's mathtext 10^k where it is a power of ten, else with commas."""
+    k = len(str(n)) - 1
+    return f"$10^{{{k}}}$" if n == 10 ** k and k > 1 else f"{n:,}"
+
+
+def _series(data, fn):
+    """([n], [fn(n, row of n)]) over the numbers of workers where ``fn`` gives a value."""
+    pts = [(n, fn(n, data["rows"].get(str(n), {}))) for n in data["units"]]
+    pts = [(n, v) for n, v in pts if v is not None]
+    return [n for n, _ in pts], [v for _, v in pts]
+
+
+def plot(data, path):
+    """Against the number of workers: the parallel efficiency of each workload that has one
+    (RR kept on the workers against the plain call, the kept transforms, the Monte Carlo's
+    steady rate) with the ideal and issue 42's goals, and the seconds of RR from NumPy and
+    kept, with the plain call's and the goal. Written to ``path`` (skipped, said, where
+    matplotlib is missing; ``--replot`` draws it from the JSON elsewhere)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is missing: no plot (redraw it with --replot)", flush=True)
+        return
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    units = data["units"]
+    plain = data.get("plain", {})
+    kind = "GPU" if data.get("backend") == "cuda" else "CPU"
+    k, m = data["sizes"]["maps"], data["sizes"]["nside"]
+    rr_plain = plain.get("rr", {}).get("seconds")
+    fig, (eff, rr) = plt.subplots(1, 2, figsize=(10, 4))
+
+    def rr_kept_efficiency(n, row):
+        kept = row.get("rr", {}).get("kept_seconds")
+        return None if kept is None or rr_plain is None else rr_plain / (n * kept)
+
+    curves = [("C0", "o-", f"RR {_power(data['sizes']['rr_n'])}, Catalog kept",
+               rr_kept_efficiency),
+              ("C1", "s-", f"alm2map_many, {k} maps kept",
+               lambda n, row: row.get("sht", {}).get("alm2map_kept_efficiency")),
+              ("C2", "^-", f"map2alm_many, {k} maps kept",
+               lambda n, row: row.get("sht", {}).get("map2alm_kept_efficiency")),
+              ("C3", "D-", "Monte Carlo, steady",
+               lambda n, row: row.get("mc", {}).get("efficiency"))]
+    for color, style, label, fn in curves:
+        xs, ys = _series(data, fn)
+        if xs:
+            eff.plot(xs, ys, style, color=color, label=label)
+    eff.axhline(1.0, color="k", ls="--", lw=1, label="ideal")
+    goals = not data.get("quick")           # the goals are for the full sizes
+    if goals:
+        eff.axhline(GOALS["kept_efficiency"], color="C1", ls="--", lw=1,
+                    label=f"goal, kept transforms ({GOALS['kept_efficiency']})")
+        eff.axhline(GOALS["mc_efficiency"], color="C3", ls="--", lw=1,
+                    label=f"goal, Monte Carlo ({GOALS['mc_efficiency']})")
+    eff.set_ylim(0, 1.15)
+    eff.set_ylabel("parallel efficiency  t(plain) / (n t(n))")
+    eff.set_title(f"against the plain one-{kind} call (transforms at nside {m})", fontsize=9)
+    eff.legend(fontsize=7, loc="lower left")
+
+    drawn = False
+    for key, style, label in (("seconds", "o-", "from NumPy"),
+                              ("kept_seconds", "s-", "Catalog kept on the workers")):
+        xs, ys = _series(data, lambda n, row: row.get("rr", {}).get(key))
+        if xs:
+            rr.plot(xs, ys, style, label=label)
+            drawn = True
+    if rr_plain is not None:
+        rr.axhline(rr_plain, color="k", ls="--", lw=1, label=f"plain call, one {kind}")
+    if drawn or rr_plain is not None:
+        if goals:
+            rr.axhline(GOALS["rr_kept_s"], color="C1", ls="--", lw=1,
+                       label=f"goal, kept ({GOALS['rr_kept_s']} s)")
+        rr.set_ylim(bottom=0)
+        rr.legend(fontsize=7)
+    else:
+        rr.text(0.5, 0.5, "no RR in this run", ha="center", va="center",
+                transform=rr.transAxes)
+        rr.set_xlim(eff.get_xlim())
+    rr.set_ylabel("seconds a call (median)")
+    rr.set_title(f"exact RR of {_power(data['sizes']['rr_n'])} full-sky randoms, 20 bins",
+                 fontsize=9)
+    for ax in (eff, rr):
+        ax.set_xticks(units)
+        ax.set_xlabel(f"{kind} workers")
+    if kind == "GPU":
+        on = f"{max(units)} x {data['machine'].get('gpu')}, one worker per GPU"
+    else:
+        on = f"{max(units)} CPU workers of one thread ({data['machine'].get('host')})"
+    fig.suptitle(f"sphgpu.distributed on {on}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_worker_args(p, GPU_COUNTS)
     p.add_argument("--only", nargs="+", choices=["rr", "sht", "mc"],
                    default=["rr", "sht", "mc"])
     add_size_args(p, FULL, QUICK)
+    p.add_argument("--replot", metavar="JSON",
+                   help="only redraw the plot of an earlier run, next to JSON (its name, .png)")
     args = p.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f), os.path.splitext(args.replot)[0] + ".png")
+        return 0
     cfg = sizes(args, FULL, QUICK)
     backend, units = workers(args, GPU_COUNTS)
     # not distributed.json: that name holds the earlier batch/DR format that docs/make_performance.py
@@ -438,6 +551,7 @@ def main():
                 save()
     data["wall_s"] = time.perf_counter() - t_start
     save()
+    plot(data, os.path.join(args.out, "distributed_scaling.png"))
     if set(args.only) == {"rr", "sht", "mc"}:
         log("\n" + table(data))
     log(f"\nwall {data['wall_s']:.0f} s; written {path}")

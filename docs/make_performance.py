@@ -168,6 +168,7 @@ TPACF_SURVEY = load(r"tpacf_survey(_[a-z]+\d+)?\.json")
 CONVOLVE = load(r"convolve(_[a-z]+\d+)?\.json")
 MONTECARLO = load(r"montecarlo(?!_bandpowers)(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
+DISTRIBUTED_SCALING = load(r"distributed_scaling(_[a-z0-9]+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
 MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
 BIN_SLOP = load(r"tpacf_bin_slop(_[a-z]+\d+)?\.json")
@@ -586,6 +587,103 @@ def distributed_page() -> list[str]:
         out += table(["work", "GPUs", "time", "E(k)"], rows)
         out += figure("distributed_scaling.png", "scaling of a batch of transforms")
         out += figure("distributed_convolve.png", "a distributed convolution")
+    out += distributed_scaling_rows()
+    return out
+
+
+def _rate(gbps, ratio) -> str:
+    """A transfer's reported GB/s and its ratio to the loopback's: 0.794 GB/s (0.83x)."""
+    return "–" if gbps is None else f"{number(gbps)} GB/s ({times(ratio)})"
+
+
+def distributed_scaling_rows() -> list[str]:
+    """distributed_scaling.py's format: the plain one-GPU call and 1, 2, 4 workers."""
+    if not DISTRIBUTED_SCALING:
+        return []
+    out = section("Against the plain one-GPU call", "^")
+    out += ["``benchmarks/distributed_scaling.py``: whole ``sphgpu.distributed`` calls on a "
+            "fresh Dask cluster for each number of workers (one worker per GPU), against the "
+            "plain one-GPU call in the same run; medians. RR: exact counts of full-sky "
+            "randoms in 20 log bins 0.01-10°, equal as integers to the plain call's, from "
+            "NumPy (stripes sent at every call) and from a ``Catalog`` kept on the workers "
+            "(its second call). Kept: the a_lm sent to the GPUs once, ``alm2map_many`` and "
+            "``map2alm_many`` (iter 0) futures in, futures out; plain: the in-process plan on "
+            "device arrays, per map times the maps. From/to NumPy: the client's arrays sent "
+            "and gathered in the call; the rates each call reports, and their ratio to the "
+            "loopback's (one array sent to a worker and gathered back through Dask in the "
+            "same run). Monte Carlo: T only, 5′ beam; the first run is the fresh cluster's "
+            "first call. E(n) = t(plain) / (n t(n)) per unit of work.", ""]
+    for r in DISTRIBUTED_SCALING:
+        d = r.data
+        units = d.get("units", [])
+        sz = d.get("sizes", {})
+        plain = d.get("plain", {})
+        ran = [name for key, name in (("rr", "RR"), ("sht", "transforms"),
+                                      ("mc", "Monte Carlo")) if key in plain]
+        kind = "GPU" if d.get("backend") == "cuda" else "CPU"
+        each_one = "one per GPU" if kind == "GPU" else "one thread each"
+        out += [r.heading(f"{kind} workers: {', '.join(map(str, units)) or 'none'} "
+                          f"({each_one}); workloads run: {', '.join(ran) or 'none'}."), ""]
+
+        def each(path, fmt):
+            return [fmt(get(d, f"rows.{n}.{path}")) for n in units]
+
+        def scaled(path, factor):
+            v = get(plain, path)
+            return None if v is None else v * factor
+
+        def rate(prefix):
+            return [_rate(get(d, f"rows.{n}.sht.{prefix}_GBps"),
+                          get(d, f"rows.{n}.sht.{prefix}_over_loopback")) for n in units]
+
+        def equal(v):
+            return "–" if v is None else ("yes" if v else "no")
+
+        def per_s(v):
+            return "–" if v is None else f"{number(v)} /s"
+
+        def with_e(path, e_path):
+            """Seconds (or a rate) per number of workers, with E(n) where the run has it."""
+            cells = []
+            for n in units:
+                v, e = get(d, f"rows.{n}.{path}"), get(d, f"rows.{n}.{e_path}")
+                cell = per_s(v) if path.startswith("mc.") else seconds(v)
+                cells.append(cell if e is None else f"{cell} (E {number(e)})")
+            return cells
+
+        k, m = sz.get("maps"), sz.get("gathered")
+        rr_n = sz.get("rr_n")
+        rows = [
+            [f"RR of {rr_n:,} randoms from NumPy" if rr_n else "RR from NumPy",
+             seconds(get(plain, "rr.seconds")), *each("rr.seconds", seconds)],
+            ["RR, Catalog kept on the workers", "–", *each("rr.kept_seconds", seconds)],
+            ["RR counts equal to the plain call's", "–", *each("rr.counts_equal", equal)],
+            [f"``alm2map_many``, {k} maps kept, nside {sz.get('nside')}",
+             seconds(scaled("sht.alm2map_s_per_map", k or 0)),
+             *with_e("sht.alm2map_kept_s", "sht.alm2map_kept_efficiency")],
+            [f"``map2alm_many``, {k} maps kept", seconds(scaled("sht.map2alm_s_per_map", k or 0)),
+             *with_e("sht.map2alm_kept_s", "sht.map2alm_kept_efficiency")],
+            [f"``alm2map_many``, {m} maps from/to NumPy",
+             seconds(scaled("sht.alm2map_numpy_s_per_map", m or 0)),
+             *with_e("sht.gathered_s", "sht.gathered_efficiency")],
+            ["the same: a_lm sent, GB/s (x loopback)", "–", *rate("gathered_alm2map_send")],
+            ["the same: maps gathered, GB/s (x loopback)", "–",
+             *rate("gathered_alm2map_receive")],
+            [f"``map2alm_many``, {m} maps from/to NumPy",
+             seconds(scaled("sht.map2alm_numpy_s_per_map", m or 0)),
+             *with_e("sht.gathered_map2alm_s", "sht.gathered_map2alm_efficiency")],
+            ["the same: maps sent, GB/s (x loopback)", "–", *rate("gathered_map2alm_send")],
+            ["the same: a_lm gathered, GB/s (x loopback)", "–",
+             *rate("gathered_map2alm_receive")],
+            [f"Monte Carlo, nside {sz.get('mc_nside')}, first run", "–",
+             *each("mc.first_run_sims_per_s", per_s)],
+            ["Monte Carlo, steady", per_s(get(plain, "mc.sims_per_s")),
+             *with_e("mc.steady_sims_per_s", "mc.efficiency")],
+        ]
+        out += table(["workload", f"plain, one {kind}",
+                      *[f"{n} worker{'s' if n > 1 else ''}" for n in units]], rows)
+        out += figure(r.name.replace(".json", ".png"),
+                      f"sphgpu.distributed against the plain call, {r.gpu}")
     return out
 
 
