@@ -7,6 +7,7 @@
 >>> futs = sd.to_workers(alms, on_device=True)        # sent once, kept on the workers' GPUs
 >>> cls = sd.anafast_many(sd.alm2map_many(futs, nside, lmax, gather=False),
 ...                       lmax, geometry=sphgpu.RingGeometry.healpix(nside))  # spectra back
+>>> futs = sd.read_maps(paths)                        # FITS maps read by the workers
 >>> sky = sd.alm2map(alm, nside, pattern="m")         # one transform split by m and by rings
 >>> drs = sd.pair_counts_many(data, randoms, bins=bins)   # DR for every random catalog
 >>> out = sd.convolve(m, kernel, method="split", l_cut=l, theta_cut=t)   # parts on workers
@@ -33,6 +34,7 @@ _OWN = {name: "sphgpu.distributed.cluster"
                      "require_gpu_worker", "cluster_info", "dashboard_link", "show_progress",
                      "NoGPUWorkerError", "GPU", "CPU")}
 _OWN["warmup"] = "sphgpu.distributed.warm"       # warm-up of every worker at once
+_OWN["read_maps"] = "sphgpu.distributed.maps_on_workers"  # FITS maps read on the workers
 _DASK_FORMS = backends.dask_forms()
 _CLASH = sorted(set(_OWN) & set(_DASK_FORMS))
 if _CLASH:
