@@ -129,8 +129,11 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
         plan = copies.get(worker)
         if plan is None or plan.status != "finished":   # its copy died: any other serves
             plan = next(iter(copies.values()))
-        future = client.submit(simulate_batch, plan, batch, backend, resources=resources,
-                               pure=False, key=f"sphgpu-sims-{batch[0]}-{run}-{attempt}",
+        # the last, smaller batch keeps the default launches (simulate_batch's ``tune``)
+        tune = len(batch) == size or len(batches) == 1
+        future = client.submit(simulate_batch, plan, batch, backend, tune=tune,
+                               resources=resources, pure=False,
+                               key=f"sphgpu-sims-{batch[0]}-{run}-{attempt}",
                                workers=[worker], allow_other_workers=True)
         running[future] = (batch, worker)
         return future

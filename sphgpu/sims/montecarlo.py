@@ -757,7 +757,10 @@ class MonteCarlo:
             if self._stop.is_set():
                 return
             part = todo[start:start + size]
-            self._keep(part, simulate_batch(self.plan, part, name), show, t0)
+            # a last, smaller batch after full ones keeps the default launches: no tuning
+            # of a shape used once (simulate_batch's ``tune``)
+            tune = start == 0 or len(part) == size
+            self._keep(part, simulate_batch(self.plan, part, name, tune=tune), show, t0)
 
     def __repr__(self):
         p = self.plan

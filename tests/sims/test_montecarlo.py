@@ -101,6 +101,33 @@ def test_cluster_batches_fit_every_worker(client, monkeypatch):
         assert _dask._worker_batch(mc, client, backend, resources) == 5
 
 
+@pytest.mark.parametrize("where", ["here", "cluster"])
+def test_only_a_last_smaller_batch_runs_with_the_tuners_paused(where, request, monkeypatch):
+    """5 simulations in batches of 2: the batch of 1 at the end is the only one run with the
+    launch autotuners paused (no tuning of a shape used once), here and on a cluster; a run
+    of one smaller batch alone tunes as usual."""
+    import contextlib
+
+    from sphgpu import _tuning
+
+    paused = []
+
+    @contextlib.contextmanager
+    def spy():
+        paused.append(True)
+        yield
+
+    monkeypatch.setattr(_tuning, "paused", spy)
+    kw = {} if where == "here" else {"client": request.getfixturevalue("client")}
+    want = make().run(5, progress=False, batch_size=5).spectra
+    assert paused == []
+    got = make().run(5, progress=False, batch_size=2, **kw)
+    assert len(paused) == 1
+    np.testing.assert_allclose(got.spectra, want, rtol=TOL["sims_same_skies_rtol"], atol=0)
+    make().run(1, progress=False, batch_size=2, **kw)
+    assert len(paused) == 1
+
+
 def test_every_worker_runs_batches(client):
     """Batches go to the worker with the fewest in flight, named in the submission: with 6
     batches of 1 on two workers, each starts with IN_FLIGHT of them and none is left idle."""
