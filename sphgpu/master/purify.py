@@ -216,7 +216,8 @@ def pseudo_alm_spin2(q, u, mask, lmax: int | None = None, *, purify_b: bool = Fa
         polarization convention); a leading k is a batch of fields sharing the mask. NumPy
         or device arrays; UNSEEN and ``numpy.ma`` pixels count as 0.
     mask : array_like, shape (npix,)
-        The window W: non-negative, apodized for ``purify_b=True``.
+        The window W: non-negative, apodized for ``purify_b=True``; NumPy or a device array
+        (checked where it is).
     lmax : int, optional
         Band limit of the returned coefficients (default 3 nside - 1).
     purify_b : bool
