@@ -3,9 +3,11 @@ run should reach half the steady rate).
 
 1. The plain run in this process first (it fills the on-disk caches, as a user's earlier
    session would).
-2. Fresh cluster A of N GPU workers: each worker's calls of ``sphgpu.warmup``,
-   ``auto_batch_size`` and ``simulate_batch`` are wrapped to record their wall-clock spans,
-   and so are the client's steps of ``MonteCarlo.run``; then the first run and a steady run.
+2. Fresh cluster A of N GPU workers: each worker's calls of ``sphgpu.warmup`` (none since
+   the Monte Carlo stopped warming workers up; mc_first_run_h200.json has the spans from
+   before), ``auto_batch_size`` and ``simulate_batch`` are wrapped to record their wall-clock
+   spans, and so are the client's steps of ``MonteCarlo.run``; then the first run and a
+   steady run.
 3. Fresh cluster B: ``sphgpu.warmup`` (the run's "sht" step at its batch size) under cProfile
    on every worker (``client.run``: the worker's own thread), the 30 functions of largest
    cumulative time; then one ``simulate_batch`` of that size, timed, on each worker.
@@ -114,7 +116,7 @@ def main():
     print("plain", row["plain_rate"], flush=True)
 
     client_spans = []
-    for name in ("_worker_batch", "_warm_workers", "_plan_copies"):
+    for name in ("_worker_batch", "_plan_copies"):
         fn = getattr(sdask, name)
 
         def timed(*a, _fn=fn, _name=name, **k):
