@@ -229,9 +229,9 @@ def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto", *,
     tune : bool
         Whether the GPU's launch autotuners may measure launch shapes this batch is the first
         to use. False for a run's last, smaller batch: it then takes the default launches
-        instead of spending seconds tuning a shape that the run uses once (300 polarized
-        simulations at nside 2048 took 21.0 s where 288 took 13.9 s: the last batch, of 4
-        after batches of 8, tuned its launches).
+        instead of spending seconds tuning a shape that the run uses once (a tuning at
+        nside 2048 takes seconds; 300 polarized simulations, whose last batch held 4 after
+        batches of 8, took 21.0 s where 288 took 13.9 s, a difference not split further).
 
     Returns
     -------
