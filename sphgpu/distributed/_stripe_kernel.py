@@ -74,6 +74,8 @@ def _fill(dec, edges, pad, auto, block, stripe, at, out):
 #: fewest points a block of the two passes holds; there are at most 4 blocks a thread, so the
 #: per-block counts (blocks x k x k integers) stay small at any catalog size
 MIN_BLOCK = 1 << 16
+#: most bytes of per-block counts: with many stripes (k in the hundreds) fewer blocks
+COUNT_BYTES = 1 << 26
 
 
 def stripe_members(dec, edges, theta_max_deg: float, *, auto: bool):
@@ -97,7 +99,8 @@ def stripe_members(dec, edges, theta_max_deg: float, *, auto: bool):
     edges = np.ascontiguousarray(edges, dtype=np.float64)
     k = edges.size - 1
     pad = float(theta_max_deg)
-    nblocks = max(1, min(-(-dec.size // MIN_BLOCK), 4 * numba.get_num_threads()))
+    nblocks = max(1, min(-(-dec.size // MIN_BLOCK), 4 * numba.get_num_threads(),
+                         COUNT_BYTES // (8 * k * k)))
     block = -(-dec.size // nblocks)
     stripe = np.empty(dec.size, np.int32)
     cnt = np.zeros((nblocks, k, k), np.int64)

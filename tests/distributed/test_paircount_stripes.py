@@ -192,3 +192,20 @@ def test_compiled_stripe_members_equal_the_reference(k, auto, pad):
         assert gn == wn
         assert gi.dtype == np.int64
         np.testing.assert_array_equal(gi, wi)
+
+
+def test_compiled_stripe_members_with_few_blocks(monkeypatch):
+    """Many stripes cap the blocks (their counts' memory); one block or several, the same."""
+    from sphgpu.distributed import _stripe_kernel
+
+    ra, dec = uniform_randoms(50_000, FULL, seed=9)
+    edges = partition.declination_stripes(dec, 40, np.radians(1.0), ra1=ra)
+    want = partition.stripe_members(dec, edges, 1.5, auto=True)
+    for cap in (8 * 40 * 40, 3 * 8 * 40 * 40, 1 << 26):      # 1 block, 3 blocks, the default
+        monkeypatch.setattr(_stripe_kernel, "MIN_BLOCK", 1000)
+        monkeypatch.setattr(_stripe_kernel, "COUNT_BYTES", cap)
+        got = _stripe_kernel.stripe_members(dec, edges, 1.5, auto=True)
+        assert len(got) == len(want) == edges.size - 1 >= 30
+        for (gi, gn), (wi, wn) in zip(got, want):
+            assert gn == wn
+            np.testing.assert_array_equal(gi, wi)
