@@ -350,6 +350,25 @@ class RingGeometry:
                             kind=self.kind, nside=self.nside,
                             pixel_offset=self.pixel_offset + first)
 
+    def packed(self, rings) -> "RingGeometry":
+        """The rings ``rings`` as a grid of their own, their pixels packed ring after ring
+        (a map of it holds those rings' pixels, in the order given).
+
+        Parameters
+        ----------
+        rings : array of int, shape (k,)
+            Ring numbers, any subset (sorted for a grid north to south).
+
+        Returns
+        -------
+        RingGeometry
+            ``kind="custom"``, ``ringstart`` from 0.
+        """
+        nphi = self.nphi[rings]
+        return RingGeometry(self.theta[rings], self.phi0[rings], nphi,
+                            np.concatenate(([0], np.cumsum(nphi)[:-1])), self.weight[rings],
+                            kind="custom")
+
     def pixel_weights(self) -> np.ndarray:
         """Quadrature weight of every pixel.
 

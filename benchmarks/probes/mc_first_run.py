@@ -31,34 +31,35 @@ def _mc():
     return MonteCarlo(cl, NSIDE, lmax, fwhm_arcmin=5.0, seed=7, backend="cuda")
 
 
-def _install_spans():
-    """On a worker: wrap the functions whose spans are recorded (into a module global)."""
+def _record_spans(mod, names, spans):
+    """Replace each function ``names`` of module ``mod`` by one that appends (name, start,
+    end) wall-clock times of its every call to ``spans``."""
     import functools
 
+    for name in names:
+        fn = getattr(mod, name)
+
+        @functools.wraps(fn)
+        def timed(*a, _fn=fn, _name=name, **k):
+            t0 = time.time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                spans.append((_name, t0, time.time()))
+        setattr(mod, name, timed)
+
+
+def _install_spans():
+    """On a worker: record the spans of the warm-up, batch sizing and batches."""
     import sphgpu.sims.batching as batching
     import sphgpu.sims.pipeline as pipeline
     import sphgpu.warmup  # noqa: F401  (the package's name "warmup" is the function)
 
-    warm = sys.modules["sphgpu.warmup"]
-
     spans = []
     sys.modules["sphgpu"].PROBE_SPANS = spans       # where _spans finds them
-
-    def wrap(mod, name):
-        fn = getattr(mod, name)
-
-        @functools.wraps(fn)
-        def timed(*a, **k):
-            t0 = time.time()
-            try:
-                return fn(*a, **k)
-            finally:
-                spans.append((name, t0, time.time()))
-        setattr(mod, name, timed)
-
-    wrap(warm, "warmup")
-    wrap(batching, "auto_batch_size")
-    wrap(pipeline, "simulate_batch")
+    _record_spans(sys.modules["sphgpu.warmup"], ["warmup"], spans)
+    _record_spans(batching, ["auto_batch_size"], spans)
+    _record_spans(pipeline, ["simulate_batch"], spans)
     return True
 
 
@@ -116,16 +117,7 @@ def main():
     print("plain", row["plain_rate"], flush=True)
 
     client_spans = []
-    for name in ("_worker_batch", "_plan_copies"):
-        fn = getattr(sdask, name)
-
-        def timed(*a, _fn=fn, _name=name, **k):
-            t = time.time()
-            try:
-                return _fn(*a, **k)
-            finally:
-                client_spans.append((_name, t, time.time()))
-        setattr(sdask, name, timed)
+    _record_spans(sdask, ["_worker_batch", "_plan_copies"], client_spans)
 
     ids = sd.visible_gpus()[:n]
     t0 = time.perf_counter()

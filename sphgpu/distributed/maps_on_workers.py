@@ -20,7 +20,6 @@ import os
 
 import numpy as np
 
-from .. import backends
 from .._validate import check_flag, check_int
 from ..io import maps as _maps
 from . import cluster as _cluster
@@ -153,15 +152,6 @@ def _check_hdu(hdu):
     return check_int("hdu", hdu, minimum=0)
 
 
-def _check_on_device(on_device, name):
-    on_device = check_flag("on_device", on_device)
-    if on_device and not backends.info(name).gpu:
-        raise ValueError(f"on_device=True reads the maps onto the workers' GPUs, but the tasks "
-                         f"run on the {name!r} backend (a cluster without GPU workers, or "
-                         "backend='cpu')")
-    return on_device
-
-
 def _read_targets(client, resources):
     """The workers to give the reads to in turn, or None to leave each read to the scheduler.
 
@@ -257,7 +247,8 @@ def read_maps(filenames, *, field=0, dtype=None, nest=False, partial=False, hdu=
     client = _cluster.get_client(client)
     with _cluster.one_view(client):
         name, resources = _cluster.placement(client, backend)
-        on_device = _check_on_device(on_device, name)
+        on_device = tasks.check_on_device(on_device, name,
+                                          "reads the maps onto the workers' GPUs")
         where = _read_targets(client, resources)
     key = tasks.key("read-map")
     futures = []

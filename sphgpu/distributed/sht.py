@@ -61,7 +61,6 @@ from .. import backends
 from .._kept import Kept
 from .._validate import as_complex_array, as_maps, check_flag, check_int
 from ..alm import AlmLayout
-from ..geometry import RingGeometry
 from ..sht import spin, stages
 from ..sht.plan import describe, plan_elsewhere, resolve_geometry, shape_kind
 from . import _worker
@@ -157,15 +156,6 @@ def _plan(g, layout, name):
     return _SENT.get(describe(g, layout, name), lambda: plan_elsewhere(g, layout, name))
 
 
-def _subgeometry(g, rings):
-    """The rings ``rings`` (sorted) of geometry ``g`` as a grid of their own, pixels packed
-    ring after ring."""
-    nphi = g.nphi[rings]
-    ringstart = np.concatenate(([0], np.cumsum(nphi)[:-1]))
-    return RingGeometry(g.theta[rings], g.phi0[rings], nphi, ringstart, g.weight[rings],
-                        kind="custom")
-
-
 def _ring_plan(plan, rings):
     """On a worker: the plan of ``plan``'s transform on the sub-grid of its rings ``rings``,
     made once per worker, plan and ring chunk, so the next task (or iteration) of the same
@@ -173,12 +163,12 @@ def _ring_plan(plan, rings):
     rings = np.ascontiguousarray(rings, np.int64)
     return _worker.cached(
         ("ring-plan", plan.description, rings.tobytes()),
-        lambda: plan_elsewhere(_subgeometry(plan.geometry, rings), plan.layout, plan.backend))
+        lambda: plan_elsewhere(plan.geometry.packed(rings), plan.layout, plan.backend))
 
 
 def _pixel_runs(g, rings):
-    """Where the pixels of ``rings`` (packed as in :func:`_subgeometry`) sit in the parent map:
-    a list of (start, stop) runs, merged where consecutive rings are adjacent."""
+    """Where the pixels of ``rings`` (packed as in :meth:`RingGeometry.packed`) sit in the
+    parent map: a list of (start, stop) runs, merged where consecutive rings are adjacent."""
     runs = []
     for r in rings:
         a = int(g.ringstart[r])
@@ -408,16 +398,11 @@ def _groups(k, per):
 
 
 def _check_on_device(on_device, gather, name):
-    if not isinstance(on_device, (bool, np.bool_)):
-        raise TypeError(f"on_device must be True or False, got {on_device!r}")
-    if on_device and not backends.info(name).gpu:
-        raise ValueError(f"on_device=True keeps results on the workers' GPUs, but the tasks "
-                         f"run on the {name!r} backend (a cluster without GPU workers, or "
-                         "backend='cpu')")
+    on_device = tasks.check_on_device(on_device, name, "keeps results on the workers' GPUs")
     if on_device and gather:
         raise ValueError("on_device=True leaves the results on the workers' GPUs: pass "
                          "gather=False too (and gather the futures where you need them)")
-    return bool(on_device)
+    return on_device
 
 
 def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progress,

@@ -16,10 +16,12 @@ import uuid
 
 import numpy as np
 
-from .._validate import check_host_array
+from .. import backends
+from .._validate import check_flag, check_host_array
 from . import cluster as _cluster
 
-__all__ = ["key", "host_array", "is_future_list", "scatter", "run_items", "stack"]
+__all__ = ["key", "host_array", "is_future_list", "scatter", "run_items", "stack",
+           "check_on_device"]
 
 
 def key(stage: str) -> str:
@@ -215,3 +217,14 @@ def stack(results: list, single: bool):
         return flat
     out = np.concatenate([r if r.ndim >= 2 else r[None] for r in flat], axis=0)
     return out[0] if single else out
+
+
+def check_on_device(on_device, name: str, does: str) -> bool:
+    """``on_device`` as a bool: TypeError unless a flag, ValueError when True where the tasks
+    run on backend ``name`` and it is not a GPU one; ``does`` says what on_device=True does
+    there, for the message (e.g. "keeps results on the workers' GPUs")."""
+    on_device = check_flag("on_device", on_device)
+    if on_device and not backends.info(name).gpu:
+        raise ValueError(f"on_device=True {does}, but the tasks run on the {name!r} backend (a "
+                         "cluster without GPU workers, or backend='cpu')")
+    return on_device

@@ -28,7 +28,6 @@ from .._cuda_launch import quiet
 from .._device import SIMULATOR, device_constant, free_device_bytes, to_device, to_host
 from .._device import array_module as _xp
 from ..alm import AlmLayout
-from ..geometry import RingGeometry
 from . import _cuda_kernels as K
 from . import _resample_kernels as RK
 from . import legendre, theta_resample
@@ -221,11 +220,7 @@ class _Polar:
     resampling's interpolation weights with those rings' rows zero, for the transpose."""
 
     def __init__(self, rs, rows):
-        g = rs.geometry
-        nphi = g.nphi[rows]
-        sub = RingGeometry(g.theta[rows], g.phi0[rows], nphi,
-                           np.concatenate([[0], np.cumsum(nphi)[:-1]]), g.weight[rows])
-        self.plan = plan(sub, rs.plan.lmax, rs.plan.mmax)
+        self.plan = plan(rs.geometry.packed(rows), rs.plan.lmax, rs.plan.mmax)
         self.rows = _const(rows)
         weights = np.array(rs.rp.weights, copy=True)
         weights[rows] = 0.0

@@ -30,8 +30,8 @@ HEALPix ring at nside 2048 for s = 2); over a whole map this stays below 1e-12 r
 s = 2 at nside 2048 (measured against ducc0, see tests and benchmarks). A backend that resamples
 the Legendre step in theta must take the rings nearest the poles on their own: the resampling's
 error, a fraction of the largest value, is multiplied there too (the CUDA backend's
-``POLAR_SIN``; without it the polarized error at nside 2048 was 2e-12 to 4e-12). Rings exactly at a pole
-(Clenshaw-Curtis grids) have sin = 0 and are refused by :func:`ring_factor`.
+``POLAR_SIN``; without it the polarized error at nside 2048 was 2e-12 to 4e-12). Rings exactly
+at a pole (Clenshaw-Curtis grids) have sin = 0 and are refused by :func:`ring_factor`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 
 from ..distributed import cluster as _cluster
-from .batching import auto_batch_size
+from .batching import auto_batch_size, tunes
 from .pipeline import simulate_batch
 
 #: tasks in flight per worker: one running, one queued so that the worker never waits
@@ -129,8 +129,7 @@ def run_on_cluster(mc, client, todo, batch_size, show, t0):
         plan = copies.get(worker)
         if plan is None or plan.status != "finished":   # its copy died: any other serves
             plan = next(iter(copies.values()))
-        # the last, smaller batch keeps the default launches (simulate_batch's ``tune``)
-        tune = len(batch) == size or len(batches) == 1
+        tune = tunes(len(batch), size, batch is batches[0])
         future = client.submit(simulate_batch, plan, batch, backend, tune=tune,
                                resources=resources, pure=False,
                                key=f"sphgpu-sims-{batch[0]}-{run}-{attempt}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import backends
 from .._validate import physical_memory
 
-__all__ = ["auto_batch_size", "MAX_AUTO_BATCH"]
+__all__ = ["auto_batch_size", "tunes", "MAX_AUTO_BATCH"]
 
 #: the largest batch chosen automatically (larger ones gain nothing and hold more memory)
 MAX_AUTO_BATCH = 32
@@ -52,3 +52,10 @@ def _free_device_memory() -> int | None:
         return free_device_bytes()
     except Exception:      # no usable CuPy: the caller falls back to a fixed budget
         return None
+
+
+def tunes(batch, size, first) -> bool:
+    """Whether a run's batch of ``batch`` simulations may tune launch shapes
+    (:func:`sphgpu.sims.pipeline.simulate_batch`'s ``tune``): a full batch of ``size``, or the
+    run's ``first``; not a last, smaller one, whose shape the run uses once."""
+    return first or batch == size

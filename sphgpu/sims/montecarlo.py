@@ -15,7 +15,7 @@ from .._device import to_host
 from .._validate import as_maps, as_real_array, check_int
 from ..sht.beam_window import beam_rows
 from ..sht.spectra import field_spectra, fwhm_radians
-from .batching import auto_batch_size
+from .batching import auto_batch_size, tunes
 from .pipeline import (SimulationPlan, expected_spectra, simulate_batch, spectrum_names,
                        transfer_factors)
 
@@ -757,9 +757,7 @@ class MonteCarlo:
             if self._stop.is_set():
                 return
             part = todo[start:start + size]
-            # a last, smaller batch after full ones keeps the default launches: no tuning
-            # of a shape used once (simulate_batch's ``tune``)
-            tune = start == 0 or len(part) == size
+            tune = tunes(len(part), size, start == 0)
             self._keep(part, simulate_batch(self.plan, part, name, tune=tune), show, t0)
 
     def __repr__(self):
