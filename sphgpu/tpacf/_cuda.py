@@ -40,6 +40,10 @@ I_TILE = 32 if SIMULATOR else 256
 J_MAX = 128 if SIMULATOR else 4096
 GROUPS = 4 if SIMULATOR else 8192
 SHARED_LIMIT = 48 * 1024
+#: The float32 decisions read from exact.float32_lookup's table; points of the second catalog a
+#: thread compares at once with each staged point (1 or 2).
+LOOKUP = True
+JPAIR = 2
 #: Most pairs one group may hold: the per-thread uint32 counters of a block cannot overflow.
 MAX_GROUP_PAIRS = 2**31
 
@@ -163,13 +167,14 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     # without mean separations the kernel never touches these: no allocation for them
     tsum, lsum = (xp.zeros(nb), xp.zeros(nb)) if mean else (one, one)
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
-                           n_regions > 0, plan.auto, mean)
+                           n_regions > 0, plan.auto, mean, LOOKUP, JPAIR)
     items = xp.asarray(plan.items.astype(np.int32))
     gstart = xp.asarray(plan.group_start.astype(np.int32))
-    tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E)
+    L, b0, shift = exact.float32_lookup(T, gap)
+    tables = xp.asarray(T), xp.asarray(gap), xp.asarray(E), xp.asarray(L)
     clock.lap("upload")
     _launch(kernel, ngroups, th, items, gstart, s1.xyz32, s2.xyz32, s1.xyz, s2.xyz, *tables,
-            exact.float32_cutoff(T, gap), np.float64(E[nb]),
+            np.int32(b0), np.int32(shift), exact.float32_cutoff(T, gap), np.float64(E[nb]),
             w1 if weighted else one, w2 if weighted else one,
             cnt, wsum, rc, rw, nref, np.int32(nreg), tsum, lsum)
     clock.lap("kernel")

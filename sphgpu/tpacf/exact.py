@@ -31,6 +31,13 @@ array ``T`` (rounded outward) plus the bin of each gap between intervals: with
 ``c = #{T < s}``, an odd c means "recompute in float64", an even c means bin ``gap_bin[c // 2]``
 (-1: outside the bins). ``tests/tpacf/test_exact.py`` checks the bound on adversarial pairs and
 that both paths give identical counts.
+
+:func:`float32_lookup` replaces most of those binary searches by one table read. The bits of a
+non-negative float32, read as an integer, increase with its value, so ``bits(s) >> shift``
+cuts the float32 axis into cells of 2**(23 - shift) per octave. A cell on which ``#{T < s}``
+is the same at its smallest and largest float holds that decision (a bin, outside, or
+"recompute"); only a cell that a threshold cuts says "search", and the pair takes the binary
+search as before. The decisions are the search's own, so counts stay identical.
 """
 
 from __future__ import annotations
@@ -39,11 +46,17 @@ import math
 
 import numpy as np
 
-__all__ = ["err32", "float32_thresholds", "float32_cutoff", "padded_edges", "TINY_EDGE"]
+__all__ = ["err32", "float32_thresholds", "float32_cutoff", "float32_lookup", "padded_edges",
+           "TINY_EDGE", "LOOKUP_CELLS", "LOOKUP_REFINE", "LOOKUP_SEARCH"]
 
 _U = 2.0 ** -24
 _A = 2.0 ** -23 * (1 + _U)
 _G3 = 3 * _U / (1 - 3 * _U)
+#: Entries of the lookup table (int16: 4 KiB of shared memory on the GPU).
+LOOKUP_CELLS = 2048
+#: Lookup codes besides a bin (>= 0) and -1 (outside the bins).
+LOOKUP_REFINE = -2
+LOOKUP_SEARCH = -3
 #: Edges below this squared chord (about 0.2 arcsec) get intervals reaching down to -inf.
 TINY_EDGE = 1e-12
 
@@ -113,3 +126,44 @@ def float32_cutoff(T, gap):
     if L == 0 or gap[L // 2] >= 0:
         return np.float32(np.inf)
     return np.float32(T[L - 1])
+
+
+def _f32_bits(v):
+    return int(np.asarray(v, dtype=np.float32).view(np.int32))
+
+
+def float32_lookup(T, gap, cells=LOOKUP_CELLS):
+    """(table, b0, shift): the decision of the float32 path for s >= 0, read from
+    ``table[min(max(bits(s) >> shift, b0), b0 + cells - 1) - b0]``.
+
+    ``bits(s)`` is the float32's bit pattern as an int32. An entry is a bin (>= 0), -1 (no bin),
+    ``LOOKUP_REFINE`` (odd count: recompute in float64) or ``LOOKUP_SEARCH`` (a threshold cuts
+    the cell: search ``T`` as before). ``table`` is int16 of ``cells`` entries; the finest cells
+    that fit the span of the finite positive thresholds are chosen, and the entries past the
+    last cell repeat it (that cell reaches up to +inf).
+    """
+    T = np.asarray(T, dtype=np.float32)
+    fin = T[np.isfinite(T)]
+    pos = fin[fin > 0]
+    top = _f32_bits(fin[-1]) if fin.size and fin[-1] > 0 else _f32_bits(1.0)
+    bottom = _f32_bits(pos[0]) if pos.size else top
+    for shift in range(23 - 8, 32):         # 256 cells an octave, fewer until they fit
+        # the first cell lies below the bottom threshold, the last above the top one
+        b0, b1 = max((bottom >> shift) - 1, 0), (top >> shift) + 1
+        if b1 - b0 < cells:
+            break
+    n = b1 - b0 + 1
+    cell = np.arange(b0, b1 + 1, dtype=np.int64)
+    lo = (cell << shift).astype(np.int64)
+    hi = ((cell + 1) << shift) - 1
+    lo[0] = 0                                # the first cell takes every smaller s >= 0
+    hi[-1] = _f32_bits(np.inf)               # and the last every larger one
+    hi = np.minimum(hi, _f32_bits(np.inf))
+    c_lo = np.searchsorted(T, lo.astype(np.int32).view(np.float32), side="left")
+    c_hi = np.searchsorted(T, hi.astype(np.int32).view(np.float32), side="left")
+    gap = np.asarray(gap)
+    decided = np.where(c_lo % 2 == 1, LOOKUP_REFINE, gap[np.minimum(c_lo // 2, gap.size - 1)])
+    table = np.empty(cells, dtype=np.int16)
+    table[:n] = np.where(c_lo == c_hi, decided, LOOKUP_SEARCH)
+    table[n:] = table[n - 1]
+    return table, int(b0), int(shift)

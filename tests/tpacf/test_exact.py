@@ -122,3 +122,30 @@ def test_refinement_is_rare_at_benchmark_scales(rng):
     ref = pair_counts(ra, dec, bins=bins, backend="cpu", precision="float64")
     np.testing.assert_array_equal(fast.counts, ref.counts)
     assert fast.refined <= 1e-4 * fast.pairs_compared + 10
+
+
+@pytest.mark.parametrize("bins", [AngularBins.log(0.01, 10, 20, unit="deg"),
+                                  AngularBins.log(0.1, 120, 12, unit="arcsec"),
+                                  AngularBins.linear(0, 180, 3),
+                                  AngularBins.linear(0, 10, 7, unit="deg")])
+def test_lookup_table_gives_the_binary_search_decisions(bins, rng):
+    """Every float32 s >= 0 read from the lookup table (falling back to the search where it
+    says so) gets the decision of the search itself: a bin, -1 or "recompute"."""
+    T, gap = exact.float32_thresholds(bins.chord2_edges)
+    table, b0, shift = exact.float32_lookup(T, gap)
+    fin = T[np.isfinite(T) & (T >= 0)]
+    s = np.concatenate([rng.uniform(0, 4, 20000), np.exp(rng.uniform(-60, 1.4, 20000)), fin,
+                        np.nextafter(fin, np.float32(np.inf)),
+                        np.nextafter(fin, np.float32(-np.inf)), [0.0, 4.0, np.inf]])
+    s = s.astype(np.float32)
+    s = s[s >= 0]
+    c = np.searchsorted(T, s, side="left")
+    want = np.where(c % 2 == 1, exact.LOOKUP_REFINE, gap[c // 2])
+    cell = s.view(np.int32).astype(np.int64) >> shift
+    got = table[np.clip(cell, b0, b0 + table.size - 1) - b0].astype(np.int64)
+    searched = got == exact.LOOKUP_SEARCH
+    got = np.where(searched, want, got)
+    np.testing.assert_array_equal(got, want)
+    assert np.count_nonzero(table == exact.LOOKUP_SEARCH) <= 2 * fin.size + 2
+    inside = (s > fin[0]) & (s < fin[-1])          # the table's span decides almost all
+    assert np.mean(searched[inside]) < 0.05
