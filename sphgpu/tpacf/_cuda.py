@@ -48,13 +48,17 @@ JPAIR = 2
 MAX_GROUP_PAIRS = 2**31
 
 
-def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
-    """The largest block size <= threads (a power of two >= 32) whose shared memory fits."""
-    th = threads
-    while th >= 32:
-        if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted, mean) <= SHARED_LIMIT:
-            return th
-        th //= 2
+def _launch_shape(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False,
+                  lookup=True):
+    """(threads, lookup): the largest block size <= threads (a power of two >= 32) whose shared
+    memory fits, with the float32 lookup table if any block size fits with it."""
+    for look in ((True, False) if lookup and use32 else (False,)):
+        th = threads
+        while th >= 32:
+            if K.shared_bytes(th, i_tile, nbins, p32, p64, use32, weighted, mean,
+                              look) <= SHARED_LIMIT:
+                return th, look
+            th //= 2
     raise ValueError(f"{nbins} bins{' with weights' if weighted else ''} need more shared "
                      "memory than a block has on the cuda backend; use fewer bins or "
                      "backend='cpu'")
@@ -132,7 +136,8 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     E = exact.padded_edges(bins.chord2_edges)
     T, gap = exact.float32_thresholds(bins.chord2_edges)
     mean = bool(mean_theta)
-    th = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean)
+    th, lookup = _launch_shape(threads, i_tile, nb, T.size, E.size, use32, weighted, mean,
+                               LOOKUP)
     h = band_height(bins.theta_max_rad)
     for c in (cat1, cat2):               # (cached on the Catalog: then build_plan finds them)
         if c is not None:
@@ -167,7 +172,7 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
     # without mean separations the kernel never touches these: no allocation for them
     tsum, lsum = (xp.zeros(nb), xp.zeros(nb)) if mean else (one, one)
     kernel = K.pair_kernel(th, int(i_tile), nb, T.size, E.size, use32, bool(weighted),
-                           n_regions > 0, plan.auto, mean, LOOKUP, JPAIR)
+                           n_regions > 0, plan.auto, mean, lookup, JPAIR)
     items = xp.asarray(plan.items.astype(np.int32))
     gstart = xp.asarray(plan.group_start.astype(np.int32))
     L, b0, shift = exact.float32_lookup(T, gap)

@@ -114,11 +114,11 @@ def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
             ws[k] = w[i]
 
 
-def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False):
+def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False, lookup=True):
     """Static shared memory of one block (must stay <= 48 KiB)."""
     stage = 3 * i_tile * (4 if use32 else 8) + (8 * i_tile if weighted else 0)
     hist = nbins * threads * (4 + (8 if weighted else 0) + (16 if mean else 0))
-    tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64 + (2 * exact.LOOKUP_CELLS if use32 else 0)
+    tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64 + (2 * exact.LOOKUP_CELLS if use32 and lookup else 0)
     return stage + hist + tables + 4 * threads
 
 

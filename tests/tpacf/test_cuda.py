@@ -92,6 +92,27 @@ def test_launch_parameters_and_shared_memory_limit():
         _cuda.count_pairs(Catalog([1.0, 1.1], [2.0, 2.0]), None, many, weighted=True)
 
 
+def test_lookup_table_left_out_when_only_that_fits(rng):
+    """Bins that leave no room for the float32 lookup table still count, by the search alone,
+    with the same counts."""
+    from sphgpu.tpacf import _cuda, exact
+
+    fits = {}
+    for nb in range(250, 420, 2):
+        edges = AngularBins.log(0.05, 10, nb).chord2_edges
+        T, E = exact.float32_thresholds(edges)[0], exact.padded_edges(edges)
+        try:
+            fits[nb] = _cuda._launch_shape(256, _cuda.I_TILE, nb, T.size, E.size, True, False)
+        except ValueError:
+            break
+    without = [nb for nb, (th, look) in fits.items() if not look]
+    assert without and any(look for th, look in fits.values())
+    bins = AngularBins.log(0.05, 10, without[0])
+    ra, dec = clustered(rng, 30, box=(10.0, 14.0, -2.0, 2.0))
+    _same(pair_counts(ra, dec, bins=bins, backend="cuda"),
+          pair_counts(ra, dec, bins=bins, backend="reference"))
+
+
 # --- real GPU, real sizes -------------------------------------------------------------------
 
 @pytest.mark.gpu
