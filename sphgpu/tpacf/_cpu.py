@@ -7,6 +7,8 @@ CI checks the GPU algorithm's decisions at real sizes on the CPU:
   the chord**2 edges.
 * ``precision="float32"``: the float32 squared chord classified against the thresholds of
   :mod:`sphgpu.tpacf.exact`; pairs near an edge are recomputed in float64. Counts are identical.
+  As in the CUDA kernel, the decision is read from ``exact.float32_lookup``'s table, indexed by
+  the float's bits; only where a threshold cuts the table's cell is the binary search done.
 
 Slices of the groups of items (about equal work, contiguous) run on a pool of
 ``numba.get_num_threads()`` threads (the counting function releases the GIL; it compiles much
@@ -23,6 +25,9 @@ import queue
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from . import budget, exact, slop as slop_
 from .grid import build_plan, chunks_of, unit_weights
@@ -65,6 +70,17 @@ def _count_lt(T, P, v):
     return pos
 
 
+@intrinsic
+def _f32_bits(typingctx, x):
+    """The bit pattern of a float32 as an int32 (a register bitcast: nothing through memory)."""
+    if not (isinstance(x, types.Float) and x.bitwidth == 32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
 @numba.njit(cache=True, inline="always")
 def _d2(x1, i, x2, j):
     """The defining float64 squared chord of pair (i, j)."""
@@ -98,14 +114,15 @@ def _tally64(d, E, P64, emax, hc, hw, ts, ls, w, weighted, mean):
 
 
 @numba.njit(nogil=True, cache=True)
-def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, auto, use32,
-                  w1, w2, weighted, nreg, mean, cnt, wsum, rc, rw, ts, ls):
+def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, L, b0, shift, smax,
+                  auto, use32, w1, w2, weighted, nreg, mean, cnt, wsum, rc, rw, ts, ls):
     """Add the counts of the items of groups [g0, g1) to the histograms (no GIL: the host runs
     several of these at once on threads, each with its own histograms). Returns the number of
     pairs recomputed in float64."""
     nb = cnt.shape[0]
     P64 = E.shape[0]
     P32 = T.shape[0]
+    btop = b0 + L.shape[0] - 1
     emax = E[nb]
     hc = np.zeros(nb, np.int64)
     hw = np.zeros(nb)
@@ -123,20 +140,22 @@ def _count_groups(g0, g1, items, group_start, x1, x2, f1, f2, E, T, gap, smax, a
                     dy = fy - f2[1, j]
                     dz = fz - f2[2, j]
                     s = (dx * dx + dy * dy) + dz * dz
-                    if s > smax:
+                    # NaN goes too: its bits would index the table's top cell
+                    if not (s <= smax):
                         continue
-                    c = _count_lt(T, P32, s)
+                    k = L[min(max(_f32_bits(s) >> shift, b0), btop) - b0]
+                    if k == exact.LOOKUP_SEARCH:   # a threshold cuts the cell
+                        c = _count_lt(T, P32, s)
+                        k = exact.LOOKUP_REFINE if c & 1 else gap[c >> 1]
                     d = -1.0                       # the float64 d2, when computed
-                    if c & 1:                      # near an edge: the float64 decision
+                    if k == exact.LOOKUP_REFINE:   # near an edge: the float64 decision
                         nref += 1
                         d = _d2(x1, i, x2, j)
                         k = _count_le(E, P64, d) - 1
                         if k < 0 or k >= nb:
                             continue
-                    else:
-                        k = gap[c >> 1]
-                        if k < 0:
-                            continue
+                    elif k < 0:
+                        continue
                     hc[k] += 1
                     if weighted:
                         hw[k] += w1[i] * w2[j]
@@ -314,9 +333,10 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         free.put(h)
     if slop is None:
         fn = _count_groups
+        L, b0, shift = exact.float32_lookup(T, gap)
         args = (plan.items, plan.group_start, s1.xyz, s2.xyz, s1.xyz32, s2.xyz32, E, T, gap,
-                exact.float32_cutoff(T, gap), plan.auto, precision == "float32", w1, w2,
-                weighted, nreg, bool(mean_theta))
+                L, np.int64(b0), np.int64(shift), exact.float32_cutoff(T, gap), plan.auto,
+                precision == "float32", w1, w2, weighted, nreg, bool(mean_theta))
     else:
         fn = _count_groups_slop
         args = (plan.items, plan.group_start, s1.xyz, s2.xyz,
