@@ -351,8 +351,10 @@ def survey_rows() -> list[str]:
             for u in units:
                 row = get(d, f"rows.{u}.{w}") or {}
                 equal = row.get("counts_equal")
+                note = (", counts not compared (no plain call)" if equal is None
+                        else "" if equal else ", counts differ")
                 cells.append(f"{seconds(row.get('seconds'))} ({seconds(row.get('first_s'))} "
-                             f"first){'' if equal else ', counts differ'}")
+                             f"first){note}")
             rows.append(cells)
         out += table(["workload", "plain call", "plain, first"]
                      + [f"{u} GPU worker(s) (first)" for u in units], rows)
