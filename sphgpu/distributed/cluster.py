@@ -31,7 +31,8 @@ from ..backends import BackendUnavailableError
 
 __all__ = ["GPU", "CPU", "NoGPUWorkerError", "WorkersLostError", "visible_gpus",
            "local_cluster", "get_client", "workers", "gpu_workers", "cpu_slots",
-           "require_gpu_worker", "task_resources", "placement", "eligible_workers", "scatter",
+           "require_gpu_worker", "task_resources", "placement", "eligible_workers", "direct",
+           "scatter",
            "result", "LOST", "ATTEMPTS", "WORKER_WAIT", "GATHER_TIMEOUT", "dashboard_link",
            "cluster_info", "show_progress"]
 
@@ -250,7 +251,10 @@ def local_cluster(gpus="all", *, cpu_workers: int | None = None,
         # the running workers in line with it (workers of different kinds in one cluster).
         cluster.worker_spec.update(specs)
         cluster.scale(len(cluster.worker_spec))
-        client = Client(cluster)
+        # the workers run on this machine, so the client reaches them: inputs and results go
+        # straight between it and each worker, not through the scheduler (one hop instead of
+        # two, and the scheduler's one event loop no longer carries every byte)
+        client = Client(cluster, direct_to_workers=True)
         client.wait_for_workers(len(cluster.worker_spec), timeout=timeout)
     except BaseException:
         cluster.close()
@@ -449,6 +453,27 @@ def eligible_workers(client, resources) -> list[str]:
                   if all(w.get("resources", {}).get(k, 0) >= v for k, v in resources.items()))
 
 
+def direct(client) -> bool:
+    """Whether data goes straight between ``client`` and the workers rather than through the
+    scheduler: the client's own ``direct_to_workers`` when it was given one, else whether the
+    scheduler runs on this machine (a local cluster, whose workers this process reaches).
+
+    Parameters
+    ----------
+    client : distributed.Client
+
+    Returns
+    -------
+    bool
+    """
+    own = getattr(client, "direct_to_workers", None)
+    if own is not None:
+        return bool(own)
+    address = str(getattr(getattr(client, "scheduler", None), "address", "") or "")
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return address.startswith("inproc://") or host in ("127.0.0.1", "localhost", "::1")
+
+
 def scatter(client, data: list, resources=None) -> list:
     """``client.scatter(data)`` to the workers that can run tasks with ``resources``, tried
     again (up to :data:`ATTEMPTS` times) on the workers left when one dies meanwhile.
@@ -457,7 +482,8 @@ def scatter(client, data: list, resources=None) -> list:
     one that died since the workers were listed makes the scheduler raise ``KeyError`` naming
     its address. When no eligible worker is up (all restarting), waits up to WORKER_WAIT s.
 
-    Each object goes to one worker; tasks elsewhere fetch it from there. Never Dask's
+    Each object goes to one worker, straight from this process where :func:`direct` says so;
+    tasks elsewhere fetch it from there. Never Dask's
     ``broadcast=True`` (nor ``client.replicate``): the scheduler's replicate loop keeps the
     worker list it started with, and tries a worker that died meanwhile again and again, 30 s
     (the connect timeout) a try, without end (distributed 2026.8; seen with a worker killed
@@ -495,7 +521,7 @@ def scatter(client, data: list, resources=None) -> list:
             time.sleep(0.2)
             where = eligible_workers(client, resources)
         try:
-            return client.scatter(data, workers=where, hash=False)
+            return client.scatter(data, workers=where, hash=False, direct=direct(client))
         except (CommClosedError, OSError, KeyError) as exc:
             if isinstance(exc, KeyError) and not (exc.args and exc.args[0] in where):
                 raise                         # not the scheduler's word for a departed worker

@@ -295,7 +295,8 @@ def _send(client, data, workers, resources):
     dies meanwhile, or has left: the scheduler's KeyError names its address)."""
     if workers:
         try:
-            return client.scatter(data, workers=list(workers), hash=False)
+            return client.scatter(data, workers=list(workers), hash=False,
+                                  direct=_cluster.direct(client))
         except (OSError, KeyError):
             pass
     return tasks.scatter(client, data, resources)

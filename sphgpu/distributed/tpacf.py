@@ -123,7 +123,8 @@ def _send_catalogs(client, items, resources=None):
                 if broadcast:
                     raise KeyError(None)       # any worker will do: cluster.scatter picks
                 # hash=False: equal catalogs scattered by two calls must not share one key
-                [f] = client.scatter([cat], workers=workers, hash=False)
+                [f] = client.scatter([cat], workers=workers, hash=False,
+                                     direct=_cluster.direct(client))
             except (KeyError, CommClosedError, OSError):
                 [f] = _cluster.scatter(client, [cat], resources)
             hit = (weakref.ref(cat), broadcast, f)
@@ -504,13 +505,30 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
         rs = [o if r else sent[i] for i, (o, r) in enumerate(zip(others, remote))]
         return (sent[-1] if data is not None else catalog), rs
 
-    d, rs = send()
+    def send_again(d, rs):
+        """``(d, rs)``, or all of them sent again when one is no longer on the cluster."""
+        if any(f.status != "finished" for f in ([d] if _is_future(d) else []) + rs):
+            return send()
+        return d, rs
+
     # one task per worker, counting every random catalog that worker holds (catalogs still
     # being made on the workers are waited for: only then does the scheduler know where)
+    import concurrent.futures
+
     from distributed import wait
 
-    wait([r for r, rem in zip(rs, remote) if rem])
-    holders = client.who_has(rs)
+    for attempt in range(_cluster.ATTEMPTS):
+        d, rs = send() if attempt == 0 else send_again(d, rs)
+        wait([r for r, rem in zip(rs, remote) if rem])
+        try:
+            holders = client.who_has(rs)
+            break
+        except concurrent.futures.CancelledError:
+            # a catalog sent here died with its worker before the question: sent again
+            # (the user's own futures cannot be, and their loss is raised as it is)
+            if attempt == _cluster.ATTEMPTS - 1 or any(
+                    r.cancelled() for r, rem in zip(rs, remote) if rem):
+                raise
     groups: dict = {}
     for i, r in enumerate(rs):
         at = sorted(holders.get(r.key, ()))
@@ -521,8 +539,7 @@ def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, back
         """The tasks of the groups ``todo``; catalogs lost with a worker are sent again (a
         catalog made on the workers cannot be: its group fails after the last attempt)."""
         nonlocal d, rs
-        if any(f.status != "finished" for f in ([d] if _is_future(d) else []) + rs):
-            d, rs = send()
+        d, rs = send_again(d, rs)
         out = []
         for g in todo:
             w, idx = order[g]

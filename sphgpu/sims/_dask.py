@@ -51,7 +51,8 @@ def _plan_copies(mc, client, resources) -> dict:
         for w in now:
             if w not in copies:
                 try:
-                    copies[w] = client.scatter([mc.plan], workers=[w], hash=False)[0]
+                    copies[w] = client.scatter([mc.plan], workers=[w], hash=False,
+                                              direct=_cluster.direct(client))[0]
                 except (OSError, KeyError):   # it died or left meanwhile: the others serve
                     pass
         if copies:

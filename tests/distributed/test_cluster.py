@@ -113,3 +113,27 @@ def test_one_view_asks_the_scheduler_once(client, monkeypatch):
     assert len(asked) == 1
     C.workers(client)                                # outside the block: asked again
     assert len(asked) == 2
+
+
+def test_data_goes_straight_to_the_workers_of_a_local_cluster(client, plain_client):
+    """local_cluster's client sends and gathers without the scheduler in between; another
+    client does so when its scheduler runs on this machine, or when it asks to."""
+    import numpy as np
+
+    from types import SimpleNamespace
+
+    assert client.direct_to_workers is True and C.direct(client)
+    assert plain_client.direct_to_workers is None and C.direct(plain_client)   # in-process
+
+    def fake(own, address):
+        return SimpleNamespace(direct_to_workers=own, scheduler=SimpleNamespace(address=address))
+
+    assert C.direct(fake(None, "tcp://127.0.0.1:8786"))
+    assert C.direct(fake(None, "tcp://localhost:8786"))
+    assert C.direct(fake(None, "tcp://[::1]:8786"))
+    assert not C.direct(fake(None, "tcp://10.1.2.3:8786"))     # a scheduler elsewhere
+    assert C.direct(fake(True, "tcp://10.1.2.3:8786"))
+    assert not C.direct(fake(False, "tcp://127.0.0.1:8786"))   # the client's own word
+    a = np.arange(1000.0)
+    [f] = C.scatter(client, [a])
+    np.testing.assert_array_equal(f.result(), a)

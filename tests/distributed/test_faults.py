@@ -93,20 +93,20 @@ class TimedKill:
 _SIZES = {}      # what: the size lasting() found, so that each test after the first runs once
 
 
-def lasting(what, run, size, seconds=3.0):
+def lasting(what, run, size, seconds=3.0, most=2**14, grow=2.0):
     """(size, run(size)) with ``size`` doubled until one run takes ``seconds``: long enough
     for a kill after 1 s to land inside the call, on any machine. Three times the longest
     delay: the size found is reused by later tests, whose calls can run twice as fast (a
     quieter machine, workers that kept their transform plans); 1.4 s once let a call end
-    before the kill."""
+    before the kill. ``size`` grows ``grow`` times a step, up to ``most``."""
     size = _SIZES.get(what, size)
     while True:
         t0 = time.monotonic()
         out = run(size)
-        if time.monotonic() - t0 >= seconds or size >= 2**14:
+        if time.monotonic() - t0 >= seconds or size >= most:
             _SIZES[what] = size
             return size, out
-        size *= 2
+        size = int(size * grow)
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ class _Client:
     def __init__(self, *errors):
         self.errors, self.calls = list(errors), []
 
-    def scatter(self, data, workers=None, hash=True):
+    def scatter(self, data, workers=None, hash=True, direct=None):
         self.calls.append(list(workers))
         if self.errors:
             raise self.errors.pop(0)
