@@ -9,11 +9,11 @@ import numba
 import numpy as np
 import pytest
 
-from sphgpu.testing import TOL
 from sphgpu.tpacf import AngularBins, Catalog, exact, grid, pair_counts
 from sphgpu.tpacf import _cpu
 
 from .cases import clustered, edge_pairs, sky
+from .test_counts import _check
 
 BINS = {
     "log-deg": AngularBins.log(0.01, 10, 20, unit="deg"),
@@ -62,17 +62,6 @@ def _search_decisions(cat1, cat2, bins):
     return refined, from_table, searched
 
 
-def _same(a, b):
-    np.testing.assert_array_equal(a.counts, b.counts)
-    if b.weights is not None:
-        np.testing.assert_allclose(a.weights, b.weights, rtol=TOL["pair_sums_rtol"],
-                                   atol=TOL["pair_sums_atol"])
-    if b.region_counts is not None:
-        np.testing.assert_array_equal(a.region_counts, b.region_counts)
-    if b.region_weights is not None:
-        np.testing.assert_allclose(a.region_weights, b.region_weights,
-                                   rtol=TOL["pair_sums_rtol"], atol=TOL["pair_sums_atol"])
-
 
 def test_f32_bits_is_the_bit_pattern():
     @numba.njit
@@ -102,8 +91,8 @@ def test_float32_counts_and_refined_match_the_search(name, rng):
         f32 = pair_counts(*args, bins=bins, backend="cpu", precision="float32", **kw)
         f64 = pair_counts(*args, bins=bins, backend="cpu", precision="float64", **kw)
         ref = pair_counts(*args, bins=bins, backend="reference", **kw)
-        _same(f32, f64)
-        _same(f32, ref)
+        _check(f32, f64)
+        _check(f32, ref)
         assert f32.counts.sum() > 0
 
         cat1, cat2 = Catalog(ra, dec), (Catalog(ra2, dec2) if second else None)
