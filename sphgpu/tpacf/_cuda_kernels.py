@@ -115,11 +115,14 @@ def sorted_points(ra, dec, w, perm, xyz, xyz32, ws):
 
 
 def shared_bytes(threads, i_tile, nbins, p32, p64, use32, weighted, mean=False, lookup=True):
-    """Static shared memory of one block (must stay <= 48 KiB)."""
+    """Static shared memory of one block (must stay <= 48 KiB); ``lookup``: with the float32
+    lookup table."""
     stage = 3 * i_tile * (4 if use32 else 8) + (8 * i_tile if weighted else 0)
     hist = nbins * threads * (4 + (8 if weighted else 0) + (16 if mean else 0))
-    tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64 + (2 * exact.LOOKUP_CELLS if use32 and lookup else 0)
-    return stage + hist + tables + 4 * threads
+    tables = 4 * p32 + 4 * (p32 // 2 + 1) + 8 * p64
+    if use32 and lookup:
+        tables += 2 * exact.LOOKUP_CELLS
+    return stage + hist + tables + 4 * threads        # + the per-thread refinement counters
 
 
 @functools.lru_cache(maxsize=None)
@@ -133,11 +136,13 @@ def pair_kernel(threads: int, i_tile: int, nbins: int, p32: int, p64: int, use32
     x1, x2 (3, n) float64 sorted unit vectors (f* unused in float64 mode); T (p32,) float32,
     gap (p32 // 2 + 1,) int32, E (p64,) float64 threshold tables; L (LOOKUP_CELLS,) int16
     lookup table and its b0, shift (int32; :func:`exact.float32_lookup`; unused in float64
-    mode); smax float32 and emax float64 scalars (nothing counts above them); w1, w2 (n,) float64 (weighted only); cnt (nbins,)
-    int64; wsum (nbins,) float64; rc (nreg * nreg * nbins,) int64 and rw (nreg * nreg * nbins,)
-    float64, patch pair (label_i, label_j) major (jack only); nref (1,) int64 (pairs
-    recomputed in float64); nreg int32; tsum, lsum (nbins,) float64 sums of w theta and
-    w ln(theta), radians (mean only). Outputs are added to.
+    mode or with ``lookup`` False); smax float32 and emax float64 scalars (nothing counts above
+    them); w1, w2 (n,) float64 (weighted only); cnt (nbins,) int64; wsum (nbins,) float64;
+    rc (nreg * nreg * nbins,) int64 and rw (nreg * nreg * nbins,) float64, patch pair
+    (label_i, label_j) major (jack only); nref (1,) int64 (pairs recomputed in float64); nreg
+    int32; tsum, lsum (nbins,) float64 sums of w theta and w ln(theta), radians (mean only).
+    Outputs are added to. ``lookup``: the float32 decisions from the lookup table (else the
+    search alone); ``jpair``: points of the range a thread compares at once (1 or 2).
     """
     NB = nbins
     TH = threads

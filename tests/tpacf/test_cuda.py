@@ -168,7 +168,8 @@ def test_float64_decisions_are_not_contracted_into_fma(use32):
     sig = (arr(types.int32, 2, "C"), arr(types.int32, 1, "C"), arr(types.float32, 2, "C"),
            arr(types.float32, 2, "C"), arr(types.float64, 2, "C"), arr(types.float64, 2, "C"),
            arr(types.float32, 1, "C"), arr(types.int32, 1, "C"), arr(types.float64, 1, "C"),
-           arr(types.int16, 1, "C"), types.int32, types.int32, types.float32, types.float64, arr(types.float64, 1, "C"), arr(types.float64, 1, "C"),
+           arr(types.int16, 1, "C"), types.int32, types.int32, types.float32, types.float64,
+           arr(types.float64, 1, "C"), arr(types.float64, 1, "C"),
            arr(types.int64, 1, "C"), arr(types.float64, 1, "C"), arr(types.int64, 1, "C"),
            arr(types.float64, 1, "C"), arr(types.int64, 1, "C"), types.int32,
            arr(types.float64, 1, "C"), arr(types.float64, 1, "C"))
