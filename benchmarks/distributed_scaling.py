@@ -20,7 +20,9 @@ Workloads (sizes: --quick shrinks all of them to seconds on a CPU):
          client's NumPy arrays: --gathered (16) a_lm to maps (``alm2map_many``) and those maps
          back to a_lm (``map2alm_many``), with the bytes, seconds and GB/s each call reports
          (``report=``, a ``sphgpu.distributed.sht.Transfer``) against the loopback's: one
-         array of --loopback-mb to a worker and back through Dask (issue 42: within 2x).
+         array of --loopback-mb to a worker and back through Dask (issue 42: within 2x), the
+         way sphgpu sends (straight to a local cluster's workers), and through the scheduler
+         for comparison (``loopback.send_GBps_scheduler``, ``gather_GBps_scheduler``).
   mc     ``MonteCarlo(..., fwhm_arcmin=5).run(client=...)`` T only at --mc-nside (2048): the
          first run on the fresh cluster (it is the cluster's first call; it warms every worker
          at once) and a steady-state run; baseline: the plain in-process run (steady).
@@ -168,20 +170,27 @@ def sht_plain(cfg, backend, lmax, alms, log):
 
 def _loopback(client, cfg):
     """Seconds to send one array to a worker through Dask and to gather it back: the
-    bandwidth a NumPy array crosses between this process and a worker."""
+    bandwidth a NumPy array crosses between this process and a worker, the way sphgpu sends
+    (``sphgpu.distributed.cluster.direct``), and also through the scheduler (``*_scheduler``)."""
     from distributed import wait
+
+    from sphgpu.distributed.cluster import direct
 
     a = np.random.default_rng(1).standard_normal(cfg["loopback_mb"] * 2**20 // 8)
     w = sorted(client.scheduler_info()["workers"])[0]
-    t0 = time.perf_counter()
-    [f] = client.scatter([a], workers=[w], hash=False)
-    wait(f)
-    t1 = time.perf_counter()
-    back = f.result()
-    t2 = time.perf_counter()
-    assert back.shape == a.shape
-    return {"bytes": a.nbytes, "send_GBps": a.nbytes / (t1 - t0) / 1e9,
-            "gather_GBps": a.nbytes / (t2 - t1) / 1e9}
+    out = {"bytes": a.nbytes, "direct": direct(client)}
+    for how, straight in (("", direct(client)), ("_scheduler", False)):
+        t0 = time.perf_counter()
+        [f] = client.scatter([a], workers=[w], hash=False, direct=straight)
+        wait(f)
+        t1 = time.perf_counter()
+        [back] = client.gather([f], direct=straight)
+        t2 = time.perf_counter()
+        assert back.shape == a.shape
+        out[f"send_GBps{how}"] = a.nbytes / (t1 - t0) / 1e9
+        out[f"gather_GBps{how}"] = a.nbytes / (t2 - t1) / 1e9
+        del f, back
+    return out
 
 
 def _rates(t, loopback, prefix):
