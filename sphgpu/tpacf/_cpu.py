@@ -3,10 +3,13 @@
 Same plan (:mod:`sphgpu.tpacf.grid`) and the same two arithmetic modes as the CUDA kernels, so
 CI checks the GPU algorithm's decisions at real sizes on the CPU:
 
-* ``precision="float64"`` (default here): the defining float64 squared chord, binary search on
-  the chord**2 edges.
-* ``precision="float32"``: the float32 squared chord classified against the thresholds of
-  :mod:`sphgpu.tpacf.exact`; pairs near an edge are recomputed in float64. Counts are identical.
+* ``precision="float64"``: the defining float64 squared chord, binary search on the chord**2
+  edges.
+* ``precision="float32"`` (default, as on the GPU): the float32 squared chord classified against
+  the thresholds of :mod:`sphgpu.tpacf.exact`; pairs near an edge are recomputed in float64.
+  Counts are identical, and so are the weight sums and mean separations up to the order of
+  their additions; it ran 2-6x faster than float64 on 2 cores (300,000 full-sky randoms,
+  20 log bins 0.01-10 degrees: 1.1 s against 6.7 s; 2.2x with mean separations).
   As in the CUDA kernel, the decision is read from ``exact.float32_lookup``'s table, indexed by
   the float's bits; only where a threshold cuts the table's cell is the binary search done.
 
@@ -39,7 +42,7 @@ __all__ = ["count_pairs", "PRECISIONS", "DEFAULT_PRECISION", "BIN_SLOP", "cell_g
 BIN_SLOP = True                     # counts approximately with bin_slop (sphgpu.tpacf.slop)
 
 PRECISIONS = ("float64", "float32")
-DEFAULT_PRECISION = "float64"
+DEFAULT_PRECISION = "float32"
 #: Chunk size (points of the first catalog per work item) and longest range of the second.
 I_TILE, J_MAX = 256, 4096
 #: Groups per thread: several, so that a slow group does not hold the others up.

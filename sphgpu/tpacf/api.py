@@ -178,7 +178,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         Number of regions (default 1 + the largest label); give it when adding counts made on
         catalogs that do not all reach the last region. 0 ignores the labels.
     precision : {"float64", "float32"}, optional
-        Arithmetic of the fast path (backend default: float32 on "cuda", float64 on "cpu").
+        Arithmetic of the fast path (default: float32 on "cuda" and "cpu", float64 on
+        "reference").
         Both give identical counts: float32 decides the bins of pairs far from every edge
         and recomputes the others in float64 (:mod:`sphgpu.tpacf.exact`).
     mean_theta : bool
