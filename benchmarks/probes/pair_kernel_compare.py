@@ -62,11 +62,31 @@ def _case(name):
     raise ValueError(name)
 
 
+def _catalogs(args, kw):
+    """The case's Catalogs (prepared on the first count, then kept)."""
+    from sphgpu.tpacf import Catalog
+
+    return [Catalog(args[k], args[k + 1], copy=False,
+                    weights=kw.get("weights1" if k == 0 else "weights2"),
+                    labels=kw.get("labels1")) for k in range(0, len(args), 2)]
+
+
+def _kernel_only(cats, kw):
+    """(RawCounts, seconds of the kernel alone) of the cuda backend on prepared Catalogs."""
+    from sphgpu.tpacf import _cuda
+
+    prof = {}
+    res = _cuda.count_pairs(cats[0], cats[1] if len(cats) > 1 else None, kw["bins"],
+                            n_regions=100 if "labels1" in kw else 0, weighted="weights1" in kw,
+                            precision=kw.get("precision", "float32"), profile=prof)
+    return res, prof["kernel"]
+
+
 def worker(cases, repeat):
     """Run in a fresh process of one tree: print one JSON line of results."""
     from numba import cuda
 
-    from sphgpu.tpacf import Catalog, _cuda, pair_counts
+    from sphgpu.tpacf import pair_counts
 
     out = {}
     for name in cases:
@@ -82,17 +102,10 @@ def worker(cases, repeat):
             call()
             cuda.synchronize()
             whole.append(time.perf_counter() - t0)
-        cats = [Catalog(args[k], args[k + 1], copy=False,
-                        weights=kw.get("weights1" if k == 0 else "weights2"),
-                        labels=kw.get("labels1")) for k in range(0, len(args), 2)]
+        cats = _catalogs(args, kw)
         kern = []
         for _ in range(repeat):
-            prof = {}
-            _cuda.count_pairs(cats[0], cats[1] if len(cats) > 1 else None, kw["bins"],
-                              n_regions=100 if "labels1" in kw else 0,
-                              weighted="weights1" in kw,
-                              precision=kw.get("precision", "float32"), profile=prof)
-            kern.append(prof["kernel"])
+            kern.append(_kernel_only(cats, kw)[1])
         out[name] = dict(first_s=first, whole_s=float(np.median(whole)), whole_all_s=whole,
                          kernel_s=float(np.median(kern)), kernel_all_s=kern,
                          counts=[int(c) for c in res.counts],
@@ -105,26 +118,20 @@ def worker(cases, repeat):
 
 def sweep(cases, repeat):
     """Kernel-alone seconds of every (lookup, jpair) variant on each case, counts compared."""
-    from sphgpu.tpacf import Catalog, _cuda
+    from sphgpu.tpacf import _cuda
+
     out = {}
     for name in cases:
         args, kw = _case(name)
-        cats = [Catalog(args[k], args[k + 1], copy=False,
-                        weights=kw.get("weights1" if k == 0 else "weights2"),
-                        labels=kw.get("labels1")) for k in range(0, len(args), 2)]
+        cats = _catalogs(args, kw)
         ref = None
         for lookup in (False, True):
             for jpair in (1, 2):
                 _cuda.LOOKUP, _cuda.JPAIR = lookup, jpair
                 times = []
                 for _ in range(repeat + 1):
-                    prof = {}
-                    res = _cuda.count_pairs(cats[0], cats[1] if len(cats) > 1 else None,
-                                            kw["bins"], n_regions=100 if "labels1" in kw else 0,
-                                            weighted="weights1" in kw,
-                                            precision=kw.get("precision", "float32"),
-                                            profile=prof)
-                    times.append(prof["kernel"])
+                    res, seconds = _kernel_only(cats, kw)
+                    times.append(seconds)
                 ref = res.counts if ref is None else ref
                 key = f"lookup={lookup} jpair={jpair}"
                 out.setdefault(name, {})[key] = dict(

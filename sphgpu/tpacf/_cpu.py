@@ -336,7 +336,9 @@ def count_pairs(cat1, cat2, bins, *, n_regions=0, weighted=False, precision=DEFA
         free.put(h)
     if slop is None:
         fn = _count_groups
-        L, b0, shift = exact.float32_lookup(T, gap)
+        # float64 mode never reads the table
+        L, b0, shift = (exact.float32_lookup(T, gap) if precision == "float32"
+                        else (np.zeros(1, np.int16), 0, 0))
         args = (plan.items, plan.group_start, s1.xyz, s2.xyz, s1.xyz32, s2.xyz32, E, T, gap,
                 L, np.int64(b0), np.int64(shift), exact.float32_cutoff(T, gap), plan.auto,
                 precision == "float32", w1, w2, weighted, nreg, bool(mean_theta))

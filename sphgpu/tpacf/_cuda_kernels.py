@@ -45,8 +45,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-
 from numba import cuda, float32, float64, int16, int32, int64, uint32, uint64
 
 from .._cuda_launch import refresh_kernel_cache
@@ -65,8 +63,7 @@ if SIMULATOR:
     def _dadd(a, b):
         return a + b
 
-    def _f32_bits(s):
-        return int(np.float32(s).view(np.int32))
+    _f32_bits = exact.float32_bits
 else:  # pragma: no cover - real GPU only
     from numba.cuda import libdevice
 

@@ -47,7 +47,7 @@ import math
 import numpy as np
 
 __all__ = ["err32", "float32_thresholds", "float32_cutoff", "float32_lookup", "padded_edges",
-           "TINY_EDGE", "LOOKUP_CELLS", "LOOKUP_REFINE", "LOOKUP_SEARCH"]
+           "TINY_EDGE", "LOOKUP_CELLS", "LOOKUP_REFINE", "LOOKUP_SEARCH", "float32_bits"]
 
 _U = 2.0 ** -24
 _A = 2.0 ** -23 * (1 + _U)
@@ -128,7 +128,8 @@ def float32_cutoff(T, gap):
     return np.float32(T[L - 1])
 
 
-def _f32_bits(v):
+def float32_bits(v):
+    """The bit pattern of ``v`` rounded to float32, as an int (int32 range)."""
     return int(np.asarray(v, dtype=np.float32).view(np.int32))
 
 
@@ -145,8 +146,8 @@ def float32_lookup(T, gap, cells=LOOKUP_CELLS):
     T = np.asarray(T, dtype=np.float32)
     fin = T[np.isfinite(T)]
     pos = fin[fin > 0]
-    top = _f32_bits(fin[-1]) if fin.size and fin[-1] > 0 else _f32_bits(1.0)
-    bottom = _f32_bits(pos[0]) if pos.size else top
+    top = float32_bits(fin[-1]) if fin.size and fin[-1] > 0 else float32_bits(1.0)
+    bottom = float32_bits(pos[0]) if pos.size else top
     for shift in range(23 - 8, 32):         # 256 cells an octave, fewer until they fit
         # the first cell lies below the bottom threshold, the last above the top one
         b0, b1 = max((bottom >> shift) - 1, 0), (top >> shift) + 1
@@ -157,8 +158,7 @@ def float32_lookup(T, gap, cells=LOOKUP_CELLS):
     lo = (cell << shift).astype(np.int64)
     hi = ((cell + 1) << shift) - 1
     lo[0] = 0                                # the first cell takes every smaller s >= 0
-    hi[-1] = _f32_bits(np.inf)               # and the last every larger one
-    hi = np.minimum(hi, _f32_bits(np.inf))
+    hi[-1] = float32_bits(np.inf)            # and the last every larger one
     c_lo = np.searchsorted(T, lo.astype(np.int32).view(np.float32), side="left")
     c_hi = np.searchsorted(T, hi.astype(np.int32).view(np.float32), side="left")
     gap = np.asarray(gap)
