@@ -5,6 +5,7 @@ from NumPy arrays.
     python benchmarks/tpacf_survey.py --gpus 1 2 4 --out $OUT                  # 4-GPU node
     python benchmarks/tpacf_survey.py --gpus 0 --cpu-workers 2 --quick --out /tmp/s   # CPU
     python benchmarks/tpacf_survey.py --only des --gpus 4 --no-plain --out $OUT   # full DES size
+    python benchmarks/tpacf_survey.py --merge A.json B.json --out DIR    # one file of two runs
 
 Workloads (``--only``; ``--quick`` shrinks them to seconds on a CPU):
   des    a DES-Y6-like auto-correlation: --des-n (1.5x10^8) data points and --des-randoms
@@ -36,12 +37,16 @@ number of workers (``local_cluster(gpus=[...])``, one worker per GPU; ``--gpus 0
 single-thread CPU workers with the cpu backend). Writes DIR/tpacf_survey.json (machine info,
 every timing, whether the counts were equal) after every step and DIR/tpacf_survey.png
 (seconds against workers, the plain call dashed); exits 1 when any count differs from the
-baseline.
+baseline. ``--merge`` writes one DIR/tpacf_survey.json (and its plot) from the JSONs of
+separate runs on one machine kind with different workloads, each run's date, wall time and
+``plain_skipped`` kept under ``runs``, so that a device time too short for one call can still
+give one table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -325,6 +330,37 @@ def plot(data, path):
     plt.close(fig)
 
 
+def merge(paths):
+    """One record of the runs in the JSON files ``paths`` (same machine kind, backend and
+    workers; no workload in two of them): workloads, baselines and rows side by side, each
+    run's date, wall time, workloads and ``plain_skipped`` under ``runs``."""
+    runs = [json.load(open(path)) for path in paths]
+    first = runs[0]
+    data = {k: first[k] for k in ("machine", "backend", "units", "quick")}
+    data.update(sizes={}, workloads=[], plain={}, rows={str(n): {} for n in first["units"]},
+                runs=[])
+    for path, run in zip(paths, runs):
+        for key in ("backend", "units", "quick"):
+            if run[key] != first[key]:
+                raise SystemExit(f"--merge: {path} has {key} {run[key]!r}, "
+                                 f"{paths[0]} {first[key]!r}")
+        if run["machine"].get("gpu") != first["machine"].get("gpu"):
+            raise SystemExit(f"--merge: {path} ran on another GPU")
+        twice = set(run["workloads"]) & set(data["workloads"])
+        if twice:
+            raise SystemExit(f"--merge: workloads {sorted(twice)} are in two runs")
+        data["sizes"].update(run["sizes"])
+        data["workloads"] += run["workloads"]
+        data["plain"].update(run["plain"])
+        for n, row in run["rows"].items():
+            data["rows"][n].update(row)
+        data["runs"].append({"file": os.path.basename(path), "date": run.get("date"),
+                             "wall_s": run.get("wall_s"), "workloads": run["workloads"],
+                             "plain_skipped": run.get("plain_skipped", False)})
+    data["date"] = max(str(r["date"]) for r in data["runs"])
+    return data
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_worker_args(p, GPU_COUNTS)
@@ -340,7 +376,17 @@ def main():
                         "(sphgpu.distributed.CatalogFiles: read by the workers), workload "
                         "'des-files'")
     add_size_args(p, FULL, QUICK)
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="only combine these runs' JSONs into --out's tpacf_survey.json")
     args = p.parse_args()
+    if args.merge:
+        data = merge(args.merge)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "tpacf_survey.json"), "w") as f:
+            json.dump(data, f, indent=1)
+        plot(data, os.path.join(args.out, "tpacf_survey.png"))
+        log(table(data))
+        return 0
     cfg = sizes(args, FULL, QUICK)
     backend, units = workers(args, GPU_COUNTS)
     progress = log if args.progress else None

@@ -170,8 +170,8 @@ MONTECARLO = load(r"montecarlo(?!_bandpowers)(_[a-z0-9]+)*\.json")
 DISTRIBUTED = load(r"distributed(_[a-z]+\d+)?\.json")
 DISTRIBUTED_SCALING = load(r"distributed_scaling(_[a-z0-9]+)?\.json")
 MASTER = load(r"master_coupling(_[a-z]+\d+)?\.json")
-MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z]+\d+)?\.json")
-BIN_SLOP = load(r"tpacf_bin_slop(_[a-z]+\d+)?\.json")
+MC_BANDPOWERS = load(r"montecarlo_bandpowers(_[a-z0-9]+)?\.json")
+BIN_SLOP = load(r"tpacf_bin_slop(_[a-z0-9]+)?\.json")
 IO = load(r"io_read_map\.json")
 NOTEBOOK_MEMORY = load(r"notebook_memory\.json")
 LAB_MEMORY = load(r"lab_memory\.json")
@@ -461,6 +461,21 @@ def master_montecarlo_page() -> list[str]:
                          or "–"])
         out += table(["output", "construct", "construct again", "first run", "simulations",
                       "rate", "chi² / bins"], rows)
+        dask = d.get("dask") or {}
+        if dask:
+            out += [f"The same bandpowers through ``MonteCarlo.run(client=...)`` on a fresh "
+                    f"local cluster of GPU workers; goal: {d.get('dask_goal')}. E: the steady "
+                    f"rate over the workers times the one-GPU rate above; difference: the "
+                    f"largest relative difference of the shared simulations' bandpowers from "
+                    f"the one-GPU run's.", ""]
+            out += table(["workers", "simulations a run", "first run", "steady", "E",
+                          "first / steady", "difference"],
+                         [[n, v.get("sims"), f"{seconds(v.get('first_run_s'))} "
+                           f"({number(v.get('first_run_rate'))} /s)",
+                           f"{seconds(v.get('steady_s'))} ({number(v.get('rate'))} /s)",
+                           number(v.get("efficiency")), number(v.get("first_over_steady")),
+                           error(v.get("max_rel_diff_vs_plain"))]
+                          for n, v in sorted(dask.items(), key=lambda kv: int(kv[0]))])
     return out
 
 
@@ -475,7 +490,7 @@ def bin_slop_page() -> list[str]:
             "thread in the same run, Catalog built inside the timing. Difference: the largest "
             "relative difference of a bin's count from sphgpu's exact count; \"at once\": the "
             "fraction of pairs counted a cell pair at a time; the last column: TreeCorr's time "
-            "over sphgpu's exact count's.", ""]
+            "over sphgpu's exact count's (one GPU; the distributed row: over that row's).", ""]
     for r in BIN_SLOP:
         d = r.data
         out += [r.heading(""), ""]
@@ -487,7 +502,16 @@ def bin_slop_page() -> list[str]:
                              f"{e['bin_slop']}", seconds(e.get("median_s")),
                              error(e.get("max_rel_diff")),
                              number(e.get("pairs_at_once_fraction")), "–"])
+            dask = row.get("dask") or {}
             tc = row.get("treecorr") or {}
+            if "median_s" in dask:
+                same = {True: "counts equal", False: "counts differ"}.get(
+                    dask.get("counts_equal"), "counts not compared")
+                rows.append([f"{row['n']:,}", f"sphgpu.distributed, {dask.get('workers')} "
+                             f"workers, exact ({seconds(dask.get('first_s'))} first)",
+                             seconds(dask["median_s"]), same, "–",
+                             times(tc["seconds"] / dask["median_s"]) if "seconds" in tc
+                             else "–"])
             if "seconds" in tc:
                 ratio = (tc["seconds"] / exact["median_s"]) if exact else None
                 rows.append([f"{row['n']:,}", f"TreeCorr, bin_slop {tc['bin_slop']:.3f}, "
