@@ -307,8 +307,9 @@ def _run_whole(client, items, parts, resources, progress, gather=True):
     def build(todo):
         data = tasks.scatter(client, [items[i] for i in todo], resources)
         key = tasks.key("convolve")
-        return [[client.submit(_execute_task, d, parts, key=(key, i), resources=resources)]
-                for i, d in zip(todo, data)]
+        futs = tasks.submit_each(client, _execute_task, data, [parts] * len(todo),
+                                 keys=[(key, i) for i in todo], resources=resources)
+        return [[f] for f in futs]
 
     if not gather:
         return [f for [f] in build(list(range(len(items))))]
@@ -371,8 +372,8 @@ def convolve_many(maps, kernel, *, method="auto", l_cut=None, theta_cut=None, ba
     res = next((r for name, r in used if backends.info(name).gpu), used[0][1])
     if futures_in:
         key = tasks.key("convolve")
-        futs = [client.submit(_execute_task, f, parts, key=(key, i), resources=res)
-                for i, f in enumerate(items)]
+        futs = tasks.submit_each(client, _execute_task, items, [parts] * len(items),
+                                 keys=[(key, i) for i in range(len(items))], resources=res)
         if not gather:
             return futs
         return tasks.stack([[r] for r in client.gather(futs)], False)

@@ -429,9 +429,11 @@ def _run_batch(client, stage, fn, inputs, names, args, resources, gather, progre
                     "(cancelled, released, or lost with a worker); no result is returned: "
                     "send the data again (to_workers or client.scatter)")
         key = tasks.key(stage)              # new keys for every round
-        return [[client.submit(fn, d, None if names is None else names[i], *args,
-                               key=(key, i), resources=resources)]
-                for i, d in zip(todo, data)]
+        futs = tasks.submit_each(client, fn, data,
+                                 [None if names is None else names[i] for i in todo],
+                                 *[[a] * len(todo) for a in args],
+                                 keys=[(key, i) for i in todo], resources=resources)
+        return [[f] for f in futs]
 
     if not gather:
         futs = [f for [f] in build(list(range(len(items))))]
@@ -499,8 +501,10 @@ def to_workers(data, *, client=None, backend="auto", per_future=1, on_device=Fal
                     transfer)
     if on_device:
         # the copy runs where the rows are (the scheduler places a task next to its only input)
-        futs = [client.submit(_worker.to_device, f, key=(tasks.key("to-device"), i),
-                              resources=resources) for i, f in enumerate(futs)]
+        key = tasks.key("to-device")
+        futs = tasks.submit_each(client, _worker.to_device, futs,
+                                 keys=[(key, i) for i in range(len(futs))],
+                                 resources=resources)
         transfer.tasks += len(futs)
     return _reported(report, transfer, started, futs)
 

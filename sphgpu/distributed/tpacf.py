@@ -335,9 +335,10 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
             for i, at, own, has_other in slots:
                 futures[i] = (got[at], own, got[at + 1] if has_other else None)
         rk = f"sphgpu-paircount-{uuid.uuid4().hex[:8]}"          # new keys every round
-        out = [[client.submit(_stripe_task, futures[i][0], futures[i][1], futures[i][2],
-                              bins, nreg, options, name, resources=resources, key=(rk, i))]
-               for i in todo]
+        futs = tasks.submit_each(client, _stripe_task, *zip(*(futures[i] for i in todo)),
+                                 *[[a] * len(todo) for a in (bins, nreg, options, name)],
+                                 keys=[(rk, i) for i in todo], resources=resources)
+        out = [[f] for f in futs]
         if hook is not None:
             for i, [f] in zip(todo, out):
                 f.add_done_callback(hook(i))

@@ -137,3 +137,20 @@ def test_data_goes_straight_to_the_workers_of_a_local_cluster(client, plain_clie
     a = np.arange(1000.0)
     [f] = C.scatter(client, [a])
     np.testing.assert_array_equal(f.result(), a)
+
+
+def test_tasks_submitted_in_one_message_run_with_their_own_arguments(client):
+    from distributed import wait
+
+    from sphgpu.distributed import tasks
+
+    data = client.scatter([1, 2, 3], hash=False)
+    key = tasks.key("add")
+    futs = tasks.submit_each(client, lambda x, y, z=0: x * 10 + y + z, data, [4, 5, 6],
+                             keys=[(key, i) for i in range(3)], z=100)
+    wait(futs)
+    assert [f.key for f in futs] == [(key, 0), (key, 1), (key, 2)]
+    assert client.gather(futs) == [114, 125, 136]
+    assert tasks.submit_each(client, abs, [], keys=[]) == []
+    with pytest.raises(ValueError, match="one entry per key"):
+        tasks.submit_each(client, abs, [1, 2], keys=[(key, 9)])
