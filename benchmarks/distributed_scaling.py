@@ -9,7 +9,9 @@ Workloads (sizes: --quick shrinks all of them to seconds on a CPU):
          plain ``sphgpu.tpacf.pair_counts`` in this process (baseline), then
          ``sd.pair_counts`` from NumPy (stripes sent at every call) and from a Catalog kept
          on the workers (second call with the same object: nothing sent). Counts must be
-         equal as integers to the baseline's.
+         equal as integers to the baseline's. Each call's ``report=`` (CountSteps: the
+         client's split and send, each stripe task's start, end and seconds on its worker)
+         is kept in the JSON and summed up in the log.
   sht    --maps (64) maps at --nside (2048), lmax 2 nside. Baseline: the in-process plan,
          ``sphgpu.SHT(nside, lmax).alm2map``/``map2alm`` (iter 0), time per map on device
          arrays on a GPU (NumPy on CPU) -- what each Dask task runs on its worker -- and from
@@ -87,25 +89,54 @@ def rr_plain(cfg, backend, data, log):
             "pairs_in_bins": int(got.counts.sum())}, got.counts
 
 
+def _steps(steps):
+    """A :class:`sphgpu.distributed.CountSteps` as JSON: where the call's time went."""
+    return {"seconds": steps.seconds, "split_s": steps.split_seconds,
+            "send_s": steps.send_seconds, "sent_bytes": steps.sent_bytes,
+            "send_GBps": None if steps.send_rate is None else steps.send_rate / 1e9,
+            "stripes": steps.stripes}
+
+
+def _steps_line(name, st):
+    tasks = [x["seconds"] for x in st["stripes"]]
+    starts = [x["start_s"] for x in st["stripes"]]
+    ends = [x["end_s"] for x in st["stripes"]]
+    send = (f"sent {st['sent_bytes'] / 1e9:.2f} GB in {st['send_s']:.3f} s"
+            if st["sent_bytes"] else "nothing sent")
+    return (f"    {name}: {st['seconds']:.3f} s = split {st['split_s']:.3f} s, {send}; "
+            f"tasks {min(tasks):.3f}-{max(tasks):.3f} s, started {min(starts):.3f}-"
+            f"{max(starts):.3f} s, last ended {max(ends):.3f} s" if tasks else
+            f"    {name}: {st['seconds']:.3f} s (no stripe)")
+
+
 def rr_dask(client, cfg, backend, data, want, log):
+    """The RR count through Dask: from NumPy arrays (sent at every call), and a Catalog kept
+    on the workers (its first call, which sends and prepares, apart); with each call's
+    :class:`~sphgpu.distributed.CountSteps` (the median call's)."""
     import sphgpu.distributed as sd
     from sphgpu.tpacf import Catalog
 
     ra, dec, bins = data
     sd.pair_counts(ra[:2000], dec[:2000], bins=bins, client=client, backend=backend)  # JIT
-    med, times, got = _median(lambda: sd.pair_counts(ra, dec, bins=bins, client=client,
-                                                     backend=backend), cfg["repeat"])
+
+    def timed(*cat):
+        return lambda rep: sd.pair_counts(*cat, bins=bins, client=client, backend=backend,
+                                          report=rep)
+
+    med, times, got, steps = _timed_with_report(timed(ra, dec), cfg["repeat"])
     cat = Catalog(ra, dec)
-    t0 = time.perf_counter()
-    sd.pair_counts(cat, bins=bins, client=client, backend=backend)          # sends, prepares
-    sent_s = time.perf_counter() - t0
-    kmed, ktimes, kgot = _median(lambda: sd.pair_counts(cat, bins=bins, client=client,
-                                                        backend=backend), cfg["repeat"])
+    sent_s, _, _, sent_steps = _timed_with_report(timed(cat), 1)     # sends, prepares
+    kmed, ktimes, kgot, kept_steps = _timed_with_report(timed(cat), cfg["repeat"])
     equal = bool(np.array_equal(got.counts, want) and np.array_equal(kgot.counts, want))
     log(f"  from NumPy {med:.3f} s; Catalog kept on the workers {kmed:.3f} s (first call "
         f"{sent_s:.2f} s); counts equal: {equal}")
-    return {"seconds": med, "all_s": times, "kept_seconds": kmed, "kept_all_s": ktimes,
-            "kept_first_s": sent_s, "counts_equal": equal}
+    out = {"seconds": med, "all_s": times, "kept_seconds": kmed, "kept_all_s": ktimes,
+           "kept_first_s": sent_s, "counts_equal": equal, "steps": _steps(steps),
+           "kept_first_steps": _steps(sent_steps), "kept_steps": _steps(kept_steps)}
+    for name, key in (("from NumPy", "steps"), ("kept, first", "kept_first_steps"),
+                      ("kept", "kept_steps")):
+        log(_steps_line(name, out[key]))
+    return out
 
 
 # ----------------------------------------------------------------------------- transforms

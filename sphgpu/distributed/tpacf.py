@@ -39,9 +39,11 @@ pairs, make new Catalogs and are sent at every call.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import threading
+import time
 import types
 import uuid
 import weakref
@@ -56,10 +58,54 @@ from ..tpacf.counts import counts_from_raw, counts_from_sums
 from ..tpacf.reference import RawCounts
 from . import cluster as _cluster
 from . import tasks
-from ._stripe_kernel import stripe_members
+from ._stripe_kernel import stripe_members, take
 from .partition import declination_stripes
 
-__all__ = ["pair_counts", "pair_counts_many", "CatalogFiles"]
+__all__ = ["pair_counts", "pair_counts_many", "CatalogFiles", "CountSteps"]
+
+
+@dataclasses.dataclass
+class CountSteps:
+    """Where the time of one split count (:func:`pair_counts`) went, given to ``report=``.
+
+    Attributes
+    ----------
+    seconds : float
+        The whole call.
+    split_seconds : float
+        This process's time cutting the catalogs into stripes and copying each stripe's
+        points and halo (0 when the stripes were found on the workers).
+    sent_bytes : int
+        Bytes of the stripes' points sent to the workers (0 when found there).
+    send_seconds : float
+        Wall seconds of that send, until the workers held every stripe.
+    stripes : list of dict
+        One per stripe task that returned counts (the last run of a stripe sent again after
+        a lost worker): ``worker`` (its address), ``points`` (own points and halo, or for a
+        cross count those of both catalogs), ``start_s`` and ``end_s`` (on the worker's
+        clock, seconds after the call began in this process: the same machine's clock for
+        a local cluster), ``seconds`` (the task's own time: preparing the points where
+        they are new to the worker, on its GPU for "cuda", and counting).
+    """
+
+    seconds: float = 0.0
+    split_seconds: float = 0.0
+    sent_bytes: int = 0
+    send_seconds: float = 0.0
+    stripes: list = dataclasses.field(default_factory=list)
+    #: the call's start on this machine's clock (time.time()), which the stripes' times are from
+    _t0: float = dataclasses.field(default_factory=time.time, repr=False, compare=False)
+
+    @property
+    def send_rate(self) -> float | None:
+        """Bytes per second sent (None when nothing was sent)."""
+        return self.sent_bytes / self.send_seconds if self.sent_bytes and self.send_seconds \
+            else None
+
+    @property
+    def task_seconds(self) -> list:
+        """The stripes' ``seconds``, in stripe order."""
+        return [st["seconds"] for st in self.stripes]
 
 
 def _count_task(c1, s1, c2, s2, same, bins, n_regions, options, backend):
@@ -153,10 +199,11 @@ _PARTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _piece(cat, idx):
-    """The points ``idx`` of ``cat`` as a Catalog of their own (a copy, sent to a worker)."""
-    return Catalog(cat.ra[idx], cat.dec[idx],
-                   weights=None if cat.weights is None else cat.weights[idx],
-                   labels=None if cat.labels is None else cat.labels[idx], copy=False)
+    """The points ``idx`` of ``cat`` as a Catalog of their own (a copy, sent to a worker;
+    gathered on every core, as the stripes' indices were found)."""
+    return Catalog(take(cat.ra, idx), take(cat.dec, idx),
+                   weights=None if cat.weights is None else take(cat.weights, idx),
+                   labels=None if cat.labels is None else take(cat.labels, idx), copy=False)
 
 
 def _stripe_task(piece, own, other, bins, n_regions, options, backend):
@@ -171,8 +218,9 @@ def _stripe_task(piece, own, other, bins, n_regions, options, backend):
         return _serial_pair_counts(c1, c2, bins=bins, n_regions=n_regions, backend=backend,
                                    **options)
 
+    started = time.time()
     if other is not None:
-        return _raw_fields(count(piece, other))
+        return _spanned(_raw_fields(count(piece, other)), started, piece.size + other.size)
     parts = _PARTS.get(piece)
     if parts is None:
         # own points and halo as views of the piece, made once per piece and worker and kept
@@ -183,7 +231,20 @@ def _stripe_task(piece, own, other, bins, n_regions, options, backend):
     total = count(own_c, None)
     if halo is not None:
         total = total + count(own_c, halo)
-    return _raw_fields(total)
+    return _spanned(_raw_fields(total), started, piece.size)
+
+
+def _spanned(fields, started, points):
+    """A stripe's fields with ``"span"``: (worker address or None, points, start and end on
+    this machine's clock, time.time())."""
+    try:
+        from distributed import get_worker
+
+        where = get_worker().address
+    except (ImportError, ValueError):
+        where = None
+    fields["span"] = (where, int(points), started, time.time())
+    return fields
 
 
 _RAW = ("counts", "weights", "patch_counts", "patch_weights", "theta_sum", "log_theta_sum",
@@ -267,8 +328,9 @@ def _check_progress(progress):
     return progress
 
 
-def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress):
-    """The stripes' RawCounts, summed; pieces sent in one scatter (or found on the workers)."""
+def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress, steps):
+    """The stripes' RawCounts, summed; pieces sent in one scatter (or found on the workers).
+    ``steps``: the call's :class:`CountSteps`, filled in here."""
     with _cluster.one_view(client):
         name, resources = _cluster.placement(client, backend)
         where = _cluster.eligible_workers(client, resources)
@@ -289,6 +351,13 @@ def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, pro
 
     def make_pieces():
         """(piece, own, other) per non-empty stripe: the points a stripe's task holds."""
+        t0 = time.perf_counter()
+        try:
+            return cut()
+        finally:
+            steps.split_seconds += time.perf_counter() - t0
+
+    def cut():
         edges = declination_stripes(cat1.dec, k, theta, ra1=cat1.ra,
                                     dec2=None if cat2 is None else cat2.dec,
                                     ra2=None if cat2 is None else cat2.ra)
@@ -301,11 +370,15 @@ def _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, pro
                 for a, (b, _) in zip(own1, reach) if a.size and b.size]
 
     return _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name,
-                        resources, progress)
+                        resources, progress, steps)
+
+
+def _catalog_bytes(c):
+    return sum(a.nbytes for a in (c.ra, c.dec, c.weights, c.labels) if a is not None)
 
 
 def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name, resources,
-                 progress):
+                 progress, steps):
     """Submit one task per stripe and sum what they return. ``sent``: the pieces' futures
     from an earlier call with the same catalogs (or None); pieces not (or no longer) on the
     workers are made by ``make_pieces()`` and sent, all in one scatter."""
@@ -331,7 +404,10 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
                 flat.append(p)
                 if other is not None:
                     flat.append(other)
+            t0 = time.perf_counter()
             got = _cluster.scatter(client, flat, resources)     # one scatter, no broadcast
+            steps.send_seconds += time.perf_counter() - t0
+            steps.sent_bytes += sum(_catalog_bytes(c) for c in flat)
             for i, at, own, has_other in slots:
                 futures[i] = (got[at], own, got[at + 1] if has_other else None)
         rk = f"sphgpu-paircount-{uuid.uuid4().hex[:8]}"          # new keys every round
@@ -353,13 +429,19 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
                            futures)
     except TypeError:
         pass
-    return _add_raw([r for [r] in results])
+    parts = [r for [r] in results]
+    for r in parts:
+        where, points, start, end = r.pop("span")
+        steps.stripes.append({"worker": where, "points": points,
+                              "start_s": start - steps._t0, "end_s": end - steps._t0,
+                              "seconds": end - start})
+    return _add_raw(parts)
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
                 labels1=None, labels2=None, n_regions=None, mean_theta=False,
                 max_device_bytes=None, nchunks=None, client=None, backend="auto",
-                progress=False):
+                progress=False, report=None):
     """:func:`sphgpu.tpacf.pair_counts` over a Dask cluster, equal to it as integers.
 
     Catalog 1 is cut into ``nchunks`` declination stripes of about equal pairs (see the
@@ -398,6 +480,10 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         "pair counts, stripes: k of n done" as each stripe's task finishes (from a thread of
         the client); for CatalogFiles also "reading catalogs, blocks: k of n done" as the
         workers check and sum the blocks of rows.
+    report : callable, optional
+        Called once, as the call returns, with a :class:`CountSteps`: the seconds of the
+        call, of cutting and sending the stripes, and of each stripe's task on its worker.
+        For CatalogFiles only ``seconds`` is filled in (the workers read the files).
 
     Returns
     -------
@@ -426,6 +512,11 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     WorkersLostError
         When stripes were lost with dying workers more often than ATTEMPTS times.
     """
+    started = time.perf_counter()
+    steps = CountSteps()
+    if report is not None and not callable(report):
+        raise TypeError(f"report must be a function of one argument (a CountSteps) or None, "
+                        f"got {type(report).__name__}")
     client = _cluster.get_client(client)
     bins = check_bins(bins)
     if nchunks is not None:
@@ -444,18 +535,29 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
                        ra2=ra2, dec2=dec2, weights1=weights1, weights2=weights2,
                        labels1=labels1, labels2=labels2)
         options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
-        return _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
-                           progress)
+        out = _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
+                          progress)
+        return _steps_reported(report, steps, started, out)
     cat1, cat2 = pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     nreg = n_regions_of(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
     options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
-    raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress)
+    raw = _stripe_count(client, cat1, cat2, bins, nreg, options, nchunks, backend, progress,
+                        steps)
     # the totals (possible pairs per region) are the whole catalogs', made as the serial
     # count makes them; the counted fields are the stripes' sums
     raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta)) if raw is None \
         else RawCounts(**raw)
-    return counts_from_raw(raw, cat1, cat2, bins, nreg, weighted)
+    return _steps_reported(report, steps, started,
+                           counts_from_raw(raw, cat1, cat2, bins, nreg, weighted))
+
+
+def _steps_reported(report, steps, started, value):
+    """``value``, after ``report(steps)`` with the call's seconds stamped on it."""
+    if report is not None:
+        steps.seconds = time.perf_counter() - started
+        report(steps)
+    return value
 
 
 def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, backend="auto",

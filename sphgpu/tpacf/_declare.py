@@ -46,4 +46,5 @@ class TpacfBackend(Protocol):
 
 CAPABILITY = Capability(TpacfBackend,
                         dask="sphgpu.distributed.tpacf",
-                        dask_names=("pair_counts", "pair_counts_many", "CatalogFiles"))
+                        dask_names=("pair_counts", "pair_counts_many", "CatalogFiles",
+                                    "CountSteps"))

@@ -126,3 +126,32 @@ def test_a_closed_client_raises_the_transforms_clear_error():
             call()
         messages.append(str(info.value))
     assert len(set(messages)) == 1
+
+
+def test_report_says_what_was_cut_sent_and_counted_where(client):
+    from sphgpu.tpacf import Catalog
+
+    ra, dec = uniform_randoms(3000, seed=8)
+    cat = Catalog(ra, dec)
+    got = []
+    first = sd.pair_counts(cat, bins=BINS, nchunks=3, client=client, report=got.append)
+    again = sd.pair_counts(cat, bins=BINS, nchunks=3, client=client, report=got.append)
+    _same(first, pair_counts(ra, dec, bins=BINS, backend="cpu"))
+    _same(again, first)
+    new, kept = got
+    workers = set(client.scheduler_info()["workers"])
+    for steps in got:
+        assert len(steps.stripes) == 3
+        assert {st["worker"] for st in steps.stripes} <= workers
+        assert all(0 <= st["start_s"] <= st["end_s"] <= steps.seconds + 0.1
+                   for st in steps.stripes)
+        assert steps.task_seconds == [st["seconds"] for st in steps.stripes]
+    # a stripe holds its own points and its halo: every point once, some twice
+    assert cat.size < sum(st["points"] for st in new.stripes) < 2 * cat.size
+    # the first call cut and sent 16 bytes a point held; the second found the stripes there
+    assert new.sent_bytes == 16 * sum(st["points"] for st in new.stripes)
+    assert new.split_seconds > 0 and new.send_seconds > 0 and new.send_rate > 0
+    assert (kept.sent_bytes, kept.split_seconds, kept.send_seconds) == (0, 0.0, 0.0)
+    assert kept.send_rate is None
+    with pytest.raises(TypeError, match="report must be a function"):
+        sd.pair_counts(cat, bins=BINS, client=client, report="yes")
