@@ -161,6 +161,7 @@ def figure(name, alt) -> list[str]:
 SHT = load(r"sht(_[a-z]+\d+)?\.json")
 SHT_BATCH = load(r"sht_batch_[a-z]+\d+\.json")
 SHT_POL = load(r"sht_pol(_[a-z]+\d+)?\.json")
+SHT_ROOFLINE = load(r"sht_roofline(_[a-z0-9]+)?\.json")
 SORT = load(r"sort(_[a-z]+\d+)?\.json")
 TPACF = load(r"tpacf(_[a-z]+\d+)?\.json")
 TPACF_SCALE = load(r"tpacf_scale(_[a-z]+\d+)?\.json")
@@ -243,6 +244,39 @@ def sht_page() -> list[str]:
         out += table(["call", "nside", "temperature device", "T,E,B device", "T,E,B host",
                       "spin 2 device", "ducc0 spin 2", "T,E,B speedup", "error T,E,B"], rows)
         out += figure(r.name.replace(".json", ".png"), f"polarized transforms, {r.gpu}")
+    return out + roofline_rows()
+
+
+def roofline_rows() -> list[str]:
+    if not SHT_ROOFLINE:
+        return []
+    out = section("Stages on the roofline", "^")
+    out += ["``benchmarks/sht_roofline.py``: each stage of ``alm2map`` and ``map2alm`` "
+            "(``iter=0``) timed alone on CuPy arrays through the package's private stage "
+            "functions (the launches the public call makes for it), beside the public calls; "
+            "FP64 flops and bytes from the work model of ``sphgpu.bench.roofline`` (useful "
+            "work, not the kernels' own); ceilings measured in the same run (an FP64 FMA loop, "
+            "a device copy). Bound: the longer of the flops at the FP64 ceiling and the bytes "
+            "at the copy bandwidth; the last column is time over bound (1 is the roof).", ""]
+    for r in SHT_ROOFLINE:
+        c = r.data.get("ceilings", {})
+        out += [r.heading(f"ceilings: {number((c.get('flops_per_s') or 0) / 1e12)} TFLOP/s "
+                          f"FP64, {number((c.get('bytes_per_s') or 0) / 1e12)} TB/s copy."), ""]
+        rows = []
+        for row in r.data.get("rows", []):
+            k = row["maps"]
+            for name, p in row.get("stages", {}).items():
+                rows.append([row["nside"], k, name, ms(p["seconds"] * 1e3 / k),
+                             f"{number(p['flops_per_s'] / 1e12)} ({number(p['flops_fraction'])})",
+                             f"{number(p['bytes_per_s'] / 1e12)} ({number(p['bytes_fraction'])})",
+                             f"{number(p['time_over_bound'])} ({p['limit']})"])
+            rows.append([row["nside"], k, "public alm2map / map2alm",
+                         f"{ms(row['public_alm2map_s'] * 1e3 / k)} / "
+                         f"{ms(row['public_map2alm_s'] * 1e3 / k)}", "–", "–", "–"])
+        out += table(["nside", "maps", "stage", "time a map", "TFLOP/s (of ceiling)",
+                      "TB/s (of ceiling)", "time / bound"], rows)
+        out += figure(r.name.replace(".json", ".png"),
+                      f"transform stages on the roofline, {r.gpu}")
     return out
 
 

@@ -94,7 +94,8 @@ class CountSteps:
     send_seconds: float = 0.0
     stripes: list = dataclasses.field(default_factory=list)
     #: the call's start on this machine's clock (time.time()), which the stripes' times are from
-    _t0: float = dataclasses.field(default_factory=time.time, repr=False, compare=False)
+    _t0: float = dataclasses.field(default_factory=time.time, init=False, repr=False,
+                                   compare=False)
 
     @property
     def send_rate(self) -> float | None:
