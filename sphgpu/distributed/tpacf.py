@@ -202,9 +202,9 @@ _PARTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _piece(cat, idx):
     """The points ``idx`` of ``cat`` as a Catalog of their own (a copy, sent to a worker;
     gathered on every core, as the stripes' indices were found)."""
-    return Catalog(take(cat.ra, idx), take(cat.dec, idx),
-                   weights=None if cat.weights is None else take(cat.weights, idx),
-                   labels=None if cat.labels is None else take(cat.labels, idx), copy=False)
+    return Catalog._of_checked(take(cat.ra, idx), take(cat.dec, idx),
+                               None if cat.weights is None else take(cat.weights, idx),
+                               None if cat.labels is None else take(cat.labels, idx))
 
 
 def _stripe_task(piece, own, other, bins, n_regions, options, backend):

@@ -162,10 +162,23 @@ class Catalog:
             for a in (ra, dec, weights, labels):
                 if isinstance(a, np.ndarray):
                     a.setflags(write=False)
+        self._hold(ra, dec, weights, labels)
+
+    def _hold(self, ra, dec, weights, labels):
         self._ra, self._dec, self.weights, self.labels = ra, dec, weights, labels
         self._host = None
         self._xyz = None
         self._cache = {}
+
+    @classmethod
+    def _of_checked(cls, ra, dec, weights=None, labels=None):
+        """A Catalog of arrays cut from checked Catalogs (slices, gathers, an unpickled copy):
+        held as they are, neither checked again nor copied. Stripes of a survey catalog are
+        made and unpickled at every distributed count, where a check and a copy per stripe
+        were a pass over each of its arrays."""
+        cat = cls.__new__(cls)
+        cat._hold(ra, dec, weights, labels)
+        return cat
 
     @property
     def on_device(self) -> bool:
@@ -264,9 +277,9 @@ class Catalog:
         if not 0 <= start < stop <= self.size:
             raise ValueError(f"part needs 0 <= start < stop <= {self.size}, got {start}:{stop}")
         s = slice(int(start), int(stop))
-        return Catalog(self._ra[s], self._dec[s],
-                       weights=None if self.weights is None else self.weights[s],
-                       labels=None if self.labels is None else self.labels[s], copy=False)
+        return Catalog._of_checked(self._ra[s], self._dec[s],
+                                   None if self.weights is None else self.weights[s],
+                                   None if self.labels is None else self.labels[s])
 
     def subset(self, mask):
         """The points where ``mask`` is true, as a new Catalog.
@@ -298,8 +311,8 @@ class Catalog:
         return {"ra": self.ra, "dec": self.dec, "weights": self.weights, "labels": self.labels}
 
     def __setstate__(self, state):
-        self.__init__(state["ra"], state["dec"], weights=state["weights"],
-                      labels=state["labels"])
+        # the arrays of a pickled Catalog were checked when it was made
+        self._hold(state["ra"], state["dec"], state["weights"], state["labels"])
 
     # --- loading ------------------------------------------------------------------------------
     @classmethod

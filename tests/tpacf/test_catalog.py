@@ -102,3 +102,23 @@ def test_numba_device_arrays_make_the_same_catalog(rng):
     np.testing.assert_array_equal(c.dec, dec)
     np.testing.assert_array_equal(c.weights, w)
     np.testing.assert_array_equal(c.labels, lab)
+
+
+def test_parts_and_pickled_copies_hold_the_checked_arrays():
+    """A part is a view of its Catalog's arrays and an unpickled Catalog holds the pickled
+    values, weights and labels included, with their dtypes: neither is checked or copied
+    again (distributed counts make and unpickle stripes at every call)."""
+    rng = np.random.default_rng(5)
+    ra, dec = rng.uniform(0, 360, 50), rng.uniform(-90, 90, 50)
+    c = Catalog(ra, dec, weights=rng.uniform(0.5, 2, 50), labels=np.arange(50) % 4)
+    p = c.part(10, 30)
+    assert p.size == 20 and np.shares_memory(p.ra, c.ra) and np.shares_memory(p.labels, c.labels)
+    np.testing.assert_array_equal(p.weights, c.weights[10:30])
+    for got in (pickle.loads(pickle.dumps(c)), pickle.loads(pickle.dumps(p))):
+        want = c if got.size == 50 else p
+        for name in ("ra", "dec", "weights", "labels"):
+            a, b = getattr(got, name), getattr(want, name)
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    bare = pickle.loads(pickle.dumps(Catalog(ra, dec)))
+    assert bare.weights is None and bare.labels is None and bare.size == 50
