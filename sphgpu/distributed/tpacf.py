@@ -82,7 +82,8 @@ class CountSteps:
     stripes : list of dict
         One per stripe task that returned counts (the last run of a stripe sent again after
         a lost worker): ``worker`` (its address), ``points`` (own points and halo, or for a
-        cross count those of both catalogs), ``start_s`` and ``end_s`` (on the worker's
+        cross count those of both catalogs; 0 for a stripe of files that held none of its
+        own), ``start_s`` and ``end_s`` (on the worker's
         clock, seconds after the call began in this process: the same machine's clock for
         a local cluster), ``seconds`` (the task's own time: preparing the points where
         they are new to the worker, on its GPU for "cuda", and counting).
@@ -430,13 +431,17 @@ def _run_stripes(client, cats, key, make_pieces, sent, bins, nreg, options, name
                            futures)
     except TypeError:
         pass
-    parts = [r for [r] in results]
+    return _add_raw(_take_spans([r for [r] in results], steps))
+
+
+def _take_spans(parts, steps):
+    """``parts`` (stripes' fields) without their ``"span"``, which goes to ``steps``."""
     for r in parts:
         where, points, start, end = r.pop("span")
         steps.stripes.append({"worker": where, "points": points,
                               "start_s": start - steps._t0, "end_s": end - steps._t0,
                               "seconds": end - start})
-    return _add_raw(parts)
+    return parts
 
 
 def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, weights2=None,
@@ -484,7 +489,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     report : callable, optional
         Called once, as the call returns, with a :class:`CountSteps`: the seconds of the
         call, of cutting and sending the stripes, and of each stripe's task on its worker.
-        For CatalogFiles only ``seconds`` is filled in (the workers read the files).
+        For CatalogFiles nothing is sent (the workers read the files: a stripe's seconds
+        include reading its rows).
 
     Returns
     -------
@@ -537,7 +543,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
                        labels1=labels1, labels2=labels2)
         options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
         out = _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
-                          progress)
+                          progress, steps)
         return _steps_reported(report, steps, started, out)
     cat1, cat2 = pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     nreg = n_regions_of(cat1, cat2, n_regions)
@@ -995,30 +1001,31 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
         return _serial_pair_counts(c1, c2, bins=bins, n_regions=nreg, backend=backend,
                                    **options)
 
+    started = time.time()
     weighted = files1.has_weights or (files2 is not None and files2.has_weights)
+    zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
     if files2 is None:
         piece, own = _read_selected(files1, mine_and_above, labelled)
         if piece is None or own == 0:
-            zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
-            return {f: getattr(zero, f) for f in _RAW}
+            return _spanned({f: getattr(zero, f) for f in _RAW}, started, 0)
         total = count(piece.part(0, own), None)
         if own < piece.size:
             total = total + count(piece.part(0, own), piece.part(own, piece.size))
-        return _raw_fields(total)
+        return _spanned(_raw_fields(total), started, piece.size)
     c1, _ = _read_selected(files1, lambda d: (mine(d), None), labelled)
     c2 = None
     if c1 is not None:
         lo = edges[i] - pad
         c2, _ = _read_selected(files2, lambda d: ((d >= lo) & (d <= top), None), labelled)
     if c1 is None or c2 is None:
-        zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
-        return {f: getattr(zero, f) for f in _RAW}
-    return _raw_fields(count(c1, c2))
+        return _spanned({f: getattr(zero, f) for f in _RAW}, started, 0)
+    return _spanned(_raw_fields(count(c1, c2)), started, c1.size + c2.size)
 
 
-def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, progress):
+def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, progress, steps):
     """:func:`pair_counts` of catalogs on disk: summaries read on the workers, stripes cut
-    here from their samples, each stripe read and counted on a worker."""
+    here from their samples, each stripe read and counted on a worker (its span in
+    ``steps``)."""
     from . import partition as _partition
 
     with _cluster.one_view(client):
@@ -1079,7 +1086,7 @@ def _file_count(client, f1, f2, bins, n_regions, options, nchunks, backend, prog
                    [(f1, f2, edges, i, pad, bins, nreg, options, name)
                     for i in range(edges.size - 1)], "pair counts, stripes",
                    "sphgpu-paircount-file")
-    raw = RawCounts(**_add_raw(parts))
+    raw = RawCounts(**_add_raw(_take_spans(parts, steps)))
     sums1 = _summary_sums(f1, s1, nreg)
     sums2 = None if f2 is None else _summary_sums(f2, s2, nreg)
     return counts_from_sums(raw, sums1, sums2, bins, nreg, weighted)

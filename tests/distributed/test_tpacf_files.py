@@ -169,6 +169,20 @@ def test_progress_reports_reading_and_stripes(client, cats, tmp_path):
     assert any(m.startswith("reading catalogs, blocks:") for m in said)
 
 
+def test_report_of_a_count_of_files_has_every_stripe(client, cats, tmp_path):
+    c = cats
+    p = _save(str(tmp_path), ra=c["ra"], dec=c["dec"])
+    got = []
+    sd.pair_counts(CatalogFiles(p["ra"], p["dec"]), bins=BINS, client=client, backend="cpu",
+                   nchunks=3, report=got.append)
+    [steps] = got
+    assert len(steps.stripes) == 3 and (steps.sent_bytes, steps.send_seconds) == (0, 0.0)
+    # every point is held by the stripe it lies in, some by a stripe below too (its halo)
+    assert c["ra"].size <= sum(st["points"] for st in steps.stripes) < 2 * c["ra"].size
+    assert all(0 <= st["start_s"] <= st["end_s"] <= steps.seconds + 0.1
+               for st in steps.stripes)
+
+
 def test_only_the_workers_open_the_files(client, cats, tmp_path, monkeypatch):
     """In-process workers run tasks on threads of their own: every read happens there,
     none on the client's (main) thread."""
