@@ -656,6 +656,19 @@ def _rate(gbps, ratio) -> str:
     return "–" if gbps is None else f"{number(gbps)} GB/s ({times(ratio)})"
 
 
+def _split_send(steps) -> str:
+    """A pair count's CountSteps (distributed_scaling.py's JSON): split + send seconds."""
+    if not steps:
+        return "–"
+    return f"{seconds(steps['split_s'])} + {seconds(steps['send_s'])}"
+
+
+def _slowest(steps) -> str:
+    """The longest stripe task of a pair count's CountSteps, seconds."""
+    tasks = [st["seconds"] for st in (steps or {}).get("stripes", [])]
+    return seconds(max(tasks)) if tasks else "–"
+
+
 def distributed_scaling_rows() -> list[str]:
     """distributed_scaling.py's format: the plain one-GPU call and 1, 2, 4 workers."""
     if not DISTRIBUTED_SCALING:
@@ -666,7 +679,10 @@ def distributed_scaling_rows() -> list[str]:
             "plain one-GPU call in the same run; medians. RR: exact counts of full-sky "
             "randoms in 20 log bins 0.01-10°, equal as integers to the plain call's, from "
             "NumPy (stripes sent at every call) and from a ``Catalog`` kept on the workers "
-            "(its second call). Kept: the a_lm sent to the GPUs once, ``alm2map_many`` and "
+            "(its second call); where the run has them, the ``report=`` of the median calls: "
+            "the client's seconds cutting and sending the stripes, and the longest stripe "
+            "task on its worker (preparing and counting new points, or counting kept ones). "
+            "Kept: the a_lm sent to the GPUs once, ``alm2map_many`` and "
             "``map2alm_many`` (iter 0) futures in, futures out; plain: the in-process plan on "
             "device arrays, per map times the maps. From/to NumPy: the client's arrays sent "
             "and gathered in the call; the rates each call reports, and their ratio to the "
@@ -718,6 +734,10 @@ def distributed_scaling_rows() -> list[str]:
              seconds(get(plain, "rr.seconds")), *each("rr.seconds", seconds)],
             ["RR, Catalog kept on the workers", "–", *each("rr.kept_seconds", seconds)],
             ["RR counts equal to the plain call's", "–", *each("rr.counts_equal", equal)],
+            ["RR from NumPy: the client's split + send", "–", *each("rr.steps", _split_send)],
+            ["RR: the slowest stripe's task, from NumPy / kept", "–",
+             *[f"{_slowest(get(d, f'rows.{n}.rr.steps'))} / "
+               f"{_slowest(get(d, f'rows.{n}.rr.kept_steps'))}" for n in units]],
             [f"``alm2map_many``, {k} maps kept, nside {sz.get('nside')}",
              seconds(scaled("sht.alm2map_s_per_map", k or 0)),
              *with_e("sht.alm2map_kept_s", "sht.alm2map_kept_efficiency")],
