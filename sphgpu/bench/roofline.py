@@ -31,6 +31,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numba import cuda, float64
 
+from .._validate import check_int
+from ..alm import AlmLayout
+
 __all__ = ["Work", "Ceilings", "legendre_steps", "legendre", "ring_fft", "resample", "point",
            "measure_ceilings"]
 
@@ -56,12 +59,6 @@ class Ceilings:
     bytes_per_s: float
 
 
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
 def legendre_steps(lmax: int, mmax: int, npairs: int, first=None) -> int:
     """(l, m, ring pair) steps of a Legendre stage: for each m <= mmax, l = m..lmax, over the
     pairs from ``first[m]`` on.
@@ -81,7 +78,7 @@ def legendre_steps(lmax: int, mmax: int, npairs: int, first=None) -> int:
     """
     if not 0 <= mmax <= lmax:
         raise ValueError(f"need 0 <= mmax <= lmax, got lmax={lmax}, mmax={mmax}")
-    npairs = _positive("npairs", npairs)
+    npairs = check_int("npairs", npairs, minimum=1)
     m = np.arange(mmax + 1, dtype=np.int64)
     f = np.zeros(mmax + 1, np.int64) if first is None else np.asarray(first, np.int64)
     if f.shape != (mmax + 1,):
@@ -93,9 +90,9 @@ def legendre(lmax: int, mmax: int, nrings: int, npairs: int, nmaps: int = 1,
              first=None) -> Work:
     """The work of ``alm2leg`` or ``leg2alm`` for ``nmaps`` maps sharing one recurrence, on
     ``nrings`` rings in ``npairs`` pairs (see the module docstring)."""
-    nmaps = _positive("nmaps", nmaps)
+    nmaps = check_int("nmaps", nmaps, minimum=1)
     steps = legendre_steps(lmax, mmax, npairs, first)
-    nalm = (mmax + 1) * (lmax + 1) - mmax * (mmax + 1) // 2
+    nalm = AlmLayout(lmax, mmax).size
     data = nmaps * 16 * (nalm + nrings * (mmax + 1))
     return Work(flops=steps * (3.0 + 4.0 * nmaps), bytes=float(data + 16 * nalm))
 
@@ -103,7 +100,7 @@ def legendre(lmax: int, mmax: int, nrings: int, npairs: int, nmaps: int = 1,
 def ring_fft(nphi, mmax: int, nmaps: int = 1) -> Work:
     """The work of ``leg2map`` or ``map2leg``: rings of ``nphi`` pixels each (array), Legendre
     sums of orders 0..mmax."""
-    nmaps = _positive("nmaps", nmaps)
+    nmaps = check_int("nmaps", nmaps, minimum=1)
     n = np.asarray(nphi, dtype=np.float64)
     flops = nmaps * float(np.sum(2.5 * n * np.log2(np.maximum(n, 2.0))))
     data = nmaps * (16.0 * n.size * (mmax + 1) + 8.0 * float(n.sum()))
@@ -114,7 +111,7 @@ def resample(n: int, N: int, nrings: int, mmax: int, width: int, nmaps: int = 1)
     """The work of a theta resampling (either way) from ``n`` Fejer rings through an
     ``N``-point grid to ``nrings`` rings with a ``width``-tap kernel, orders 0..mmax, an even
     and an odd order together (``(mmax + 2) // 2`` pairs)."""
-    nmaps = _positive("nmaps", nmaps)
+    nmaps = check_int("nmaps", nmaps, minimum=1)
     pairs = (mmax + 2) // 2
     per_pair = (5.0 * 2 * n * math.log2(2 * n) + 5.0 * N * math.log2(N) + 6.0 * N
                 + 4.0 * width * nrings)

@@ -130,18 +130,8 @@ class Transfer:
 
 
 def _check_report(report):
-    if report is not None and not callable(report):
-        raise TypeError(f"report must be a function of one argument (a Transfer) or None, "
-                        f"got {type(report).__name__}")
-    return report
+    return tasks.check_report(report, "a Transfer")
 
-
-def _reported(report, transfer, started, value):
-    """``value``, after ``report(transfer)`` with the call's seconds stamped on it."""
-    if report is not None:
-        transfer.seconds = time.perf_counter() - started
-        report(transfer)
-    return value
 
 
 # ----------------------------------------------------------------------------- plans
@@ -506,7 +496,7 @@ def to_workers(data, *, client=None, backend="auto", per_future=1, on_device=Fal
                                  keys=[(key, i) for i in range(len(futs))],
                                  resources=resources)
         transfer.tasks += len(futs)
-    return _reported(report, transfer, started, futs)
+    return tasks.reported(report, transfer, started, futs)
 
 
 def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backend="auto",
@@ -573,7 +563,7 @@ def alm2map_many(alms, nside=None, lmax=None, mmax=None, *, geometry=None, backe
     out = _run_batch(client, "synthesis", _synthesis_task, data, names,
                      (_plan(g, layout, name), on_device), resources, gather, progress,
                      maps_per_task, transfer)
-    return _reported(report, transfer, started, tasks.stack(out, single) if gather else out)
+    return tasks.reported(report, transfer, started, tasks.stack(out, single) if gather else out)
 
 
 def _analysis_inputs(maps, geometry, lmax, mmax):
@@ -627,7 +617,7 @@ def map2alm_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, backend="
     out = _run_batch(client, "analysis", _analysis_task, data, names,
                      (_plan(g, layout, name), iter, on_device), resources, gather, progress,
                      maps_per_task, transfer)
-    return _reported(report, transfer, started, tasks.stack(out, single) if gather else out)
+    return tasks.reported(report, transfer, started, tasks.stack(out, single) if gather else out)
 
 
 def _spectra_out(out, gather, single):
@@ -681,7 +671,7 @@ def anafast_many(maps, lmax=None, mmax=None, iter=3, *, geometry=None, nspec=Non
     out = _run_batch(client, "spectra", _spectra_task, data, names,
                      (_plan(g, layout, name), iter, nspec), resources, gather, progress,
                      maps_per_task, transfer)
-    return _reported(report, transfer, started, _spectra_out(out, gather, single))
+    return tasks.reported(report, transfer, started, _spectra_out(out, gather, single))
 
 
 def alm2cl_many(alms, lmax=None, mmax=None, *, nspec=None, backend="auto", client=None,
@@ -720,7 +710,7 @@ def alm2cl_many(alms, lmax=None, mmax=None, *, nspec=None, backend="auto", clien
     transfer = Transfer()
     out = _run_batch(client, "alm2cl", _alm_spectra_task, data, names, (lmax, mmax, nspec),
                      resources, gather, progress, maps_per_task, transfer)
-    return _reported(report, transfer, started, _spectra_out(out, gather, single))
+    return tasks.reported(report, transfer, started, _spectra_out(out, gather, single))
 
 
 # ----------------------------------------------------------------------------- one large transform
@@ -820,7 +810,7 @@ def alm2map(alm, nside=None, lmax=None, mmax=None, *, pol=True, geometry=None, b
     out = np.zeros((batch.size // batch.shape[-1], g.npix))
     for rings, piece in zip(ring_lists, parts):
         _put_pixels(out, piece, _pixel_runs(g, rings))
-    return _reported(report, transfer, started, out.reshape(lead + (g.npix,)))
+    return tasks.reported(report, transfer, started, out.reshape(lead + (g.npix,)))
 
 
 def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, backend="auto",
@@ -905,4 +895,4 @@ def map2alm(maps, lmax=None, mmax=None, iter=3, *, pol=True, geometry=None, back
 
     [parts] = tasks.run_items(client, 1, build, progress=progress, transfer=transfer)
     alm = np.concatenate(parts, axis=-1)
-    return _reported(report, transfer, started, alm.reshape(lead + (layout.size,)))
+    return tasks.reported(report, transfer, started, alm.reshape(lead + (layout.size,)))

@@ -21,7 +21,7 @@ from .._validate import check_flag, check_host_array
 from . import cluster as _cluster
 
 __all__ = ["key", "host_array", "is_future_list", "scatter", "submit_each", "run_items",
-           "stack", "check_on_device"]
+           "stack", "check_on_device", "check_report", "reported"]
 
 
 def key(stage: str) -> str:
@@ -116,6 +116,24 @@ def scatter(client, data: list, resources, transfer=None) -> list:
         transfer.send_seconds += time.perf_counter() - t0
         transfer.sent_bytes += sum(_nbytes(d) for d in data)
     return futures
+
+
+def check_report(report, what: str):
+    """``report`` (a callable of one argument, or None), or TypeError saying it takes ``what``
+    (e.g. "a Transfer")."""
+    if report is not None and not callable(report):
+        raise TypeError(f"report must be a function of one argument ({what}) or None, "
+                        f"got {type(report).__name__}")
+    return report
+
+
+def reported(report, record, started: float, value):
+    """``value``, after ``report(record)`` with the call's seconds since ``started``
+    (time.perf_counter()) stamped on ``record.seconds``; nothing without a ``report``."""
+    if report is not None:
+        record.seconds = time.perf_counter() - started
+        report(record)
+    return value
 
 
 def submit_each(client, fn, *columns, keys, resources=None, **kwargs) -> list:

@@ -521,9 +521,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     """
     started = time.perf_counter()
     steps = CountSteps()
-    if report is not None and not callable(report):
-        raise TypeError(f"report must be a function of one argument (a CountSteps) or None, "
-                        f"got {type(report).__name__}")
+    tasks.check_report(report, "a CountSteps")
     client = _cluster.get_client(client)
     bins = check_bins(bins)
     if nchunks is not None:
@@ -544,7 +542,7 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
         options = {"mean_theta": mean_theta, "max_device_bytes": max_device_bytes}
         out = _file_count(client, ra1, dec1, bins, n_regions, options, nchunks, backend,
                           progress, steps)
-        return _steps_reported(report, steps, started, out)
+        return tasks.reported(report, steps, started, out)
     cat1, cat2 = pair_catalogs(ra1, dec1, ra2, dec2, weights1, weights2, labels1, labels2)
     nreg = n_regions_of(cat1, cat2, n_regions)
     weighted = cat1.weights is not None or (cat2 is not None and cat2.weights is not None)
@@ -555,16 +553,8 @@ def pair_counts(ra1, dec1=None, ra2=None, dec2=None, *, bins, weights1=None, wei
     # count makes them; the counted fields are the stripes' sums
     raw = RawCounts.zeros(bins.nbins, nreg, weighted, bool(mean_theta)) if raw is None \
         else RawCounts(**raw)
-    return _steps_reported(report, steps, started,
+    return tasks.reported(report, steps, started,
                            counts_from_raw(raw, cat1, cat2, bins, nreg, weighted))
-
-
-def _steps_reported(report, steps, started, value):
-    """``value``, after ``report(steps)`` with the call's seconds stamped on it."""
-    if report is not None:
-        steps.seconds = time.perf_counter() - started
-        report(steps)
-    return value
 
 
 def pair_counts_many(catalog, others, *, bins, n_regions=None, client=None, backend="auto",

@@ -2,24 +2,18 @@
 directions is timed and placed on the roofline, and the stages are the public calls' path
 (their output equals the public call's), with and without the theta resampling."""
 
-import importlib.util
-import pathlib
 import time
 
 import numpy as np
 import pytest
 
 from sphgpu.bench.roofline import Ceilings
-
-SCRIPT = pathlib.Path(__file__).parents[2] / "benchmarks" / "sht_roofline.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("sht_roofline_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sht_roofline")
 
 
 def _timed(fn):

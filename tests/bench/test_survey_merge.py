@@ -2,26 +2,16 @@
 each run's date and whether its counts were compared kept; runs that do not belong together
 are refused."""
 
-import importlib.util
 import json
-import pathlib
-import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).parents[2] / "benchmarks" / "tpacf_survey.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def survey():
-    sys.path.insert(0, str(SCRIPT.parent))      # the script imports _scaling_common beside it
-    try:
-        spec = importlib.util.spec_from_file_location("tpacf_survey_script", SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return module
+    return load_benchmark("tpacf_survey")
 
 
 def _run(tmp_path, name, workload, plain, date, gpu="NVIDIA H200"):

@@ -1,25 +1,19 @@
 """Pure helpers of the scale row in benchmarks/tpacf.py: the uniform full-sky expectation that
 checks a count too large for an exact twin, and the chunking of a count over a cluster."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from sphgpu.tpacf import AngularBins, budget, pair_counts
 from sphgpu.tpacf.mocks import uniform_randoms
+from tests.benchmark_scripts import load_benchmark
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "tpacf.py"
 BINS = AngularBins.log(0.5, 60, 8)
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_tpacf", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("tpacf")
 
 
 def test_uniform_expectation_matches_counts(bench, rng):
