@@ -88,6 +88,8 @@ def child(args):
     }
     if args.more:
         calls.update(_more_calls(nside, lmax, m1, rng))
+    if args.calls:
+        calls = {name: calls[name] for name in args.calls}
     out = {"machine": machine_info(), "sphgpu_file": sphgpu.__file__, "ms": {}, "summary": {}}
     for name, fn in calls.items():
         t0 = time.perf_counter()
@@ -101,14 +103,14 @@ def child(args):
         repeat = 3 if name == "montecarlo_T" else args.repeat
         out["ms"][name] = time_call(fn, repeat=repeat, sync=sync).median * 1e3 / per
     host = []
-    for _ in range(args.repeat):
+    for _ in range(args.repeat if "alm2map_batch" in calls else 0):
         sync()
         t0 = time.perf_counter()
         r = calls["alm2map_batch"]()
         host.append(time.perf_counter() - t0)
         sync()
         del r
-    out["host_ms_alm2map_batch_call"] = float(np.median(host)) * 1e3
+    out["host_ms_alm2map_batch_call"] = float(np.median(host)) * 1e3 if host else None
     print("RESULT " + json.dumps(out), flush=True)
 
 
@@ -161,6 +163,8 @@ def main():
     p.add_argument("--name", default="sht_compare.json")
     p.add_argument("--more", action="store_true",
                    help="also time a split convolution and a Monte Carlo run")
+    p.add_argument("--calls", nargs="+", metavar="CALL",
+                   help="time only these calls (alm2map, map2alm, alm2map_pol, ...)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -176,6 +180,7 @@ def main():
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--nside",
                    str(args.nside), "--batch", str(args.batch), "--repeat", str(args.repeat),
                    "--tree", "x=."] + (["--more"] if args.more else [])
+            cmd += ["--calls", *args.calls] if args.calls else []
             done = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   cwd=os.path.abspath(path))
             line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]

@@ -217,14 +217,14 @@ POLAR_SIN = 0.05
 class _Polar:
     """The rings of a resampled grid that take their own Legendre step in a spin transform
     (:data:`POLAR_SIN`): their plan, their numbers in the grid (``rows``, on the device) and the
-    resampling's interpolation weights with those rings' rows zero, for the transpose."""
+    transpose's tap weights with those rings' entries zero."""
 
     def __init__(self, rs, rows):
         self.plan = plan(rs.geometry.packed(rows), rs.plan.lmax, rs.plan.mmax)
         self.rows = _const(rows)
         weights = np.array(rs.rp.weights, copy=True)
         weights[rows] = 0.0
-        self.weights = _const(weights)
+        self.tap_weight = _const(_spread_taps(rs, weights)[1])
 
 
 class _Resampler:
@@ -248,11 +248,13 @@ class _Resampler:
         self.weights = _const(rp.weights)
         if rp.width != RK.WIDTH:
             raise RuntimeError(f"the kernels are compiled for windows of {RK.WIDTH} points")
-        ranges = theta_resample.spread_ranges(rp)
-        self.spread = tuple(_const(a) for a in ranges)
+        self.ranges = theta_resample.spread_ranges(rp)
         self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
-        tiles, ring0 = _spread_tiles(*ranges[1:3], *ranges[4:6])
+        tiles, ring0 = _spread_tiles(*self.ranges[1:3], *self.ranges[4:6])
+        self.tiles_host, self.ring0_host = tiles, ring0
         self.spread_tiles, self.spread_ring0 = _const(tiles), _const(ring0)
+        tap_row, tap_weight = _spread_taps(self, rp.weights)
+        self.tap_row, self.tap_weight = _const(tap_row), _const(tap_weight)
 
     def polar(self, limit):
         """The :class:`_Polar` rings with sin(theta) < ``limit`` (built once per limit), or None
@@ -311,6 +313,31 @@ def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
     ring0.append(tlo if thi >= 0 else 0)
     return (np.asarray(starts + [lo.shape[0]], dtype=np.int64),
             np.asarray(ring0, dtype=np.int64))
+
+
+def _spread_taps(rs, weights):
+    """The window entries that land on each grid point, for RK.spread_kernel: (tap_row (N, K)
+    uint32, tap_weight (N, K) float64), K the most entries of any point. An entry of ring r is
+    at row r - ring0 of its tile's shared values at theta_r, r - ring0 + SPREAD_RINGS at
+    -theta_r, rows of RK._ROW values
+    (``rs.ranges``: :func:`theta_resample.spread_ranges`); its weight is ``weights`` (nrings,
+    width) at its window position; unused slots have weight zero."""
+    j_d, lo_d, hi_d, j_m, lo_m, hi_m = rs.ranges
+    N, first = j_d.shape[0], rs.rp.first
+    ring0 = rs.ring0_host[np.searchsorted(rs.tiles_host, np.arange(N), side="right") - 1]
+    nd, nmir = hi_d - lo_d, hi_m - lo_m
+    K = max(int((nd + nmir).max()), 1)
+    tap_row = np.zeros((N, K), dtype=np.uint32)
+    tap_weight = np.zeros((N, K), dtype=np.float64)
+    for t in range(K):
+        for used, ring, j, shift in ((t < nd, lo_d + t, j_d, 0),
+                                     ((t >= nd) & (t < nd + nmir), lo_m + t - nd, j_m,
+                                      RK.SPREAD_RINGS)):
+            g = np.flatnonzero(used)
+            r = ring[g]
+            tap_row[g, t] = (r - ring0[g] + shift) * RK._ROW
+            tap_weight[g, t] = weights[r, j[g] - first[r]]
+    return tap_row, tap_weight
 
 
 def _resampler(pl):
@@ -596,9 +623,9 @@ def _resample(leg_f, rs, xp):
     return out
 
 
-def _resample_adjoint(leg, rs, xp, weights=None):
-    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``weights`` in place
-    of the resampler's interpolation weights (:class:`_Polar`: some rings left out)."""
+def _resample_adjoint(leg, rs, xp, tap_weight=None):
+    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``tap_weight`` in
+    place of the resampler's (:class:`_Polar`: some rings left out)."""
     k, _, nm = leg.shape
     n, P, S = rs.rp.n, rs.pairs, rs.phases
     M = rs.rp.N // S
@@ -606,8 +633,9 @@ def _resample_adjoint(leg, rs, xp, weights=None):
     h = xp.empty((1, P, 2 * n), dtype=np.complex128)
     u = xp.empty((1, P, S, M), dtype=np.complex128)
     for i in range(k):
-        _go(RK.spread_kernel(S), *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1],
-            rs.first, rs.weights if weights is None else weights, *rs.spread, rs.spread_tiles,
+        _go(RK.spread_kernel(S, rs.tap_row.shape[1]),
+            *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1], rs.tap_row,
+            rs.tap_weight if tap_weight is None else tap_weight, rs.spread_tiles,
             rs.spread_ring0, u)
         _fft_rows(u.reshape(1, P * S, M), True, xp)
         _go(RK.from_grid_kernel(S), (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
@@ -641,7 +669,7 @@ def _analysis_legendre(leg, pl, xp, poles=False):
     polar = rs.polar(POLAR_SIN) if poles else None
     if polar is None:
         return _leg2alm(_resample_adjoint(leg, rs, xp), rs.plan, xp)
-    out = _leg2alm(_resample_adjoint(leg, rs, xp, polar.weights), rs.plan, xp)
+    out = _leg2alm(_resample_adjoint(leg, rs, xp, polar.tap_weight), rs.plan, xp)
     out += _leg2alm(xp.ascontiguousarray(leg[:, polar.rows]), polar.plan, xp)
     return out
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, complex128, float64, int64
+from numba import cuda, complex128, float64, uint32
 
 from .._cuda_launch import refresh_kernel_cache
 from . import theta_resample
@@ -47,6 +47,7 @@ WIDTH = theta_resample.WIDTH
 # takes as compile-time constants in a shared array's shape (an expression there is not)
 _ROW = TILE_PAIRS + 1
 _SEG_ROW = SEGMENT + 1
+_V_SIZE = 2 * SPREAD_RINGS * _ROW
 
 
 @cuda.jit(device=True, inline=True)
@@ -220,37 +221,29 @@ def interp_kernel(phases: int):
     return kernel
 
 
-@cuda.jit(device=True)
-def _window_sum(j, r0, r1, w_s, f_s, v_s, pp, xr, xi):
-    # (xr, xi) plus the sum over the tile's rings r0..r1-1 of the weight of window position j
-    # times v_s[r, pp], real and imaginary parts apart. A plain device function (LLVM inlines
-    # it): Numba's own inliner has failed on loops in device functions on numba-cuda 0.30
-    # (sphgpu/sht/_cuda_kernels.py, _coefficients)
-    for r in range(r0, r1):
-        w = w_s[r, j - f_s[r]]
-        a = v_s[r, pp]
-        xr += w * a.real
-        xi += w * a.imag
-    return xr, xi
-
-
 @functools.lru_cache(maxsize=None)
-def spread_kernel(phases: int):
-    """The transpose of :func:`interp_kernel`: u[i, p, g] = sum of weights[r, j - first[r]] (E_r
-    + O_r) / 2 over the rings lo_d[g]..hi_d[g] - 1 with j = j_d[g], plus the same with (E_r -
-    O_r) / 2 over lo_m[g]..hi_m[g] - 1 with j = j_m[g] (:func:`theta_resample.spread_ranges`);
-    E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The tile's grid points
-    tiles[y]..tiles[y+1] (at most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at
-    most. u (k, P, S, M) (the module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads. ``phases``: S of u (see
-    :func:`interp_kernel`)."""
-    S = phases
+def spread_kernel(phases: int, taps: int):
+    """The transpose of :func:`interp_kernel`: u[i, p, g] = sum over the window entries that
+    land on grid point g of their weight times (E_r + O_r) / 2 (ring r at theta_r) or (E_r -
+    O_r) / 2 (at -theta_r); E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The
+    entries of g are ``taps`` slots of the tables tap_row (N, taps) uint32, the entry's place
+    in the tile's shared values (_ROW times its row: ring r - ring0[y], plus SPREAD_RINGS at
+    -theta_r), and tap_weight (N, taps) float64, zero in unused slots
+    (:func:`sphgpu.sht._cuda._spread_taps`). The tile's grid points tiles[y]..tiles[y+1] (at
+    most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at most. u (k, P, S, M) (the
+    module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads. ``phases``:
+    S of u (see :func:`interp_kernel`). A fixed number of slots a point, not each point's ring
+    ranges: the loop unrolls, and its index arithmetic is one table read (with the ranges, the
+    kernel ran about 70 instructions an entry, benchmarks/results/sht_kernels_ncu_h200.json)."""
+    S, K = phases, taps
 
     @cuda.jit(cache=True)
-    def kernel(leg, first, weights, j_d, lo_d, hi_d, j_m, lo_m, hi_m, tiles, ring0, u):
-        s_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E + O) / 2
-        d_s = cuda.shared.array((SPREAD_RINGS, _ROW), complex128)     # (E - O) / 2
-        w_s = cuda.shared.array((SPREAD_RINGS, WIDTH), float64)
-        f_s = cuda.shared.array(SPREAD_RINGS, int64)
+    def kernel(leg, tap_row, tap_weight, tiles, ring0, u):
+        # rows of _ROW values: (E + O) / 2 of the tile's rings, then (E - O) / 2; flat, so that
+        # an entry's place is its table value plus the lane's pair
+        v_s = cuda.shared.array(_V_SIZE, complex128)
+        r_s = cuda.shared.array((SPAN, K), uint32)
+        w_s = cuda.shared.array((SPAN, K), float64)
         u_s = cuda.shared.array((SPAN, _ROW), complex128)
         tid = cuda.threadIdx.x
         p0 = cuda.blockIdx.x * TILE_PAIRS
@@ -264,26 +257,33 @@ def spread_kernel(phases: int):
             c = 2 * (p0 + pp)
             e = leg[i, ra + rr, c] if ra + rr < nrings and c < nm else 0j
             o = leg[i, ra + rr, c + 1] if ra + rr < nrings and c + 1 < nm else 0j
-            s_s[rr, pp] = 0.5 * (e + o)
-            d_s[rr, pp] = 0.5 * (e - o)
-        for idx in range(tid, SPREAD_RINGS * WIDTH, THREADS):
-            rr = idx // WIDTH
-            if ra + rr < nrings:
-                w_s[rr, idx % WIDTH] = weights[ra + rr, idx % WIDTH]
-                if idx % WIDTH == 0:
-                    f_s[rr] = first[ra + rr]
+            v_s[rr * _ROW + pp] = 0.5 * (e + o)
+            v_s[(SPREAD_RINGS + rr) * _ROW + pp] = 0.5 * (e - o)
+        span = g1 - g0
+        for idx in range(tid, SPAN * K, THREADS):
+            gg, t = idx // K, idx % K
+            if gg < span:
+                r_s[gg, t] = tap_row[g0 + gg, t]
+                w_s[gg, t] = tap_weight[g0 + gg, t]
         cuda.syncthreads()
-        # lanes take the pairs of one grid point: the tile's rows are read along the pairs, and
-        # the point's ring range and weights are the same for all of them
+        # lanes take the pairs of one grid point: its slots are the same for all of them, and
+        # the shared rows are read along the pairs. Unsigned offsets and a counted loop: the
+        # loop unrolls and an entry costs its loads, an add and two fused multiply-adds
         for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
             gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
-            g = g0 + gg
-            if g < g1:
-                xr, xi = _window_sum(j_d[g], lo_d[g] - ra, hi_d[g] - ra, w_s, f_s, s_s, pp, 0.0, 0.0)
-                xr, xi = _window_sum(j_m[g], lo_m[g] - ra, hi_m[g] - ra, w_s, f_s, d_s, pp, xr, xi)
+            if gg < span:
+                lane = uint32(pp)
+                xr = 0.0
+                xi = 0.0
+                t = 0
+                while t < K:
+                    w = w_s[gg, t]
+                    a = v_s[r_s[gg, t] + lane]
+                    xr += w * a.real
+                    xi += w * a.imag
+                    t += 1
                 u_s[gg, pp] = complex(xr, xi)
         cuda.syncthreads()
-        span = g1 - g0
         for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
             pp, gg = idx // SPAN, idx % SPAN
             if gg < span and p0 + pp < P:

@@ -144,8 +144,11 @@ def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
     if not SIMULATOR:
         pytest.skip("the tile sizes are compile-time constants on a GPU")
     monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
-    for name, value in (("TILE_PAIRS", 4), ("SEGMENT", 20), ("RING_TILE", 24), ("SPAN", 6), ("SPREAD_RINGS", 24),
-                        ("_ROW", 5), ("_SEG_ROW", 21)):
+    small = dict(TILE_PAIRS=4, SEGMENT=20, RING_TILE=24, SPAN=6, SPREAD_RINGS=24)
+    # the shapes the kernels derive from them (module constants: a shared array's shape must
+    # be one)
+    small.update(_ROW=5, _SEG_ROW=21, _V_SIZE=2 * 24 * 5)
+    for name, value in small.items():
         monkeypatch.setattr(RK, name, value)
     geometry, lmax = RingGeometry.healpix(6), 12
     _cuda.plan.cache_clear()
