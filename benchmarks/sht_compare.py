@@ -190,10 +190,23 @@ def main():
             runs[name].append(json.loads(line[0][7:]))
             print(f"{name} round {r}: " + ", ".join(f"{c} {v:.2f} ms" for c, v in
                                                       runs[name][-1]["ms"].items()), flush=True)
-    names = list(trees)
-    calls = list(runs[names[0]][0]["ms"])
+            # written after every process, so that a run cut short keeps what it measured
+            result = _result(args, trees, runs)
+    for row in result["rows"]:
+        print(f"{row['call']:>16}: " + "  ".join(f"{n} {row[n]['ms_median']:8.2f} ms"
+                                                 for n in trees if n in row)
+              + (f"  ratio {row['ratio']:.3f}  diff {row['max_rel_diff']:.1e}"
+                 if "ratio" in row else ""))
+    print("host ms per batch call:", result["host_ms_alm2map_batch_call"])
+
+
+def _result(args, trees, runs):
+    """The results file of the processes run so far (trees without a process yet left out of
+    the rows), written to --out/--name; returned."""
+    names = [n for n in trees if runs[n]]
+    first = runs[names[0]][0]
     rows = []
-    for c in calls:
+    for c in first["ms"]:
         row = {"call": c}
         for n in names:
             vals = [run["ms"][c] for run in runs[n]]
@@ -205,21 +218,17 @@ def main():
         rows.append(row)
     result = {"benchmark": "sht_compare", "date": time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                                 time.gmtime()),
-              "machine": runs[names[0]][0]["machine"], "nside": args.nside,
+              "machine": first["machine"], "nside": args.nside,
               "lmax": 2 * args.nside, "batch": args.batch, "repeat": args.repeat,
-              "rounds": args.rounds, "trees": trees, "rows": rows,
+              "rounds": args.rounds, "processes": {n: len(runs[n]) for n in trees},
+              "trees": trees, "rows": rows,
               "host_ms_alm2map_batch_call": {n: [run["host_ms_alm2map_batch_call"]
                                                  for run in runs[n]] for n in names},
               "first_s": {n: runs[n][0]["first_s"] for n in names}}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, args.name), "w") as f:
         json.dump(result, f, indent=1)
-    for row in rows:
-        print(f"{row['call']:>16}: " + "  ".join(f"{n} {row[n]['ms_median']:8.2f} ms"
-                                                 for n in names)
-              + (f"  ratio {row['ratio']:.3f}  diff {row['max_rel_diff']:.1e}"
-                 if "ratio" in row else ""))
-    print("host ms per batch call:", result["host_ms_alm2map_batch_call"])
+    return result
 
 
 if __name__ == "__main__":
