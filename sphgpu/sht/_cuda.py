@@ -222,9 +222,7 @@ class _Polar:
     def __init__(self, rs, rows):
         self.plan = plan(rs.geometry.packed(rows), rs.plan.lmax, rs.plan.mmax)
         self.rows = _const(rows)
-        weights = np.array(rs.rp.weights, copy=True)
-        weights[rows] = 0.0
-        self.tap_weight = _const(_spread_taps(rs, weights)[1])
+        self.tap_weight = _const(np.where(np.isin(rs.tap_ring, rows), 0.0, rs.tap_weight_host))
 
 
 class _Resampler:
@@ -248,13 +246,13 @@ class _Resampler:
         self.weights = _const(rp.weights)
         if rp.width != RK.WIDTH:
             raise RuntimeError(f"the kernels are compiled for windows of {RK.WIDTH} points")
-        self.ranges = theta_resample.spread_ranges(rp)
+        ranges = theta_resample.spread_ranges(rp)
         self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
-        tiles, ring0 = _spread_tiles(*self.ranges[1:3], *self.ranges[4:6])
-        self.tiles_host, self.ring0_host = tiles, ring0
+        tiles, ring0 = _spread_tiles(*ranges[1:3], *ranges[4:6])
         self.spread_tiles, self.spread_ring0 = _const(tiles), _const(ring0)
-        tap_row, tap_weight = _spread_taps(self, rp.weights)
-        self.tap_row, self.tap_weight = _const(tap_row), _const(tap_weight)
+        # the host copies of the taps' rings and weights make the _Polar variants
+        tap_row, self.tap_ring, self.tap_weight_host = _spread_taps(rp, ranges, tiles, ring0)
+        self.tap_row, self.tap_weight = _const(tap_row), _const(self.tap_weight_host)
 
     def polar(self, limit):
         """The :class:`_Polar` rings with sin(theta) < ``limit`` (built once per limit), or None
@@ -315,19 +313,20 @@ def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
             np.asarray(ring0, dtype=np.int64))
 
 
-def _spread_taps(rs, weights):
-    """The window entries that land on each grid point, for RK.spread_kernel: (tap_row (N, K)
-    uint32, tap_weight (N, K) float64), K the most entries of any point. An entry of ring r is
-    at row r - ring0 of its tile's shared values at theta_r, r - ring0 + SPREAD_RINGS at
-    -theta_r, rows of RK._ROW values
-    (``rs.ranges``: :func:`theta_resample.spread_ranges`); its weight is ``weights`` (nrings,
-    width) at its window position; unused slots have weight zero."""
-    j_d, lo_d, hi_d, j_m, lo_m, hi_m = rs.ranges
-    N, first = j_d.shape[0], rs.rp.first
-    ring0 = rs.ring0_host[np.searchsorted(rs.tiles_host, np.arange(N), side="right") - 1]
+def _spread_taps(rp, ranges, tiles, ring0):
+    """The window entries that land on each grid point, for RK.spread_kernel, in K slots a
+    point (the most of any point): (tap_row (N, K) uint32, tap_ring (N, K) int64, tap_weight
+    (N, K) float64). An entry of ring r lies at row r - ring0 of its tile's shared values (rows
+    of RK._ROW) at theta_r, at row r - ring0 + SPREAD_RINGS at -theta_r; its weight is
+    ``rp.weights`` at its window position. Unused slots: ring -1, weight zero. ``ranges``:
+    :func:`theta_resample.spread_ranges`; ``tiles``, ``ring0``: :func:`_spread_tiles`."""
+    j_d, lo_d, hi_d, j_m, lo_m, hi_m = ranges
+    N, first = j_d.shape[0], rp.first
+    ring0 = ring0[np.searchsorted(tiles, np.arange(N), side="right") - 1]
     nd, nmir = hi_d - lo_d, hi_m - lo_m
     K = max(int((nd + nmir).max()), 1)
     tap_row = np.zeros((N, K), dtype=np.uint32)
+    tap_ring = np.full((N, K), -1, dtype=np.int64)
     tap_weight = np.zeros((N, K), dtype=np.float64)
     for t in range(K):
         for used, ring, j, shift in ((t < nd, lo_d + t, j_d, 0),
@@ -336,8 +335,9 @@ def _spread_taps(rs, weights):
             g = np.flatnonzero(used)
             r = ring[g]
             tap_row[g, t] = (r - ring0[g] + shift) * RK._ROW
-            tap_weight[g, t] = weights[r, j[g] - first[r]]
-    return tap_row, tap_weight
+            tap_ring[g, t] = r
+            tap_weight[g, t] = rp.weights[r, j[g] - first[r]]
+    return tap_row, tap_ring, tap_weight
 
 
 def _resampler(pl):

@@ -81,28 +81,28 @@ def test_spread_taps_are_the_interpolations_entries_by_grid_point(nside, lmax):
     """The transpose's tables (``_cuda._spread_taps``), read back into the dense (ring, side,
     grid point) weights, equal the interpolation's windows: every entry once, at its ring and
     side, and nothing in the unused slots; the tiles' shared rows hold every ring named."""
-    import types
-
     from sphgpu.sht import _cuda, _resample_kernels as RK
 
     g = RingGeometry.healpix(nside)
     rp = tr.resample_plan(g, lmax)
-    rs = types.SimpleNamespace(rp=rp, ranges=tr.spread_ranges(rp))
-    rs.tiles_host, rs.ring0_host = _cuda._spread_tiles(*rs.ranges[1:3], *rs.ranges[4:6])
-    rows, weights = _cuda._spread_taps(rs, rp.weights)
+    ranges = tr.spread_ranges(rp)
+    tiles, ring0 = _cuda._spread_tiles(*ranges[1:3], *ranges[4:6])
+    rows, rings, weights = _cuda._spread_taps(rp, ranges, tiles, ring0)
     want = np.zeros((g.nrings, 2, rp.N))
     for r in range(g.nrings):
         j = rp.first[r] + np.arange(rp.width)
         want[r, 0, j % rp.N] += rp.weights[r]
         want[r, 1, -j % rp.N] += rp.weights[r]
     got = np.zeros_like(want)
-    tile = np.searchsorted(rs.tiles_host, np.arange(rp.N), side="right") - 1
+    tile = np.searchsorted(tiles, np.arange(rp.N), side="right") - 1
     row = rows.astype(np.int64) // RK._ROW
     assert np.all(rows % RK._ROW == 0) and np.all(row < 2 * RK.SPREAD_RINGS)
     for gp, t in zip(*np.nonzero(weights)):
         side, rr = divmod(row[gp, t], RK.SPREAD_RINGS)
-        got[rs.ring0_host[tile[gp]] + rr, side, gp] += weights[gp, t]
+        assert rings[gp, t] == ring0[tile[gp]] + rr
+        got[rings[gp, t], side, gp] += weights[gp, t]
     np.testing.assert_array_equal(got, want)
+    assert np.all(weights[rings < 0] == 0)
 
 
 def test_worth_it_only_for_many_rings():
