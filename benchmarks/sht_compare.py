@@ -169,6 +169,8 @@ def main():
     args = p.parse_args()
     if args.child:
         return child(args)
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     trees = dict(t.split("=", 1) for t in args.tree)
     runs = {name: [] for name in trees}
     for r in range(args.rounds):
