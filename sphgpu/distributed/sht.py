@@ -133,7 +133,6 @@ def _check_report(report):
     return tasks.check_report(report, "a Transfer")
 
 
-
 # ----------------------------------------------------------------------------- plans
 #: the plans this process sent lately, one per description: repeated calls ship the same
 #: object, so in-process workers (which may receive it unpickled) reuse its set-up too

@@ -991,13 +991,17 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
         return _serial_pair_counts(c1, c2, bins=bins, n_regions=nreg, backend=backend,
                                    **options)
 
+    def nothing():
+        # a stripe that holds no pairs: zero counts, made only then
+        weighted = files1.has_weights or (files2 is not None and files2.has_weights)
+        zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
+        return _spanned({f: getattr(zero, f) for f in _RAW}, started, 0)
+
     started = time.time()
-    weighted = files1.has_weights or (files2 is not None and files2.has_weights)
-    zero = RawCounts.zeros(bins.nbins, nreg, weighted, bool(options["mean_theta"]))
     if files2 is None:
         piece, own = _read_selected(files1, mine_and_above, labelled)
         if piece is None or own == 0:
-            return _spanned({f: getattr(zero, f) for f in _RAW}, started, 0)
+            return nothing()
         total = count(piece.part(0, own), None)
         if own < piece.size:
             total = total + count(piece.part(0, own), piece.part(own, piece.size))
@@ -1008,7 +1012,7 @@ def _file_stripe_task(files1, files2, edges, i, pad, bins, nreg, options, backen
         lo = edges[i] - pad
         c2, _ = _read_selected(files2, lambda d: ((d >= lo) & (d <= top), None), labelled)
     if c1 is None or c2 is None:
-        return _spanned({f: getattr(zero, f) for f in _RAW}, started, 0)
+        return nothing()
     return _spanned(_raw_fields(count(c1, c2)), started, c1.size + c2.size)
 
 
