@@ -8,8 +8,9 @@ import numba
 import numpy as np
 
 from .philox import normal_pair
+from .reference import correlate
 
-__all__ = ["normals"]
+__all__ = ["normals", "add_normals", "correlate"]
 
 
 # One thread: on a shared or small machine (Binder's two cores) Numba's parallel loops cost
@@ -25,9 +26,35 @@ def _fill(out, block, k0, k1):
             out[2 * q + 1] = z1
 
 
+@numba.njit(cache=True)
+def _add(out, block, k0, k1, scale, factor):
+    # the CUDA kernel's loop: no array of the numbers is made (a map's worth of memory saved)
+    n = out.size
+    for q in range((n + 1) // 2):
+        z = normal_pair(q, block, k0, k1)
+        for t in range(2):
+            j = 2 * q + t
+            if j < n:
+                v = out[j] + scale[j % scale.size] * z[t]
+                if factor.size:
+                    v *= factor[j % factor.size]
+                out[j] = v
+
+
 def normals(shape, block, key):
     """Standard normal values of draw ``block`` of the stream ``key``: a NumPy array, float64,
     of ``shape`` (:meth:`sphgpu.backends.RandomBackend.normals`)."""
     out = np.empty(shape, dtype=np.float64)
     _fill(out.reshape(-1), block, key[0], key[1])
+    return out
+
+
+def add_normals(out, block, key, scale, factor):
+    """(out + scale z) * factor in place, z the values of :func:`normals`
+    (:meth:`sphgpu.backends.RandomBackend.add_normals`); one pass over ``out``."""
+    flat = out.reshape(-1)
+    scale = np.ascontiguousarray(scale, dtype=np.float64).reshape(-1)
+    factor = np.empty(0) if factor is None else np.ascontiguousarray(
+        factor, dtype=np.float64).reshape(-1)
+    _add(flat, block, key[0], key[1], scale, factor)
     return out

@@ -183,9 +183,10 @@ class SimulationPlan:
 def _device_arrays(plan: SimulationPlan, device_kind: str):
     """The plan's arrays where the batch runs (cached: a worker keeps them for every batch).
 
-    ``factors[which]`` lists, for the nonzero (i, j) entries of G_l (T-E only couple: 4 of 9),
-    the factors of Re and Im of the unit normals per a_lm: G_l[i, j] sqrt(1/2) (Re and Im each
-    carry half the variance), and for a_l0, real, G_l[i, j] and 0.
+    ``factors[which]`` holds, for the nonzero (i, j) entries of G_l (T-E only couple: 4 of 9),
+    the factors of Re and Im of the unit normals per a_lm, as the random backends'
+    ``correlate`` takes them: (rows i, columns j, fre, fim), fre = G_l[i, j] sqrt(1/2) (Re and
+    Im each carry half the variance) and fim the same, but for a_l0, real: G_l[i, j] and 0.
     """
     xp = np if device_kind == "host" else array_module()
     lidx, m = AlmLayout(plan.lmax).lm()
@@ -195,24 +196,23 @@ def _device_arrays(plan: SimulationPlan, device_kind: str):
     for which in ("signal", "noise_alm"):
         g = getattr(plan, which)
         if g is not None:
-            factors[which] = [(i, j, xp.asarray(g[lidx, i, j] * scale),
-                               xp.asarray(np.where(m == 0, 0.0, g[lidx, i, j] * scale)))
-                              for i in range(plan.nfields) for j in range(plan.nfields)
-                              if np.any(g[:, i, j])]
+            ij = [(i, j) for i in range(plan.nfields) for j in range(plan.nfields)
+                  if np.any(g[:, i, j])]
+            fre = np.stack([g[lidx, i, j] * scale for i, j in ij])
+            factors[which] = (xp.asarray([i for i, _ in ij], dtype=np.int64),
+                              xp.asarray([j for _, j in ij], dtype=np.int64),
+                              xp.asarray(fre), xp.asarray(np.where(m == 0, 0.0, fre)))
     return dict(xp=xp, factors=factors, mask=put(plan.mask),
                 sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma)
                 else put(plan.noise_sigma))
 
 
-def _draw_alm(stream, factors, xp, n, nalm):
-    """a_lm (n, nalm) complex128 = G_l z, z independent unit complex normals (real for m = 0)."""
-    re = stream.standard_normal((n, nalm))
-    im = stream.standard_normal((n, nalm))
-    out = xp.zeros((n, nalm), dtype=np.complex128)
-    for i, j, fre, fim in factors:
-        out.real[i] += fre * re[j]
-        out.imag[i] += fim * im[j]
-    return out
+def _draw_alm(stream, factors, out):
+    """Adds the a_lm G_l z to ``out`` (n, nalm) complex128, z independent unit complex normals
+    (real for m = 0): two draws of ``stream``, combined by its backend in one pass."""
+    re = stream.standard_normal(out.shape)
+    im = stream.standard_normal(out.shape)
+    backends.load("sims", stream.backend).correlate(re, im, factors, out)
 
 
 def simulate_batch(plan: SimulationPlan, indices, backend: str = "auto", *,
@@ -251,17 +251,23 @@ def _simulate(plan, indices, backend):
     xp = d["xp"]
     n, nalm, k = plan.nfields, AlmLayout(plan.lmax).size, len(indices)
     rngs = [Stream(plan.seed, int(i), device=on_device) for i in indices]
-    alm = xp.empty((k, n, nalm), dtype=np.complex128)
+    alm = xp.zeros((k, n, nalm), dtype=np.complex128)
     for q, rng in enumerate(rngs):
-        alm[q] = _draw_alm(rng, d["factors"]["signal"], xp, n, nalm)
+        _draw_alm(rng, d["factors"]["signal"], alm[q])
         if "noise_alm" in d["factors"]:
-            alm[q] += _draw_alm(rng, d["factors"]["noise_alm"], xp, n, nalm)
+            _draw_alm(rng, d["factors"]["noise_alm"], alm[q])
     shape = (k, n, nalm) if plan.pol else (k, nalm)
     maps = sht.alm2map(alm.reshape(shape), pol=plan.pol)
+    mask = d["mask"]
     if d["sigma"] is not None:
+        # the mask goes in with the noise, in the same pass, unless purification reads the
+        # unmasked Q and U
+        fused = None if plan.purify_b else mask
         for q, rng in enumerate(rngs):
-            maps[q] += d["sigma"] * rng.standard_normal(maps.shape[1:])
-    alm = _masked_alm(plan, maps, d["mask"], sht, inplace=True)
+            rng.add_standard_normal(maps[q], d["sigma"], fused)
+        if fused is not None:
+            mask = None
+    alm = _masked_alm(plan, maps, mask, sht, inplace=True)
     cl = alm2cl(alm.reshape(k, n, nalm))
     return np.asarray(to_host(cl)).reshape(k, plan.nspec, plan.lmax + 1)
 

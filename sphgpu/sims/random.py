@@ -23,7 +23,8 @@ import numpy as np
 from .. import backends
 from .philox import normal_pair, philox4x32
 
-__all__ = ["stream_key", "philox4x32", "normal_pair", "normals", "normals_reference", "Stream"]
+__all__ = ["stream_key", "philox4x32", "normal_pair", "normals", "normals_reference",
+           "add_normals", "Stream"]
 
 
 def stream_key(seed: int, index: int) -> tuple[int, int]:
@@ -87,6 +88,54 @@ def normals(shape, block, key, *, backend=None, device=None):
         If "cuda" is asked for where it cannot run.
     """
     return backends.load("sims", _backend(backend, device)).normals(shape, block, key)
+
+
+def add_normals(out, block, key, scale, factor=None, *, backend=None):
+    """``out`` = (``out`` + ``scale`` * z) * ``factor`` in place, z the values
+    ``normals(out.shape, block, key)`` gives: white noise added to a map and a mask applied,
+    in one pass and without an array of the numbers (the same values as the separate steps,
+    to rounding).
+
+    Parameters
+    ----------
+    out : array, float64, C-contiguous
+        The values to add to: NumPy on the host backends, a device array on "cuda".
+    block : int
+        Draw number within the stream (0 <= block < 2**32).
+    key : tuple of int
+        (k0, k1) from :func:`stream_key`.
+    scale : float or array of float64
+        Standard deviation: a number, or an array whose size divides ``out.size``, repeated
+        over the flattened ``out`` (a (npix,) array serves every field of (3, npix) maps).
+    factor : array of float64, optional
+        Multiplied in after the noise, repeated as ``scale`` (a mask of npix values).
+    backend : {"auto", "cuda", "cpu", "reference"}, optional
+        Where the work runs; default: where ``out`` is.
+
+    Returns
+    -------
+    array
+        ``out``.
+
+    Raises
+    ------
+    ValueError
+        If ``out`` is not C-contiguous float64, or ``scale`` or ``factor`` has a size that
+        does not divide ``out.size``, each naming the argument.
+    """
+    device = hasattr(out, "__cuda_array_interface__")
+    if getattr(out, "dtype", None) != np.float64 or not out.flags.c_contiguous:
+        raise ValueError("out must be a C-contiguous float64 array (it is written in place)")
+    for name, v in (("scale", scale), ("factor", factor)):
+        size = 1 if v is None or np.isscalar(v) else int(np.prod(np.shape(v)))
+        if size == 0 or out.size % size:
+            raise ValueError(f"{name} has {size} values, which do not repeat over out's "
+                             f"{out.size}")
+    if backend is None:
+        backend = _backend(None, device)
+    else:
+        backend = _backend(backend, None)
+    return backends.load("sims", backend).add_normals(out, block, key, scale, factor)
 
 
 def normals_reference(n, block, key):
@@ -161,5 +210,25 @@ class Stream:
         array, float64, of ``shape`` (a device array when ``device``)
         """
         out = normals(shape, self.block, self.key, backend=self.backend)
+        self.block += 1
+        return out
+
+    def add_standard_normal(self, out, scale, factor=None):
+        """The next draw, of ``out``'s shape, times ``scale`` added to ``out`` in place, then
+        times ``factor``: :func:`add_normals` (the same numbers as
+        ``out += scale * standard_normal(out.shape)``, to rounding).
+
+        Parameters
+        ----------
+        out : array, float64, C-contiguous (a device array when ``device``)
+        scale : float or array of float64
+        factor : array of float64, optional
+
+        Returns
+        -------
+        array
+            ``out``.
+        """
+        add_normals(out, self.block, self.key, scale, factor, backend=self.backend)
         self.block += 1
         return out

@@ -1,6 +1,7 @@
 """The "reference" backend of :mod:`sphgpu.sims` (:class:`sphgpu.backends.RandomBackend`): the
-normal numbers by vectorised NumPy, Philox4x32-10 and Box-Muller written out on whole arrays
-(the twin the compiled CPU loop and the CUDA kernel are tested against)."""
+normal numbers by vectorised NumPy, Philox4x32-10 and Box-Muller written out on whole arrays,
+and the steps that use them as plain array expressions (the twins the compiled CPU loop and the
+CUDA kernels are tested against)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from .philox import M0, M1, MASK, SHIFT, ULP, W0, W1
 
-__all__ = ["normals"]
+__all__ = ["normals", "add_normals", "correlate"]
 
 
 def normals(shape, block, key):
@@ -30,3 +31,34 @@ def normals(shape, block, key):
     r = np.sqrt(-2.0 * np.log(u1))
     pairs = np.stack([r * np.cos(2 * np.pi * u2), r * np.sin(2 * np.pi * u2)], axis=1)
     return pairs.ravel()[:n].reshape(shape)
+
+
+def add_normals(out, block, key, scale, factor):
+    """(out + scale z) * factor in place, z = :func:`normals` of ``out``'s shape
+    (:meth:`sphgpu.backends.RandomBackend.add_normals`)."""
+    out += _repeat(scale, out) * normals(out.shape, block, key)
+    if factor is not None:
+        out *= _repeat(factor, out)
+    return out
+
+
+def _repeat(values, out):
+    """``values`` (a number or an array of length dividing out.size) repeated over the
+    flattened ``out``, in its shape."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    return np.tile(v, out.size // v.size).reshape(out.shape)
+
+
+def correlate(re, im, factors, out):
+    """Adds the correlated a_lm of the unit normals ``re``, ``im`` to ``out``
+    (:meth:`sphgpu.backends.RandomBackend.correlate`): per row, the factors' sums in their
+    order, then one addition to ``out``."""
+    rows, cols, fre, fim = (np.asarray(f) for f in factors)
+    for i in range(out.shape[0]):
+        sr = np.zeros(out.shape[1])
+        si = np.zeros(out.shape[1])
+        for f in np.flatnonzero(rows == i):
+            sr += fre[f] * re[cols[f]]
+            si += fim[f] * im[cols[f]]
+        out[i] += sr + 1j * si
+    return out

@@ -154,13 +154,20 @@ def test_the_plan_is_sent_to_the_workers_once_per_client(client):
     assert mc._plan_copies[1] == sent and mc.nsims == 4
 
 
-def test_cuda_path_equals_cpu_in_the_simulator():
+@pytest.mark.parametrize("pol", [False, True])
+def test_cuda_path_equals_cpu_in_the_simulator(pol):
     """backend='cuda' runs the device branch (NumPy arrays under Numba's simulator, the same
-    generator): its spectra equal the CPU backend's to transform rounding."""
+    generator, the kernels that correlate the a_lm and add noise and mask in one pass): its
+    spectra equal the CPU backend's to transform rounding; polarized with noise spectra too, so
+    that T-E correlated factors and a second a_lm draw are compared."""
     # one batch at nside 1: the simulator runs a Python thread per CUDA thread
     kw = dict(lmax=2, fwhm=0.3, mask=apodized_mask(1), noise_sigma=0.1, seed=1, batch_size=2)
-    gpu = MonteCarlo(spectrum(4), 1, backend="cuda", **kw).run(2, progress=False)
-    cpu = MonteCarlo(spectrum(4), 1, backend="cpu", **kw).run(2, progress=False)
+    cls = spectrum(4)
+    if pol:
+        cls = pol_spectra(4)
+        kw.update(pol=True, noise_cls=0.01 * pol_spectra(4))
+    gpu = MonteCarlo(cls, 1, backend="cuda", **kw).run(2, progress=False)
+    cpu = MonteCarlo(cls, 1, backend="cpu", **kw).run(2, progress=False)
     np.testing.assert_allclose(gpu.spectra, cpu.spectra, rtol=TOL["sims_simulator_vs_cpu_rtol"],
                                atol=TOL["sims_simulator_vs_cpu_atol"])
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from sphgpu._device import to_host
-from sphgpu.sims.random import (Stream, normals, normals_reference, philox4x32, stream_key)
+from sphgpu.sims.random import (Stream, add_normals, normals, normals_reference, philox4x32,
+                                 stream_key)
 from sphgpu.testing import TOL
 
 U = np.uint64
@@ -95,3 +96,81 @@ def test_cuda_stream_without_a_gpu_and_bad_arguments_are_reported(monkeypatch):
         normals(3, 0, stream_key(1, 0), backend="gpu")
     with pytest.raises(TypeError, match="device must be a bool"):
         Stream(1, 0, device="cuda")
+
+
+# ------------------------------------------------------- noise added in place, correlated a_lm
+def _noise_cases():
+    rng = np.random.default_rng(3)
+    npix = 49                      # odd: the last pair of values is half outside
+    sigma = rng.uniform(0.5, 2.0, npix)
+    mask = rng.uniform(0.0, 1.0, npix)
+    return [((npix,), 2.5, None), ((npix,), sigma, mask), ((3, npix), sigma, mask),
+            ((3, npix), rng.uniform(0.5, 2.0, (3, npix)), None), ((2, npix), 0.7, mask)]
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu", "cuda"])
+@pytest.mark.parametrize("case", range(5))
+def test_add_normals_is_noise_then_factor_in_one_pass(backend, case):
+    from sphgpu._device import array_module
+
+    shape, scale, factor = _noise_cases()[case]
+    key = stream_key(11, 2)
+    start = np.random.default_rng(case).standard_normal(shape)
+    z = normals_reference(start.size, 4, key).reshape(shape)
+    want = start + np.broadcast_to(scale, shape) * z
+    if factor is not None:
+        want = want * factor
+    put = array_module().asarray if backend == "cuda" else np.asarray
+    out = put(start.copy())
+    got = add_normals(out, 4, key, put(scale) if np.ndim(scale) else scale,
+                      None if factor is None else put(factor), backend=backend)
+    assert got is out
+    np.testing.assert_allclose(to_host(out), want, rtol=TOL["normals_cuda_vs_twin_rtol"],
+                               atol=TOL["normals_cuda_vs_twin_atol"] * 10)
+
+
+def test_add_standard_normal_takes_the_streams_next_draw():
+    s, t = Stream(5, 1), Stream(5, 1)
+    t.standard_normal(3)
+    out = np.ones((2, 7))
+    s.standard_normal(3)
+    s.add_standard_normal(out, 2.0)
+    assert s.block == 2
+    np.testing.assert_allclose(out, 1.0 + 2.0 * t.standard_normal((2, 7)), rtol=1e-15)
+
+
+def test_add_normals_refuses_what_it_cannot_write_or_repeat():
+    key = stream_key(1, 0)
+    with pytest.raises(ValueError, match="out must be a C-contiguous float64"):
+        add_normals(np.ones((4, 6))[:, ::2], 0, key, 1.0)
+    with pytest.raises(ValueError, match="out must be a C-contiguous float64"):
+        add_normals(np.ones(6, dtype=np.float32), 0, key, 1.0)
+    with pytest.raises(ValueError, match="scale has 4 values"):
+        add_normals(np.ones(6), 0, key, np.ones(4))
+    with pytest.raises(ValueError, match="factor has 5 values"):
+        add_normals(np.ones(6), 0, key, 1.0, np.ones(5))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_correlate_equals_the_written_out_sums(backend):
+    from sphgpu import backends
+    from sphgpu._device import array_module
+
+    rng = np.random.default_rng(8)
+    n, nalm = 3, 37
+    rows, cols = np.array([0, 1, 1, 2]), np.array([0, 0, 1, 2])
+    fre, fim = rng.standard_normal((4, nalm)), rng.standard_normal((4, nalm))
+    re, im = rng.standard_normal((n, nalm)), rng.standard_normal((n, nalm))
+    start = rng.standard_normal((n, nalm)) + 1j * rng.standard_normal((n, nalm))
+    want = start.copy()
+    want[0] += fre[0] * re[0] + 1j * fim[0] * im[0]
+    want[1] += (fre[1] * re[0] + fre[2] * re[1]) + 1j * (fim[1] * im[0] + fim[2] * im[1])
+    want[2] += fre[3] * re[2] + 1j * fim[3] * im[2]
+    put = array_module().asarray if backend == "cuda" else np.asarray
+    out = put(start.copy())
+    mod = backends.load("sims", backend)
+    mod.correlate(put(re), put(im), tuple(put(a) for a in (rows, cols, fre, fim)), out)
+    np.testing.assert_allclose(to_host(out), want, rtol=1e-14, atol=1e-15)
+    ref = backends.load("sims", "reference").correlate(re, im, (rows, cols, fre, fim),
+                                                        start.copy())
+    np.testing.assert_allclose(to_host(out), ref, rtol=1e-14, atol=1e-15)
