@@ -222,8 +222,7 @@ class _Polar:
     def __init__(self, rs, rows):
         self.plan = plan(rs.geometry.packed(rows), rs.plan.lmax, rs.plan.mmax)
         self.rows = _const(rows)
-        self.grp_weight = _const(np.where(np.isin(rs.grp_ring, rows)[:, None, :], 0.0,
-                                          rs.grp_weight_host))
+        self.tap_weight = _const(np.where(np.isin(rs.tap_ring, rows), 0.0, rs.tap_weight_host))
 
 
 class _Resampler:
@@ -244,19 +243,16 @@ class _Resampler:
         k = np.arange(-rp.lmax, rp.lmax + 1)
         self.grid_factor = _const(np.stack([rp.spectral, np.exp(2j * np.pi * (k % rp.N) / rp.N)]))
         self.first = _const(rp.first)
+        self.weights = _const(rp.weights)
         if rp.width != RK.WIDTH:
             raise RuntimeError(f"the kernels are compiled for windows of {RK.WIDTH} points")
         ranges = theta_resample.spread_ranges(rp)
-        tiles, wpad, self.interp_group = _interp_groups(rp.first, rp.weights)
-        self.interp_tiles, self.interp_weights = _const(tiles), _const(wpad)
+        self.interp_tiles = _const(_interp_tiles(rp.first, rp.width))
         tiles, ring0 = _spread_tiles(*ranges[1:3], *ranges[4:6])
         self.spread_tiles, self.spread_ring0 = _const(tiles), _const(ring0)
-        # the host copies of the slots' rings and weights make the _Polar variants
-        self.spread_group = RK.POINT_GROUP if RK.SPAN % RK.POINT_GROUP == 0 else 1
-        gfirst, grp_row, self.grp_ring, self.grp_weight_host = _spread_groups(
-            *_spread_taps(rp, ranges, tiles, ring0), tiles, self.spread_group)
-        self.spread_gfirst, self.grp_row = _const(gfirst), _const(grp_row)
-        self.grp_weight = _const(self.grp_weight_host)
+        # the host copies of the taps' rings and weights make the _Polar variants
+        tap_row, self.tap_ring, self.tap_weight_host = _spread_taps(rp, ranges, tiles, ring0)
+        self.tap_row, self.tap_weight = _const(tap_row), _const(self.tap_weight_host)
 
     def polar(self, limit):
         """The :class:`_Polar` rings with sin(theta) < ``limit`` (built once per limit), or None
@@ -283,39 +279,15 @@ def _grid_phases(N):
     return next(s for s in range(1, N + 1) if N % s == 0 and N // s <= GRID_ROW)
 
 
-def _interp_tiles(first, width, gap=0):
+def _interp_tiles(first, width):
     """Where each tile of target rings starts (and the end), consecutive rings whose windows
-    span at most SEGMENT - ``gap`` grid points (rings sorted by theta): a group's window, up to
-    ``gap`` points longer than its last ring's, then stays within SEGMENT."""
+    span at most SEGMENT grid points (rings sorted by theta)."""
     starts, r0 = [0], 0
     for r in range(1, first.shape[0]):
-        if first[r] + width + gap - first[r0] > RK.SEGMENT or r - r0 >= RK.RING_TILE:
+        if first[r] + width - first[r0] > RK.SEGMENT or r - r0 >= RK.RING_TILE:
             starts.append(r)
             r0 = r
     return np.asarray(starts + [first.shape[0]], dtype=np.int64)
-
-
-def _interp_groups(first, weights):
-    """(tiles, wpad, group) for RK.interp_kernel: the tiles of target rings
-    (:func:`_interp_tiles`), each ring's weights placed in its group's window, (nrings, window)
-    float64, window = WIDTH plus the largest offset of a ring's first point from its group's
-    (groups of ``group`` rings from each tile's first ring on), and the group size:
-    RK.RING_GROUP, or 1 where that many consecutive rings lie too far apart for a tile's
-    segment (or RING_TILE is no multiple of it: a tile's groups fill its rows of weights)."""
-    nrings, width = weights.shape
-    group = RK.RING_GROUP
-    # an offset bound that holds for any grouping: R consecutive rings
-    bound = int(np.max(first[np.minimum(np.arange(nrings) + group - 1, nrings - 1)] - first))
-    if width + bound > RK.SEGMENT or RK.RING_TILE % group:
-        group, bound = 1, 0
-    tiles = _interp_tiles(first, width, bound)
-    tile = np.searchsorted(tiles, np.arange(nrings), side="right") - 1
-    base = tiles[tile] + (np.arange(nrings) - tiles[tile]) // group * group
-    offset = first - first[base]
-    wpad = np.zeros((nrings, width + int(offset.max())))
-    for t in range(width):
-        wpad[np.arange(nrings), offset + t] = weights[:, t]
-    return tiles, wpad, group
 
 
 def _spread_tiles(lo_d, hi_d, lo_m, hi_m):
@@ -366,50 +338,6 @@ def _spread_taps(rp, ranges, tiles, ring0):
             tap_ring[g, t] = r
             tap_weight[g, t] = rp.weights[r, j[g] - first[r]]
     return tap_row, tap_ring, tap_weight
-
-
-def _spread_groups(tap_row, tap_ring, tap_weight, tiles, group):
-    """The per-point tables of :func:`_spread_taps` merged over groups of ``group`` consecutive
-    points of a tile (from its first point on), for RK.spread_kernel: (gfirst (ntiles + 1,)
-    int64, the first group of each tile and the end; grp_row (groups, U) uint32, the union of
-    the group's slots, sorted; grp_ring (groups, U) int64, their rings, -1 unused; grp_weight
-    (groups, group, U) float64, each point's weight of each slot, zero where it has none).
-    U is the largest union."""
-    N, K = tap_row.shape
-    tile = np.searchsorted(tiles, np.arange(N), side="right") - 1
-    lengths = np.diff(tiles)
-    gfirst = np.concatenate([[0], np.cumsum(-(-lengths // group))]).astype(np.int64)
-    gid = gfirst[tile] + (np.arange(N) - tiles[tile]) // group       # each point's group
-    member = (np.arange(N) - tiles[tile]) % group
-    ngroups = int(gfirst[-1])
-    # every (group, slot) entry keyed by its row; unused slots sort last
-    used = tap_ring >= 0
-    big = np.iinfo(np.int64).max
-    key = np.where(used, tap_row.astype(np.int64), big)
-    entries = np.full((ngroups, group * K), big)
-    entries.reshape(ngroups, group, K)[gid, member] = key
-    union = np.sort(entries, axis=1)
-    fresh = np.ones_like(union, dtype=bool)
-    fresh[:, 1:] = union[:, 1:] != union[:, :-1]
-    fresh &= union != big
-    U = max(int(fresh.sum(axis=1).max()), 1)
-    grp_row = np.zeros((ngroups, U), dtype=np.uint32)
-    grp_ring = np.full((ngroups, U), -1, dtype=np.int64)
-    grp_weight = np.zeros((ngroups, group, U))
-    slot = np.cumsum(fresh, axis=1) - 1                # each sorted entry's slot in its union
-    g, c = np.nonzero(fresh)
-    grp_row[g, slot[g, c]] = union[g, c]
-    # each point's entries: its slot is where its row sits in the group's sorted union, found
-    # in all groups at once (rows < 2**32, so group * 2**33 + row sorts group by group)
-    p, t = np.nonzero(used)
-    q = gid[p]
-    stride = np.int64(1) << 33
-    flat = (np.arange(ngroups)[:, None] * stride + np.minimum(union, stride - 1)).ravel()
-    at = np.searchsorted(flat, q * stride + key[p, t]) - q * union.shape[1]
-    u = slot[q, at]
-    grp_ring[q, u] = tap_ring[p, t]
-    grp_weight[q, member[p], u] = tap_weight[p, t]
-    return gfirst, grp_row, grp_ring, grp_weight
 
 
 def _resampler(pl):
@@ -690,14 +618,13 @@ def _resample(leg_f, rs, xp):
         _go(RK.to_grid_kernel(S), (math.ceil(M / RK.THREADS), P, 1), RK.THREADS, h,
             rs.grid_factor, u)
         _fft_rows(u.reshape(1, P * S, M), False, xp)
-        _go(RK.interp_kernel(S, rs.interp_weights.shape[1], rs.interp_group),
-            *_tiles_grid(P, rs.interp_tiles.shape[0] - 1), u, rs.first, rs.interp_weights,
-            rs.interp_tiles, out[i:i + 1])
+        _go(RK.interp_kernel(S), *_tiles_grid(P, rs.interp_tiles.shape[0] - 1), u, rs.first,
+            rs.weights, rs.interp_tiles, out[i:i + 1])
     return out
 
 
-def _resample_adjoint(leg, rs, xp, grp_weight=None):
-    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``grp_weight`` in
+def _resample_adjoint(leg, rs, xp, tap_weight=None):
+    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``tap_weight`` in
     place of the resampler's (:class:`_Polar`: some rings left out)."""
     k, _, nm = leg.shape
     n, P, S = rs.rp.n, rs.pairs, rs.phases
@@ -706,10 +633,10 @@ def _resample_adjoint(leg, rs, xp, grp_weight=None):
     h = xp.empty((1, P, 2 * n), dtype=np.complex128)
     u = xp.empty((1, P, S, M), dtype=np.complex128)
     for i in range(k):
-        _go(RK.spread_kernel(S, rs.grp_row.shape[1], rs.spread_group),
-            *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1], rs.grp_row,
-            rs.grp_weight if grp_weight is None else grp_weight, rs.spread_tiles,
-            rs.spread_gfirst, rs.spread_ring0, u)
+        _go(RK.spread_kernel(S, rs.tap_row.shape[1]),
+            *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1], rs.tap_row,
+            rs.tap_weight if tap_weight is None else tap_weight, rs.spread_tiles,
+            rs.spread_ring0, u)
         _fft_rows(u.reshape(1, P * S, M), True, xp)
         _go(RK.from_grid_kernel(S), (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
             rs.grid_factor, h)
@@ -742,7 +669,7 @@ def _analysis_legendre(leg, pl, xp, poles=False):
     polar = rs.polar(POLAR_SIN) if poles else None
     if polar is None:
         return _leg2alm(_resample_adjoint(leg, rs, xp), rs.plan, xp)
-    out = _leg2alm(_resample_adjoint(leg, rs, xp, polar.grp_weight), rs.plan, xp)
+    out = _leg2alm(_resample_adjoint(leg, rs, xp, polar.tap_weight), rs.plan, xp)
     out += _leg2alm(xp.ascontiguousarray(leg[:, polar.rows]), polar.plan, xp)
     return out
 

@@ -27,9 +27,8 @@ from . import theta_resample
 
 refresh_kernel_cache(__file__, theta_resample.__file__)
 
-__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "RING_GROUP", "SPAN", "SPREAD_RINGS",
-           "POINT_GROUP", "pair_kernel", "to_grid_kernel", "from_grid_kernel", "interp_kernel",
-           "spread_kernel", "unpair_kernel"]
+__all__ = ["THREADS", "TILE_PAIRS", "SEGMENT", "RING_TILE", "SPAN", "SPREAD_RINGS", "pair_kernel",
+           "to_grid_kernel", "from_grid_kernel", "interp_kernel", "spread_kernel", "unpair_kernel"]
 
 THREADS = 256
 #: pairs of orders a tile (32 orders: a 512-byte row segment of leg)
@@ -38,16 +37,10 @@ TILE_PAIRS = 16
 SEGMENT = 64
 #: rings of leg a tile may read (spread), or Fejer rings a tile (pair, unpair)
 RING_TILE = 64
-#: consecutive target rings one thread of the interpolation takes (their windows overlap), where
-#: the rings lie close enough (:func:`sphgpu.sht._cuda._interp_groups`)
-RING_GROUP = 4
 #: grid points a tile of the spread writes, and the rings it may read (its shared memory stays
 #: within 48 KB)
 SPAN = 32
 SPREAD_RINGS = 48
-#: consecutive grid points one thread of the spread takes (their rings overlap); a divisor of
-#: SPAN
-POINT_GROUP = 2
 #: points of a ring's window (the kernels' loops over it unroll)
 WIDTH = theta_resample.WIDTH
 # rows of the shared tiles, padded by one value (bank spread); plain int globals, which Numba
@@ -165,30 +158,22 @@ def _point(j, N, S):
 
 
 @functools.lru_cache(maxsize=None)
-def interp_kernel(phases: int, window: int, group: int):
+def interp_kernel(phases: int):
     """out[i, r, 2p] = (a + b) / 2 and out[i, r, 2p + 1] = (a - b) / 2, with a = h(theta_r) and
-    b = h(-theta_r) interpolated from the grid u (k, P, S, M) over the ring's window; out (k,
-    nrings, nm). The rings go in groups of RING_GROUP consecutive rings of a tile (from its
-    first ring on), and a group in one thread over ``window`` grid points from first[r] of its
-    first ring r on: ``wpad`` (nrings, window) float64 holds each ring's WIDTH weights at its
-    place in its group's window, zeros elsewhere. The tile's rings tiles[y]..tiles[y+1] (at
-    most RING_TILE) read at most SEGMENT grid points from first[tiles[y]] on (their groups'
-    windows included), and their mirror images. Grid (ceil(P / TILE_PAIRS), ntiles, k),
-    THREADS threads.
+    b = h(-theta_r) interpolated from the grid u (k, P, S, M) over the ring's window (first[r],
+    weights[r], WIDTH points); out (k, nrings, nm). The tile's rings tiles[y]..tiles[y+1] (at
+    most RING_TILE) read at most SEGMENT grid points from first[tiles[y]] on, and their mirror
+    images. Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads.
     ``phases``: S of u, a constant of the compiled kernel, so that a grid point's phase and
     position divide by a constant (a 64-bit division by a runtime value takes about 70
-    instructions); ``window``: WIDTH plus the largest offset between a group's first and last
-    ring (:func:`sphgpu.sht._cuda._interp_groups`); both constants, so that the loops unroll. A
-    group's rings read each grid value from shared memory once, not once a ring: the kernel
-    waited on shared memory (docs/notes/2026-11-30-resampling-groups.rst)."""
-    S, W, G = phases, window, group
+    instructions)."""
+    S = phases
 
     @cuda.jit(cache=True)
-    def kernel(u, first, wpad, tiles, out):
+    def kernel(u, first, weights, tiles, out):
         ud = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
         um = cuda.shared.array((TILE_PAIRS, _SEG_ROW), complex128)
-        w_s = cuda.shared.array((RING_TILE, W), float64)
-        acc = cuda.local.array((G, 4), float64)
+        w_s = cuda.shared.array((RING_TILE, WIDTH), float64)
         tid = cuda.threadIdx.x
         p0 = cuda.blockIdx.x * TILE_PAIRS
         r0, r1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
@@ -197,91 +182,72 @@ def interp_kernel(phases: int, window: int, group: int):
         N = S * u.shape[3]
         j0 = first[r0]
         seg = first[r1 - 1] + WIDTH - j0
-        # every point a group's window may reach: zeros past the tile's segment (their weights
-        # are zero, and stale values there could be non-finite)
         for idx in range(tid, TILE_PAIRS * SEGMENT, THREADS):
             pp, s = idx // SEGMENT, idx % SEGMENT
-            if p0 + pp < P:
-                a = 0j
-                b = 0j
-                if s < seg:
-                    ph, y = _point(j0 + s, N, S)
-                    a = u[i, p0 + pp, ph, y]
-                    ph, y = _point(-(j0 + s), N, S)
-                    b = u[i, p0 + pp, ph, y]
-                ud[pp, s] = a
-                um[pp, s] = b
-        for idx in range(tid, (r1 - r0) * W, THREADS):
-            w_s[idx // W, idx % W] = wpad[r0 + idx // W, idx % W]
+            j = j0 + s
+            if p0 + pp < P and s < seg:
+                ph, y = _point(j, N, S)
+                ud[pp, s] = u[i, p0 + pp, ph, y]
+                ph, y = _point(-j, N, S)
+                um[pp, s] = u[i, p0 + pp, ph, y]
+        for idx in range(tid, (r1 - r0) * WIDTH, THREADS):
+            w_s[idx // WIDTH, idx % WIDTH] = weights[r0 + idx // WIDTH, idx % WIDTH]
         cuda.syncthreads()
         nm = out.shape[2]
-        groups = (r1 - r0 + G - 1) // G
-        for idx in range(tid, groups * TILE_PAIRS, THREADS):
-            gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+        for idx in range(tid, (r1 - r0) * TILE_PAIRS, THREADS):
+            rr, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
             if p0 + pp < P:
-                rb = gg * G
-                s = first[r0 + rb] - j0
-                for q in range(G):
-                    for c in range(4):
-                        acc[q, c] = 0.0
-                # real and imaginary parts apart: a real weight times a complex value is then
-                # two fused multiply-adds, not a complex product; W and G are constants, so
-                # the loops unroll and the sums stay in registers. Rows of w_s past the tile's
-                # last ring are stale: their sums are not written
-                for t in range(W):
+                # real and imaginary parts apart: a real weight times a complex value is then two
+                # fused multiply-adds, not a complex product; WIDTH is a constant, so the loop
+                # unrolls and its loads overlap
+                ar = 0.0
+                ai = 0.0
+                br = 0.0
+                bi = 0.0
+                s = first[r0 + rr] - j0
+                for t in range(WIDTH):
+                    w = w_s[rr, t]
                     x = ud[pp, s + t]
                     y = um[pp, s + t]
-                    for q in range(G):
-                        w = w_s[rb + q, t]
-                        acc[q, 0] += w * x.real
-                        acc[q, 1] += w * x.imag
-                        acc[q, 2] += w * y.real
-                        acc[q, 3] += w * y.imag
+                    ar += w * x.real
+                    ai += w * x.imag
+                    br += w * y.real
+                    bi += w * y.imag
                 c = 2 * (p0 + pp)
-                for q in range(G):
-                    r = r0 + rb + q
-                    if r < r1:
-                        out[i, r, c] = complex(0.5 * (acc[q, 0] + acc[q, 2]),
-                                               0.5 * (acc[q, 1] + acc[q, 3]))
-                        if c + 1 < nm:
-                            out[i, r, c + 1] = complex(0.5 * (acc[q, 0] - acc[q, 2]),
-                                                       0.5 * (acc[q, 1] - acc[q, 3]))
+                out[i, r0 + rr, c] = complex(0.5 * (ar + br), 0.5 * (ai + bi))
+                if c + 1 < nm:
+                    out[i, r0 + rr, c + 1] = complex(0.5 * (ar - br), 0.5 * (ai - bi))
 
     return kernel
 
 
 @functools.lru_cache(maxsize=None)
-def spread_kernel(phases: int, union: int, group: int):
+def spread_kernel(phases: int, taps: int):
     """The transpose of :func:`interp_kernel`: u[i, p, g] = sum over the window entries that
     land on grid point g of their weight times (E_r + O_r) / 2 (ring r at theta_r) or (E_r -
-    O_r) / 2 (at -theta_r); E and O the columns 2p and 2p + 1 of leg (k, nrings, nm).
-    The tile's grid points tiles[y]..tiles[y+1] (at most SPAN) go in groups of ``group``
-    consecutive points, gfirst[y] + q the q-th group of tile y, one thread a group and pair:
-    the entries of a group's points are ``union`` slots of the tables grp_row (groups,
-    union) uint32, each slot an entry's place in the tile's shared values (_ROW times its row:
-    ring r - ring0[y], plus SPREAD_RINGS at -theta_r), and grp_weight (groups, group, union)
-    float64, each point's weight of that slot, zero where it has none
-    (:func:`sphgpu.sht._cuda._spread_groups`). A group's points read each shared value once,
-    not once a point: the kernel waited on shared memory
-    (docs/notes/2026-11-30-resampling-groups.rst). The tile reads rings ring0[y] to ring0[y] +
-    SPREAD_RINGS - 1 at most. u (k, P, S, M) (the module's docstring). Grid (ceil(P /
-    TILE_PAIRS), ntiles, k), THREADS threads. ``phases``: S of u (see :func:`interp_kernel`);
-    ``union`` and ``group`` constants, so that the loops unroll."""
-    S, K, G = phases, union, group
+    O_r) / 2 (at -theta_r); E and O the columns 2p and 2p + 1 of leg (k, nrings, nm). The
+    entries of g are ``taps`` slots of the tables tap_row (N, taps) uint32, the entry's place
+    in the tile's shared values (_ROW times its row: ring r - ring0[y], plus SPREAD_RINGS at
+    -theta_r), and tap_weight (N, taps) float64, zero in unused slots
+    (:func:`sphgpu.sht._cuda._spread_taps`). The tile's grid points tiles[y]..tiles[y+1] (at
+    most SPAN) read rings ring0[y] to ring0[y] + SPREAD_RINGS - 1 at most. u (k, P, S, M) (the
+    module's docstring). Grid (ceil(P / TILE_PAIRS), ntiles, k), THREADS threads. ``phases``:
+    S of u (see :func:`interp_kernel`). A fixed number of slots a point, not each point's ring
+    ranges: the loop unrolls, and its index arithmetic is one table read (with the ranges, the
+    kernel ran about 70 instructions an entry, benchmarks/results/sht_kernels_ncu_h200.json)."""
+    S, K = phases, taps
 
     @cuda.jit(cache=True)
-    def kernel(leg, grp_row, grp_weight, tiles, gfirst, ring0, u):
+    def kernel(leg, tap_row, tap_weight, tiles, ring0, u):
         # rows of _ROW values: (E + O) / 2 of the tile's rings, then (E - O) / 2; flat, so that
         # an entry's place is its table value plus the lane's pair
         v_s = cuda.shared.array(_V_SIZE, complex128)
         r_s = cuda.shared.array((SPAN, K), uint32)
         w_s = cuda.shared.array((SPAN, K), float64)
         u_s = cuda.shared.array((SPAN, _ROW), complex128)
-        acc = cuda.local.array((G, 2), float64)
         tid = cuda.threadIdx.x
         p0 = cuda.blockIdx.x * TILE_PAIRS
         g0, g1 = tiles[cuda.blockIdx.y], tiles[cuda.blockIdx.y + 1]
-        q0, q1 = gfirst[cuda.blockIdx.y], gfirst[cuda.blockIdx.y + 1]
         ra = ring0[cuda.blockIdx.y]
         i = cuda.blockIdx.z
         nrings, nm = leg.shape[1], leg.shape[2]
@@ -293,36 +259,30 @@ def spread_kernel(phases: int, union: int, group: int):
             o = leg[i, ra + rr, c + 1] if ra + rr < nrings and c + 1 < nm else 0j
             v_s[rr * _ROW + pp] = 0.5 * (e + o)
             v_s[(SPREAD_RINGS + rr) * _ROW + pp] = 0.5 * (e - o)
-        groups = q1 - q0
-        for idx in range(tid, groups * K, THREADS):
-            q, t = idx // K, idx % K
-            r_s[q, t] = grp_row[q0 + q, t]
-        for idx in range(tid, groups * G * K, THREADS):
-            q, t = idx // K, idx % K
-            w_s[q, t] = grp_weight[q0 + q // G, q % G, t]
-        cuda.syncthreads()
-        # lanes take the pairs of one group: its slots are the same for all of them, and the
-        # shared rows are read along the pairs. Unsigned offsets and counted loops: the loops
-        # unroll and an entry costs one load for the group's points
         span = g1 - g0
-        for idx in range(tid, groups * TILE_PAIRS, THREADS):
-            q, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
-            lane = uint32(pp)
-            for k in range(G):
-                acc[k, 0] = 0.0
-                acc[k, 1] = 0.0
-            t = 0
-            while t < K:
-                a = v_s[r_s[q, t] + lane]
-                for k in range(G):
-                    w = w_s[q * G + k, t]
-                    acc[k, 0] += w * a.real
-                    acc[k, 1] += w * a.imag
-                t += 1
-            for k in range(G):
-                gg = q * G + k
-                if gg < span:
-                    u_s[gg, pp] = complex(acc[k, 0], acc[k, 1])
+        for idx in range(tid, SPAN * K, THREADS):
+            gg, t = idx // K, idx % K
+            if gg < span:
+                r_s[gg, t] = tap_row[g0 + gg, t]
+                w_s[gg, t] = tap_weight[g0 + gg, t]
+        cuda.syncthreads()
+        # lanes take the pairs of one grid point: its slots are the same for all of them, and
+        # the shared rows are read along the pairs. Unsigned offsets and a counted loop: the
+        # loop unrolls and an entry costs its loads, an add and two fused multiply-adds
+        for idx in range(tid, SPAN * TILE_PAIRS, THREADS):
+            gg, pp = idx // TILE_PAIRS, idx % TILE_PAIRS
+            if gg < span:
+                lane = uint32(pp)
+                xr = 0.0
+                xi = 0.0
+                t = 0
+                while t < K:
+                    w = w_s[gg, t]
+                    a = v_s[r_s[gg, t] + lane]
+                    xr += w * a.real
+                    xi += w * a.imag
+                    t += 1
+                u_s[gg, pp] = complex(xr, xi)
         cuda.syncthreads()
         for idx in range(tid, TILE_PAIRS * SPAN, THREADS):
             pp, gg = idx // SPAN, idx % SPAN

@@ -105,44 +105,6 @@ def test_spread_taps_are_the_interpolations_entries_by_grid_point(nside, lmax):
     assert np.all(weights[rings < 0] == 0)
 
 
-@pytest.mark.parametrize("nside, lmax", [(8, 16), (64, 128)])
-@pytest.mark.parametrize("group", [1, 2, 4])
-def test_grouped_tables_hold_each_points_and_rings_weights(nside, lmax, group, monkeypatch):
-    """The kernels' grouped tables against the per-ring and per-point ones: the spread's
-    (``_cuda._spread_groups``) give every point of a group its own slots' weights at the
-    union's slots, in order, nothing elsewhere; the interpolation's (``_cuda._interp_groups``)
-    place each ring's window at its offset from its group's first ring, within the window."""
-    from sphgpu.sht import _cuda, _resample_kernels as RK
-
-    rp = tr.resample_plan(RingGeometry.healpix(nside), lmax)
-    ranges = tr.spread_ranges(rp)
-    tiles, ring0 = _cuda._spread_tiles(*ranges[1:3], *ranges[4:6])
-    taps = _cuda._spread_taps(rp, ranges, tiles, ring0)
-    gfirst, rows, rings, weights = _cuda._spread_groups(*taps, tiles, group)
-    for q in range(rows.shape[0]):              # a union's used slots: distinct rows, in order
-        assert np.all(np.diff(rows[q][rings[q] >= 0].astype(np.int64)) > 0)
-    for y in range(tiles.shape[0] - 1):
-        for gp in range(tiles[y], tiles[y + 1]):
-            q, k = gfirst[y] + (gp - tiles[y]) // group, (gp - tiles[y]) % group
-            used = taps[1][gp] >= 0
-            at = np.searchsorted(rows[q][rings[q] >= 0], taps[0][gp, used])
-            assert np.all(rows[q][at] == taps[0][gp, used])
-            assert np.all(rings[q][at] == taps[1][gp, used])
-            np.testing.assert_array_equal(weights[q, k, at], taps[2][gp, used])
-            assert np.count_nonzero(weights[q, k]) == np.count_nonzero(taps[2][gp])
-    monkeypatch.setattr(RK, "RING_GROUP", group)
-    itiles, wpad, got = _cuda._interp_groups(rp.first, rp.weights)
-    assert got == group
-    for r in range(rp.first.shape[0]):
-        t = np.searchsorted(itiles, r, side="right") - 1
-        base = itiles[t] + (r - itiles[t]) // group * group
-        off = rp.first[r] - rp.first[base]
-        np.testing.assert_array_equal(wpad[r, off:off + rp.width], rp.weights[r])
-        assert np.count_nonzero(wpad[r]) == np.count_nonzero(rp.weights[r])
-        # the group's window stays in the tile's segment
-        assert rp.first[base] + wpad.shape[1] - rp.first[itiles[t]] <= RK.SEGMENT
-
-
 def test_worth_it_only_for_many_rings():
     assert tr.worth_it(RingGeometry.healpix(2048), 4096)
     assert not tr.worth_it(RingGeometry.healpix(2048), 6143)        # 3 nside - 1: 8191 rings
@@ -202,19 +164,16 @@ def test_cuda_polarized_transforms_resample(rng, monkeypatch):
 
 
 @cuda
-@pytest.mark.parametrize("ring_group, point_group", [(4, 2), (3, 3), (1, 1)])
-def test_cuda_resampling_over_many_tiles(ring_group, point_group, rng, monkeypatch):
+def test_cuda_resampling_over_many_tiles(rng, monkeypatch):
     """Small tiles (the kernels' shared shapes follow the module's constants in the simulator),
-    so that the interpolation and its transpose cross tiles of rings, grid points and pairs,
-    with the rings and the grid points in groups of several sizes (ragged last groups)."""
+    so that the interpolation and its transpose cross tiles of rings, grid points and pairs."""
     from sphgpu._device import SIMULATOR
     from sphgpu.sht import _cuda, _resample_kernels as RK
 
     if not SIMULATOR:
         pytest.skip("the tile sizes are compile-time constants on a GPU")
     monkeypatch.setenv("SPHGPU_THETA_RESAMPLE", "1")
-    small = dict(TILE_PAIRS=4, SEGMENT=20, RING_TILE=24, SPAN=6, SPREAD_RINGS=24,
-                 RING_GROUP=ring_group, POINT_GROUP=point_group)
+    small = dict(TILE_PAIRS=4, SEGMENT=20, RING_TILE=24, SPAN=6, SPREAD_RINGS=24)
     # the shapes the kernels derive from them (module constants: a shared array's shape must
     # be one)
     small.update(_ROW=5, _SEG_ROW=21, _V_SIZE=2 * 24 * 5)
@@ -226,7 +185,6 @@ def test_cuda_resampling_over_many_tiles(ring_group, point_group, rng, monkeypat
         rs = _cuda._resampler(_cuda.plan(geometry, lmax, lmax))
         assert rs is not None
         assert rs.interp_tiles.shape[0] > 3 and rs.spread_tiles.shape[0] > 3
-        assert (rs.interp_group, rs.spread_group) == (ring_group, point_group)
         _check_both_directions(rs, 1, geometry.nrings, lmax, rng)
     finally:
         _cuda.plan.cache_clear()
