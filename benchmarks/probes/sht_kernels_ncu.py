@@ -1,7 +1,8 @@
 """Every kernel one public transform launches, with its GPU time, from Nsight Compute (``ncu``):
-one ``alm2map`` and one ``map2alm`` (iter 0) of one map on device arrays at --nside, after a
-warm-up, the kernels in launch order and summed by name (cuFFT's own kernels included, which
-CUDA events around the private stages cannot split). ncu replays each kernel alone, so the
+one ``alm2map`` and one ``map2alm`` (iter 0) of one map on device arrays at --nside (``--calls``
+also takes ``alm2map_pol`` and ``map2alm_pol``: T, E, B and I, Q, U), after a warm-up, the
+kernels in launch order and summed by name (cuFFT's own kernels included, which CUDA events
+around the private stages cannot split). ncu replays each kernel alone, so the
 times are each kernel's own, without the gaps between launches.
 
 Run on the GPU machine:  python benchmarks/probes/sht_kernels_ncu.py OUT.json [--nside 2048]
@@ -34,8 +35,12 @@ def profiled(nside, calls):
     layout = sphgpu.AlmLayout(lmax)
     alm = cupy.asarray(random_alm(np.random.default_rng(1), layout))
     maps = cupy.asarray(np.random.default_rng(2).standard_normal(12 * nside ** 2))
+    alm3 = cupy.stack([alm, 0.5 * alm, 0.25 * alm])
+    maps3 = cupy.stack([maps, 0.5 * maps, 0.25 * maps])
     run = {"alm2map": lambda: sphgpu.alm2map(alm, nside, lmax=lmax),
-           "map2alm": lambda: sphgpu.map2alm(maps, lmax=lmax, iter=0)}
+           "map2alm": lambda: sphgpu.map2alm(maps, lmax=lmax, iter=0),
+           "alm2map_pol": lambda: sphgpu.alm2map(alm3, nside, lmax=lmax, pol=True),
+           "map2alm_pol": lambda: sphgpu.map2alm(maps3, lmax=lmax, iter=0, pol=True)}
     for name in calls:
         run[name]()
         run[name]()
@@ -51,7 +56,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out")
     p.add_argument("--nside", type=int, default=2048)
-    p.add_argument("--calls", nargs="+", default=["alm2map", "map2alm"])
+    p.add_argument("--calls", nargs="+", default=["alm2map", "map2alm"],
+                   choices=["alm2map", "map2alm", "alm2map_pol", "map2alm_pol"])
     p.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.inner:
