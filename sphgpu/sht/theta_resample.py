@@ -37,9 +37,12 @@ __all__ = ["ResamplePlan", "worth_it", "resample_plan", "spread_ranges", "forwar
 #: exponential-of-semicircle kernel exp(beta (sqrt(1 - (2y/W)^2) - 1)) with beta = BETA_PER_W * W.
 #: W = 16 at 2x oversampling kept the resampling error of random trigonometric polynomials at
 #: lmax 256-512 below 1.4e-13 of their largest value (6e-14 in L2); 1.5x oversampling gave
-#: 1.4e-12 in L2 (tests/sht/test_theta_resample.py checks it and the Legendre sums)
+#: 1.4e-12 in L2 (tests/sht/test_theta_resample.py checks it and the Legendre sums). The grid
+#: may be a little under 2x: a spin-2 transform at lmax 4096 resamples band limit 4098, whose
+#: grid at 2x or more is 17496 points (2^3 3^7, in 6 rows of 2916, a slower FFT than rows of
+#: 4096), at 1.999x 16384
 WIDTH = 16
-OVERSAMPLING = 2.0
+OVERSAMPLING = 1.99
 BETA_PER_W = 2.30
 #: resample only where the grid has this many times more rings than the Fejer rings it needs
 #: (HEALPix at lmax = 2 nside: about 2x), and from this band limit up: at nside 1024, lmax 2048

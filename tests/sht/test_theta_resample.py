@@ -22,11 +22,14 @@ def _trig(theta, ce, co):
     return np.stack([np.cos(np.outer(theta, k)) @ ce, np.sin(np.outer(theta, k)) @ co], axis=1)
 
 
-@pytest.mark.parametrize("nside, lmax", [(16, 32), (13, 26), (64, 128), (128, 256)])
+# (129, 257): a grid just under 2x (1024 points for band limit 257), as spin-2 transforms at
+# lmax 4096 have (band limit 4098, 16384 points)
+@pytest.mark.parametrize("nside, lmax", [(16, 32), (13, 26), (64, 128), (128, 256), (129, 257)])
 def test_forward_interpolates_trigonometric_polynomials(nside, lmax, rng):
     g = RingGeometry.healpix(nside)
     rp = tr.resample_plan(g, lmax)
-    assert rp.n >= lmax + 1 and rp.n % 2 == 0 and rp.N >= 4 * lmax
+    assert rp.n >= lmax + 1 and rp.n % 2 == 0 and rp.N >= tr.OVERSAMPLING * 2 * lmax
+    assert (rp.N < 4 * lmax) == (lmax == 257)
     ce = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
     co = rng.standard_normal(lmax + 1) + 1j * rng.standard_normal(lmax + 1)
     got = tr.forward(_trig(rp.fejer.theta, ce, co)[None], rp)[0]
