@@ -1311,15 +1311,32 @@ def unfold_kernel(conv, rings, nphi, phi0, weight, scale, leg):
 
 
 @cuda.jit(device=True, inline=True)
+def _scaled(c, z):
+    # real c times complex z: two products (Numba's c * z is a complex product, six)
+    return complex(c * z.real, c * z.imag)
+
+
+@cuda.jit(device=True, inline=True)
+def _times_i(z):
+    return complex(-z.imag, z.real)
+
+
+@cuda.jit(device=True, inline=True)
 def _eth_at(dn, cur, up, lv, m, e, en, j, sign_m, transpose):
     """One eth pass at one coefficient: from the set's values at j-1, j, j+1 (``dn``, ``cur``,
-    ``up``) and that coefficient's l, m, eps_l, eps_{l+1} (see :func:`eth_kernel`)."""
+    ``up``) and that coefficient's l, m, eps_l, eps_{l+1} (see :func:`eth_kernel`):
+    -(D - 2 j X + sign_m m) with D = (l-1) eps_l dn - (l+2) eps_{l+1} up and X = eps_l dn +
+    eps_{l+1} up (D = l eps_{l+1} up - (l+1) eps_l dn transposed), each neighbour's factor
+    made real first, so that the pass costs real-times-complex products only."""
     if transpose:
-        d = (lv * en) * up - ((lv + 1.0) * e) * dn
+        cd = -e * (lv + 1.0 + 2.0 * j)
+        cu = en * (lv - 2.0 * j)
     else:
-        d = ((lv - 1.0) * e) * dn - ((lv + 2.0) * en) * up
-    x = e * dn + en * up
-    return -(d - (2.0 * j) * x + (sign_m * m) * cur)
+        cd = e * (lv - 1.0 - 2.0 * j)
+        cu = -en * (lv + 2.0 + 2.0 * j)
+    cc = sign_m * m
+    return complex(-(cd * dn.real + cu * up.real + cc * cur.real),
+                   -(cd * dn.imag + cu * up.imag + cc * cur.imag))
 
 
 @cuda.jit(cache=True)
@@ -1390,7 +1407,7 @@ def _embedded(alm, q, row, x, n, norm, fl, fm, lmax, reach):
     i = _orig_index(fl[x], fm[x], lmax)
     if i < 0:
         return 0j
-    return alm[q, row, i] * norm[x]
+    return _scaled(norm[x], alm[q, row, i])
 
 
 @cuda.jit(cache=True)
@@ -1428,15 +1445,21 @@ def spin_sets_kernel(alm, norm, fl, fm, eps, eps_next, lmax, spin, out):
     up_b = _ladder(b0, b1, b2, b3, b4, p, n, fl, fm, eps, eps_next, spin, -1.0, False)
     dn_b = _ladder(b0, b1, b2, b3, b4, p, n, fl, fm, eps, eps_next, spin, 1.0, False)
     # C_Q = -(P+ E + i P- B), C_U = -(P+ B - i P- E), P+- = (up +- dn) / 2
-    pe = 0.5 * (up_e + dn_e)
-    me = 0.5 * (up_e - dn_e)
-    pb = 0.5 * (up_b + dn_b)
-    mb = 0.5 * (up_b - dn_b)
-    out[q, e, p] = -(pe + 1j * mb)
-    out[q, b, p] = -(pb - 1j * me)
+    pe = _scaled(0.5, up_e + dn_e)
+    me = _scaled(0.5, up_e - dn_e)
+    pb = _scaled(0.5, up_b + dn_b)
+    mb = _scaled(0.5, up_b - dn_b)
+    out[q, e, p] = -(pe + _times_i(mb))
+    out[q, b, p] = -(pb - _times_i(me))
     if r == 3:
         i = _orig_index(fl[p], fm[p], lmax)
         out[q, 0, p] = alm[q, 0, i] if i >= 0 else 0j
+
+
+@cuda.jit(device=True, inline=True)
+def _half(a, b, sign):
+    # (a + sign i b) / 2 without complex products
+    return complex(0.5 * (a.real - sign * b.imag), 0.5 * (a.imag + sign * b.real))
 
 
 @cuda.jit(device=True, inline=True)
@@ -1477,20 +1500,16 @@ def spin_sets_adjoint_kernel(g, inner, norm, fl, fm, eps, eps_next, spin, out):
     u4 = _row_at(g, q, ru, p + 2, n, spin - 2)
     # gp = (gq, gu) and gm = (i gu, -i gq) on the E and B rows; the passes start from
     # up = (gp + gm) / 2 and dn = (gp - gm) / 2
-    up_e = _ladder(0.5 * (q0 + 1j * u0), 0.5 * (q1 + 1j * u1), 0.5 * (q2 + 1j * u2),
-                   0.5 * (q3 + 1j * u3), 0.5 * (q4 + 1j * u4),
-                   p, n, fl, fm, eps, eps_next, spin, -1.0, True)
-    dn_e = _ladder(0.5 * (q0 - 1j * u0), 0.5 * (q1 - 1j * u1), 0.5 * (q2 - 1j * u2),
-                   0.5 * (q3 - 1j * u3), 0.5 * (q4 - 1j * u4),
-                   p, n, fl, fm, eps, eps_next, spin, 1.0, True)
-    up_b = _ladder(0.5 * (u0 - 1j * q0), 0.5 * (u1 - 1j * q1), 0.5 * (u2 - 1j * q2),
-                   0.5 * (u3 - 1j * q3), 0.5 * (u4 - 1j * q4),
-                   p, n, fl, fm, eps, eps_next, spin, -1.0, True)
-    dn_b = _ladder(0.5 * (u0 + 1j * q0), 0.5 * (u1 + 1j * q1), 0.5 * (u2 + 1j * q2),
-                   0.5 * (u3 + 1j * q3), 0.5 * (u4 + 1j * q4),
-                   p, n, fl, fm, eps, eps_next, spin, 1.0, True)
-    out[q, r - 2, i] = -((up_e + dn_e) * norm[p])
-    out[q, r - 1, i] = -((up_b + dn_b) * norm[p])
+    up_e = _ladder(_half(q0, u0, 1), _half(q1, u1, 1), _half(q2, u2, 1), _half(q3, u3, 1),
+                   _half(q4, u4, 1), p, n, fl, fm, eps, eps_next, spin, -1.0, True)
+    dn_e = _ladder(_half(q0, u0, -1), _half(q1, u1, -1), _half(q2, u2, -1), _half(q3, u3, -1),
+                   _half(q4, u4, -1), p, n, fl, fm, eps, eps_next, spin, 1.0, True)
+    up_b = _ladder(_half(u0, q0, -1), _half(u1, q1, -1), _half(u2, q2, -1), _half(u3, q3, -1),
+                   _half(u4, q4, -1), p, n, fl, fm, eps, eps_next, spin, -1.0, True)
+    dn_b = _ladder(_half(u0, q0, 1), _half(u1, q1, 1), _half(u2, q2, 1), _half(u3, q3, 1),
+                   _half(u4, q4, 1), p, n, fl, fm, eps, eps_next, spin, 1.0, True)
+    out[q, r - 2, i] = -_scaled(norm[p], up_e + dn_e)
+    out[q, r - 1, i] = -_scaled(norm[p], up_b + dn_b)
     if r == 3:
         out[q, 0, i] = g[q, 0, p]
 
