@@ -623,9 +623,9 @@ def _resample(leg_f, rs, xp):
     return out
 
 
-def _resample_adjoint(leg, rs, xp, tap_weight=None):
-    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``tap_weight`` in
-    place of the resampler's (:class:`_Polar`: some rings left out)."""
+def _resample_adjoint(leg, rs, xp, tap_weights=None):
+    """The transpose of :func:`_resample`: (k, nrings, nm) -> (k, n, nm); ``tap_weights``, one
+    table a map, in place of the resampler's (:class:`_Polar`: some rings left out)."""
     k, _, nm = leg.shape
     n, P, S = rs.rp.n, rs.pairs, rs.phases
     M = rs.rp.N // S
@@ -635,7 +635,7 @@ def _resample_adjoint(leg, rs, xp, tap_weight=None):
     for i in range(k):
         _go(RK.spread_kernel(S, rs.tap_row.shape[1]),
             *_tiles_grid(P, rs.spread_tiles.shape[0] - 1), leg[i:i + 1], rs.tap_row,
-            rs.tap_weight if tap_weight is None else tap_weight, rs.spread_tiles,
+            rs.tap_weight if tap_weights is None else tap_weights[i], rs.spread_tiles,
             rs.spread_ring0, u)
         _fft_rows(u.reshape(1, P * S, M), True, xp)
         _go(RK.from_grid_kernel(S), (math.ceil(2 * n / RK.THREADS), P, 1), RK.THREADS, u,
@@ -645,32 +645,45 @@ def _resample_adjoint(leg, rs, xp, tap_weight=None):
     return out
 
 
-def _synthesis_legendre(alm, pl, xp, poles=False):
+def _synthesis_legendre(alm, pl, xp, rows=0):
     """The Legendre step of a whole transform: on the plan's rings, or on Fejer rings and
-    resampled to them (:func:`_resampler`); with ``poles`` (spin transforms) the rings nearest
-    the poles (:data:`POLAR_SIN`) on their own rings."""
+    resampled to them (:func:`_resampler`). In a spin transform, ``rows`` a set (2: the Q and U
+    sets; 3: T, Q, U), the spin rows take the rings nearest the poles (:data:`POLAR_SIN`) on
+    their own rings; a T row needs no such step (the sin^-s factor that amplifies the
+    resampling's error there is the spin rows')."""
     rs = _resampler(pl)
     if rs is None:
         return _alm2leg(alm, pl, xp)
     leg = _resample(_alm2leg(alm, rs.plan, xp), rs, xp)
-    polar = rs.polar(POLAR_SIN) if poles else None
+    polar = rs.polar(POLAR_SIN) if rows else None
     if polar is not None:
-        leg[:, polar.rows] = _alm2leg(alm, polar.plan, xp)
+        k = alm.shape[0] // rows
+        spin = slice(rows - 2, rows)
+        part = _alm2leg(alm.reshape(k, rows, -1)[:, spin].reshape(2 * k, -1), polar.plan, xp)
+        leg.reshape(k, rows, *leg.shape[1:])[:, spin, polar.rows] = part.reshape(
+            k, 2, *part.shape[1:])
     return leg
 
 
-def _analysis_legendre(leg, pl, xp, poles=False):
-    """The adjoint Legendre step of a whole transform (see :func:`_synthesis_legendre`): with
-    ``poles`` the polar rings' share by their own step, the others' through the resampling."""
+def _analysis_legendre(leg, pl, xp, rows=0):
+    """The adjoint Legendre step of a whole transform (see :func:`_synthesis_legendre`): in a
+    spin transform, the spin rows' polar rings by their own step, the rest through the
+    resampling."""
     rs = _resampler(pl)
     if rs is None:
         return _leg2alm(leg, pl, xp)
     leg = xp.ascontiguousarray(leg)
-    polar = rs.polar(POLAR_SIN) if poles else None
+    polar = rs.polar(POLAR_SIN) if rows else None
     if polar is None:
         return _leg2alm(_resample_adjoint(leg, rs, xp), rs.plan, xp)
-    out = _leg2alm(_resample_adjoint(leg, rs, xp, polar.tap_weight), rs.plan, xp)
-    out += _leg2alm(xp.ascontiguousarray(leg[:, polar.rows]), polar.plan, xp)
+    k = leg.shape[0] // rows
+    spin = slice(rows - 2, rows)
+    weights = [polar.tap_weight if i % rows >= rows - 2 else rs.tap_weight
+               for i in range(leg.shape[0])]
+    out = _leg2alm(_resample_adjoint(leg, rs, xp, weights), rs.plan, xp)
+    part = leg.reshape(k, rows, *leg.shape[1:])[:, spin, polar.rows]
+    part = _leg2alm(xp.ascontiguousarray(part.reshape(2 * k, *part.shape[2:])), polar.plan, xp)
+    out.reshape(k, rows, -1)[:, spin] += part.reshape(k, 2, -1)
     return out
 
 
@@ -945,14 +958,14 @@ def _run_spin(data, spin, layout, geometry, forward, pl=None):
     if forward:
         def one(a):
             return spin_mod.synthesis(a, spin, layout, geometry,
-                                      lambda c, ext: _synthesis_legendre(c, pl, xp, True),
+                                      lambda c, ext: _synthesis_legendre(c, pl, xp, rows),
                                       lambda leg, s: _leg2map(leg, pl, xp, s), xp,
                                       sets=lambda b: _coefficient_sets(b, spin, layout, xp))
     else:
         def one(a):
             return spin_mod.analysis(a, spin, layout, geometry,
                                      lambda m, s: _map2leg(m, pl, xp, scale=s),
-                                     lambda leg, ext: _analysis_legendre(leg, pl, xp, True),
+                                     lambda leg, ext: _analysis_legendre(leg, pl, xp, rows),
                                      xp,
                                      sets_adjoint=lambda g: _coefficient_sets_adjoint(
                                          g, spin, layout, xp))

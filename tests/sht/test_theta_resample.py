@@ -234,11 +234,13 @@ def test_grid_phases_are_the_fewest_rows_that_fit():
 
 
 @cuda
-def test_spin_transforms_take_the_polar_rings_on_their_own(rng, monkeypatch):
-    """With ``poles`` (spin transforms) the rings with sin(theta) < POLAR_SIN take the Legendre
-    step on their own rings: the synthesis's rows there are the direct step's, the adjoint's
-    split (resampled part with those rows' weights zero, plus their own step) is the direct
-    adjoint, and polarized transforms through it agree with ducc0."""
+@pytest.mark.parametrize("rows", [2, 3])
+def test_spin_transforms_take_the_polar_rings_on_their_own(rows, rng, monkeypatch):
+    """In spin transforms (``rows`` a set: Q, U or T, Q, U) the spin rows' rings with
+    sin(theta) < POLAR_SIN take the Legendre step on their own rings: the synthesis's spin rows
+    there are the direct step's and its T rows the resampled ones, the adjoint's split
+    (resampled part with those rings' weights zero in the spin rows, plus their own step) is
+    the direct adjoint, and polarized transforms through it agree with ducc0."""
     from sphgpu._device import array_module, to_host
     from sphgpu.sht import _cuda
 
@@ -248,18 +250,24 @@ def test_spin_transforms_take_the_polar_rings_on_their_own(rng, monkeypatch):
     pl = _cuda.plan(geometry, lmax, lmax)
     rs = _cuda._resampler(pl)
     polar = rs.polar(_cuda.POLAR_SIN)
-    rows = to_host(polar.rows)
-    assert np.array_equal(rows, np.flatnonzero(np.sin(geometry.theta) < 0.6))
-    assert 0 < rows.size < geometry.nrings
+    ring = to_host(polar.rows)
+    assert np.array_equal(ring, np.flatnonzero(np.sin(geometry.theta) < 0.6))
+    assert 0 < ring.size < geometry.nrings
     xp = array_module()
     layout = AlmLayout(lmax, lmax)
-    alm = xp.asarray(random_alm(rng, layout, k=2))
+    alm = xp.asarray(random_alm(rng, layout, k=2 * rows))
     direct = to_host(_cuda._alm2leg(alm, pl, xp))
-    both = to_host(_cuda._synthesis_legendre(alm, pl, xp, True))
-    np.testing.assert_array_equal(both[:, rows], direct[:, rows])
+    resampled = to_host(_cuda._resample(_cuda._alm2leg(alm, rs.plan, xp), rs, xp))
+    both = to_host(_cuda._synthesis_legendre(alm, pl, xp, rows))
+    spin = np.arange(2 * rows) % rows >= rows - 2
+    np.testing.assert_array_equal(both[spin][:, ring], direct[spin][:, ring])
+    np.testing.assert_array_equal(both[~spin], resampled[~spin])
     assert rel_err(both, direct) <= 1e-13
-    leg = xp.asarray(rng.standard_normal((2, geometry.nrings, lmax + 1))
-                     + 1j * rng.standard_normal((2, geometry.nrings, lmax + 1)))
+    leg = xp.asarray(rng.standard_normal((2 * rows, geometry.nrings, lmax + 1))
+                     + 1j * rng.standard_normal((2 * rows, geometry.nrings, lmax + 1)))
     want = to_host(_cuda._leg2alm(leg, pl, xp))
-    assert rel_err(to_host(_cuda._analysis_legendre(leg, pl, xp, True)), want) <= 1e-13
+    got = to_host(_cuda._analysis_legendre(leg, pl, xp, rows))
+    assert rel_err(got, want) <= 1e-13
+    plain = to_host(_cuda._leg2alm(_cuda._resample_adjoint(leg, rs, xp), rs.plan, xp))
+    np.testing.assert_array_equal(got[~spin], plain[~spin])
     _check_polarized_against_ducc0(geometry, lmax, rng)
