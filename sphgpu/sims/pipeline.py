@@ -202,9 +202,11 @@ def _device_arrays(plan: SimulationPlan, device_kind: str):
             factors[which] = (xp.asarray([i for i, _ in ij], dtype=np.int64),
                               xp.asarray([j for _, j in ij], dtype=np.int64),
                               xp.asarray(fre), xp.asarray(np.where(m == 0, 0.0, fre)))
-    return dict(xp=xp, factors=factors, mask=put(plan.mask),
-                sigma=plan.noise_sigma if np.isscalar(plan.noise_sigma)
-                else put(plan.noise_sigma))
+    # sigma as an array where the maps are, a number too: made once here, not at every
+    # simulation's noise (a copy to the device that would wait for the queued transforms)
+    sigma = None if plan.noise_sigma is None else put(
+        np.asarray(plan.noise_sigma, dtype=np.float64).reshape(-1))
+    return dict(xp=xp, factors=factors, mask=put(plan.mask), sigma=sigma)
 
 
 def _draw_alm(stream, factors, out):
