@@ -131,10 +131,7 @@ def add_normals(out, block, key, scale, factor=None, *, backend=None):
         if size == 0 or out.size % size:
             raise ValueError(f"{name} has {size} values, which do not repeat over out's "
                              f"{out.size}")
-    if backend is None:
-        backend = _backend(None, device)
-    else:
-        backend = _backend(backend, None)
+    backend = _backend(backend, device if backend is None else None)
     return backends.load("sims", backend).add_normals(out, block, key, scale, factor)
 
 
