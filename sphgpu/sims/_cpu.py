@@ -7,8 +7,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._cuda_launch import refresh_kernel_cache
+from . import noise, philox
+from .noise import add_noise_at
 from .philox import normal_pair
 from .reference import correlate
+
+# the loops are cached on disk (cache=True) and inline philox's and noise's functions
+refresh_kernel_cache(__file__, philox.__file__, noise.__file__)
 
 __all__ = ["normals", "add_normals", "correlate"]
 
@@ -31,14 +37,10 @@ def _add(out, block, k0, k1, scale, factor):
     # the CUDA kernel's loop: no array of the numbers is made (a map's worth of memory saved)
     n = out.size
     for q in range((n + 1) // 2):
-        z = normal_pair(q, block, k0, k1)
-        for t in range(2):
-            j = 2 * q + t
-            if j < n:
-                v = out[j] + scale[j % scale.size] * z[t]
-                if factor.size:
-                    v *= factor[j % factor.size]
-                out[j] = v
+        z0, z1 = normal_pair(q, block, k0, k1)
+        add_noise_at(out, 2 * q, z0, scale, factor)
+        if 2 * q + 1 < n:
+            add_noise_at(out, 2 * q + 1, z1, scale, factor)
 
 
 def normals(shape, block, key):

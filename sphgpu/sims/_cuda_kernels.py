@@ -6,11 +6,12 @@ from __future__ import annotations
 from numba import cuda
 
 from .._cuda_launch import refresh_kernel_cache
-from . import philox
+from . import noise, philox
+from .noise import add_noise_at
 from .philox import normal_pair
 
-# cached on disk (cache=True); it inlines philox's functions
-refresh_kernel_cache(__file__, philox.__file__)
+# cached on disk (cache=True); it inlines philox's and noise's functions
+refresh_kernel_cache(__file__, philox.__file__, noise.__file__)
 
 
 @cuda.jit(cache=True)
@@ -30,25 +31,6 @@ def fill_normals(out, block, k0, k1):
             out[2 * q + 1] = z1
 
 
-@cuda.jit(device=True, inline=True)
-def _cycle(j, size):
-    # j mod size without the long 64-bit remainder where it is not needed (a scalar's one
-    # value, or an array as long as out)
-    if size == 1:
-        return 0
-    return j if j < size else j % size
-
-
-@cuda.jit(device=True, inline=True)
-def _noisy(out, j, z, scale, factor):
-    # (out_j + scale_j z) factor_j, scale and factor repeating over out (a map's pixels repeat
-    # over its fields); no factor when it is empty
-    v = out[j] + scale[_cycle(j, scale.size)] * z
-    if factor.size:
-        v *= factor[_cycle(j, factor.size)]
-    out[j] = v
-
-
 @cuda.jit(cache=True)
 def add_normals_kernel(out, block, k0, k1, scale, factor):
     """out[j] = (out[j] + scale[j % S] * z_j) * factor[j % F] in place, z the values of
@@ -61,9 +43,9 @@ def add_normals_kernel(out, block, k0, k1, scale, factor):
     n = out.size
     if 2 * q < n:
         z0, z1 = normal_pair(q, block, k0, k1)
-        _noisy(out, 2 * q, z0, scale, factor)
+        add_noise_at(out, 2 * q, z0, scale, factor)
         if 2 * q + 1 < n:
-            _noisy(out, 2 * q + 1, z1, scale, factor)
+            add_noise_at(out, 2 * q + 1, z1, scale, factor)
 
 
 @cuda.jit(cache=True)
